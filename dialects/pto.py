@@ -1,0 +1,1472 @@
+"""The ``pto`` dialect: tile types and one op class per PTO tile instruction.
+
+One instruction, one place: each op class below carries its mnemonic, its operand
+structure (through its family base class), its dtype set per target, its verifier
+and its element function (``fn``) that the golden model (runtime/reference.py)
+and the backends use.  The family base classes hold what a whole family shares
+(TROWEXPAND* Mode 1 / Mode 2 rules, reduction shapes, ...).
+
+Every tile op serves both IR levels, the way linalg ops take tensors or memrefs:
+
+* L1 (SSA):  ``%d = pto.tadd %a, %b : (!pto.tile<..>, !pto.tile<..>) -> !pto.tile<..>``
+* L2 (DPS):  ``pto.tadd ins(%a, %b : !pto.tile_buf<..>, ..) outs(%d : !pto.tile_buf<..>)``
+
+Both are printed and parsed by :class:`TileOp` (xDSL custom syntax), so what
+``ptoc --emit pto`` prints, ``ptoc-opt`` reads back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    VarConstraint,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_region_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------------------
+
+DTYPE_NAMES = ("f16", "bf16", "f32", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64")
+
+
+def dtype_name(t: Attribute) -> str:
+    """Short name of an element type: ``f32``, ``i16``, ``ui8``, ``bf16`` ... (i1 -> ``i1``)."""
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, IntegerType):
+        prefix = "ui" if t.signedness.data == Signedness.UNSIGNED else "i"
+        return f"{prefix}{t.width.data}"
+    if isinstance(t, IndexType):
+        return "index"
+    return str(t)
+
+
+def element_bytes(t: Attribute) -> int:
+    if isinstance(t, (Float16Type, BFloat16Type)):
+        return 2
+    if isinstance(t, Float32Type):
+        return 4
+    if isinstance(t, Float64Type):
+        return 8
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    raise VerifyException(f"{t} is not a tile element type")
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type))
+
+
+# dtype sets, named as the ISA pages group them
+F16_F32 = frozenset({"f16", "f32"})
+A2A3_ARITH = frozenset({"f16", "f32", "i16", "i32"})
+A5_ARITH = A2A3_ARITH | {"ui16", "ui32", "bf16", "i8", "ui8"}
+A5_ARITH64 = A5_ARITH | {"i64", "ui64"}
+B8_B16_B32 = frozenset({"i8", "ui8", "i16", "ui16", "i32", "ui32", "f16", "bf16", "f32"})
+ALL_DTYPES = frozenset(DTYPE_NAMES)
+
+# --------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------
+
+DYNAMIC = -1
+"""A valid row/col only known at run time (``?`` or ``-1`` in the source)."""
+
+TILE_LOCS = ("vec", "mat", "left", "right", "acc", "bias", "scaling", "scalar")
+BLAYOUTS = ("row_major", "col_major")
+SLAYOUTS = ("none_box", "row_major", "col_major")
+TILE_DEFAULTS = {"blayout": "row_major", "slayout": "none_box", "fractal": 512, "pad": 0, "compact": 0}
+MAX_TILE_DIM = 1 << 20
+
+
+def _dim(d: int) -> int:
+    return DYNAMIC if d in (DYNAMIC_INDEX, -1) else d
+
+
+def _dims_text(dims: Sequence[int]) -> str:
+    return "x".join("?" if d == DYNAMIC else str(d) for d in dims)
+
+
+class TileLikeType(ParametrizedAttribute, TypeAttribute):
+    """Shared parameters of ``!pto.tile`` (L1 value) and ``!pto.tile_buf`` (L2 buffer).
+
+    Printed as ``<16x64xf32[, loc=..][, valid=RxC][, blayout=..][, slayout=..][, fractal=..][, pad=..][, compact=..]>``
+    (tile_buf puts the loc first, as PTOAS's compact form does); only non-default keys are printed.
+    """
+
+    loc: StringAttr
+    element_type: Attribute
+    shape: ArrayAttr[IntAttr]
+    valid: ArrayAttr[IntAttr]
+    blayout: StringAttr
+    slayout: StringAttr
+    fractal: IntAttr
+    pad: IntAttr
+    compact: IntAttr
+
+    LOC_FIRST: ClassVar[bool] = False
+
+    def __init__(self, element_type: Attribute, shape: Sequence[int], *, loc: str = "vec",
+                 valid: Sequence[int] | None = None, blayout: str = "row_major",
+                 slayout: str = "none_box", fractal: int = 512, pad: int = 0, compact: int = 0):
+        valid = shape if valid is None else valid
+        super().__init__(StringAttr(loc), element_type, ArrayAttr(IntAttr(d) for d in shape),
+                         ArrayAttr(IntAttr(_dim(d)) for d in valid), StringAttr(blayout),
+                         StringAttr(slayout), IntAttr(fractal), IntAttr(pad), IntAttr(compact))
+
+    # ---- convenient views -------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        return self.shape.data[0].data
+
+    @property
+    def cols(self) -> int:
+        return self.shape.data[1].data
+
+    @property
+    def valid_row(self) -> int:
+        return self.valid.data[0].data
+
+    @property
+    def valid_col(self) -> int:
+        return self.valid.data[1].data
+
+    @property
+    def valid_shape(self) -> tuple[int, int]:
+        return (self.valid_row, self.valid_col)
+
+    @property
+    def is_row_major(self) -> bool:
+        return self.blayout.data == "row_major"
+
+    @property
+    def dtype(self) -> str:
+        return dtype_name(self.element_type)
+
+    @property
+    def elem_bytes(self) -> int:
+        return element_bytes(self.element_type)
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.elem_bytes
+
+    def with_valid(self, valid: Sequence[int]) -> TileLikeType:
+        return type(self)(self.element_type, [self.rows, self.cols], loc=self.loc.data, valid=valid,
+                          **self._keys())
+
+    def _keys(self) -> dict:
+        return {"blayout": self.blayout.data, "slayout": self.slayout.data, "fractal": self.fractal.data,
+                "pad": self.pad.data, "compact": self.compact.data}
+
+    def verify(self) -> None:
+        if len(self.shape.data) != 2 or len(self.valid.data) != 2:
+            raise VerifyException("a tile has exactly two dimensions (rows x cols)")
+        for d in (self.rows, self.cols):
+            if d <= 0 or d > MAX_TILE_DIM:
+                raise VerifyException(f"tile dimension {d} is out of range 1..{MAX_TILE_DIM}")
+        for v, s in zip((self.valid_row, self.valid_col), (self.rows, self.cols)):
+            if v != DYNAMIC and not 0 <= v <= s:
+                raise VerifyException(
+                    f"valid region {_dims_text(self.valid_shape)} exceeds tile shape {self.rows}x{self.cols}")
+        if self.loc.data not in TILE_LOCS:
+            raise VerifyException(f"unknown tile location '{self.loc.data}' (expected one of {', '.join(TILE_LOCS)})")
+        if self.blayout.data not in BLAYOUTS:
+            raise VerifyException(f"unknown blayout '{self.blayout.data}' (expected row_major or col_major)")
+        if self.slayout.data not in SLAYOUTS:
+            raise VerifyException(f"unknown slayout '{self.slayout.data}'")
+        if not 0 <= self.pad.data <= 3:
+            raise VerifyException(f"pad must be 0..3 (Null, Zero, Max, Min), got {self.pad.data}")
+        element_bytes(self.element_type)
+
+    # ---- syntax -----------------------------------------------------------------
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        keys: dict[str, object] = {}
+        loc = "vec"
+        with parser.in_angle_brackets():
+            shape, elt = parser.parse_ranked_shape()
+            while parser.parse_optional_punctuation(","):
+                pos = parser.pos
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                if key in keys:
+                    parser.raise_error(f"duplicate tile key '{key}'", pos, parser.pos)
+                if key == "valid":
+                    keys[key] = [_dim(d) for d in parser.parse_dimension_list()]
+                elif key in ("loc", "blayout", "slayout"):
+                    keys[key] = parser.parse_identifier()
+                elif key in ("fractal", "pad", "compact"):
+                    keys[key] = parser.parse_integer()
+                else:
+                    parser.raise_error(f"unknown tile key '{key}'", pos, parser.pos)
+        loc = str(keys.pop("loc", loc))
+        t = cls(elt, shape, loc=loc, **keys)  # type: ignore[arg-type]
+        return list(t.parameters)
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = []
+        if self.LOC_FIRST:
+            parts.append(self.loc.data)
+        head = _dims_text([self.rows, self.cols]) + "x"
+        printer.print_string("<")
+        if parts:
+            printer.print_string(parts[0] + ", ")
+        printer.print_string(head)
+        printer.print_attribute(self.element_type)
+        if not self.LOC_FIRST and self.loc.data != "vec":
+            printer.print_string(f", loc={self.loc.data}")
+        if self.valid_shape != (self.rows, self.cols):
+            printer.print_string(f", valid={_dims_text(self.valid_shape)}")
+        for key, value in self._keys().items():
+            if value != TILE_DEFAULTS[key]:
+                printer.print_string(f", {key}={value}")
+        printer.print_string(">")
+
+
+@irdl_attr_definition
+class TileType(TileLikeType):
+    """``!pto.tile<16x64xf32>``: an L1 tile value (no buffer yet)."""
+
+    name = "pto.tile"
+
+
+@irdl_attr_definition
+class TileBufType(TileLikeType):
+    """``!pto.tile_buf<vec, 16x64xf32, valid=?x?>``: an L2 tile buffer in UB (or another location)."""
+
+    name = "pto.tile_buf"
+    LOC_FIRST: ClassVar[bool] = True
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        # tile_buf starts with its location: `<vec, 16x16xf32, ...>`
+        with parser.in_angle_brackets():
+            loc = parser.parse_identifier()
+            parser.parse_punctuation(",")
+            shape, elt = parser.parse_ranked_shape()
+            keys: dict[str, object] = {}
+            while parser.parse_optional_punctuation(","):
+                pos = parser.pos
+                key = parser.parse_identifier()
+                parser.parse_punctuation("=")
+                if key in keys:
+                    parser.raise_error(f"duplicate tile key '{key}'", pos, parser.pos)
+                if key == "valid":
+                    keys[key] = [_dim(d) for d in parser.parse_dimension_list()]
+                elif key in ("blayout", "slayout"):
+                    keys[key] = parser.parse_identifier()
+                elif key in ("fractal", "pad", "compact"):
+                    keys[key] = parser.parse_integer()
+                else:
+                    parser.raise_error(f"unknown tile key '{key}'", pos, parser.pos)
+        return list(cls(elt, shape, loc=loc, **keys).parameters)  # type: ignore[arg-type]
+
+
+def is_tile(t: Attribute) -> bool:
+    return isinstance(t, TileLikeType)
+
+
+class _ShapedViewType(ParametrizedAttribute, TypeAttribute):
+    """``<?x?xf32>``-style GM view types; ``?`` dims print and parse as in MLIR."""
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute):
+        super().__init__(ArrayAttr(IntAttr(_dim(d)) for d in shape), element_type)
+
+    @property
+    def dims(self) -> list[int]:
+        return [d.data for d in self.shape.data]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, elt = parser.parse_ranked_shape()
+        return [ArrayAttr(IntAttr(_dim(d)) for d in shape), elt]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + (_dims_text(self.dims) + "x" if self.dims else ""))
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+
+@irdl_attr_definition
+class TensorViewType(_ShapedViewType):
+    name = "pto.tensor_view"
+
+
+@irdl_attr_definition
+class PartitionTensorViewType(_ShapedViewType):
+    name = "pto.partition_tensor_view"
+
+
+@irdl_attr_definition
+class PtrType(ParametrizedAttribute, TypeAttribute):
+    """``!pto.ptr<f32>``: a GM pointer (a kernel argument)."""
+
+    name = "pto.ptr"
+    element_type: Attribute
+    space: StringAttr
+
+    def __init__(self, element_type: Attribute, space: str = "gm"):
+        super().__init__(element_type, StringAttr(space))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            elt = parser.parse_type()
+            space = "gm"
+            if parser.parse_optional_punctuation(","):
+                space = parser.parse_identifier()
+        return [elt, StringAttr(space)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.element_type)
+        if self.space.data != "gm":
+            printer.print_string(f", {self.space.data}")
+        printer.print_string(">")
+
+
+class _RawBodyMixin:
+    """Keeps the text between ``<`` and ``>`` verbatim (enum-like and opaque pto attributes/types)."""
+
+    body: StringAttr
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        tok = parser._current_token
+        if tok.text == "<":
+            return [StringAttr(parser._parse_dialect_symbol_body().strip())]
+        content = parser.lexer.input.content
+        kind = cls.name.split(".", 1)[1]
+        opaque = re.search(r"[#!]pto\s*<\s*" + re.escape(kind) + r"$", content[: tok.span.start].rstrip())
+        if not opaque or tok.text == ">":  # `!pto.pipe` with no body, or `#pto<name>`
+            return [StringAttr("")]
+        # opaque form `#pto<name BODY>`: the caller consumes the closing `>`
+        start = tok.span.start
+        end = parser._raw_scan_balanced(start)
+        parser.lexer.pos = end
+        parser._parser_state.current_token = parser.lexer.lex()
+        return [StringAttr(parser.lexer.input.content[start:end].strip())]
+
+    def print_parameters(self, printer: Printer) -> None:
+        if self.body.data or self.ALWAYS_BRACKETS:
+            printer.print_string(f"<{self.body.data}>")
+
+    ALWAYS_BRACKETS: ClassVar[bool] = True
+
+
+def _raw_attr(attr_name: str, *, is_type: bool = False) -> type[ParametrizedAttribute]:
+    bases = (_RawBodyMixin, ParametrizedAttribute) + ((TypeAttribute,) if is_type else ())
+    cls_name = "".join(p.capitalize() for p in attr_name.replace(".", "_").split("_")) + ("Type" if is_type else "Attr")
+    cls = type(cls_name, bases, {"name": f"pto.{attr_name}", "__annotations__": {"body": StringAttr},
+                                 "ALWAYS_BRACKETS": not is_type,
+                                 "__doc__": f"``{'!' if is_type else '#'}pto.{attr_name}<...>`` kept verbatim."})
+    return irdl_attr_definition(cls)
+
+
+RAW_ATTR_NAMES = (
+    "address_space", "layout", "kernel_kind", "sync_op_type", "pipe_event_type", "pipe", "event",
+    "tile_buf_config", "acc_to_vec_mode", "slayout", "blayout", "pad_value", "compact_mode", "mask_pattern",
+    "round_mode", "cmp", "saturation_mode", "st_phase", "atomic_type", "relu_pre_mode", "inferred_layout",
+    "device", "pad_mode", "cmp_mode", "fractal",
+)
+RAW_ATTRS = {n: _raw_attr(n) for n in RAW_ATTR_NAMES}
+RAW_TYPE_NAMES = ("async_session", "async_event", "eventid_array", "pipe", "event", "mask", "vreg", "memref", "global")
+RAW_TYPES = {n: _raw_attr(n, is_type=True) for n in RAW_TYPE_NAMES}
+
+
+def raw_attr(kind: str, body: str) -> ParametrizedAttribute:
+    """``#pto.<kind><body>``, e.g. ``raw_attr("pipe", "PIPE_V")``."""
+    return RAW_ATTRS[kind](StringAttr(body))
+
+
+def raw_type(kind: str, body: str = "") -> ParametrizedAttribute:
+    return RAW_TYPES[kind](StringAttr(body))
+
+
+# --------------------------------------------------------------------------------------
+# Op syntax shared by every tile op
+# --------------------------------------------------------------------------------------
+
+
+def _print_operands_with_types(printer: Printer, values: Sequence[SSAValue]) -> None:
+    printer.print_list(values, printer.print_operand)
+    if values:
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in values], printer.print_attribute)
+
+
+def _parse_group(parser: Parser) -> tuple[list[UnresolvedOperand], list[Attribute]]:
+    """``(%a, %b : T, U)`` -> unresolved operands and their types."""
+    parser.parse_punctuation("(")
+    operands: list[UnresolvedOperand] = []
+    types: list[Attribute] = []
+    if parser.parse_optional_punctuation(")"):
+        return operands, types
+    operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    parser.parse_punctuation(")")
+    return operands, types
+
+
+def _resolve(parser: Parser, operands, types, pos) -> list[SSAValue]:
+    if len(operands) != len(types):
+        parser.raise_error(f"{len(operands)} operands but {len(types)} types", pos, parser.pos)
+    return [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
+
+
+class TileOp(IRDLOperation):
+    """Base of every PTO tile instruction: operands in ``ins``, DPS destinations in ``outs``, L1 results.
+
+    Class-level facts that subclasses set:
+
+    * ``dtypes``: ``{"a2a3": set, "ascend950": set}`` of element type names; ``None`` = not checked.
+    * ``fn``: the element function (NumPy) the golden model applies, where one exists.
+    * ``HAS_SEMANTICS``: False for ops ptoc parses and verifies but cannot run.
+    """
+
+    ins = var_operand_def()
+    outs = var_operand_def()
+    res = var_result_def()
+    regs = var_region_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    DTYPES: ClassVar[dict[str, frozenset[str]] | None] = None
+    HAS_SEMANTICS: ClassVar[bool] = False
+    FAMILY: ClassVar[str] = "other"
+    A2A3_VOP: ClassVar[str | None] = None
+    """The a2a3 repeat-vector instruction the op lowers to (its main one)."""
+
+    def __init__(self, ins: Sequence[SSAValue] = (), outs: Sequence[SSAValue] = (),
+                 result_types: Sequence[Attribute] = (), attributes: dict[str, Attribute] | None = None,
+                 regions=()):
+        super().__init__(operands=[list(ins), list(outs)], result_types=[list(result_types)],
+                         attributes=attributes or {}, regions=[list(regions)])
+
+    # ---- the operand view the verifiers and the lowering use ---------------------------
+    @property
+    def is_dps(self) -> bool:
+        return len(self.outs) > 0
+
+    @property
+    def dst_type(self) -> TileLikeType | None:
+        if self.outs:
+            t = self.outs[0].type
+        elif self.res:
+            t = self.res[0].type
+        else:
+            return None
+        return t if isinstance(t, TileLikeType) else None
+
+    @property
+    def dst(self) -> SSAValue | None:
+        return self.outs[0] if self.outs else (self.res[0] if self.res else None)
+
+    def tile_ins(self) -> list[SSAValue]:
+        return [v for v in self.ins if isinstance(v.type, TileLikeType)]
+
+    def scalar_ins(self) -> list[SSAValue]:
+        return [v for v in self.ins if not isinstance(v.type, TileLikeType)]
+
+    # ---- syntax -------------------------------------------------------------------
+    def print(self, printer: Printer) -> None:
+        attrs = {k: v for k, v in self.attributes.items()}
+        if self.outs or not self.res:
+            printer.print_string(" ins(")
+            _print_operands_with_types(printer, self.ins)
+            printer.print_string(")")
+            if self.outs:
+                printer.print_string(" outs(")
+                _print_operands_with_types(printer, self.outs)
+                printer.print_string(")")
+            if self.res:
+                printer.print_string(" -> ")
+                printer.print_list([r.type for r in self.res], printer.print_attribute)
+        else:
+            if self.ins:
+                printer.print_string(" ")
+                printer.print_list(self.ins, printer.print_operand)
+        if attrs:
+            printer.print_string(" ")
+            printer.print_attr_dict(attrs)
+        if not (self.outs or not self.res):
+            printer.print_string(" : (")
+            printer.print_list([v.type for v in self.ins], printer.print_attribute)
+            printer.print_string(") -> ")
+            types = [r.type for r in self.res]
+            if len(types) == 1:
+                printer.print_attribute(types[0])
+            else:
+                printer.print_string("(")
+                printer.print_list(types, printer.print_attribute)
+                printer.print_string(")")
+        for region in self.regs:
+            printer.print_string(" ")
+            printer.print_region(region)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TileOp:
+        pos = parser.pos
+        if parser.parse_optional_keyword("ins") is not None:
+            ops, tys = _parse_group(parser)
+            ins = _resolve(parser, ops, tys, pos)
+            outs: list[SSAValue] = []
+            if parser.parse_optional_keyword("outs") is not None:
+                pos = parser.pos
+                ops, tys = _parse_group(parser)
+                outs = _resolve(parser, ops, tys, pos)
+            results: list[Attribute] = []
+            if parser.parse_optional_punctuation("->"):
+                results = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            attrs = parser.parse_optional_attr_dict()
+        else:
+            operands = []
+            if parser._current_token.text.startswith("%"):
+                operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+            attrs = parser.parse_optional_attr_dict()
+            parser.parse_punctuation(":")
+            fn_pos = parser.pos
+            in_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+            parser.parse_punctuation("->")
+            if parser._current_token.text == "(":
+                results = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+            else:
+                results = [parser.parse_type()]
+            ins = _resolve(parser, operands, in_types, fn_pos)
+            outs = []
+        regions = []
+        while parser._current_token.text == "{":
+            regions.append(parser.parse_region())
+        return cls(ins, outs, results, attrs, regions)
+
+    # ---- verification -----------------------------------------------------------------
+    def verify_(self) -> None:
+        if self.outs and self.res and self.FAMILY != "other":
+            raise VerifyException("a tile op takes either `outs` (L2) or results (L1), not both")
+        if self.outs:
+            for v in self.outs:
+                if isinstance(v.type, TileType):
+                    raise VerifyException("DPS `outs` must be !pto.tile_buf buffers, not !pto.tile values")
+        self.verify_family()
+
+    def verify_family(self) -> None:
+        """Constraints from the op's ISA page; overridden per family."""
+
+    def check_dtype_for_target(self, target_name: str) -> None:
+        """The per-target dtype set (run by pto-verify-target, not by verify_)."""
+        if self.DTYPES is None:
+            return
+        t = self.dst_type or (self.tile_ins()[0].type if self.tile_ins() else None)
+        if not isinstance(t, TileLikeType):
+            return
+        allowed = self.DTYPES.get(target_name, frozenset())
+        if t.dtype not in allowed:
+            names = ", ".join(sorted(allowed)) or "none"
+            raise VerifyException(
+                f"element type {t.dtype} is not supported on {target_name} (supported: {names})")
+
+
+# ---- small verifier helpers (messages name the rule) ------------------------------
+
+
+def _tiles(op: TileOp, n: int, what: str) -> list[TileLikeType]:
+    tiles = [v.type for v in op.ins]
+    if len(tiles) < n or not all(isinstance(t, TileLikeType) for t in tiles[:n]):
+        raise VerifyException(f"expects {what}")
+    return tiles  # type: ignore[return-value]
+
+
+def _need_dst(op: TileOp) -> TileLikeType:
+    dst = op.dst_type
+    if dst is None:
+        raise VerifyException("expects one destination tile (an `outs` tile_buf or an L1 result)")
+    if len(op.outs) + len(op.res) != 1:
+        raise VerifyException("expects exactly one destination tile")
+    return dst
+
+
+def _same_dtype(*types: TileLikeType, rule: str = "dst and src element types must match") -> None:
+    first = types[0].element_type
+    if any(t.element_type != first for t in types[1:]):
+        names = ", ".join(t.dtype for t in types)
+        raise VerifyException(f"{rule} (got {names})")
+
+
+def _known(*dims: int) -> bool:
+    return all(d != DYNAMIC for d in dims)
+
+
+def _same_valid(a: TileLikeType, b: TileLikeType, rule: str) -> None:
+    if _known(*a.valid_shape, *b.valid_shape) and a.valid_shape != b.valid_shape:
+        raise VerifyException(f"{rule} ({_dims_text(a.valid_shape)} vs {_dims_text(b.valid_shape)})")
+
+
+def _row_major(t: TileLikeType, who: str) -> None:
+    if not t.is_row_major:
+        raise VerifyException(f"{who} must be RowMajor (blayout=row_major)")
+
+
+# --------------------------------------------------------------------------------------
+# Families
+# --------------------------------------------------------------------------------------
+
+
+class ElementwiseBinaryOp(TileOp):
+    """``dst = fn(src0, src1)`` over dst's valid region; no implicit broadcast."""
+
+    FAMILY: ClassVar[str] = "binary"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        a, b = _tiles(self, 2, "two source tiles")[:2]
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects 2 source operands, got {len(self.ins)}")
+        _same_dtype(dst, a, b, rule="src0, src1 and dst must have the same element type")
+        _same_valid(a, dst, "src0 valid shape must equal dst valid shape (no implicit broadcast)")
+        _same_valid(b, dst, "src1 valid shape must equal dst valid shape (no implicit broadcast)")
+        for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):
+            _row_major(t, who)
+
+
+class UnaryOp(TileOp):
+    """``dst = fn(src)``; TRSQRT takes an optional tmp."""
+
+    FAMILY: ClassVar[str] = "unary"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    MAX_INS: ClassVar[int] = 1
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        srcs = _tiles(self, 1, "a source tile")
+        if not 1 <= len(self.ins) <= self.MAX_INS:
+            raise VerifyException(f"expects {self.MAX_INS} source operand(s), got {len(self.ins)}")
+        _same_dtype(dst, srcs[0])
+        _same_valid(srcs[0], dst, "src valid shape must equal dst valid shape")
+        _row_major(dst, "dst")
+        _row_major(srcs[0], "src")
+
+
+class TileScalarOp(TileOp):
+    """``dst = fn(src, s)``; with ``scalar_first`` orders (TDIVS ``ins(%s, %src)``) ``fn(s, src)``."""
+
+    FAMILY: ClassVar[str] = "scalar"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    @property
+    def scalar_first(self) -> bool:
+        return len(self.ins) == 2 and not isinstance(self.ins[0].type, TileLikeType)
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects a tile and a scalar operand, got {len(self.ins)} operands")
+        tiles, scalars = self.tile_ins(), self.scalar_ins()
+        if len(tiles) != 1 or len(scalars) != 1:
+            raise VerifyException("expects exactly one tile and one scalar operand")
+        if self.scalar_first and not self.SCALAR_FIRST_OK:
+            raise VerifyException("the scalar operand must come second")
+        src = tiles[0].type
+        _same_dtype(dst, src)  # type: ignore[arg-type]
+        _same_valid(src, dst, "src valid shape must equal dst valid shape")  # type: ignore[arg-type]
+        _row_major(dst, "dst")
+
+    SCALAR_FIRST_OK: ClassVar[bool] = False
+
+
+class ExpandScalarOp(TileOp):
+    """TEXPANDS: ``dst = s`` over the valid region."""
+
+    FAMILY: ClassVar[str] = "expands"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        _need_dst(self)
+        if len(self.ins) != 1 or isinstance(self.ins[0].type, TileLikeType):
+            raise VerifyException("expects one scalar operand")
+
+
+def block_elems(t: TileLikeType) -> int:
+    """Elements in one 32-byte block: 32 / sizeof(T)."""
+    return 32 // t.elem_bytes
+
+
+class RowExpandBinaryOp(TileOp):
+    """TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF} (seeds/000 for MAX; reference/pto_isa.md §4.1).
+
+    Exactly one of src0/src1 has dst's valid shape (the full operand); the other is expanded:
+    Mode 1 (ColMajor, one scalar per row) or Mode 2 (RowMajor, one 32-byte block per row).
+    Operand order is kept: with src0 expanded the result is ``fn(s_i, src1[i, j])``.
+    An optional third ``ins`` operand is the tmp tile (Mode 1 only).
+    """
+
+    FAMILY: ClassVar[str] = "rowexpand"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def expand_analysis(self) -> tuple[int, int]:
+        """(index of the expanded operand in ins: 0 or 1, mode: 1 or 2). Raises VerifyException."""
+        dst = _need_dst(self)
+        tiles = _tiles(self, 2, "two source tiles (src0, src1) and an optional tmp")
+        a, b = tiles[0], tiles[1]
+        if not _known(*dst.valid_shape, *a.valid_shape, *b.valid_shape):
+            # Dynamic valid shapes: decide by layout the way the backends' tie-break does.
+            expanded = 1 if (not b.is_row_major or b.valid_col != dst.valid_col) else 0
+        else:
+            a_full = a.valid_shape == dst.valid_shape
+            b_full = b.valid_shape == dst.valid_shape
+            if a_full and b_full:
+                raise VerifyException(
+                    "exactly one of src0 or src1 must have dst's valid shape "
+                    f"({_dims_text(dst.valid_shape)}); both do, so the expanded operand is ambiguous")
+            if not a_full and not b_full:
+                raise VerifyException(
+                    "exactly one of src0 or src1 must have dst's valid shape "
+                    f"({_dims_text(dst.valid_shape)}); got src0 {_dims_text(a.valid_shape)}, "
+                    f"src1 {_dims_text(b.valid_shape)}")
+            expanded = 1 if a_full else 0
+        full, exp = (a, b) if expanded == 1 else (b, a)
+        who = f"src{expanded}"
+        _row_major(full, f"the full-size operand (src{1 - expanded})")
+        if not exp.is_row_major:
+            mode = 1
+            if exp.valid_col not in (1, DYNAMIC):
+                raise VerifyException(
+                    f"Mode 1 (ColMajor {who}) requires {who} valid cols == 1, got {exp.valid_col}")
+        else:
+            mode = 2
+            want = block_elems(dst)
+            if exp.valid_col not in (want, DYNAMIC):
+                raise VerifyException(
+                    f"Mode 2 (RowMajor {who}) requires {who} valid cols == 32/sizeof({dst.dtype}) = {want}, "
+                    f"got {exp.valid_col}")
+        if _known(exp.valid_row, dst.valid_row) and exp.valid_row != dst.valid_row:
+            raise VerifyException(
+                f"Mode {mode} requires {who} valid rows == dst valid rows ({exp.valid_row} vs {dst.valid_row})")
+        return expanded, mode
+
+    @property
+    def tmp(self) -> SSAValue | None:
+        return self.ins[2] if len(self.ins) == 3 else None
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (2, 3):
+            raise VerifyException(f"expects ins(src0, src1[, tmp]), got {len(self.ins)} operands")
+        tiles = _tiles(self, len(self.ins), "tile operands")
+        _row_major(dst, "dst")
+        _same_dtype(dst, tiles[0], tiles[1], rule="dst, src0 and src1 must have the same element type")
+        _, mode = self.expand_analysis()
+        if self.tmp is not None and mode == 2:
+            raise VerifyException("a tmp operand is only allowed with Mode 1 (ColMajor expanded operand); "
+                                  "Mode 2 needs no broadcast buffer")
+
+
+class ColExpandBinaryOp(TileOp):
+    """TCOLEXPAND{ADD,...}: ``dst[i,j] = fn(src0[i,j], src1[0,j])`` (only src1 is expanded)."""
+
+    FAMILY: ClassVar[str] = "colexpand"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects ins(src0, src1), got {len(self.ins)} operands")
+        a, b = _tiles(self, 2, "two source tiles")[:2]
+        _same_dtype(dst, a, b, rule="dst, src0 and src1 must have the same element type")
+        for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):
+            _row_major(t, who)
+        _same_valid(a, dst, "src0 valid shape must equal dst valid shape")
+        if _known(b.valid_col, dst.valid_col) and b.valid_col != dst.valid_col:
+            raise VerifyException(f"src1 valid cols must equal dst valid cols ({b.valid_col} vs {dst.valid_col})")
+
+
+class RowExpandOp(TileOp):
+    """TROWEXPAND: ``dst[i,j] = src[i,0]``."""
+
+    FAMILY: ClassVar[str] = "rowbroadcast"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        (src,) = _tiles(self, 1, "one source tile")[:1]
+        if len(self.ins) != 1:
+            raise VerifyException("expects one source tile")
+        _same_dtype(dst, src)
+        _row_major(dst, "dst")
+        if _known(src.valid_row, dst.valid_row) and src.valid_row != dst.valid_row:
+            raise VerifyException(f"src valid rows must equal dst valid rows ({src.valid_row} vs {dst.valid_row})")
+
+
+class ColExpandOp(TileOp):
+    """TCOLEXPAND: ``dst[i,j] = src[0,j]``."""
+
+    FAMILY: ClassVar[str] = "colbroadcast"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        (src,) = _tiles(self, 1, "one source tile")[:1]
+        if len(self.ins) != 1:
+            raise VerifyException("expects one source tile")
+        _same_dtype(dst, src)
+        _row_major(dst, "dst")
+        _row_major(src, "src")
+        if _known(src.valid_col, dst.valid_col) and src.valid_col != dst.valid_col:
+            raise VerifyException(f"src valid cols must equal dst valid cols ({src.valid_col} vs {dst.valid_col})")
+
+
+class RowReduceOp(TileOp):
+    """TROWSUM/TROWMAX/TROWMIN ``ins(src[, tmp]) -> dst``: ``dst[i,0] = reduce_j src[i,j]``."""
+
+    FAMILY: ClassVar[str] = "rowreduce"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (1, 2):
+            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
+        src = _tiles(self, len(self.ins), "tile operands")[0]
+        _same_dtype(dst, src)
+        _row_major(src, "src")
+        if src.valid_row == 0 or src.valid_col == 0:
+            raise VerifyException("src valid region must not be empty (validRow != 0 and validCol != 0)")
+        if _known(src.valid_row, dst.valid_row) and src.valid_row != dst.valid_row:
+            raise VerifyException(f"src valid rows must equal dst valid rows ({src.valid_row} vs {dst.valid_row})")
+        if not dst.is_row_major and dst.cols != 1:
+            raise VerifyException("a ColMajor dst must have exactly 1 column")
+
+
+class ColReduceOp(TileOp):
+    """TCOLSUM/TCOLMAX/TCOLMIN ``ins(src[, tmp]) -> dst``: ``dst[0,j] = reduce_i src[i,j]``."""
+
+    FAMILY: ClassVar[str] = "colreduce"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (1, 2):
+            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
+        src = _tiles(self, len(self.ins), "tile operands")[0]
+        _same_dtype(dst, src)
+        _row_major(src, "src")
+        _row_major(dst, "dst")
+        if _known(src.valid_col, dst.valid_col) and src.valid_col != dst.valid_col:
+            raise VerifyException(f"src valid cols must equal dst valid cols ({src.valid_col} vs {dst.valid_col})")
+
+
+class PairReduceOp(TileOp):
+    """TPAIRREDUCESUM (seeds/004): ``dst[i,k] = src[i,2k] + src[i,2k+1]`` for k < ceil(C/2), rest 0."""
+
+    FAMILY: ClassVar[str] = "pairreduce"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 1:
+            raise VerifyException(f"expects one source tile, got {len(self.ins)} operands")
+        (src,) = _tiles(self, 1, "one source tile")[:1]
+        _same_dtype(dst, src, rule="dst and src0 must have the same element type")
+        _row_major(dst, "dst")
+        _row_major(src, "src0")
+        _same_valid(src, dst, "src0 must have the same valid shape as dst")
+
+
+class ConvertOp(TileOp):
+    """TCVT ``{rmode = #pto.round_mode<...>}``: element conversion with a rounding mode."""
+
+    FAMILY: ClassVar[str] = "cvt"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if not 1 <= len(self.ins) <= 2:
+            raise VerifyException("expects ins(src[, tmp])")
+        (src,) = _tiles(self, 1, "a source tile")[:1]
+        _same_valid(src, dst, "src valid shape must equal dst valid shape")
+
+
+class MoveOp(TileOp):
+    """TMOV: copy between tiles (vec -> vec here; other domains parse but do not run)."""
+
+    FAMILY: ClassVar[str] = "mov"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        (src,) = _tiles(self, 1, "a source tile")[:1]
+        if dst.loc.data == "vec" and src.loc.data == "vec":
+            _same_dtype(dst, src)
+            _same_valid(src, dst, "src valid shape must equal dst valid shape")
+
+
+class LoadOp(TileOp):
+    """TLOAD ``ins(%partition_view) outs(%tile)`` (L1: ``%t = pto.tload %pv : (PV) -> T``)."""
+
+    FAMILY: ClassVar[str] = "load"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if not self.ins or not isinstance(self.ins[0].type, (PartitionTensorViewType, TensorViewType)):
+            if self.ins and not is_tile(self.ins[0].type):
+                return  # memref-level forms of the corpus: parsed, not run
+            raise VerifyException("expects a !pto.partition_tensor_view source")
+        view = self.ins[0].type
+        if element_bytes(view.element_type) != dst.elem_bytes:
+            raise VerifyException(
+                f"sizeof(tile element) must equal sizeof(GM element) ({dst.dtype} vs {dtype_name(view.element_type)})")
+
+
+class StoreOp(TileOp):
+    """TSTORE ``ins(%tile) outs(%partition_view)``."""
+
+    FAMILY: ClassVar[str] = "store"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    @property
+    def dst_type(self):  # a store's destination is GM, not a tile
+        return None
+
+    def verify_family(self) -> None:
+        if not self.ins or not is_tile(self.ins[0].type):
+            if self.ins and not self.outs:
+                raise VerifyException("expects ins(%tile) outs(%partition_view)")
+            return
+
+
+class OpaqueTileOp(TileOp):
+    """An instruction ptoc parses and type-checks but has no semantics or lowering for."""
+
+
+# --------------------------------------------------------------------------------------
+# The instructions (one class each)
+# --------------------------------------------------------------------------------------
+
+def _per_target(a2a3, ascend950):
+    return {"a2a3": frozenset(a2a3), "ascend950": frozenset(ascend950)}
+
+
+ARITH = _per_target(A2A3_ARITH, A5_ARITH64)
+FLOAT_ONLY = _per_target(F16_F32, F16_F32 | {"bf16"})
+EXPAND_ARITH = _per_target(A2A3_ARITH, A5_ARITH)
+EXPAND_FLOAT = _per_target(F16_F32, F16_F32)
+BROADCAST = _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"})
+ANY = _per_target(ALL_DTYPES, ALL_DTYPES)
+
+
+def _op(name: str, base: type[TileOp], dtypes=None, doc: str = "", **extra) -> type[TileOp]:
+    cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
+    ns = {"name": f"pto.{name}", "__doc__": doc or base.__doc__, **extra}
+    if dtypes is not None:
+        ns["DTYPES"] = dtypes
+    ns["__annotations__"] = {k: ClassVar for k in ns if k.isupper()}
+    return irdl_op_definition(type(cls_name, (base,), ns))
+
+
+# Element functions live in runtime.semantics (NumPy), named after the op; the class names it.
+TILE_OPS: dict[str, type[TileOp]] = {}
+
+
+def _define(name: str, base: type[TileOp], dtypes=None, doc: str = "", **extra) -> type[TileOp]:
+    cls = _op(name, base, dtypes, doc, **extra)
+    TILE_OPS[cls.name] = cls
+    return cls
+
+
+TAddOp = _define("tadd", ElementwiseBinaryOp, ARITH, "TADD: dst = src0 + src1.", A2A3_VOP="vadd")
+TSubOp = _define("tsub", ElementwiseBinaryOp, ARITH, "TSUB: dst = src0 - src1.", A2A3_VOP="vsub")
+TMulOp = _define("tmul", ElementwiseBinaryOp, ARITH, "TMUL: dst = src0 * src1.", A2A3_VOP="vmul")
+TDivOp = _define("tdiv", ElementwiseBinaryOp, FLOAT_ONLY, "TDIV: dst = src0 / src1.", A2A3_VOP="vdiv")
+TMaxOp = _define("tmax", ElementwiseBinaryOp, ARITH, "TMAX: dst = max(src0, src1) (NaN wins, -0 < +0).",
+                 A2A3_VOP="vmax")
+TMinOp = _define("tmin", ElementwiseBinaryOp, ARITH, "TMIN: dst = min(src0, src1) (NaN wins, -0 < +0).",
+                 A2A3_VOP="vmin")
+
+TExpOp = _define("texp", UnaryOp, FLOAT_ONLY, "TEXP: dst = exp(src).", A2A3_VOP="vexp")
+TLogOp = _define("tlog", UnaryOp, FLOAT_ONLY, "TLOG: dst = ln(src).", A2A3_VOP="vln")
+TSqrtOp = _define("tsqrt", UnaryOp, FLOAT_ONLY, "TSQRT: dst = sqrt(src).", A2A3_VOP="vsqrt")
+TRsqrtOp = _define("trsqrt", UnaryOp, FLOAT_ONLY, "TRSQRT: dst = 1/sqrt(src) (optional tmp).",
+                   A2A3_VOP="vrsqrt", MAX_INS=2)
+TRecipOp = _define("trecip", UnaryOp, FLOAT_ONLY, "TRECIP: dst = 1/src.", A2A3_VOP="vrec")
+TAbsOp = _define("tabs", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TABS: dst = |src|.", A2A3_VOP="vabs")
+TReluOp = _define("trelu", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TRELU: dst = max(src, 0).",
+                  A2A3_VOP="vrelu")
+
+TAddsOp = _define("tadds", TileScalarOp, ARITH, "TADDS: dst = src + s.", A2A3_VOP="vadds")
+TSubsOp = _define("tsubs", TileScalarOp, ARITH, "TSUBS: dst = src - s.", A2A3_VOP="vadds")
+TMulsOp = _define("tmuls", TileScalarOp, ARITH, "TMULS: dst = src * s.", A2A3_VOP="vmuls")
+TDivsOp = _define("tdivs", TileScalarOp, FLOAT_ONLY, "TDIVS: dst = src / s, or s / src with the scalar first.",
+                  A2A3_VOP="vdivs", SCALAR_FIRST_OK=True)
+TMaxsOp = _define("tmaxs", TileScalarOp, ARITH, "TMAXS: dst = max(src, s).", A2A3_VOP="vmaxs")
+TMinsOp = _define("tmins", TileScalarOp, ARITH, "TMINS: dst = min(src, s).", A2A3_VOP="vmins")
+TExpandsOp = _define("texpands", ExpandScalarOp, BROADCAST, "TEXPANDS: dst = s.", A2A3_VOP="vector_dup")
+
+TRowExpandOp = _define("trowexpand", RowExpandOp, BROADCAST)
+TColExpandOp = _define("tcolexpand", ColExpandOp, BROADCAST)
+TRowExpandAddOp = _define("trowexpandadd", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd")
+TRowExpandSubOp = _define("trowexpandsub", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub")
+TRowExpandMulOp = _define("trowexpandmul", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul")
+TRowExpandDivOp = _define("trowexpanddiv", RowExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv")
+TRowExpandMaxOp = _define("trowexpandmax", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax")
+TRowExpandMinOp = _define("trowexpandmin", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin")
+TRowExpandExpdifOp = _define("trowexpandexpdif", RowExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vsub")
+TColExpandAddOp = _define("tcolexpandadd", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd")
+TColExpandSubOp = _define("tcolexpandsub", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub")
+TColExpandMulOp = _define("tcolexpandmul", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul")
+TColExpandDivOp = _define("tcolexpanddiv", ColExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv")
+TColExpandMaxOp = _define("tcolexpandmax", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax")
+TColExpandMinOp = _define("tcolexpandmin", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin")
+TColExpandExpdifOp = _define("tcolexpandexpdif", ColExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vsub")
+
+ROW_SUM_DTYPES = _per_target(A2A3_ARITH, A2A3_ARITH | {"i64", "ui64"})
+ROW_MAXMIN_DTYPES = _per_target(A2A3_ARITH, A2A3_ARITH | {"i64", "ui64", "i8", "ui8"})
+COL_DTYPES = _per_target(A2A3_ARITH, A5_ARITH64)
+TRowSumOp = _define("trowsum", RowReduceOp, ROW_SUM_DTYPES, A2A3_VOP="vcadd")
+TRowMaxOp = _define("trowmax", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmax")
+TRowMinOp = _define("trowmin", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmin")
+TColSumOp = _define("tcolsum", ColReduceOp, COL_DTYPES, A2A3_VOP="vadd")
+TColMaxOp = _define("tcolmax", ColReduceOp, COL_DTYPES, A2A3_VOP="vmax")
+TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin")
+TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, F16_F32), A2A3_VOP="vcpadd")
+
+TCvtOp = _define("tcvt", ConvertOp, ANY)
+TMovOp = _define("tmov", MoveOp, ANY)
+TLoadOp = _define("tload", LoadOp, ANY)
+TStoreOp = _define("tstore", StoreOp, ANY)
+
+# Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
+# catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
+OPAQUE_TILE_OP_NAMES = (
+    "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr", "tprelu", "tcmp", "tsel", "tpow", "taddc",
+    "tsubc", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu", "tsubrelu", "tpartadd", "tpartmul",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tneg", "tnot", "trems", "tfmods", "tands",
+    "tors", "txors", "tshls", "tshrs", "tlrelu", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
+    "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
+    "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter", "tmatmul", "tmatmul.acc", "tmatmul.bias",
+    "tmatmul.mx", "tgemv", "tgemv.acc", "tgemv.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
+    "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract", "textract_fp", "tinsert", "tinsert_fp",
+    "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tconcat", "tpack", "tsubview",
+    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter", "tci", "ttri",
+    "tquant", "tdequant", "trandom", "tprint", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
+    "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
+    "tput_async", "tget_async", "tput", "tget",
+)
+for _name in OPAQUE_TILE_OP_NAMES:
+    _define(_name, OpaqueTileOp)
+
+
+# --------------------------------------------------------------------------------------
+# Non-instruction ops: GM views, allocation, placement, events
+# --------------------------------------------------------------------------------------
+
+
+def _print_kw_list(printer: Printer, key: str, values: Sequence[SSAValue]) -> None:
+    printer.print_string(f"{key} = [")
+    printer.print_list(values, printer.print_operand)
+    printer.print_string("]")
+
+
+@irdl_op_definition
+class MakeTensorViewOp(IRDLOperation):
+    """``%tv = pto.make_tensor_view %ptr, shape = [..], strides = [..] : !pto.tensor_view<..>``."""
+
+    name = "pto.make_tensor_view"
+    ptr = var_operand_def()
+    shape_ = var_operand_def()
+    strides_ = var_operand_def()
+    result = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, ptr: SSAValue, shape: Sequence[SSAValue], strides: Sequence[SSAValue], result_type,
+                 attributes=None):
+        super().__init__(operands=[[ptr], list(shape), list(strides)], result_types=[result_type],
+                         attributes=attributes or {})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.ptr[0])
+        printer.print_string(", ")
+        _print_kw_list(printer, "shape", self.shape_)
+        printer.print_string(", ")
+        _print_kw_list(printer, "strides", self.strides_)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        ptr = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        lists = []
+        for key in ("shape", "strides"):
+            parser.parse_keyword(key)
+            parser.parse_punctuation("=")
+            lists.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_operand))
+            parser.parse_optional_punctuation(",")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        rt = parser.parse_type()
+        ptr_type = PtrType(rt.element_type) if isinstance(rt, TensorViewType) else rt
+        return cls(parser.resolve_operand(ptr, ptr_type), lists[0], lists[1], rt, attrs)
+
+    def verify_(self) -> None:
+        rt = self.result.type
+        if not isinstance(rt, TensorViewType):
+            raise VerifyException("result must be a !pto.tensor_view")
+        if len(self.shape_) != len(self.strides_):
+            raise VerifyException(f"shape has {len(self.shape_)} entries but strides has {len(self.strides_)}")
+        if len(self.shape_) != len(rt.dims):
+            raise VerifyException(f"shape has {len(self.shape_)} entries but the view type has rank {len(rt.dims)}")
+        if len(self.ptr) != 1:
+            raise VerifyException("expects one pointer operand")
+        pt = self.ptr[0].type
+        if isinstance(pt, PtrType) and pt.element_type != rt.element_type:
+            raise VerifyException(
+                f"view element type {dtype_name(rt.element_type)} differs from the pointer's "
+                f"{dtype_name(pt.element_type)}")
+
+
+@irdl_op_definition
+class PartitionViewOp(IRDLOperation):
+    """``%pv = pto.partition_view %tv, offsets = [..], sizes = [..] : TV -> PV``."""
+
+    name = "pto.partition_view"
+    source = var_operand_def()
+    offsets = var_operand_def()
+    sizes = var_operand_def()
+    result = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, source: SSAValue, offsets, sizes, result_type, attributes=None):
+        super().__init__(operands=[[source], list(offsets), list(sizes)], result_types=[result_type],
+                         attributes=attributes or {})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source[0])
+        printer.print_string(", ")
+        _print_kw_list(printer, "offsets", self.offsets)
+        printer.print_string(", ")
+        _print_kw_list(printer, "sizes", self.sizes)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source[0].type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        lists = []
+        for key in ("offsets", "sizes"):
+            parser.parse_keyword(key)
+            parser.parse_punctuation("=")
+            lists.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_operand))
+            parser.parse_optional_punctuation(",")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        return cls(parser.resolve_operand(src, st), lists[0], lists[1], rt, attrs)
+
+    def verify_(self) -> None:
+        if len(self.source) != 1:
+            raise VerifyException("expects one source view")
+        if len(self.offsets) != len(self.sizes):
+            raise VerifyException(f"{len(self.offsets)} offsets but {len(self.sizes)} sizes")
+        st = self.source[0].type
+        if isinstance(st, TensorViewType) and len(self.offsets) != len(st.dims):
+            raise VerifyException(f"{len(self.offsets)} offsets for a rank-{len(st.dims)} tensor view")
+        rt = self.result.type
+        if isinstance(rt, PartitionTensorViewType) and isinstance(st, TensorViewType):
+            if rt.element_type != st.element_type:
+                raise VerifyException("partition element type must equal the tensor view's")
+
+
+@irdl_op_definition
+class AllocTileOp(IRDLOperation):
+    """``%t = pto.alloc_tile [addr = %a] [valid_row = %r valid_col = %c] : !pto.tile_buf<..>``."""
+
+    name = "pto.alloc_tile"
+    addr = opt_operand_def()
+    valid_row = opt_operand_def()
+    valid_col = opt_operand_def()
+    result = result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, result_type, addr=None, valid_row=None, valid_col=None, attributes=None):
+        super().__init__(operands=[[addr] if addr else [], [valid_row] if valid_row else [],
+                                   [valid_col] if valid_col else []],
+                         result_types=[result_type], attributes=attributes or {})
+
+    def print(self, printer: Printer) -> None:
+        for key in ("addr", "valid_row", "valid_col"):
+            v = getattr(self, key)
+            if v is not None:
+                printer.print_string(f" {key} = ")
+                printer.print_operand(v)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        vals = {}
+        while (key := parser.parse_optional_keyword_in(("addr", "valid_row", "valid_col"))) is not None:
+            parser.parse_punctuation("=")
+            vals[key] = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        rt = parser.parse_type()
+        types = {"addr": IntegerType(64), "valid_row": IndexType(), "valid_col": IndexType()}
+        resolved = {k: parser.resolve_operand(v, types[k]) for k, v in vals.items()}
+        return cls(rt, **resolved, attributes=attrs)
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if not isinstance(t, TileBufType):
+            raise VerifyException("result must be a !pto.tile_buf")
+        if (t.valid_row == DYNAMIC) != (self.valid_row is not None):
+            raise VerifyException("valid_row must be given exactly when the type's v_row is '?'")
+        if (t.valid_col == DYNAMIC) != (self.valid_col is not None):
+            raise VerifyException("valid_col must be given exactly when the type's v_col is '?'")
+
+
+@irdl_op_definition
+class TAssignOp(IRDLOperation):
+    """Binds a tile's buffer to a UB address (manual placement).
+
+    PTOAS form: ``%t1 = pto.tassign %t, %addr : T -> T`` (``%addr : i64``).
+    Doc form:   ``pto.tassign %t, @tile(0x1000) : T`` (no result; the front end puts it
+    right after ``%t``'s definition, since the ISA pages write it before the tile exists).
+    """
+
+    name = "pto.tassign"
+    tile = var_operand_def()
+    addr_value = var_operand_def()
+    result = var_result_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, tile: SSAValue, addr: SSAValue | int, result_type=None, attributes=None):
+        attrs = dict(attributes or {})
+        if isinstance(addr, int):
+            attrs["addr"] = IntegerAttr(addr, 64)
+            operands = [[tile], []]
+        else:
+            operands = [[tile], [addr]]
+        super().__init__(operands=operands, result_types=[[result_type] if result_type else []],
+                         attributes=attrs)
+
+    @property
+    def static_addr(self) -> int | None:
+        a = self.attributes.get("addr")
+        return a.value.data if isinstance(a, IntegerAttr) else None
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.tile[0])
+        printer.print_string(", ")
+        if self.static_addr is not None:
+            printer.print_string(f"@tile({self.static_addr:#x})")
+        else:
+            printer.print_operand(self.addr_value[0])
+        rest = {k: v for k, v in self.attributes.items() if k != "addr"}
+        if rest:
+            printer.print_string(" ")
+            printer.print_attr_dict(rest)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tile[0].type)
+        if self.result:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        tile = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        addr: object
+        if parser.parse_optional_symbol_name() is not None:
+            parser.parse_punctuation("(")
+            addr = parser.parse_integer()
+            parser.parse_punctuation(")")
+        else:
+            addr = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = parser.parse_type()
+        rt = None
+        if parser.parse_optional_punctuation("->"):
+            rt = parser.parse_type()
+        tile_v = parser.resolve_operand(tile, tt)
+        if not isinstance(addr, int):
+            addr = parser.resolve_operand(addr, IntegerType(64))
+        return cls(tile_v, addr, rt, attrs)
+
+    def verify_(self) -> None:
+        if len(self.tile) != 1 or not is_tile(self.tile[0].type):
+            raise VerifyException("expects one tile operand")
+        if len(self.addr_value) + (self.static_addr is not None) != 1:
+            raise VerifyException("expects one address (an i64 value or @tile(ADDR))")
+        if self.result and self.result[0].type != self.tile[0].type:
+            raise VerifyException("result type must equal the tile's type")
+        a = self.static_addr
+        if a is not None and a < 0:
+            raise VerifyException(f"address {a} is negative")
+
+
+class _BracketAttrsOp(IRDLOperation):
+    """Sync ops written ``pto.OP [#a, #b, ...]`` (PTOAS) with attribute arguments and optional SSA ones."""
+
+    args = prop_def(ArrayAttr)
+    operands_ = var_operand_def()
+
+    def __init__(self, args: Sequence[Attribute], operands: Sequence[SSAValue] = (), attributes=None):
+        super().__init__(operands=[list(operands)], properties={"args": ArrayAttr(args)},
+                         attributes=attributes or {})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" [")
+        printer.print_list(self.args.data, printer.print_attribute)
+        if self.operands_:
+            if self.args.data:
+                printer.print_string(", ")
+            printer.print_list(self.operands_, printer.print_operand)
+        printer.print_string("]")
+        if self.operands_:
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.operands_], printer.print_attribute)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        args: list[Attribute] = []
+        unresolved = []
+
+        def one():
+            if parser._current_token.text.startswith("%"):
+                unresolved.append(parser.parse_unresolved_operand())
+            else:
+                args.append(parser.parse_attribute())
+
+        parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one)
+        operands = []
+        if unresolved:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            operands = [parser.resolve_operand(u, t) for u, t in zip(unresolved, types)]
+        attrs = parser.parse_optional_attr_dict()
+        return cls(args, operands, attrs)
+
+
+def _bracket_op(name: str, doc: str) -> type[IRDLOperation]:
+    cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
+    return irdl_op_definition(type(cls_name, (_BracketAttrsOp,), {"name": f"pto.{name}", "__doc__": doc}))
+
+
+SYNC_OPS = {
+    n: _bracket_op(n, d) for n, d in (
+        ("record_event", "``pto.record_event [src_op, dst_op, event]`` (PTOAS)."),
+        ("wait_event", "``pto.wait_event [src_op, dst_op, event]`` (PTOAS)."),
+        ("set_flag", "``pto.set_flag [#pto.pipe<SRC>, #pto.pipe<DST>, #pto.event<EVENT_IDn>]``."),
+        ("wait_flag", "``pto.wait_flag [#pto.pipe<SRC>, #pto.pipe<DST>, #pto.event<EVENT_IDn>]``."),
+        ("set_flag_dyn", "``pto.set_flag_dyn [src, dst, %eid]``."),
+        ("wait_flag_dyn", "``pto.wait_flag_dyn [src, dst, %eid]``."),
+        ("barrier", "``pto.barrier <PIPE_V>``: a pipe barrier (args[0] is a #pto.pipe)."),
+        ("barrier_sync", "``pto.barrier_sync [#pto.sync_op_type<..>]``."),
+        ("get_buf", "``pto.get_buf [#pto.pipe_event_type<..>, id]`` (A5)."),
+        ("rls_buf", "``pto.rls_buf [#pto.pipe_event_type<..>, id]`` (A5)."),
+    )
+}
+RecordEventOp = SYNC_OPS["record_event"]
+WaitEventOp = SYNC_OPS["wait_event"]
+SetFlagOp = SYNC_OPS["set_flag"]
+WaitFlagOp = SYNC_OPS["wait_flag"]
+BarrierOp = SYNC_OPS["barrier"]
+
+
+class GenericPtoOp(IRDLOperation):
+    """PTOAS ops outside the tile ISA (sections, pipes, buffers, scalars); printed in generic form."""
+
+    operands_ = var_operand_def()
+    results_ = var_result_def()
+    regions_ = var_region_def()
+
+    def __init__(self, operands=(), result_types=(), attributes=None, regions=()):
+        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
+                         attributes=attributes or {}, regions=[list(regions)])
+
+
+GENERIC_OP_NAMES = (
+    "get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num", "addptr", "load_scalar",
+    "store_scalar", "get_tensor_view_dim", "set_validshape", "subset", "declare_tile", "bind_tile",
+    "section.cube", "section.vector", "reserve_buffer", "import_reserved_buffer", "pointer_cast",
+    "aic_initialize_pipe", "aiv_initialize_pipe", "initialize_l2l_pipe", "initialize_l2g2l_pipe",
+    "declare_eventid_array", "eventid_array_get", "eventid_array_set", "build_async_session",
+    "wait_async_event", "test_async_event", "sync.set", "sync.wait", "tgetval", "tsetval", "talloc",
+)
+GENERIC_OPS: dict[str, type[IRDLOperation]] = {}
+for _name in GENERIC_OP_NAMES:
+    _cls_name = "".join(p.capitalize() for p in _name.replace(".", "_").split("_")) + "Op"
+    GENERIC_OPS[f"pto.{_name}"] = irdl_op_definition(
+        type(_cls_name, (GenericPtoOp,), {"name": f"pto.{_name}", "__doc__": GenericPtoOp.__doc__}))
+
+
+PTO = Dialect(
+    "pto",
+    [*TILE_OPS.values(), MakeTensorViewOp, PartitionViewOp, AllocTileOp, TAssignOp, *SYNC_OPS.values(),
+     *GENERIC_OPS.values()],
+    [TileType, TileBufType, TensorViewType, PartitionTensorViewType, PtrType, *RAW_ATTRS.values(),
+     *RAW_TYPES.values()],
+)

@@ -1,0 +1,39 @@
+"""Library API (DESIGN.md §7): parse, verify, print. Later: lower, run, reference.
+
+Errors are raised as :class:`pto_compiler.diagnostics.PtocError`.
+"""
+
+from __future__ import annotations
+
+from pto_compiler.diagnostics import PtocError  # noqa: F401  (re-exported)
+from pto_compiler.targets import Target
+
+
+def parse(text: str, filename: str = "<stdin>"):
+    """PTO-AS text -> verified-structure xDSL ``ModuleOp`` (ops carry FileLineColLoc)."""
+    from pto_compiler.frontend import parse_module
+
+    return parse_module(text, filename)
+
+
+def module_target_arch(module) -> str | None:
+    """The module's ``pto.target_arch`` attribute ("a3", "a5", ...), if any."""
+    attr = module.attributes.get("pto.target_arch")
+    return getattr(attr, "data", None)
+
+
+def verify(module, target: Target) -> None:
+    """Run every op verifier, then the target's checks (pto-verify-target). Raises PtocError."""
+    from pto_compiler.verify import verify_module
+
+    verify_module(module, target)
+
+
+def print_module(module) -> str:
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
