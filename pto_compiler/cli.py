@@ -1,0 +1,378 @@
+"""``ptoc``: the PTO-AS compiler driver (DESIGN.md §7).
+
+    ptoc FILE|- [--target T] [--emit {pto,placed,vf,program}] [-o FILE] ...
+
+Exit codes: 0 success, 1 a diagnostic in the input, 2 a usage or I/O error,
+3 ``--run`` differs from the golden model, 4 the executor found a race or deadlock,
+70 an internal error (a bug in ptoc; the traceback is printed only with ``--debug``).
+
+Imports are lazy on purpose: ``ptoc --version`` and usage errors must not pay for
+importing xDSL, Lark or NumPy (~0.2 s). Only the standard library's ``argparse``,
+``os`` and ``sys`` are loaded at module import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__version__ = "0.1.0"
+"""Must match ``version`` in pyproject.toml (tests/test_cli.py checks it)."""
+
+PROG = "ptoc"
+
+EXIT_OK = 0
+EXIT_DIAGNOSTIC = 1
+EXIT_USAGE = 2
+EXIT_MISMATCH = 3
+EXIT_HAZARD = 4
+EXIT_INTERNAL = 70  # EX_SOFTWARE from sysexits.h
+
+EMIT_LEVELS = ("pto", "placed", "vf", "program")
+IMPLEMENTED_EMIT = ("pto",)
+# TODO(backend): the default becomes "program" once backend emission lands (DESIGN.md §7).
+DEFAULT_EMIT = "pto"
+
+# Canonical target names and their aliases, duplicated here (and checked against
+# pto_compiler.targets by tests/test_cli.py) so that building the parser does not
+# import anything beyond argparse.
+TARGET_CHOICES = ("ascend950", "a2a3", "a5", "950pr", "950dt", "a2", "a3")
+
+
+class UsageError(Exception):
+    """A usage or I/O problem: printed as one ``ptoc: error: ...`` line, exit 2."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one line and never call ``sys.exit`` themselves."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _dist_version(name: str) -> str:
+    """An installed distribution's version, without importing it.
+
+    ``importlib.metadata`` costs ~70 ms on a cold start, so look for the package's
+    ``NAME-VERSION.dist-info`` directory beside it first.
+    """
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        site = os.path.dirname(list(spec.submodule_search_locations)[0])
+        prefix = f"{name}-"
+        try:
+            entries = os.listdir(site)
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry.startswith(prefix) and entry.endswith(".dist-info"):
+                return entry[len(prefix):-len(".dist-info")]
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001 - a version string must never crash ptoc
+        return "not installed"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print the ptoc and xDSL versions and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_string() + "\n")
+        sys.stdout.flush()
+        raise SystemExit(0)
+
+
+def version_string() -> str:
+    return f"ptoc {__version__} (xdsl {_dist_version('xdsl')})"
+
+
+def _target_name(text: str) -> str:
+    name = text.strip().lower()
+    if name not in TARGET_CHOICES:
+        raise argparse.ArgumentTypeError(
+            f"unknown target '{text}' (choose from {', '.join(TARGET_CHOICES)})")
+    return name
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return value
+
+
+def _named_input(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE.npy, got '{text}'")
+    return name, path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog=PROG,
+        description="Compile a PTO-AS kernel for one target (and, later, run it on the "
+                    "bundled NumPy executor).",
+        epilog="exit codes: 0 ok, 1 diagnostic in the input, 2 usage or I/O error, "
+               "3 --run mismatch, 4 data race or deadlock, 70 internal error",
+    )
+    p.add_argument("file", metavar="FILE", help="PTO-AS source file, or - for standard input")
+    p.add_argument("--target", type=_target_name, metavar="{" + ",".join(TARGET_CHOICES) + "}",
+                   help="target (default: the module's pto.target_arch, else a2a3); "
+                        "wins over pto.target_arch")
+    p.add_argument("--emit", choices=EMIT_LEVELS, default=None,
+                   help=f"IR level to print (default: {DEFAULT_EMIT})")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of stdout")
+    p.add_argument("--entry", metavar="NAME", help="the kernel function to compile/run")
+    p.add_argument("--blocks", type=_positive_int, metavar="N",
+                   help="run block_idx 0..N-1 in turn on one GM")
+    p.add_argument("--run", action="store_true",
+                   help="execute and compare against the golden model (exit 3 on mismatch)")
+    p.add_argument("--reference", action="store_true", help="run the golden reference model only")
+    p.add_argument("--seed", type=_seed, metavar="N", help="seed for random inputs")
+    p.add_argument("--input", type=_named_input, action="append", metavar="NAME=FILE.npy",
+                   help="input array for argument NAME (repeatable)")
+    p.add_argument("--save-outputs", metavar="DIR", help="write each output as DIR/NAME.npy")
+    p.add_argument("--stats", choices=("text", "json"), metavar="[json]",
+                   help="print cycle-model counters (--stats or --stats json)")
+    p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (Perfetto) of the run")
+    p.add_argument("--vf-opt", choices=("none", "default"),
+                   help="VF optimisation passes (ascend950)")
+    p.add_argument("--manual", action="store_true",
+                   help="manual placement: every tile must be bound by pto.tassign/addr=")
+    p.add_argument("--debug", action="store_true",
+                   help="show Python tracebacks of internal errors")
+    p.add_argument("--version", action=_VersionAction)
+    return p
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """``--stats`` takes an optional word: rewrite ``--stats json`` -> ``--stats=json``
+    and a bare ``--stats`` -> ``--stats=text``, so ``ptoc --stats k.pto`` never reads
+    the file name as the format."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--stats":
+            if i + 1 < len(argv) and argv[i + 1] in ("json", "text"):
+                out.append(f"--stats={argv[i + 1]}")
+                i += 2
+                continue
+            out.append("--stats=text")
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+# Options that need a stage that does not exist yet, in the order they are reported.
+_NOT_YET = (
+    ("run", "--run"),
+    ("reference", "--reference"),
+    ("stats", "--stats"),
+    ("trace", "--trace"),
+    ("save_outputs", "--save-outputs"),
+    ("input", "--input"),
+    ("seed", "--seed"),
+    ("blocks", "--blocks"),
+    ("vf_opt", "--vf-opt"),
+    ("manual", "--manual"),
+)
+
+
+def _check_implemented(args: argparse.Namespace) -> None:
+    for dest, flag in _NOT_YET:
+        value = getattr(args, dest)
+        if value not in (None, False):
+            raise UsageError(f"{flag} is not implemented yet")
+    if args.emit is not None and args.emit not in IMPLEMENTED_EMIT:
+        raise UsageError(f"--emit {args.emit} is not implemented yet")
+
+
+def _read_input(path: str) -> tuple[str, str]:
+    """(filename for diagnostics, text)."""
+    if path == "-":
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        filename = "<stdin>"
+    else:
+        if os.path.isdir(path):
+            raise UsageError(f"cannot read '{path}': is a directory")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise UsageError(f"cannot read '{path}': {e.strerror or e}") from None
+        filename = path
+    if isinstance(data, str):
+        return filename, data
+    try:
+        return filename, data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        from pto_compiler.diagnostics import error_at
+
+        raise error_at(f"input is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
+                       filename) from None
+
+
+def _write_output(path: str | None, text: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror or e}") from None
+
+
+def _warn(message: str, filename: str | None = None) -> None:
+    prefix = f"{filename}: " if filename else f"{PROG}: "
+    sys.stderr.write(f"{prefix}warning: {message}\n")
+
+
+def select_target(cli_target: str | None, module_arch: str | None, filename: str):
+    """DESIGN.md §7: ``--target`` wins; else the module's ``pto.target_arch``; else a2a3.
+
+    Returns the :class:`~pto_compiler.targets.Target`. Warns (one line) when both are
+    given and disagree; a ``pto.target_arch`` that names no target is an input error
+    unless ``--target`` overrides it.
+    """
+    from pto_compiler.diagnostics import error_at
+    from pto_compiler.targets import DEFAULT_TARGET, lookup_target
+
+    module_target = lookup_target(module_arch) if module_arch is not None else None
+    if cli_target is not None:
+        target = lookup_target(cli_target)
+        if target is None:  # TARGET_CHOICES and targets.ALIASES disagree: a bug
+            raise RuntimeError(f"target alias '{cli_target}' is not in pto_compiler.targets")
+        if module_arch is not None and (module_target is None or module_target.name != target.name):
+            _warn(f"--target {cli_target} overrides the module's pto.target_arch = "
+                  f"\"{module_arch}\"; compiling for {target.name}", filename)
+        return target
+    if module_arch is None:
+        return DEFAULT_TARGET
+    if module_target is None:
+        raise error_at(f"unknown pto.target_arch \"{module_arch}\" "
+                       "(expected \"a2a3\", \"a3\" or \"a5\"); use --target to override", filename)
+    return module_target
+
+
+def _find_function(module, name: str) -> bool:
+    for op in module.walk():
+        if op.name == "func.func":
+            sym = getattr(op, "sym_name", None)
+            if getattr(sym, "data", None) == name:
+                return True
+    return False
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from pto_compiler import api
+    from pto_compiler.diagnostics import register_source
+
+    filename, text = _read_input(args.file)
+    register_source(filename, text)
+    module = api.parse(text, filename)
+    target = select_target(args.target, api.module_target_arch(module), filename)
+    api.verify(module, target)
+    if args.entry is not None and not _find_function(module, args.entry):
+        raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
+    emit = args.emit or DEFAULT_EMIT
+    assert emit == "pto"
+    _write_output(args.output, api.print_module(module))
+    return EXIT_OK
+
+
+def _print_ptoc_error(err) -> None:
+    from pto_compiler.diagnostics import format_diagnostic
+
+    if not err.diagnostics:
+        sys.stderr.write("error: " + (str(err.args[0]) if err.args else "error") + "\n")
+        return
+    for diag in err.diagnostics:
+        sys.stderr.write(format_diagnostic(diag) + "\n")
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    msg = str(exc).strip().splitlines()
+    first = msg[0] if msg else ""
+    sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {first}\n")
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    else:
+        sys.stderr.write(f"{PROG}: rerun with --debug for the traceback\n")
+    sys.stderr.write(f"{PROG}: this is a bug in ptoc {__version__}; please report this bug "
+                     "with the input file and the command line\n")
+    return EXIT_INTERNAL
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(_normalise_argv(argv))
+        except SystemExit as e:  # --help / --version
+            return e.code if isinstance(e.code, int) else EXIT_OK
+        debug = args.debug
+        _check_implemented(args)
+        return _compile(args)
+    except UsageError as e:
+        sys.stderr.write(f"{PROG}: error: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # the reader of our stdout went away (`ptoc k.pto | head`): not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stop the interpreter's flush
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - the one place that turns bugs into exit 70
+        from pto_compiler.diagnostics import PtocError
+
+        if isinstance(e, PtocError):
+            _print_ptoc_error(e)
+            return e.exit_code
+        return _internal_error(e, debug)
+    except BaseException as e:  # noqa: BLE001 - e.g. xDSL's ArgSpecParseError; never SystemExit here
+        if isinstance(e, SystemExit):
+            raise
+        return _internal_error(e, debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

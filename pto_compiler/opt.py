@@ -1,0 +1,222 @@
+"""``ptoc-opt``: run any list of passes over printed IR, like ``mlir-opt`` (DESIGN.md §3, §5).
+
+    ptoc-opt file.mlir -p 'pto-bufferize,pto-plan-memory{...}' [--target T] [-o out.mlir]
+    ptoc-opt kernel.pto -p ...        (a .pto file is read with ptoc's own PTO-AS front end)
+
+An ``xDSLOptMain`` subclass (reference/xdsl_guide.md §4.2). On top of ``xdsl-opt``:
+
+* dialects ``pto`` (``pto_compiler.dialects.pto.PTO``) and ``vf``
+  (``pto_compiler.dialects.vf.VF``) are registered lazily, each only if its module exists;
+* passes come from ``pto_compiler.passes.get_all_passes()`` (name -> zero-argument factory
+  returning the pass class), if that function exists;
+* ``--target T`` (a ptoc target or alias: a2a3, ascend950, a5, ...) is handed to every pass
+  in the pipeline that has a ``target`` option, as the canonical name, unless the pass spec
+  sets it itself (``pto-plan-memory{target=a2a3}`` wins). xDSL's own ``-t`` keeps its
+  meaning: the output format (``-t mlir``);
+* every user-facing error is one ``ptoc-opt: error: ...`` report without a traceback:
+  parse errors keep xDSL's located message, verifier and pass failures print their
+  message, a bad ``-p`` string or an unknown pass or option too; exit 1. Unreadable
+  files and bad flags exit 2. Anything else is an internal error (exit 70, traceback
+  only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+
+from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from pto_compiler.cli import __version__
+
+PROG = "ptoc-opt"
+
+# (dialect name, module, attribute holding the xdsl Dialect)
+_DIALECTS = (
+    ("pto", "pto_compiler.dialects.pto", "PTO"),
+    ("vf", "pto_compiler.dialects.vf", "VF"),
+)
+
+
+def _module_exists(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _dialect_factory(module: str, attr: str) -> Callable[[], object]:
+    def load():
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)
+
+    return load
+
+
+def ptoc_passes() -> dict[str, Callable[[], type]]:
+    """``pto_compiler.passes.get_all_passes()``, or ``{}`` while no pass exists yet."""
+    import pto_compiler.passes as passes_pkg
+
+    get_all = getattr(passes_pkg, "get_all_passes", None)
+    if get_all is None:
+        return {}
+    return dict(get_all())
+
+
+class _UsageExit(Exception):
+    """A bad flag: one ``ptoc-opt: error:`` line, exit 2."""
+
+
+def _target_type(text: str) -> str:
+    """Canonical target name for ``--target`` (case-insensitive aliases)."""
+    from pto_compiler.targets import ALIASES, lookup_target
+
+    target = lookup_target(text)
+    if target is None:
+        raise argparse.ArgumentTypeError(
+            f"unknown target '{text}' (choose from {', '.join(ALIASES)})")
+    return target.name
+
+
+class PtocOptMain(xDSLOptMain):
+    version_format = f"{PROG} {__version__} (xdsl {{xdsl_version}})"
+
+    def __init__(self, description: str = "ptoc-opt: run xDSL passes over pto/vf IR",
+                 args: Sequence[str] | None = None):
+        super().__init__(description, args)
+
+    # ---- registration -------------------------------------------------------------
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        registered = set(self.ctx.registered_dialect_names)
+        for name, module, attr in _DIALECTS:
+            if name not in registered and _module_exists(module):
+                self.ctx.register_dialect(name, _dialect_factory(module, attr))
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()  # canonicalize, cse, dce, ...
+        for name, factory in ptoc_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()  # "mlir": xDSL's parser
+
+        def parse_pto(io):
+            from pto_compiler import api
+            from pto_compiler.diagnostics import register_source
+
+            name = self.get_input_name()
+            text = io.read().decode("utf-8")
+            register_source(name, text)
+            return api.parse(text, name)
+
+        self.available_frontends["pto"] = parse_pto
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+
+        def one_line_error(message: str):
+            raise _UsageExit(message)
+
+        arg_parser.error = one_line_error  # type: ignore[method-assign]
+        arg_parser.prog = PROG
+        # xDSL's "-t/--target" is the output format; keep "-t" for it and give "--target"
+        # the meaning it has in ptoc: the hardware target.
+        # (a "resolve" group takes "--target" away from xDSL's action and leaves it "-t").
+        ptoc_group = arg_parser.add_argument_group("ptoc options", conflict_handler="resolve")
+        ptoc_group.add_argument(
+            "--target", dest="pto_target", type=_target_type, default=None, metavar="T",
+            help="ptoc target (a2a3, ascend950 or an alias) for every pass with a "
+                 "'target' option (an explicit pass{target=...} wins); "
+                 "-t selects the output format")
+        ptoc_group.add_argument("--debug", action="store_true",
+                                help="show the Python traceback of internal errors")
+
+    # ---- pipeline -----------------------------------------------------------------
+    def setup_pipeline(self) -> None:
+        super().setup_pipeline()
+        target = getattr(self.args, "pto_target", None)
+        if target is None or not self.pipeline.passes:
+            return
+        specs = list(parse_pipeline(self.args.passes))
+        passes = []
+        for pass_, spec in zip(self.pipeline.passes, specs, strict=True):
+            given = {k.replace("-", "_") for k in spec.parameters}
+            if (dataclasses.is_dataclass(pass_)
+                    and "target" in {f.name for f in dataclasses.fields(pass_)}
+                    and "target" not in given):
+                pass_ = dataclasses.replace(pass_, target=target)
+            passes.append(pass_)
+        self.pipeline = dataclasses.replace(self.pipeline, passes=tuple(passes))
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"{PROG}: error: {message.rstrip()}\n")
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    lines = str(exc).strip().splitlines()
+    sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {lines[0] if lines else ''}\n")
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    else:
+        sys.stderr.write(f"{PROG}: rerun with --debug for the traceback\n")
+    sys.stderr.write(f"{PROG}: this is a bug in ptoc {__version__}; please report this bug\n")
+    return 70
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pto_compiler.diagnostics import PtocError, format_diagnostic
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        opt = PtocOptMain(args=argv)
+        debug = opt.args.debug
+        opt.run()
+        return 0
+    except SystemExit as e:  # --help, --version
+        return e.code if isinstance(e.code, int) else 0
+    except _UsageExit as e:
+        _error(str(e))
+        return 2
+    except OSError as e:  # the input or -o file cannot be opened
+        name = f" '{e.filename}'" if e.filename else ""
+        _error(f"cannot open{name}: {e.strerror or e}")
+        return 2
+    except PtocError as e:  # from the .pto front end
+        for diag in e.diagnostics:
+            sys.stderr.write(format_diagnostic(diag) + "\n")
+        return e.exit_code
+    except ParseError as e:
+        _error(str(e))  # xDSL's located message: file:line:col, the line, a caret, the message
+        return 1
+    except DiagnosticException as e:  # VerifyException, PassFailedException, ...
+        _error(str(e))
+        for note in getattr(e, "__notes__", ()):
+            sys.stderr.write(f"{note.rstrip()}\n")
+        return 1
+    except ValueError as e:  # unknown pass, bad pass option, unknown file extension
+        _error(str(e))
+        return 1
+    except ArgSpecParseError as e:  # a BaseException: bad -p string
+        _error(str(e))
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001
+        return _internal_error(e, debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
