@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.utils.exceptions import DiagnosticException
+
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -24,8 +26,11 @@ class Diagnostic:
 
 
 @dataclass
-class PtocError(Exception):
-    """One class for every error ptoc reports about its input (DESIGN.md §7)."""
+class PtocError(DiagnosticException):
+    """One class for every error ptoc reports about its input (DESIGN.md §7).
+
+    A DiagnosticException, so xDSL's own drivers (ptoc-opt) report it as a diagnostic too.
+    """
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     exit_code: int = 1

@@ -1,0 +1,43 @@
+"""Located verification: every op's verifier, then the target's checks (pto-verify-target).
+
+xDSL's ``module.verify()`` raises on the first failure without saying which op failed
+(reference/xdsl_guide.md §0.3), so ptoc walks the ops itself and locates each error at the
+op's FileLineColLoc.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
+
+from pto_compiler.diagnostics import PtocError, location_of
+from pto_compiler.targets import Target
+
+
+def op_diagnostics(module: ModuleOp) -> list:
+    """One Diagnostic per op whose own verifier fails (nested ops checked individually)."""
+    from pto_compiler.diagnostics import Diagnostic
+
+    found = []
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            filename, line, col = location_of(op)
+            found.append(Diagnostic(f"'{op.name}' op {_first_line(e)}", filename, line, col))
+    return found
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip() or type(e).__name__
+
+
+def verify_module(module: ModuleOp, target: Target) -> None:
+    """Raise PtocError with every located verifier and target diagnostic found."""
+    from pto_compiler.passes.verify_target import target_diagnostics
+
+    diags = op_diagnostics(module)
+    if not diags:
+        diags = target_diagnostics(module, target)
+    if diags:
+        raise PtocError(diags)
