@@ -16,4 +16,9 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VerifyTargetPass
 
-    return {"pto-verify-target": verify_target}
+    def bufferize():
+        from pto_compiler.passes.bufferize import BufferizePass
+
+        return BufferizePass
+
+    return {"pto-verify-target": verify_target, "pto-bufferize": bufferize}

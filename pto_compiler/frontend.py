@@ -1,0 +1,712 @@
+"""PTO-AS -> xDSL: the Lark parse tree (pto_compiler/syntax.py) becomes ``pto``/``arith``/``scf``/``func`` ops.
+
+Every op gets a ``FileLineColLoc`` at its op-name token, so later diagnostics point at the
+user's line (reference/xdsl_guide.md §0.4).  The tree is first flattened into
+:class:`Stmt` records (one per operation, whatever its spelling: L1 SSA, L2 DPS, short
+form, PTOAS custom syntax); builders keyed by op name turn a Stmt into ops.
+
+Choices where the syntax documents are silent:
+
+* Bare statements outside any ``func.func`` form an L1 kernel ``@kernel``: values used before
+  they are defined become its arguments (typed from the use's signature), values defined and
+  never used become its results, in order.
+* The doc form ``pto.tassign %t, @tile(0x1000)`` may name a tile defined later in the block;
+  the op is placed right after that definition, keeping its own source location.
+* Operand types come from their definitions; a type written in a signature must agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DictionaryAttr,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    UnitAttr,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from pto_compiler.diagnostics import PtocError, error_at
+from pto_compiler.dialects import pto
+
+# ---------------------------------------------------------------------------------------
+# Flattened statements
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pos:
+    line: int
+    column: int
+
+
+@dataclass
+class Operand:
+    name: str  # without '%', with '#N' result index kept
+    pos: Pos
+    indices: list[Any] = field(default_factory=list)
+    attrs: dict[str, Attribute] = field(default_factory=dict)
+
+
+@dataclass
+class TypeRef:
+    """A type written in the source, converted lazily so errors can be located."""
+
+    attr: Attribute
+    pos: Pos
+
+
+@dataclass
+class Stmt:
+    results: list[Operand]
+    opname: str
+    pos: Pos
+    operands: list[Operand] = field(default_factory=list)
+    """Positional SSA operands (L1 form, PTOAS custom forms)."""
+    ins: list[Operand] | None = None
+    ins_types: list[TypeRef] = field(default_factory=list)
+    outs: list[Operand] | None = None
+    outs_types: list[TypeRef] = field(default_factory=list)
+    in_types: list[TypeRef] = field(default_factory=list)
+    """Signature types before ``->`` (or the only types, when there is no arrow)."""
+    out_types: list[TypeRef] = field(default_factory=list)
+    has_arrow: bool = False
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """``key = value`` parts: Operand, list of Operand/int, Attribute, int/str."""
+    brackets: list[Any] = field(default_factory=list)
+    """``[#a, #b, %c]`` or ``<PIPE_V>`` items (Attribute or Operand)."""
+    attrs: dict[str, Attribute] = field(default_factory=dict)
+    words: list[str] = field(default_factory=list)
+    """Bare keywords and literals in order (``eq`` of cmpi, ``private``, a constant's value, ...)."""
+    literal: Any = None
+    symbol: str | None = None
+    """``@callee`` / ``@name``."""
+    symbol_call: tuple[str, int] | None = None
+    """``@tile(0x1000)``: (symbol, integer)."""
+    regions: list[list[Stmt]] = field(default_factory=list)
+    region_args: list[list[tuple[Operand, TypeRef | None]]] = field(default_factory=list)
+    iter_args: list[tuple[Operand, Operand]] = field(default_factory=list)
+    for_header: tuple[Operand, Operand, Operand, Operand] | None = None
+    """``scf.for %i = %lb to %ub step %s``."""
+    func_args: list[tuple[Operand, TypeRef]] = field(default_factory=list)
+    func_results: list[TypeRef] = field(default_factory=list)
+    func_attrs: dict[str, Attribute] = field(default_factory=dict)
+    visibility: str | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------------------
+
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "f16": Float16Type(), "half": Float16Type(), "bf16": BFloat16Type(), "bfloat16": BFloat16Type(),
+    "bfloat16_t": BFloat16Type(), "f32": Float32Type(), "float": Float32Type(), "f64": Float64Type(),
+    "index": IndexType(), "i1": IntegerType(1),
+}
+for _w in (8, 16, 32, 64):
+    ELEMENT_TYPES[f"i{_w}"] = IntegerType(_w)
+    ELEMENT_TYPES[f"si{_w}"] = IntegerType(_w)
+    ELEMENT_TYPES[f"int{_w}"] = IntegerType(_w)
+    ELEMENT_TYPES[f"int{_w}_t"] = IntegerType(_w)
+    ELEMENT_TYPES[f"ui{_w}"] = IntegerType(_w, Signedness.UNSIGNED)
+    ELEMENT_TYPES[f"u{_w}"] = IntegerType(_w, Signedness.UNSIGNED)
+    ELEMENT_TYPES[f"uint{_w}"] = IntegerType(_w, Signedness.UNSIGNED)
+    ELEMENT_TYPES[f"uint{_w}_t"] = IntegerType(_w, Signedness.UNSIGNED)
+
+
+def element_type(name: str, filename: str, pos: Pos) -> Attribute:
+    t = ELEMENT_TYPES.get(name)
+    if t is None:
+        raise error_at(f"unknown element type '{name}'", filename, pos.line, pos.column)
+    return t
+
+
+BLAYOUT_NAMES = {"row_major": "row_major", "rowmajor": "row_major", "col_major": "col_major",
+                 "colmajor": "col_major"}
+SLAYOUT_NAMES = {"none_box": "none_box", "nonebox": "none_box", "row_major": "row_major",
+                 "rowmajor": "row_major", "col_major": "col_major", "colmajor": "col_major"}
+PAD_NAMES = {"null": 0, "zero": 1, "max": 2, "min": 3, "invalid": 0}
+FRACTAL_NAMES = {"none": 512, "nz": 512, "zn": 512, "fr": 512, "rn": 512}
+
+# ---------------------------------------------------------------------------------------
+# Builder
+# ---------------------------------------------------------------------------------------
+
+
+class Scope:
+    def __init__(self, parent: Scope | None = None):
+        self.parent = parent
+        self.values: dict[str, SSAValue] = {}
+
+    def lookup(self, name: str) -> SSAValue | None:
+        s: Scope | None = self
+        while s is not None:
+            if name in s.values:
+                return s.values[name]
+            s = s.parent
+        return None
+
+
+MAX_DEPTH = 64
+
+
+class Builder:
+    """Turns Stmt records into xDSL ops, resolving SSA names through nested scopes."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.depth = 0
+        self.implicit_args: list[tuple[str, SSAValue]] | None = None
+
+    # ---- errors and locations --------------------------------------------------------
+    def err(self, message: str, pos: Pos) -> PtocError:
+        return error_at(message, self.filename, pos.line, pos.column)
+
+    def loc(self, pos: Pos) -> FileLineColLoc:
+        return FileLineColLoc(StringAttr(self.filename), IntAttr(pos.line), IntAttr(pos.column))
+
+    def located(self, op: Operation, pos: Pos) -> Operation:
+        op.location = self.loc(pos)
+        return op
+
+    # ---- values ----------------------------------------------------------------------
+    def value(self, scope: Scope, operand: Operand, expected: Attribute | None = None,
+              expected_pos: Pos | None = None) -> SSAValue:
+        v = scope.lookup(operand.name)
+        if v is None:
+            if self.implicit_args is not None and expected is not None and "#" not in operand.name:
+                v = self._implicit_arg(scope, operand, expected)
+            else:
+                raise self.err(f"undefined value %{operand.name}", operand.pos)
+        if expected is not None and v.type != expected:
+            raise self.err(f"%{operand.name} has type {v.type}, but the signature says {expected}", operand.pos)
+        return v
+
+    def _implicit_arg(self, scope: Scope, operand: Operand, t: Attribute) -> SSAValue:
+        block = self.l1_block
+        arg = block.insert_arg(t, len(block.args))
+        arg.name_hint = _hint(operand.name)
+        root = scope
+        while root.parent is not None:
+            root = root.parent
+        root.values[operand.name] = arg
+        self.implicit_args.append((operand.name, arg))  # type: ignore[union-attr]
+        return arg
+
+    def define(self, scope: Scope, operand: Operand, value: SSAValue) -> None:
+        if operand.name in scope.values:
+            raise self.err(f"redefinition of %{operand.name}", operand.pos)
+        scope.values[operand.name] = value
+        if "#" not in operand.name:
+            value.name_hint = _hint(operand.name)
+
+    def define_results(self, scope: Scope, stmt: Stmt, op: Operation) -> None:
+        names = stmt.results
+        if len(names) == 1 and len(op.results) > 1:
+            base = names[0]
+            for i, r in enumerate(op.results):
+                self.define(scope, Operand(f"{base.name}#{i}", base.pos), r)
+            return
+        if len(names) != len(op.results):
+            raise self.err(f"'{stmt.opname}' defines {len(op.results)} result(s) but {len(names)} name(s) are bound",
+                           stmt.pos)
+        for n, r in zip(names, op.results):
+            self.define(scope, n, r)
+
+    # ---- blocks ----------------------------------------------------------------------
+    def build_block(self, stmts: list[Stmt], block: Block, scope: Scope) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.err(f"regions nested deeper than {MAX_DEPTH}", stmts[0].pos if stmts else Pos(1, 1))
+        deferred: list[Stmt] = []
+        for stmt in stmts:
+            if stmt.opname in ("pto.tassign", "tassign") and stmt.symbol_call is not None:
+                target = stmt.operands[0] if stmt.operands else None
+                if target is not None and scope.lookup(target.name) is None:
+                    deferred.append(stmt)
+                    continue
+            ops = self.build_stmt(stmt, scope)
+            for op in ops:
+                block.add_op(op)
+            for d in list(deferred):
+                if scope.lookup(d.operands[0].name) is not None:
+                    for op in self.build_stmt(d, scope):
+                        block.add_op(op)
+                    deferred.remove(d)
+        for d in deferred:
+            raise self.err(f"undefined value %{d.operands[0].name}", d.operands[0].pos)
+        self.depth -= 1
+
+    # ---- statements ------------------------------------------------------------------
+    def build_stmt(self, stmt: Stmt, scope: Scope) -> list[Operation]:
+        name = stmt.opname
+        if not name.startswith(("pto.", "arith.", "scf.", "func.", "memref.", "builtin.")) and name not in (
+                "return", "module", "func"):
+            name = "pto." + name
+        handler = SPECIAL.get(name)
+        if handler is not None:
+            ops = handler(self, stmt, scope)
+        elif name in pto.TILE_OPS:
+            ops = [self.tile_op(pto.TILE_OPS[name], stmt, scope)]
+        elif name in pto.SYNC_OPS_BY_NAME:
+            ops = [self.sync_op(pto.SYNC_OPS_BY_NAME[name], stmt, scope)]
+        elif name in pto.GENERIC_OPS:
+            ops = [self.generic_op(pto.GENERIC_OPS[name], stmt, scope)]
+        elif name.startswith("arith."):
+            ops = [self.arith_op(name, stmt, scope)]
+        else:
+            raise self.err(f"unknown operation '{name}'", stmt.pos)
+        if ops and stmt.results and ops[-1].results:
+            self.define_results(scope, stmt, ops[-1])
+        elif stmt.results and not (ops and ops[-1].results):
+            raise self.err(f"'{name}' has no results, but {len(stmt.results)} name(s) are bound", stmt.pos)
+        return ops
+
+    # ---- tile instructions -------------------------------------------------------------
+    def tile_op(self, cls: type[pto.TileOp], stmt: Stmt, scope: Scope) -> Operation:
+        attrs = dict(stmt.attrs)
+        for k, v in stmt.kwargs.items():
+            attrs[k] = _kwarg_attr(v)
+        for operand in (stmt.ins or []) + stmt.operands:
+            attrs.update(operand.attrs)
+        if stmt.ins is not None:
+            ins = self.typed_group(stmt.ins, stmt.ins_types, scope, stmt)
+            outs = self.typed_group(stmt.outs or [], stmt.outs_types, scope, stmt)
+            result_types = [t.attr for t in stmt.out_types] if stmt.has_arrow else []
+            op = cls(ins, outs, result_types, attrs)
+            return self.located(op, stmt.pos)
+        # L1 / synchronous form: `%d = OP %a, %b : sig`
+        in_types, out_types = stmt.in_types, stmt.out_types
+        n = len(stmt.operands)
+        if not stmt.has_arrow:
+            # a single type list: `: T` (every operand and the result) or `: f32, T` (texpands)
+            if len(in_types) == 1:
+                in_types, out_types = [in_types[0]] * n, [in_types[0]]
+            elif len(in_types) == n + 1:
+                in_types, out_types = in_types[:n], in_types[n:]
+            elif in_types:
+                raise self.err(f"{n} operands but {len(in_types)} types", stmt.pos)
+        if in_types and len(in_types) != n:
+            raise self.err(f"{n} operands but {len(in_types)} types", stmt.pos)
+        ins = []
+        for i, operand in enumerate(stmt.operands):
+            t = in_types[i] if in_types else None
+            ins.append(self.value(scope, operand, t.attr if t else None))
+        if not out_types:
+            if not stmt.results:
+                op = cls(ins, [], [], attrs)
+                return self.located(op, stmt.pos)
+            raise self.err("missing result type (`-> !pto.tile<...>`)", stmt.pos)
+        op = cls(ins, [], [t.attr for t in out_types], attrs)
+        return self.located(op, stmt.pos)
+
+    def typed_group(self, operands: list[Operand], types: list[TypeRef], scope: Scope, stmt: Stmt) -> list[SSAValue]:
+        if types and len(types) != len(operands):
+            raise self.err(f"{len(operands)} operands but {len(types)} types", stmt.pos)
+        return [self.value(scope, o, types[i].attr if types else None) for i, o in enumerate(operands)]
+
+    def sync_op(self, cls, stmt: Stmt, scope: Scope) -> Operation:
+        args, operands = [], []
+        items = list(stmt.brackets)
+        for item in items:
+            if isinstance(item, Operand):
+                operands.append(self.value(scope, item))
+            elif isinstance(item, Attribute):
+                args.append(item)
+            else:
+                args.append(_kwarg_attr(item))
+        for o in stmt.operands:
+            operands.append(self.value(scope, o))
+        return self.located(cls(args, operands, dict(stmt.attrs)), stmt.pos)
+
+    def generic_op(self, cls, stmt: Stmt, scope: Scope) -> Operation:
+        group = (stmt.ins or []) + (stmt.outs or [])
+        group_types = stmt.ins_types + stmt.outs_types
+        operands = [self.value(scope, o) for o in stmt.operands]
+        operands += self.typed_group(group, group_types, scope, stmt) if group else []
+        operands += [self.value(scope, b) for b in stmt.brackets if isinstance(b, Operand)]
+        attrs = dict(stmt.attrs)
+        for k, v in stmt.kwargs.items():
+            if isinstance(v, Operand):
+                operands.append(self.value(scope, v))
+            elif isinstance(v, list) and v and all(isinstance(x, Operand) for x in v):
+                operands.extend(self.value(scope, x) for x in v)
+            else:
+                attrs[k] = _kwarg_attr(v)
+        for o in stmt.operands:
+            for idx in o.indices:
+                if isinstance(idx, Operand):
+                    operands.append(self.value(scope, idx))
+        result_types: list[Attribute] = []
+        if stmt.results:
+            if stmt.has_arrow:
+                result_types = [t.attr for t in stmt.out_types]
+            elif len(stmt.in_types) == 1 and not operands:
+                result_types = [stmt.in_types[0].attr]
+            else:
+                result_types = [IndexType()] * len(stmt.results)
+        regions = []
+        for body in stmt.regions:
+            block = Block()
+            self.build_block(body, block, Scope(scope))
+            regions.append(Region(block))
+        op = cls(operands, result_types, attrs, regions)
+        return self.located(op, stmt.pos)
+
+    # ---- arith -------------------------------------------------------------------------
+    def arith_op(self, name: str, stmt: Stmt, scope: Scope) -> Operation:
+        mnemonic = name.split(".", 1)[1]
+        types = [t.attr for t in stmt.in_types]
+        if mnemonic in ARITH_BINARY:
+            if len(stmt.operands) != 2 or len(types) != 1:
+                raise self.err(f"'{name}' expects `%a, %b : type`", stmt.pos)
+            a, b = (self.value(scope, o, types[0]) for o in stmt.operands)
+            return self.located(ARITH_BINARY[mnemonic](a, b), stmt.pos)
+        if mnemonic in ARITH_CASTS:
+            if len(stmt.operands) != 1 or len(types) != 1 or len(stmt.out_types) != 1:
+                raise self.err(f"'{name}' expects `%x : A to B`", stmt.pos)
+            x = self.value(scope, stmt.operands[0], types[0])
+            return self.located(ARITH_CASTS[mnemonic](x, stmt.out_types[0].attr), stmt.pos)
+        if mnemonic in ("cmpi", "cmpf"):
+            if not stmt.words or len(stmt.operands) != 2 or len(types) != 1:
+                raise self.err(f"'{name}' expects `PRED, %a, %b : type`", stmt.pos)
+            a, b = (self.value(scope, o, types[0]) for o in stmt.operands)
+            cls = arith.CmpiOp if mnemonic == "cmpi" else arith.CmpfOp
+            try:
+                op = cls(a, b, stmt.words[0])
+            except (KeyError, ValueError, TypeError):
+                raise self.err(f"unknown predicate '{stmt.words[0]}'", stmt.pos) from None
+            return self.located(op, stmt.pos)
+        if mnemonic == "select":
+            if len(stmt.operands) != 3 or not types:
+                raise self.err("'arith.select' expects `%c, %a, %b : type`", stmt.pos)
+            c = self.value(scope, stmt.operands[0])
+            a, b = (self.value(scope, o, types[-1]) for o in stmt.operands[1:])
+            return self.located(arith.SelectOp(c, a, b), stmt.pos)
+        raise self.err(f"unknown operation '{name}'", stmt.pos)
+
+
+def _hint(name: str) -> str | None:
+    if not name or name[0].isdigit():
+        return None
+    return name if name.replace("_", "a").isalnum() else None
+
+
+def _kwarg_attr(v: Any) -> Attribute:
+    if isinstance(v, Attribute):
+        return v
+    if isinstance(v, bool):
+        return IntegerAttr(int(v), 1)
+    if isinstance(v, int):
+        return IntegerAttr(v, 64)
+    if isinstance(v, float):
+        return FloatAttr(v, 64)
+    if isinstance(v, str):
+        return StringAttr(v)
+    if isinstance(v, list):
+        return ArrayAttr([_kwarg_attr(x) for x in v])
+    if v is None:
+        return UnitAttr()
+    raise TypeError(f"cannot turn {v!r} into an attribute")
+
+
+ARITH_BINARY = {
+    "addi": arith.AddiOp, "subi": arith.SubiOp, "muli": arith.MuliOp, "divsi": arith.DivSIOp,
+    "divui": arith.DivUIOp, "remsi": arith.RemSIOp, "remui": arith.RemUIOp, "andi": arith.AndIOp,
+    "ori": arith.OrIOp, "xori": arith.XOrIOp, "shli": arith.ShLIOp, "shrsi": arith.ShRSIOp,
+    "shrui": arith.ShRUIOp, "maxsi": arith.MaxSIOp, "minsi": arith.MinSIOp, "maxui": arith.MaxUIOp,
+    "minui": arith.MinUIOp, "ceildivsi": arith.CeilDivSIOp, "floordivsi": arith.FloorDivSIOp,
+    "ceildivui": arith.CeilDivUIOp, "addf": arith.AddfOp, "subf": arith.SubfOp, "mulf": arith.MulfOp,
+    "divf": arith.DivfOp, "maximumf": arith.MaximumfOp, "minimumf": arith.MinimumfOp,
+}
+ARITH_CASTS = {
+    "index_cast": arith.IndexCastOp, "index_castui": getattr(arith, "IndexCastUIOp", arith.IndexCastOp),
+    "extsi": arith.ExtSIOp, "extui": arith.ExtUIOp, "trunci": arith.TruncIOp, "sitofp": arith.SIToFPOp,
+    "uitofp": getattr(arith, "UIToFPOp", arith.SIToFPOp), "fptosi": arith.FPToSIOp, "extf": arith.ExtFOp,
+    "truncf": arith.TruncFOp, "bitcast": getattr(arith, "BitcastOp", arith.IndexCastOp),
+}
+
+
+# ---- ops with their own syntax ----------------------------------------------------------
+
+
+def _constant(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    lit = stmt.literal
+    t = stmt.in_types[0].attr if stmt.in_types else None
+    if isinstance(lit, bool) or t == IntegerType(1):
+        value = IntegerAttr(int(bool(lit)), IntegerType(1))
+    elif t is None:
+        raise b.err("'arith.constant' needs a type (`: i32`, `: index`, ...)", stmt.pos)
+    elif isinstance(t, (IntegerType, IndexType)):
+        if not isinstance(lit, int):
+            raise b.err(f"integer constant expected for {t}", stmt.pos)
+        if isinstance(t, IntegerType):
+            width = t.width.data
+            lo, hi = -(1 << (width - 1)), (1 << width) - 1
+            if not lo <= lit <= hi:
+                raise b.err(f"constant {lit} does not fit in {t}", stmt.pos)
+            if lit > (1 << (width - 1)) - 1:
+                lit -= 1 << width
+        value = IntegerAttr(lit, t)
+    elif isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        if not isinstance(lit, (int, float)):
+            raise b.err(f"float constant expected for {t}", stmt.pos)
+        value = FloatAttr(float(lit), t)
+    else:
+        raise b.err(f"unsupported constant type {t}", stmt.pos)
+    return [b.located(arith.ConstantOp(value), stmt.pos)]
+
+
+def _func(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    arg_types = [t.attr for _, t in stmt.func_args]
+    result_types = [t.attr for t in stmt.func_results]
+    body_scope = Scope(scope)
+    region = None
+    if stmt.regions:
+        block = Block(arg_types=arg_types)
+        for (operand, _), arg in zip(stmt.func_args, block.args):
+            b.define(body_scope, operand, arg)
+        b.build_block(stmt.regions[0], block, body_scope)
+        if not block.ops or not block.last_op.has_trait(_is_terminator()):
+            block.add_op(b.located(func.ReturnOp(), stmt.pos))
+        region = Region(block)
+    op = func.FuncOp(stmt.symbol or "kernel", (arg_types, result_types), region,
+                     visibility=stmt.visibility)
+    for k, v in stmt.func_attrs.items():
+        op.attributes[k] = v
+    return [b.located(op, stmt.pos)]
+
+
+def _is_terminator():
+    from xdsl.traits import IsTerminator
+
+    return IsTerminator
+
+
+def _return(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    types = stmt.in_types
+    if types and len(types) != len(stmt.operands):
+        raise b.err(f"{len(stmt.operands)} operands but {len(types)} types", stmt.pos)
+    vals = [b.value(scope, o, types[i].attr if types else None) for i, o in enumerate(stmt.operands)]
+    return [b.located(func.ReturnOp(*vals), stmt.pos)]
+
+
+def _call(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if stmt.symbol is None:
+        raise b.err("'func.call' needs a callee `@name`", stmt.pos)
+    types = stmt.in_types
+    vals = [b.value(scope, o, types[i].attr if i < len(types) else None) for i, o in enumerate(stmt.operands)]
+    return [b.located(func.CallOp(stmt.symbol, vals, [t.attr for t in stmt.out_types]), stmt.pos)]
+
+
+def _yield(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    types = stmt.in_types
+    vals = [b.value(scope, o, types[i].attr if i < len(types) else None) for i, o in enumerate(stmt.operands)]
+    return [b.located(scf.YieldOp(*vals), stmt.pos)]
+
+
+def _for(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if stmt.for_header is None:
+        raise b.err("'scf.for' expects `%i = %lb to %ub step %s`", stmt.pos)
+    iv, lb, ub, step = stmt.for_header
+    lbv, ubv, stepv = (b.value(scope, o) for o in (lb, ub, step))
+    inits = [b.value(scope, init) for _, init in stmt.iter_args]
+    result_types = [t.attr for t in stmt.out_types]
+    if len(result_types) != len(inits):
+        raise b.err(f"{len(inits)} iter_args but {len(result_types)} result types", stmt.pos)
+    block = Block(arg_types=[lbv.type, *[v.type for v in inits]])
+    body_scope = Scope(scope)
+    b.define(body_scope, iv, block.args[0])
+    for (name, _), arg in zip(stmt.iter_args, block.args[1:]):
+        b.define(body_scope, name, arg)
+    b.build_block(stmt.regions[0] if stmt.regions else [], block, body_scope)
+    if not block.ops or not isinstance(block.last_op, scf.YieldOp):
+        if inits:
+            raise b.err("'scf.for' with iter_args must end its body with scf.yield", stmt.pos)
+        block.add_op(scf.YieldOp())
+    return [b.located(scf.ForOp(lbv, ubv, stepv, inits, Region(block)), stmt.pos)]
+
+
+def _if(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if len(stmt.operands) != 1:
+        raise b.err("'scf.if' expects one i1 condition", stmt.pos)
+    cond = b.value(scope, stmt.operands[0])
+    result_types = [t.attr for t in stmt.out_types]
+    regions = []
+    for body in stmt.regions[:2]:
+        block = Block()
+        b.build_block(body, block, Scope(scope))
+        if not block.ops or not isinstance(block.last_op, scf.YieldOp):
+            if result_types:
+                raise b.err("'scf.if' with results must end each branch with scf.yield", stmt.pos)
+            block.add_op(scf.YieldOp())
+        regions.append(Region(block))
+    if len(regions) == 1:
+        if result_types:
+            raise b.err("'scf.if' with results needs an else branch", stmt.pos)
+        regions.append(Region(Block([scf.YieldOp()])))
+    return [b.located(scf.IfOp(cond, result_types, regions[0], regions[1]), stmt.pos)]
+
+
+def _make_tensor_view(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if len(stmt.operands) != 1 or "shape" not in stmt.kwargs or "strides" not in stmt.kwargs:
+        raise b.err("'pto.make_tensor_view' expects `%ptr, shape = [...], strides = [...] : type`", stmt.pos)
+    if not stmt.in_types:
+        raise b.err("'pto.make_tensor_view' needs its result type", stmt.pos)
+    ptr = b.value(scope, stmt.operands[0])
+    shape = [b.value(scope, o) for o in _operand_list(b, stmt.kwargs["shape"], stmt)]
+    strides = [b.value(scope, o) for o in _operand_list(b, stmt.kwargs["strides"], stmt)]
+    attrs = {k: _kwarg_attr(v) for k, v in stmt.kwargs.items() if k not in ("shape", "strides")}
+    attrs.update(stmt.attrs)
+    return [b.located(pto.MakeTensorViewOp(ptr, shape, strides, stmt.in_types[-1].attr, attrs), stmt.pos)]
+
+
+def _operand_list(b: Builder, v: Any, stmt: Stmt) -> list[Operand]:
+    if isinstance(v, Operand):
+        return [v]
+    if not isinstance(v, list) or not all(isinstance(x, Operand) for x in v):
+        raise b.err("expected a list of SSA values `[%a, %b]`", stmt.pos)
+    return v
+
+
+def _partition_view(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if len(stmt.operands) != 1 or "offsets" not in stmt.kwargs or "sizes" not in stmt.kwargs:
+        raise b.err("'pto.partition_view' expects `%tv, offsets = [...], sizes = [...] : A -> B`", stmt.pos)
+    if not stmt.out_types:
+        raise b.err("'pto.partition_view' needs `: source type -> result type`", stmt.pos)
+    src = b.value(scope, stmt.operands[0], stmt.in_types[0].attr if stmt.in_types else None)
+    offsets = [b.value(scope, o) for o in _operand_list(b, stmt.kwargs["offsets"], stmt)]
+    sizes = [b.value(scope, o) for o in _operand_list(b, stmt.kwargs["sizes"], stmt)]
+    attrs = {k: _kwarg_attr(v) for k, v in stmt.kwargs.items() if k not in ("offsets", "sizes")}
+    attrs.update(stmt.attrs)
+    return [b.located(pto.PartitionViewOp(src, offsets, sizes, stmt.out_types[-1].attr, attrs), stmt.pos)]
+
+
+def _alloc_tile(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if not stmt.in_types:
+        raise b.err("'pto.alloc_tile' needs its type (`: !pto.tile_buf<...>`)", stmt.pos)
+    vals = {}
+    for key in ("addr", "valid_row", "valid_col"):
+        if key in stmt.kwargs:
+            o = stmt.kwargs[key]
+            if not isinstance(o, Operand):
+                raise b.err(f"'{key}' expects an SSA value", stmt.pos)
+            vals[key] = b.value(scope, o)
+    unknown = set(stmt.kwargs) - {"addr", "valid_row", "valid_col"}
+    if unknown:
+        raise b.err(f"'pto.alloc_tile' has no option '{sorted(unknown)[0]}'", stmt.pos)
+    return [b.located(pto.AllocTileOp(stmt.in_types[-1].attr, **vals, attributes=dict(stmt.attrs)), stmt.pos)]
+
+
+def _tassign(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if stmt.symbol_call is not None:
+        if len(stmt.operands) != 1:
+            raise b.err("'pto.tassign' expects `%tile, @tile(ADDR)`", stmt.pos)
+        tile = b.value(scope, stmt.operands[0])
+        return [b.located(pto.TAssignOp(tile, stmt.symbol_call[1]), stmt.pos)]
+    if stmt.ins is not None:
+        operands, types = stmt.ins, stmt.ins_types
+    else:
+        operands, types = stmt.operands, stmt.in_types
+    if len(operands) != 2:
+        raise b.err("'pto.tassign' expects `%tile, %addr : T -> T` or `%tile, @tile(ADDR)`", stmt.pos)
+    tile = b.value(scope, operands[0], types[0].attr if types else None)
+    addr = b.value(scope, operands[1])
+    rt = stmt.out_types[0].attr if stmt.out_types else (tile.type if stmt.results else None)
+    return [b.located(pto.TAssignOp(tile, addr, rt, dict(stmt.attrs)), stmt.pos)]
+
+
+def _memref_alloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if not stmt.in_types or not isinstance(stmt.in_types[-1].attr, MemRefType):
+        raise b.err("'memref.alloc' needs a memref result type", stmt.pos)
+    dyn = [b.value(scope, o) for o in stmt.operands]
+    t = stmt.in_types[-1].attr
+    return [b.located(memref.AllocOp(dyn, [], t), stmt.pos)]
+
+
+def _generic_named(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    name = stmt.opname if "." in stmt.opname else "pto." + stmt.opname
+    cls = pto.GENERIC_OPS.get(name)
+    if cls is None:
+        raise b.err(f"unknown operation '{name}'", stmt.pos)
+    return [b.generic_op(cls, stmt, scope)]
+
+
+SPECIAL = {
+    "arith.constant": _constant,
+    "func.func": _func, "func": _func,
+    "return": _return, "func.return": _return,
+    "func.call": _call,
+    "scf.yield": _yield, "scf.for": _for, "scf.if": _if,
+    "pto.make_tensor_view": _make_tensor_view,
+    "pto.partition_view": _partition_view,
+    "pto.alloc_tile": _alloc_tile,
+    "pto.tassign": _tassign,
+    "memref.alloc": _memref_alloc,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------
+
+
+def parse_module(text: str, filename: str = "<stdin>") -> ModuleOp:
+    """PTO-AS text -> ``builtin.module`` with located ops. Raises PtocError."""
+    from pto_compiler.syntax import parse_tree
+    from pto_compiler.tree_to_stmts import to_stmts
+
+    tree = parse_tree(text, filename)
+    top, module_attrs = to_stmts(tree, filename)
+    return build_module(top, module_attrs, filename)
+
+
+def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: str) -> ModuleOp:
+    b = Builder(filename)
+    funcs = [s for s in top if s.opname in ("func.func", "func")]
+    bare = [s for s in top if s.opname not in ("func.func", "func")]
+    root = Scope()
+    ops: list[Operation] = []
+    for s in funcs:
+        ops.extend(b.build_stmt(s, root))
+    if bare:
+        ops.append(build_l1_kernel(b, bare, root, "kernel" if not funcs else "main"))
+    module = ModuleOp(ops)
+    for k, v in module_attrs.items():
+        module.attributes[k] = v
+    return module
+
+
+def build_l1_kernel(b: Builder, stmts: list[Stmt], root: Scope, name: str) -> Operation:
+    """Bare statements -> ``func.func @kernel`` (free values -> arguments, unused results -> results)."""
+    block = Block()
+    b.l1_block = block
+    b.implicit_args = []
+    scope = Scope(root)
+    b.build_block(stmts, block, scope)
+    results = [r for op in block.ops for r in op.results if not r.uses and pto.is_tile(r.type)]
+    ret = func.ReturnOp(*results)
+    ret.location = b.loc(stmts[-1].pos)
+    block.add_op(ret)
+    b.implicit_args = None
+    fop = func.FuncOp(name, ([a.type for a in block.args], [r.type for r in results]), Region(block))
+    fop.attributes["pto.entry"] = UnitAttr()
+    fop.location = b.loc(stmts[0].pos)
+    return fop
