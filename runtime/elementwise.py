@@ -1,0 +1,658 @@
+"""Element functions of the PTO tile instructions, exact per element type (NumPy).
+
+Every tile op in ``dialects/pto.py`` names its element function here (``FN=...`` on
+its ``_define`` line).  The golden model (``runtime/reference.py``) and the executor
+both call these same functions, so every op other than the float reductions is
+bit-exact between them by construction.  The rules, for every function below:
+
+* **Element types.**  ``f16`` (``numpy.float16``), ``bf16`` (``ml_dtypes.bfloat16``),
+  ``f32``; signed ``i8 i16 i32 i64`` and unsigned ``ui8 ui16 ui32 ui64``.  Inputs are
+  arrays (or anything ``numpy.asarray`` takes) of the element type; results are arrays of
+  the element type (0-d for 0-d inputs).
+* **Float rounding.**  Each op rounds its exact result once to the element type,
+  round-to-nearest-even.  f16 and bf16 are computed in f32 and rounded to the element
+  type after *every* op, as the hardware does; for ``+ - * /`` and ``sqrt`` this is the
+  correctly rounded result (f32 has ``24 >= 2p + 2`` bits for f16's ``p = 11`` and bf16's
+  ``p = 8``, so the double rounding is innocuous).  f32 ops are IEEE single ops.
+* **Transcendentals** (``exp``, ``log``, ``sqrt``, ``rsqrt``, ``recip``) are computed in
+  float64 with NumPy and rounded once to the element type (round-to-nearest-even).  That
+  is the correctly rounded result except when the float64 value lies within 2**-53
+  (relative) of a rounding boundary, which for these functions is rare; both the golden
+  model and the executor use this rounding, so they agree bit for bit.  (The pto-isa CPU
+  simulator also computes these in double and casts.)
+* **IEEE specials.**  Division by zero gives ``±inf`` (``0/0`` NaN), ``log(0) = -inf``,
+  ``log(x<0)`` and ``sqrt(x<0)`` NaN, ``sqrt(-0) = -0``, ``rsqrt(+0) = +inf``,
+  ``rsqrt(-0) = -inf``, ``recip(±0) = ±inf``; f16/bf16 results beyond the largest finite
+  value overflow to ``±inf``.  Subnormals are kept (IEEE gradual underflow); the NPU
+  flushes them to zero by default (reference/pto_isa.md §2), which ptoc does not model.
+* **NaN.**  Every float result that is NaN is the element type's canonical quiet NaN
+  (f32 ``0x7fc00000``, f16 ``0x7e00``, bf16 ``0x7fc0``), so results do not depend on the
+  host's NaN-payload propagation.  Pure data movement (tmov, tload, tstore, texpands of
+  an element-typed value) copies bits and is not done here.
+* **max/min** (seeds/002): a NaN operand gives NaN, and ``-0 < +0`` whatever the operand
+  order: ``max(-0, +0) = max(+0, -0) = +0``, ``min(-0, +0) = min(+0, -0) = -0``.  The
+  pto-isa CPU simulator's ``std::max``/``std::min`` differ (NaN only when the first operand
+  is NaN; a ±0 tie returns the first operand); the seed wins.
+* **Integers** wrap in the element type (two's complement, modulo 2**bits), with no
+  NumPy overflow warnings: ``add``, ``sub``, ``mul``, ``abs(INT_MIN) = INT_MIN``, the
+  reductions.  Integer division (no PTO op allows it on a target, but it is defined for
+  completeness) truncates toward zero, ``INT_MIN / -1 = INT_MIN``, and a zero divisor
+  raises :class:`ElementwiseError`.
+* **Conversion** (:func:`convert`, TCVT) with the round modes ``RINT`` / ``CAST_RINT``
+  (nearest, ties to even; the default), ``NONE`` / ``CAST_NONE`` (nearest-even when the
+  conversion is inexact, i.e. the same as ``RINT``), ``ROUND`` (nearest, ties away from
+  zero), ``FLOOR``, ``CEIL``, ``TRUNC`` and ``ODD`` (round to odd: truncate, then set the
+  last bit if inexact).  Float -> int **saturates** to the integer range and maps NaN
+  to 0; int -> int wraps (keeps the low bits) unless ``saturate=True``; float -> float
+  overflow follows IEEE directed rounding (RINT/ROUND -> ±inf, TRUNC/ODD -> ±max finite,
+  FLOOR -> +max / -inf, CEIL -> +inf / -max).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+# --------------------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------------------
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "bf16": BF16,
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "ui8": np.dtype(np.uint8),
+    "ui16": np.dtype(np.uint16),
+    "ui32": np.dtype(np.uint32),
+    "ui64": np.dtype(np.uint64),
+}
+"""ptoc element type name -> NumPy dtype (``u8`` ... spell ``ui8`` ...)."""
+
+NAMES: dict[np.dtype, str] = {v: k for k, v in DTYPES.items()}
+
+# float formats: (precision p incl. the implicit bit, min normal exponent, max exponent, canonical qNaN bits)
+_FORMATS = {
+    np.dtype(np.float16): (11, -14, 15, 0x7E00),
+    BF16: (8, -126, 127, 0x7FC0),
+    np.dtype(np.float32): (24, -126, 127, 0x7FC00000),
+    np.dtype(np.float64): (53, -1022, 1023, 0x7FF8000000000000),
+}
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class ElementwiseError(ValueError):
+    """An element function has no defined result (integer division by zero, unknown mode)."""
+
+
+def np_dtype(name_or_dtype) -> np.dtype:
+    """The NumPy dtype of a ptoc element type name (``"f32"``, ``"bf16"``, ``"u8"``...) or dtype."""
+    if isinstance(name_or_dtype, str):
+        name = name_or_dtype.lower()
+        if name.startswith("u") and not name.startswith("ui"):
+            name = "ui" + name[1:]
+        try:
+            return DTYPES[name]
+        except KeyError:
+            raise ElementwiseError(f"unknown element type '{name_or_dtype}'") from None
+    return np.dtype(name_or_dtype)
+
+
+def dtype_name(dtype) -> str:
+    """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``uint8`` -> ``ui8``."""
+    return NAMES.get(np.dtype(dtype), str(np.dtype(dtype)))
+
+
+def is_float_dtype(dtype) -> bool:
+    return np.dtype(dtype) in _FORMATS
+
+
+def canonical_nan(dtype) -> np.ndarray:
+    """The element type's canonical quiet NaN as a 0-d array."""
+    dt = np.dtype(dtype)
+    bits = _FORMATS[dt][3]
+    return np.array(bits, dtype=_UINT_OF_SIZE[dt.itemsize]).view(dt)
+
+
+def max_finite(dtype) -> float:
+    p, _, emax, _ = _FORMATS[np.dtype(dtype)]
+    return float((2.0 - 2.0 ** (1 - p)) * 2.0 ** emax)
+
+
+def int_range(dtype) -> tuple[int, int]:
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+# --------------------------------------------------------------------------------------
+# The wrapper that makes a function an element function
+# --------------------------------------------------------------------------------------
+
+
+class ElementFn:
+    """A named element function.
+
+    Not a descriptor, so ``op.FN(a, b)`` on an op instance calls it without binding the
+    op (a plain function stored on a class would become a bound method).
+    """
+
+    def __init__(self, fn, kind: str):
+        self.fn = fn
+        self.name = fn.__name__.rstrip("_")
+        self.kind = kind
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.__module__ = fn.__module__
+        self.__qualname__ = fn.__qualname__
+
+    def __call__(self, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<element function {self.name} ({self.kind})>"
+
+
+def element_fn(kind: str):
+    def wrap(fn):
+        return ElementFn(fn, kind)
+    return wrap
+
+
+# --------------------------------------------------------------------------------------
+# Float helpers
+# --------------------------------------------------------------------------------------
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _work(x: np.ndarray) -> np.ndarray:
+    """f16/bf16 -> f32 (exact); f32/f64 unchanged."""
+    if x.dtype in (np.dtype(np.float16), BF16):
+        return x.astype(np.float32)
+    return x
+
+
+def _canon(r: np.ndarray) -> np.ndarray:
+    """Replace every NaN by the canonical quiet NaN of r's dtype (in place when possible)."""
+    nan = np.isnan(r.astype(np.float32) if r.dtype == BF16 else r)
+    if nan.any():
+        r = np.array(r, copy=True)
+        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[nan] = _FORMATS[r.dtype][3]
+    return r
+
+
+def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Round an f32/f64 array to dtype (nearest-even) and canonicalise NaN."""
+    dtype = np.dtype(dtype)
+    if dtype == BF16 and x.dtype == np.float64:
+        # ml_dtypes may go through f32 (double rounding): round exactly instead.
+        return _round_float(x, dtype, "RINT")
+    r = x.astype(dtype)
+    return _canon(r)
+
+
+def _float_binary(a, b, op) -> np.ndarray:
+    return _round_to(op(_work(a), _work(b)), a.dtype)
+
+
+def _f64_unary(x, op) -> np.ndarray:
+    x = _arr(x)
+    return _round_to(op(x.astype(np.float64)), x.dtype)
+
+
+def _same(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _arr(a), _arr(b)
+    if a.dtype != b.dtype:
+        raise ElementwiseError(f"operand element types differ ({dtype_name(a.dtype)} vs {dtype_name(b.dtype)})")
+    return a, b
+
+
+# --------------------------------------------------------------------------------------
+# Binary arithmetic
+# --------------------------------------------------------------------------------------
+
+
+@element_fn("binary")
+def add(a, b):
+    """a + b (floats: one rounding to the element type; ints: wrap)."""
+    a, b = _same(a, b)
+    if is_float_dtype(a.dtype):
+        return _float_binary(a, b, np.add)
+    return np.add(a, b, dtype=a.dtype)
+
+
+@element_fn("binary")
+def sub(a, b):
+    """a - b (floats: one rounding to the element type; ints: wrap)."""
+    a, b = _same(a, b)
+    if is_float_dtype(a.dtype):
+        return _float_binary(a, b, np.subtract)
+    return np.subtract(a, b, dtype=a.dtype)
+
+
+@element_fn("binary")
+def mul(a, b):
+    """a * b (floats: one rounding to the element type; ints: wrap)."""
+    a, b = _same(a, b)
+    if is_float_dtype(a.dtype):
+        return _float_binary(a, b, np.multiply)
+    return np.multiply(a, b, dtype=a.dtype)
+
+
+@element_fn("binary")
+def div(a, b):
+    """a / b.  Floats: IEEE (x/0 = ±inf, 0/0 = NaN), one rounding.  Ints: truncate toward
+    zero, INT_MIN / -1 wraps to INT_MIN, a zero divisor raises ElementwiseError."""
+    a, b = _same(a, b)
+    if is_float_dtype(a.dtype):
+        return _float_binary(a, b, np.divide)
+    a, b = np.broadcast_arrays(a, b)
+    if (b == 0).any():
+        raise ElementwiseError("integer division by zero")
+    if a.dtype.kind == "u":
+        return np.floor_divide(a, b, dtype=a.dtype)
+    wide_a, wide_b = a.astype(object), b.astype(object)
+    q = np.vectorize(lambda x, y: abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1), otypes=[object])(
+        wide_a, wide_b) if a.size else np.zeros(a.shape, object)
+    return _wrap_pyint(q, a.dtype)
+
+
+def _wrap_pyint(q: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Object array of Python ints -> dtype, modulo 2**bits."""
+    bits = dtype.itemsize * 8
+    mask = (1 << bits) - 1
+    u = np.array([int(v) & mask for v in q.ravel()], dtype=_UINT_OF_SIZE[dtype.itemsize]).reshape(q.shape)
+    return u.view(dtype) if dtype.kind == "i" else u
+
+
+def _maxmin(a, b, is_max: bool) -> np.ndarray:
+    a, b = _same(a, b)
+    if not is_float_dtype(a.dtype):
+        return (np.maximum if is_max else np.minimum)(a, b)
+    wa, wb = _work(a), _work(b)
+    pick_a = (wa > wb) if is_max else (wa < wb)
+    r = np.where(pick_a, wa, wb)
+    # ±0 tie: max takes the operand without the sign bit, min the one with it.
+    tie = wa == wb
+    if is_max:
+        r = np.where(tie & np.signbit(wb), wa, r)
+    else:
+        r = np.where(tie & np.signbit(wa), wa, r)
+    r = r.astype(a.dtype)  # exact: r is one of the operands
+    nan = np.isnan(wa) | np.isnan(wb)
+    if nan.any():
+        r = np.array(r, copy=True)
+        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[np.broadcast_to(nan, r.shape)] = _FORMATS[r.dtype][3]
+    return r
+
+
+@element_fn("binary")
+def maximum(a, b):
+    """max(a, b) per seeds/002: NaN if either operand is NaN (canonical qNaN), and -0 < +0
+    whatever the operand order (max(-0, +0) = max(+0, -0) = +0).  The pto-isa CPU simulator's
+    std::max keeps the first operand on a NaN second operand or a ±0 tie; the seed wins."""
+    return _maxmin(a, b, True)
+
+
+@element_fn("binary")
+def minimum(a, b):
+    """min(a, b) per seeds/002: NaN if either operand is NaN (canonical qNaN), and -0 < +0
+    whatever the operand order (min(-0, +0) = min(+0, -0) = -0).  The pto-isa CPU simulator's
+    std::min differs; the seed wins."""
+    return _maxmin(a, b, False)
+
+
+@element_fn("binary")
+def expdif(a, b):
+    """exp(a - b): the difference is rounded to the element type first, then exp (as a2a3
+    runs it: vsub then vexp).  Floats only."""
+    return exp(sub(a, b))
+
+
+# --------------------------------------------------------------------------------------
+# Unary
+# --------------------------------------------------------------------------------------
+
+
+def _need_float(x: np.ndarray, what: str) -> None:
+    if not is_float_dtype(x.dtype):
+        raise ElementwiseError(f"{what} is defined for float element types only, got {dtype_name(x.dtype)}")
+
+
+@element_fn("unary")
+def exp(x):
+    """e**x, computed in float64 and rounded once to the element type (overflow -> inf)."""
+    x = _arr(x)
+    _need_float(x, "exp")
+    return _f64_unary(x, np.exp)
+
+
+@element_fn("unary")
+def log(x):
+    """ln(x), float64 then one rounding; log(±0) = -inf, log(x < 0) = NaN."""
+    x = _arr(x)
+    _need_float(x, "log")
+    return _f64_unary(x, np.log)
+
+
+@element_fn("unary")
+def sqrt(x):
+    """sqrt(x), correctly rounded (float64 then one rounding); sqrt(-0) = -0, sqrt(x < 0) = NaN."""
+    x = _arr(x)
+    _need_float(x, "sqrt")
+    return _f64_unary(x, np.sqrt)
+
+
+@element_fn("unary")
+def rsqrt(x):
+    """1/sqrt(x), computed in float64 and rounded once; rsqrt(+0) = +inf, rsqrt(-0) = -inf."""
+    x = _arr(x)
+    _need_float(x, "rsqrt")
+    return _f64_unary(x, lambda v: 1.0 / np.sqrt(v))
+
+
+@element_fn("unary")
+def recip(x):
+    """1/x, correctly rounded; recip(±0) = ±inf."""
+    x = _arr(x)
+    _need_float(x, "recip")
+    return _f64_unary(x, lambda v: 1.0 / v)
+
+
+@element_fn("unary")
+def abs_(x):
+    """|x|: floats clear the sign bit (NaN -> canonical NaN); signed ints wrap
+    (abs(INT_MIN) = INT_MIN); unsigned ints are unchanged."""
+    x = _arr(x)
+    if is_float_dtype(x.dtype):
+        return _canon(np.abs(_work(x)).astype(x.dtype))
+    if x.dtype.kind == "u":
+        return x.copy()
+    return np.abs(x)
+
+
+
+@element_fn("unary")
+def relu(x):
+    """max(x, 0) with the max rule above: relu(-0) = +0, relu(NaN) = NaN."""
+    x = _arr(x)
+    return maximum(x, np.zeros_like(x))
+
+
+@element_fn("unary")
+def neg(x):
+    """-x: floats flip the sign bit (NaN canonical); ints wrap (-INT_MIN = INT_MIN)."""
+    x = _arr(x)
+    if is_float_dtype(x.dtype):
+        return _canon(np.negative(_work(x)).astype(x.dtype))
+    return np.negative(x, dtype=x.dtype)
+
+
+# --------------------------------------------------------------------------------------
+# Reductions: fn(x, axis) -> element type
+# --------------------------------------------------------------------------------------
+
+
+@element_fn("reduce")
+def reduce_sum(x, axis):
+    """Sum along ``axis``.  Floats accumulate in float64 (NumPy's pairwise summation) and
+    round once to the element type (nearest-even; f16 sums beyond 65504 give inf); the
+    hardware sums in f32/f16 in its own order, so sums are compared with a tolerance
+    (issue 4).  Integers sum exactly and wrap to the element type (summing modulo 2**64
+    and then keeping the low bits is exact)."""
+    x = _arr(x)
+    if is_float_dtype(x.dtype):
+        s = np.sum(x.astype(np.float64), axis=axis)
+        return _round_to(np.asarray(s, dtype=np.float64), x.dtype)
+    s = np.sum(x.astype(np.uint64), axis=axis, dtype=np.uint64)
+    return np.asarray(s).astype(x.dtype)
+
+
+def _reduce_maxmin(x, axis, is_max: bool) -> np.ndarray:
+    x = _arr(x)
+    if not is_float_dtype(x.dtype):
+        return np.asarray((np.max if is_max else np.min)(x, axis=axis))
+    w = _work(x)
+    nan = np.isnan(w)
+    fill = -np.inf if is_max else np.inf
+    m = (np.max if is_max else np.min)(np.where(nan, fill, w), axis=axis)
+    # a zero result: +0 if any +0 (max) / -0 if any -0 (min); order does not matter
+    if is_max:
+        want_pos = ((w == 0) & ~np.signbit(w)).any(axis=axis)
+        zero = np.where(want_pos, w.dtype.type(0.0), w.dtype.type(-0.0))
+    else:
+        want_neg = ((w == 0) & np.signbit(w)).any(axis=axis)
+        zero = np.where(want_neg, w.dtype.type(-0.0), w.dtype.type(0.0))
+    m = np.where(m == 0, zero, m)
+    r = np.asarray(m).astype(x.dtype)
+    anynan = np.asarray(nan.any(axis=axis))
+    if anynan.any():
+        r = np.array(r, copy=True)
+        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[anynan] = _FORMATS[r.dtype][3]
+    return r
+
+
+@element_fn("reduce")
+def reduce_max(x, axis):
+    """Max along ``axis`` with the max rule: any NaN -> NaN, +0 beats -0.  Exact."""
+    return _reduce_maxmin(x, axis, True)
+
+
+@element_fn("reduce")
+def reduce_min(x, axis):
+    """Min along ``axis`` with the min rule: any NaN -> NaN, -0 beats +0.  Exact."""
+    return _reduce_maxmin(x, axis, False)
+
+
+# --------------------------------------------------------------------------------------
+# Conversion (TCVT) and scalar -> element type
+# --------------------------------------------------------------------------------------
+
+ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
+_MODE_ALIASES = {
+    "CAST_RINT": "RINT", "CAST_ROUND": "ROUND", "CAST_FLOOR": "FLOOR", "CAST_CEIL": "CEIL",
+    "CAST_TRUNC": "TRUNC", "CAST_ODD": "ODD", "CAST_NONE": "NONE",
+    "RNE": "RINT", "RZ": "TRUNC", "RP": "CEIL", "RM": "FLOOR", "RNA": "ROUND",
+}
+
+
+def round_mode(mode: str | None) -> str:
+    """Normalise a round-mode spelling (``CAST_RINT``, ``round``, ``rz``...) to one of ROUND_MODES."""
+    if mode is None:
+        return "RINT"
+    m = str(mode).strip().upper()
+    m = _MODE_ALIASES.get(m, m)
+    if m not in ROUND_MODES:
+        raise ElementwiseError(f"unknown round mode '{mode}' (expected one of "
+                               "RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE, CAST_RINT)")
+    return m
+
+
+def _round_int(y: np.ndarray, mode: str) -> np.ndarray:
+    """Round float64 values to integral float64 values per mode."""
+    if mode in ("RINT", "NONE"):
+        return np.rint(y)
+    if mode == "ROUND":
+        return np.copysign(np.floor(np.abs(y) + 0.5), y)
+    if mode == "FLOOR":
+        return np.floor(y)
+    if mode == "CEIL":
+        return np.ceil(y)
+    t = np.trunc(y)
+    if mode == "TRUNC":
+        return t
+    # ODD: truncate; if inexact and the truncated value is even, step away from zero
+    bump = (t != y) & (np.fmod(t, 2.0) == 0)
+    return np.where(bump, t + np.copysign(1.0, y), t)
+
+
+def _round_float(xf: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
+    """Exactly round float64 values to a float element type per mode (see the module doc)."""
+    dtype = np.dtype(dtype)
+    p, emin, emax, _ = _FORMATS[dtype]
+    xf = np.asarray(xf, dtype=np.float64)
+    out = xf.copy()
+    fin = np.isfinite(xf) & (xf != 0)
+    if fin.any():
+        x = xf[fin]
+        _, e = np.frexp(x)
+        big_e = np.maximum(e.astype(np.int64) - 1, emin)
+        ulp = np.ldexp(1.0, (big_e - (p - 1)).astype(np.int32))
+        r = _round_int(x / ulp, mode) * ulp
+        top = max_finite(dtype)
+        over = np.abs(r) > top
+        if over.any():
+            pos = r > 0
+            if mode in ("RINT", "NONE", "ROUND"):
+                sat = np.where(pos, np.inf, -np.inf)
+            elif mode in ("TRUNC", "ODD"):
+                sat = np.where(pos, top, -top)
+            elif mode == "FLOOR":
+                sat = np.where(pos, top, -np.inf)
+            else:  # CEIL
+                sat = np.where(pos, np.inf, -top)
+            r = np.where(over, sat, r)
+        out[fin] = r
+    res = out.astype(dtype)  # exact: every value is representable now
+    return _canon(res)
+
+
+def _float_to_int(xf: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
+    xf = np.asarray(xf, dtype=np.float64)
+    r = np.where(np.abs(xf) >= 2.0 ** 52, xf, _round_int(xf, mode))
+    lo, hi = int_range(dtype)
+    bits = dtype.itemsize * 8
+    hi_edge = 2.0 ** (bits - 1) if dtype.kind == "i" else 2.0 ** bits  # hi + 1, exact
+    nan = np.isnan(r)
+    too_big = r >= hi_edge
+    too_small = r < float(lo)
+    ok = ~(nan | too_big | too_small)
+    out = np.zeros(r.shape, dtype=dtype)
+    out[ok] = r[ok].astype(dtype)
+    out[too_big] = hi
+    out[too_small] = lo
+    return out
+
+
+def _int_to_float(x: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
+    if x.dtype.itemsize < 8:
+        return _round_float(x.astype(np.float64), dtype, mode)
+    xf = x.astype(np.float64)
+    exact = np.abs(xf) < 2.0 ** 53
+    if exact.all():
+        return _round_float(xf, dtype, mode)
+    p = _FORMATS[np.dtype(dtype)][0]
+    pre = xf.copy()
+    flat_x, flat_pre, flat_exact = x.reshape(-1), pre.reshape(-1), exact.reshape(-1)
+    for i in np.flatnonzero(~flat_exact):
+        v = int(flat_x[i])
+        neg, mag = v < 0, abs(v)
+        shift = max(mag.bit_length() - p, 0)
+        q, rem = divmod(mag, 1 << shift)
+        half = 1 << (shift - 1) if shift else 0
+        if mode in ("RINT", "NONE"):
+            q += rem > half or (rem == half and shift and q & 1)
+        elif mode == "ROUND":
+            q += shift > 0 and rem >= half
+        elif mode == "FLOOR":
+            q += neg and rem > 0
+        elif mode == "CEIL":
+            q += (not neg) and rem > 0
+        elif mode == "ODD":
+            q += rem > 0 and not q & 1
+        flat_pre[i] = float(-(q << shift) if neg else (q << shift))
+    return _round_float(pre, dtype, mode)
+
+
+@element_fn("convert")
+def convert(x, dtype, mode: str | None = "CAST_RINT", saturate: bool | None = None):
+    """TCVT: convert to ``dtype`` with a round mode (see the module doc).
+
+    float -> float: exact rounding per mode, IEEE directed overflow; NaN -> canonical NaN.
+    float -> int: round per mode, then saturate to the integer range; NaN -> 0.
+    int -> float: exact rounding per mode (64-bit integers included).
+    int -> int: wrap (low bits), or clamp to the range with ``saturate=True``.
+    """
+    x = _arr(x)
+    dst = np_dtype(dtype)
+    m = round_mode(mode)
+    src_float = is_float_dtype(x.dtype)
+    if x.dtype == np.bool_:
+        x = x.astype(np.uint8)
+    if dst == np.bool_:
+        return x != 0
+    if src_float and is_float_dtype(dst):
+        if x.dtype == dst:
+            return _canon(x.copy())
+        return _round_float(x.astype(np.float64), dst, m)
+    if src_float:
+        return _float_to_int(x.astype(np.float64), dst, m)
+    if is_float_dtype(dst):
+        return _int_to_float(x, dst, m)
+    if saturate:
+        lo, hi = int_range(dst)
+        vals = [min(max(int(v), lo), hi) for v in x.reshape(-1)]
+        return np.array(vals, dtype=dst).reshape(x.shape)
+    return x.astype(dst)
+
+
+def scalar_to(value, dtype) -> np.ndarray:
+    """A kernel scalar (Python or NumPy number) as a 0-d array of the element type.
+
+    Floats round to nearest-even (exactly, from float64); integers wrap modulo 2**bits;
+    a float given for an integer element type rounds to nearest-even and saturates (the
+    TCVT default, CAST_RINT); an integer for a float type rounds to nearest-even.
+    """
+    dst = np_dtype(dtype)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if is_float_dtype(dst):
+            if abs(v) < 2 ** 53:
+                return _round_float(np.array(float(v)), dst, "RINT")
+            return _int_to_float(np.array(v, dtype=np.int64 if v < 0 else np.uint64), dst, "RINT")
+        if dst == np.bool_:
+            return np.array(v & 1, dtype=dst)
+        bits = dst.itemsize * 8
+        v &= (1 << bits) - 1
+        if dst.kind == "i" and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return np.array(v, dtype=dst)
+    src = np.asarray(value)
+    if not is_float_dtype(src.dtype):
+        src = src.astype(np.float64)
+    return convert(src, dst, "RINT")
+
+
+def fill_value(dtype, pad: int):
+    """The PadValue of a tile (``pad`` 1 Zero -> 0, 2 Max -> +inf / int max, 3 Min -> -inf /
+    int min) as a 0-d array; None for 0 (Null: no padding)."""
+    dt = np_dtype(dtype)
+    if pad == 0:
+        return None
+    if pad == 1:
+        return np.zeros((), dt)
+    if is_float_dtype(dt):
+        return np.array(np.inf if pad == 2 else -np.inf).astype(dt)
+    lo, hi = int_range(dt)
+    return np.array(hi if pad == 2 else lo, dtype=dt)
+
+
+# Name table, for tools and tests: every element function by name.
+FUNCTIONS: dict[str, ElementFn] = {
+    f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
+                        relu, neg, reduce_sum, reduce_max, reduce_min, convert)
+}

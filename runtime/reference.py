@@ -1,0 +1,1261 @@
+"""Golden model: evaluates a verified pto module on NumPy arrays, straight from the ISA pages.
+
+This is ptoc's oracle (DESIGN.md §6): simple enough to be obviously right; the executor is
+checked against it on every ``--run``.  It evaluates L1 (``!pto.tile`` SSA values) and L2
+(``alloc_tile`` + ``ins/outs`` on ``!pto.tile_buf``) modules, with ``arith``, ``scf.for``
+(``iter_args``), ``scf.if``, ``func.call`` and ``func.return``.
+
+Data model
+----------
+* **Tiles** are 2-D arrays of the *full* tile shape ``rows x cols`` of the element type,
+  indexed ``[r, c]`` in logical row/column order *whatever the blayout*: a ColMajor
+  ``16x1`` tile is a ``(16, 1)`` array holding ``s_i`` at ``[i, 0]``.  (Physical UB order is
+  the executor's business.)  Each tile carries its run-time valid region ``(R, C)``.
+* Ops read and write only the valid region (reference/pto_isa.md §2: elements outside it
+  are unspecified), except where an ISA page says otherwise; what is outside is never an
+  output, since tstore and L1 results take the valid region only.  New tiles (``alloc_tile``,
+  L1 results) start as zeros.
+* **GM arguments** (``!pto.ptr<T>``) are flat 1-D arrays; a tensor view adds a shape and
+  element strides, a partition view offsets and sizes.  The partition's elements, in C
+  order, are the tile's valid elements in row-major order: for the usual
+  ``sizes = [..., R', C]`` this is GM element ``sum_k (offset_k + i_k) * stride_k`` for tile
+  ``(r, c)`` with ``i_last = c`` and ``r`` spread over the leading dims in C order, which is
+  the ND mapping of reference/pto_isa.md §2 (5-D views included); a DN view is the same
+  formula with its own strides.  Out-of-range GM accesses are located errors.
+
+Semantics decisions (each one where the ISA page leaves a choice)
+------------------------------------------------------------------
+* **TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}** (seeds/000): Mode 1 ``dst[i,j] = fn(full[i,j], s_i)``;
+  Mode 2 ``dst[i,j] = fn(full[i,j], b_i[j mod 32/sizeof(T)])``; the operand order is kept, so with
+  src0 expanded it is ``fn(s_i, src1[i,j])`` (``s_i - x``, ``s_i / x``, ``exp(s_i - x)``).
+  Which operand is expanded, and the mode, come from the op's ``expand_analysis()``.
+* **TPAIRREDUCESUM** (seeds/004): ``dst[i,k] = src[i,2k] + src[i,2k+1]`` for ``k < ceil(C/2)``,
+  where an element outside the valid region counts as ``+0`` (odd ``C`` gives
+  ``src[i,C-1] + 0``, so a ``-0`` there becomes ``+0``), and positions ``ceil(C/2) .. C-1`` of
+  each valid row are ``+0``.  Only the valid region of dst is written: the rest of the tile is
+  left as it was (the pto-isa CPU simulator zero-fills the whole tile, the NPU writes only
+  the lanes it stores; outside the valid region is unspecified, so neither is observable).
+* **Reductions** accumulate floats in float64 and round once (compare with a tolerance);
+  integers exactly, then wrap.  TROWSUM/MAX/MIN write column 0 of each of the src's valid
+  rows; TCOLSUM/MAX/MIN write row 0 of each valid column; an empty column reduction writes
+  nothing (the CPU simulator returns early).
+* **max/min** follow seeds/002 (NaN wins, ``-0 < +0`` in either operand order), *not* the
+  pto-isa CPU simulator's ``std::max`` (NaN only from the first operand, ties keep the first).
+* **TLOAD** padding (``pad`` of the tile type): Zero (1), Max (2: ``+inf`` / int max) and Min
+  (3: ``-inf`` / int min) fill the *whole* tile before the valid region is copied, as the CPU
+  simulator does (the NPU fills only to the 32-byte boundary of each row; the rest is
+  unspecified, so the whole-tile fill is a refinement of both).  Null (0) pads nothing.  A GM
+  element type of the same size but another type is reinterpreted bit for bit.
+* **TSTORE** writes the tile's valid region; ``atomicType = atomic_add`` adds (element type).
+* **TCVT** uses ``rmode`` (default CAST_RINT) and, for int -> int, ``sat_mode``/``saturation_mode``
+  ON to clamp; see ``elementwise.convert``.
+* **TMOV** copies the valid region between tiles of one element type (any location); tmov with
+  a scaling/quant operand or a type change has no semantics yet.
+* Scalars of tile-scalar ops and TEXPANDS are converted to the tile's element type with
+  ``elementwise.scalar_to`` (floats round to nearest-even, ints wrap).
+* Events, flags and barriers have no effect on values (program order is the semantics).
+* Ops with no semantics (OpaqueTileOp: matmul, tcmp, tsel, ..., and the generic PTOAS ops)
+  raise a located ``PtocError``: "'pto.X' op has no semantics in ptoc yet".
+
+I/O conventions (issue 4; ``--run`` uses the same)
+--------------------------------------------------
+Inputs and outputs are named after the entry function's argument SSA names without ``%``
+(``arg0`` for ``%arg0``; an argument with no usable name is ``argN``).  A ``!pto.ptr<T>``
+argument is a GM array whose shape is that of the tensor view made from it when there is
+exactly one and its shape is known before the run (static type, or shape operands that are
+constants or given integer scalars), else 1-D covering every view; an input of the same
+element count is accepted in any shape (read in C order).  Outputs are every GM argument a
+``tstore`` writes, in that shape, then the L1 results ``result0``, ``result1``, ....  L1 tile
+arguments are arrays of the tile's valid shape.  Float scalars left out get a seeded random
+value; integer and index scalars left out are a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+)
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from pto_compiler.diagnostics import Diagnostic, PtocError, op_error
+from pto_compiler.dialects import pto
+from pto_compiler.runtime import elementwise as E
+
+__all__ = [
+    "Tile", "GMArray", "TensorView", "PartitionView", "ArgSpec", "evaluate", "make_inputs",
+    "describe_outputs", "select_entry", "kernel_args", "gm_shape", "read_npy", "load_inputs",
+    "prepare_inputs", "save_outputs", "parse_scalar", "FLOAT_SUM_RTOL",
+]
+
+FLOAT_SUM_RTOL = {"f32": 1e-3, "f16": 1e-2, "bf16": 1e-2}
+"""Float sums (row/col reductions) compare as ``|got - ref| <= rtol * (|ref| + 1)`` (issue 4)."""
+
+MAX_CALL_DEPTH = 64
+
+
+def usage_error(message: str) -> PtocError:
+    """A usage/I-O error (exit 2), not located in the source."""
+    return PtocError([Diagnostic(message)], exit_code=2)
+
+
+# --------------------------------------------------------------------------------------
+# Run-time values
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Tile:
+    """A tile buffer (L2) or value (L1): ``data`` is ``rows x cols`` in logical [r, c] order."""
+
+    type: pto.TileLikeType
+    data: np.ndarray
+    valid: tuple[int, int]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def region(self) -> np.ndarray:
+        r, c = self.valid
+        return self.data[:r, :c]
+
+
+@dataclass(eq=False)
+class GMArray:
+    """A GM kernel argument: ``data`` is flat; ``shape`` is the I/O shape."""
+
+    name: str
+    data: np.ndarray
+    shape: tuple[int, ...]
+    written: bool = False
+
+
+@dataclass(eq=False)
+class TensorView:
+    gm: GMArray
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+@dataclass(eq=False)
+class PartitionView:
+    view: TensorView
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+    def flat_indices(self) -> np.ndarray:
+        """GM element indices of the partition's elements in C order."""
+        n = len(self.sizes)
+        if any(s < 0 for s in self.sizes):
+            raise ValueError(f"negative partition size in {list(self.sizes)}")
+        if n == 0:
+            return np.zeros(1, dtype=np.int64)
+        grids = np.indices(self.sizes, dtype=np.int64).reshape(n, -1)
+        idx = np.zeros(grids.shape[1], dtype=np.int64)
+        for k in range(n):
+            idx += (self.offsets[k] + grids[k]) * self.view.strides[k]
+        return idx
+
+
+def new_tile(t: pto.TileLikeType, valid: tuple[int, int]) -> Tile:
+    return Tile(t, np.zeros((t.rows, t.cols), dtype=E.np_dtype(t.dtype)), (int(valid[0]), int(valid[1])))
+
+
+# --------------------------------------------------------------------------------------
+# Scalars and types
+# --------------------------------------------------------------------------------------
+
+
+def _int_width(t) -> int | None:
+    if isinstance(t, IndexType):
+        return 64
+    if isinstance(t, IntegerType):
+        return t.width.data
+    return None
+
+
+def _is_unsigned(t) -> bool:
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+
+
+def _norm_int(v: int, t) -> int:
+    """Wrap a Python int into type t: signed range for index/signless/signed, unsigned for ui, 0/1 for i1."""
+    w = _int_width(t)
+    v = int(v) & ((1 << w) - 1)
+    if w == 1:
+        return v
+    if not _is_unsigned(t) and v >= 1 << (w - 1):
+        v -= 1 << w
+    return v
+
+
+def _as_unsigned(v: int, w: int) -> int:
+    return int(v) & ((1 << w) - 1)
+
+
+def _as_signed(v: int, w: int) -> int:
+    v = _as_unsigned(v, w)
+    return v - (1 << w) if w > 1 and v >= 1 << (w - 1) else v
+
+
+def _float_dtype(t) -> np.dtype | None:
+    name = pto.dtype_name(t)
+    if name in ("f16", "bf16", "f32", "f64"):
+        return E.np_dtype(name)
+    return None
+
+
+def coerce_scalar(value, t):
+    """A Python/NumPy number as the run-time value of a scalar of type t."""
+    fdt = _float_dtype(t)
+    if fdt is not None:
+        return E.scalar_to(value, fdt)
+    if _int_width(t) is not None:
+        if isinstance(value, np.ndarray):
+            value = value[()] if value.ndim == 0 else value
+        if isinstance(value, (float, np.floating)):
+            if not float(value).is_integer():
+                raise ValueError(f"expected an integer, got {value}")
+            value = int(value)
+        return _norm_int(int(value), t)
+    raise ValueError(f"unsupported scalar type {t}")
+
+
+def parse_scalar(text: str, t):
+    """``--input NAME=3.5``: the text of a scalar argument of type t."""
+    s = text.strip()
+    if _float_dtype(t) is not None:
+        return coerce_scalar(float(s), t)
+    return coerce_scalar(int(s, 0), t)
+
+
+# --------------------------------------------------------------------------------------
+# Entry selection and kernel arguments
+# --------------------------------------------------------------------------------------
+
+
+def _functions(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.walk() if isinstance(op, func.FuncOp)]
+
+
+def _fname(f: func.FuncOp) -> str:
+    return f.sym_name.data
+
+
+def select_entry(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
+    """DESIGN.md §2: ``entry`` if named, else the function marked ``pto.entry``, else the only one."""
+    funcs = [f for f in _functions(module) if f.body.blocks]
+    if entry is not None:
+        for f in funcs:
+            if _fname(f) == entry:
+                return f
+        names = ", ".join(_fname(f) for f in funcs) or "none"
+        raise usage_error(f"no function named '{entry}' (functions: {names})")
+    marked = [f for f in funcs if "pto.entry" in f.attributes]
+    if len(marked) == 1:
+        return marked[0]
+    if len(marked) > 1:
+        raise usage_error("several functions are marked pto.entry ("
+                          + ", ".join(_fname(f) for f in marked) + "); choose one with --entry")
+    if len(funcs) == 1:
+        return funcs[0]
+    if not funcs:
+        raise usage_error("the module has no function to run")
+    raise usage_error("the module has several functions (" + ", ".join(_fname(f) for f in funcs)
+                      + ") and none is marked pto.entry; choose one with --entry")
+
+
+@dataclass
+class ArgSpec:
+    """One kernel argument: ``kind`` is ``gm``, ``tile`` or ``scalar``."""
+
+    name: str
+    index: int
+    kind: str
+    type: object
+    dtype: np.dtype | None  # element dtype (None for index/integer scalars: Python int)
+    value: SSAValue = field(repr=False)
+
+    @property
+    def is_int_scalar(self) -> bool:
+        return self.kind == "scalar" and _float_dtype(self.type) is None
+
+
+def _arg_name(arg: BlockArgument) -> str:
+    hint = arg.name_hint
+    return hint if hint else f"arg{arg.index}"
+
+
+def kernel_args(fn: func.FuncOp) -> list[ArgSpec]:
+    specs = []
+    seen: set[str] = set()
+    for arg in fn.body.blocks[0].args:
+        name = _arg_name(arg)
+        if name in seen:
+            name = f"arg{arg.index}"
+        seen.add(name)
+        t = arg.type
+        if isinstance(t, pto.PtrType):
+            specs.append(ArgSpec(name, arg.index, "gm", t, E.np_dtype(pto.dtype_name(t.element_type)), arg))
+        elif isinstance(t, pto.TileLikeType):
+            specs.append(ArgSpec(name, arg.index, "tile", t, E.np_dtype(t.dtype), arg))
+        elif _float_dtype(t) is not None:
+            specs.append(ArgSpec(name, arg.index, "scalar", t, _float_dtype(t), arg))
+        elif _int_width(t) is not None:
+            specs.append(ArgSpec(name, arg.index, "scalar", t, None, arg))
+        else:
+            raise PtocError([Diagnostic(f"kernel argument '%{name}' has type {t}, which ptoc cannot run")],
+                            exit_code=2)
+    return specs
+
+
+# ---- static evaluation of GM view shapes ---------------------------------------------
+
+
+def _static(value: SSAValue, known: dict[SSAValue, object], depth: int = 0):
+    """The value of an SSA integer computable before the run (constants, given scalars,
+    arith on those), else None."""
+    if value in known:
+        return known[value]
+    if depth > 64 or not isinstance(value, SSAValue) or isinstance(value, BlockArgument):
+        return None
+    op = value.owner
+    if not isinstance(op, Operation) or not op.name.startswith("arith.") or op.regions:
+        return None
+    env = {}
+    for o in op.operands:
+        v = _static(o, known, depth + 1)
+        if v is None:
+            return None
+        env[o] = v
+    try:
+        results = _eval_arith(op, env)
+    except Exception:  # noqa: BLE001 - not statically evaluable
+        return None
+    for r, v in zip(op.results, results):
+        known[r] = v
+    return known.get(value)
+
+
+def _views_of(fn: func.FuncOp, arg_index: int, depth: int = 0) -> list[tuple[pto.MakeTensorViewOp, dict]]:
+    """make_tensor_view ops made from argument ``arg_index`` of ``fn`` (following func.call),
+    each with the map of values known in its function (the callee's params bound statically)."""
+    out = []
+    if depth > 8:
+        return out
+    arg = fn.body.blocks[0].args[arg_index]
+    for use in list(arg.uses):
+        op = use.operation
+        if isinstance(op, pto.MakeTensorViewOp):
+            out.append((op, {}))
+        elif isinstance(op, func.CallOp):
+            callee = _lookup_func(fn, op.callee.root_reference.data)
+            if callee is not None and callee.body.blocks:
+                out.extend(_views_of(callee, use.index, depth + 1))
+    return out
+
+
+def _lookup_func(anchor: Operation, name: str) -> func.FuncOp | None:
+    top = anchor
+    while top.parent_op() is not None:
+        top = top.parent_op()
+    for op in top.walk():
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    return None
+
+
+def gm_shape(fn: func.FuncOp, spec: ArgSpec, scalars: Mapping[str, object] | None = None) -> tuple[int, ...]:
+    """The I/O shape of a GM argument (see the module doc); ``scalars`` are given integer
+    scalar arguments by name.  Raises a usage error when it cannot be known before the run."""
+    known: dict[SSAValue, object] = {}
+    for s in kernel_args(fn):
+        if s.kind == "scalar" and scalars and s.name in scalars:
+            known[s.value] = coerce_scalar(scalars[s.name], s.type)
+    views = _views_of(fn, spec.index)
+    if not views:
+        return (0,)
+    described = []
+    for op, _ in views:
+        rt = op.result.type
+        shape = [_static(v, known) for v in op.shape_]
+        if isinstance(rt, pto.TensorViewType):
+            shape = [d if d != pto.DYNAMIC else s for d, s in zip(rt.dims, shape)]
+        strides = [_static(v, known) for v in op.strides_]
+        described.append((shape, strides))
+
+    def full(xs):
+        return all(isinstance(x, int) for x in xs)
+
+    def extent(shape, strides):
+        if any(d == 0 for d in shape):
+            return 0
+        return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, strides))
+
+    if len(described) == 1 and full(described[0][0]):
+        shape, strides = described[0]
+        if full(strides) and extent(shape, strides) > math.prod(shape):
+            return (extent(shape, strides),)
+        return tuple(int(d) for d in shape)
+    if all(full(sh) and full(st) for sh, st in described):
+        return (max(extent(sh, st) for sh, st in described),)
+    raise usage_error(f"cannot size GM argument '{spec.name}': the shapes or strides of its tensor views "
+                      "are only known at run time; give the integer scalars they depend on with --input")
+
+
+# --------------------------------------------------------------------------------------
+# arith
+# --------------------------------------------------------------------------------------
+
+_CMPI = arith.CMPI_COMPARISON_OPERATIONS
+_CMPF = arith.CMPF_COMPARISON_OPERATIONS
+
+
+def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
+    sa, sb, ua, ub = _as_signed(a, w), _as_signed(b, w), _as_unsigned(a, w), _as_unsigned(b, w)
+    if name == "addi":
+        r = sa + sb
+    elif name == "subi":
+        r = sa - sb
+    elif name == "muli":
+        r = sa * sb
+    elif name in ("divsi", "remsi", "ceildivsi", "floordivsi", "divui", "remui", "ceildivui"):
+        if (sb if name.endswith("si") else ub) == 0:
+            raise ZeroDivisionError("integer division by zero")
+        if name == "divsi":
+            r = abs(sa) // abs(sb) * (1 if (sa < 0) == (sb < 0) else -1)
+        elif name == "remsi":
+            r = sa - sb * (abs(sa) // abs(sb) * (1 if (sa < 0) == (sb < 0) else -1))
+        elif name == "floordivsi":
+            r = sa // sb
+        elif name == "ceildivsi":
+            r = -((-sa) // sb)
+        elif name == "divui":
+            r = ua // ub
+        elif name == "remui":
+            r = ua % ub
+        else:
+            r = -((-ua) // ub)
+    elif name == "andi":
+        r = ua & ub
+    elif name == "ori":
+        r = ua | ub
+    elif name == "xori":
+        r = ua ^ ub
+    elif name == "shli":
+        r = ua << ub if ub < w else 0
+    elif name == "shrui":
+        r = ua >> ub if ub < w else 0
+    elif name == "shrsi":
+        r = sa >> min(ub, w - 1)
+    elif name == "maxsi":
+        r = max(sa, sb)
+    elif name == "minsi":
+        r = min(sa, sb)
+    elif name == "maxui":
+        r = max(ua, ub)
+    elif name == "minui":
+        r = min(ua, ub)
+    else:
+        raise NotImplementedError(name)
+    return _norm_int(r, t)
+
+
+_FLOAT_BINARY = {
+    "addf": E.add, "subf": E.sub, "mulf": E.mul, "divf": E.div,
+    "maximumf": E.maximum, "minimumf": E.minimum,
+}
+
+
+def _maxnum(a: np.ndarray, b: np.ndarray, is_max: bool) -> np.ndarray:
+    if np.isnan(a.astype(np.float32)):
+        return b if not np.isnan(b.astype(np.float32)) else E.canonical_nan(a.dtype)
+    if np.isnan(b.astype(np.float32)):
+        return a
+    return (E.maximum if is_max else E.minimum)(a, b)
+
+
+def _cmpf(pred: str, a: np.ndarray, b: np.ndarray) -> int:
+    x, y = float(a), float(b)
+    unordered = math.isnan(x) or math.isnan(y)
+    if pred in ("false", "true"):
+        return int(pred == "true")
+    if pred == "ord":
+        return int(not unordered)
+    if pred == "uno":
+        return int(unordered)
+    rel = pred[1:]
+    res = {"eq": x == y, "gt": x > y, "ge": x >= y, "lt": x < y, "le": x <= y, "ne": x != y}[rel]
+    if unordered:
+        return int(pred[0] == "u")
+    return int(res)
+
+
+def _eval_arith(op: Operation, env: Mapping[SSAValue, object]) -> list:
+    name = op.name.split(".", 1)[1]
+    vals = [env[o] for o in op.operands]
+    rt = op.results[0].type if op.results else None
+    if name == "constant":
+        attr = op.properties.get("value", op.attributes.get("value"))
+        if isinstance(attr, IntegerAttr):
+            return [_norm_int(attr.value.data, rt)]
+        if isinstance(attr, FloatAttr):
+            return [E.scalar_to(attr.value.data, _float_dtype(rt))]
+        raise NotImplementedError("non-scalar arith.constant")
+    w = _int_width(rt) if rt is not None else None
+    if name in ("addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui",
+                "floordivsi", "andi", "ori", "xori", "shli", "shrsi", "shrui", "maxsi", "minsi", "maxui",
+                "minui"):
+        return [_int_binary(name, vals[0], vals[1], w, rt)]
+    if name == "cmpi":
+        pred = _CMPI[op.predicate.value.data]
+        ow = _int_width(op.operands[0].type)
+        a, b = vals
+        if pred in ("ult", "ule", "ugt", "uge"):
+            a, b = _as_unsigned(a, ow), _as_unsigned(b, ow)
+        else:
+            a, b = _as_signed(a, ow), _as_signed(b, ow)
+        rel = pred[1:] if pred[0] in "su" else pred
+        return [int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[rel])]
+    if name == "select":
+        c, a, b = vals
+        return [a if c else b]
+    if name in ("index_cast", "extsi", "trunci", "index_castui", "extui"):
+        iw = _int_width(op.operands[0].type)
+        v = _as_unsigned(vals[0], iw) if name in ("index_castui", "extui") else _as_signed(vals[0], iw)
+        return [_norm_int(v, rt)]
+    if name in _FLOAT_BINARY:
+        return [_FLOAT_BINARY[name](vals[0], vals[1])]
+    if name in ("maxnumf", "minnumf"):
+        return [_maxnum(vals[0], vals[1], name == "maxnumf")]
+    if name == "remf":
+        a, b = vals
+        return [E.scalar_to(np.fmod(np.float64(a), np.float64(b)), a.dtype)]
+    if name == "negf":
+        return [E.neg(vals[0])]
+    if name == "cmpf":
+        return [_cmpf(_CMPF[op.predicate.value.data], vals[0], vals[1])]
+    if name in ("extf", "truncf"):
+        return [E.convert(vals[0], _float_dtype(rt), "RINT")]
+    if name in ("sitofp", "uitofp"):
+        iw = _int_width(op.operands[0].type)
+        v = _as_unsigned(vals[0], iw) if name == "uitofp" else _as_signed(vals[0], iw)
+        return [E.scalar_to(v, _float_dtype(rt))]
+    if name in ("fptosi", "fptoui"):
+        x = float(np.asarray(vals[0]).astype(np.float64))
+        lo, hi = (0, (1 << w) - 1) if name == "fptoui" else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+        v = 0 if math.isnan(x) else hi if x >= hi + 1 else lo if x <= lo - 1 else int(x)  # trunc, saturating
+        return [_norm_int(v, rt)]
+    if name == "bitcast":
+        src_t = op.operands[0].type
+        if _float_dtype(src_t) is not None:
+            bits = int(np.asarray(vals[0]).reshape(1).view(np.dtype(f"uint{8 * vals[0].dtype.itemsize}"))[0])
+            return [coerce_scalar(bits, rt) if _float_dtype(rt) is None else vals[0]]
+        fdt = _float_dtype(rt)
+        u = np.array(_as_unsigned(vals[0], _int_width(src_t)), dtype=np.dtype(f"uint{8 * fdt.itemsize}"))
+        return [u.view(fdt)]
+    raise NotImplementedError(op.name)
+
+
+# --------------------------------------------------------------------------------------
+# The evaluator
+# --------------------------------------------------------------------------------------
+
+
+class _Return(Exception):
+    pass
+
+
+def _attr_body(op: Operation, *keys: str) -> str | None:
+    for k in keys:
+        a = op.attributes.get(k) or op.properties.get(k)
+        if a is None:
+            continue
+        body = getattr(a, "body", None)
+        if body is not None:
+            return body.data
+        data = getattr(a, "data", None)
+        if isinstance(data, str):
+            return data
+        return str(a)
+    return None
+
+
+class Evaluator:
+    """Walks a module's functions; one instance per ``evaluate`` call."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.funcs = {_fname(f): f for f in _functions(module)}
+        self.depth = 0
+
+    # ---- functions, blocks, regions --------------------------------------------------
+    def call(self, fn: func.FuncOp, args: list) -> list:
+        if not fn.body.blocks:
+            raise op_error(fn, "is a declaration without a body; it cannot be run")
+        self.depth += 1
+        if self.depth > MAX_CALL_DEPTH:
+            raise op_error(fn, f"call depth exceeds {MAX_CALL_DEPTH} (recursion?)")
+        try:
+            return self.run_block(fn.body.blocks[0], args, {})
+        finally:
+            self.depth -= 1
+
+    def run_block(self, block: Block, args: list, env: dict) -> list:
+        env = dict(env)
+        for a, v in zip(block.args, args):
+            env[a] = v
+        for op in block.ops:
+            if isinstance(op, (func.ReturnOp, scf.YieldOp)):
+                return [env[o] for o in op.operands]
+            self.eval_op(op, env)
+        return []
+
+    def run_region(self, region: Region, args: list, env: dict) -> list:
+        if not region.blocks:
+            return []
+        if len(region.blocks) != 1:
+            raise op_error(region.parent_op(), "has a multi-block region, which the golden model cannot run")
+        return self.run_block(region.blocks[0], args, env)
+
+    # ---- one op --------------------------------------------------------------------
+    def eval_op(self, op: Operation, env: dict) -> None:
+        try:
+            self._eval_op(op, env)
+        except PtocError:
+            raise
+        except (VerifyException, E.ElementwiseError, ZeroDivisionError) as e:
+            raise op_error(op, str(e)) from None
+
+    def _eval_op(self, op: Operation, env: dict) -> None:
+        if isinstance(op, pto.TileOp):
+            return self.eval_tile_op(op, env)
+        name = op.name
+        if name.startswith("arith."):
+            try:
+                results = _eval_arith(op, env)
+            except NotImplementedError:
+                raise op_error(op, "has no semantics in ptoc yet") from None
+            for r, v in zip(op.results, results):
+                env[r] = v
+            return
+        if isinstance(op, scf.ForOp):
+            return self.eval_for(op, env)
+        if isinstance(op, scf.IfOp):
+            branch = op.true_region if env[op.cond] else op.false_region
+            results = self.run_region(branch, [], env)
+            for r, v in zip(op.output, results):
+                env[r] = v
+            return
+        if isinstance(op, func.CallOp):
+            callee = self.funcs.get(op.callee.root_reference.data)
+            if callee is None:
+                raise op_error(op, f"calls unknown function @{op.callee.root_reference.data}")
+            results = self.call(callee, [env[a] for a in op.arguments])
+            for r, v in zip(op.res, results):
+                env[r] = v
+            return
+        if isinstance(op, pto.MakeTensorViewOp):
+            return self.eval_make_tensor_view(op, env)
+        if isinstance(op, pto.PartitionViewOp):
+            pv = env[op.source[0]]
+            if not isinstance(pv, TensorView):
+                raise op_error(op, "source is not a tensor view the golden model knows")
+            offsets = tuple(int(env[v]) for v in op.offsets)
+            sizes = tuple(int(env[v]) for v in op.sizes)
+            if len(offsets) != len(pv.shape):
+                raise op_error(op, f"has {len(offsets)} offsets for a rank-{len(pv.shape)} view")
+            env[op.result] = PartitionView(pv, offsets, sizes)
+            return
+        if isinstance(op, pto.AllocTileOp):
+            t = op.result.type
+            vr = t.valid_row if op.valid_row is None else int(env[op.valid_row])
+            vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
+            if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
+                raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
+            env[op.result] = new_tile(t, (vr, vc))
+            return
+        if isinstance(op, pto.TAssignOp):
+            if op.result:
+                env[op.result[0]] = env[op.tile[0]]
+            return
+        if type(op) in pto.SYNC_OPS.values():
+            return  # events, flags and barriers: no effect on values
+        raise op_error(op, "has no semantics in ptoc yet")
+
+    def eval_for(self, op: scf.ForOp, env: dict) -> None:
+        lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))
+        t = op.lb.type
+        if _int_width(t) is not None and not isinstance(t, IndexType):
+            w = _int_width(t)
+            lb, ub, step = _as_signed(lb, w), _as_signed(ub, w), _as_signed(step, w)
+        if step <= 0:
+            raise op_error(op, f"step must be positive, got {step}")
+        values = [env[v] for v in op.iter_args]
+        body = op.body.blocks[0]
+        for i in range(lb, ub, step):
+            values = self.run_block(body, [i, *values], env)
+        for r, v in zip(op.res, values):
+            env[r] = v
+
+    def eval_make_tensor_view(self, op: pto.MakeTensorViewOp, env: dict) -> None:
+        gm = env[op.ptr[0]]
+        if not isinstance(gm, GMArray):
+            raise op_error(op, "pointer is not a GM kernel argument (pto.addptr and friends have no semantics yet)")
+        layout = _attr_body(op, "layout")
+        if layout is not None and "nz" in layout.lower():
+            raise op_error(op, "NZ tensor views have no semantics in ptoc yet")
+        shape = tuple(int(env[v]) for v in op.shape_)
+        strides = tuple(int(env[v]) for v in op.strides_)
+        env[op.result] = TensorView(gm, shape, strides)
+
+    # ---- tile ops ----------------------------------------------------------------------
+    def tile(self, op: Operation, value: SSAValue, env: dict) -> Tile:
+        v = env[value]
+        if not isinstance(v, Tile):
+            raise op_error(op, f"operand {value} is not a tile")
+        return v
+
+    def dst(self, op: pto.TileOp, env: dict, hint: tuple[int, int] | None) -> Tile:
+        """The destination tile: the ``outs`` buffer (L2), or a new tile for the L1 result
+        (its valid region from the result type, ``?`` taken from ``hint``)."""
+        if op.outs:
+            return self.tile(op, op.outs[0], env)
+        if not op.res:
+            raise op_error(op, "has no destination")
+        t = op.res[0].type
+        if not isinstance(t, pto.TileLikeType):
+            raise op_error(op, "result is not a tile")
+        vr, vc = t.valid_row, t.valid_col
+        if pto.DYNAMIC in (vr, vc):
+            if hint is None:
+                raise op_error(op, "result valid region is dynamic and cannot be inferred")
+            vr = hint[0] if vr == pto.DYNAMIC else vr
+            vc = hint[1] if vc == pto.DYNAMIC else vc
+        tile = new_tile(t, (vr, vc))
+        env[op.res[0]] = tile
+        return tile
+
+    @staticmethod
+    def need(op: Operation, cond: bool, message: str) -> None:
+        if not cond:
+            raise op_error(op, message)
+
+    @staticmethod
+    def fn(op: pto.TileOp):
+        f = type(op).FN
+        if f is None:
+            raise op_error(op, "has no element function (FN) attached")
+        return f
+
+    def eval_tile_op(self, op: pto.TileOp, env: dict) -> None:
+        if not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
+            raise op_error(op, "has no semantics in ptoc yet")
+        handler = getattr(self, f"family_{op.FAMILY}", None)
+        if handler is None:
+            raise op_error(op, "has no semantics in ptoc yet")
+        handler(op, env)
+
+    def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
+        self.need(op, tile.valid == tuple(valid),
+                  f"{who} valid region {tile.valid[0]}x{tile.valid[1]} differs from dst's "
+                  f"{valid[0]}x{valid[1]} at run time")
+
+    @staticmethod
+    def _store(dst: Tile, r: int, c: int, values: np.ndarray) -> None:
+        dst.data[:r, :c] = np.asarray(values).astype(dst.dtype, copy=False)
+
+    # elementwise tile-tile: dst = fn(src0, src1)
+    def family_binary(self, op, env):
+        a, b = (self.tile(op, v, env) for v in op.ins[:2])
+        dst = self.dst(op, env, a.valid)
+        r, c = dst.valid
+        self._same_valid(op, a, dst.valid, "src0")
+        self._same_valid(op, b, dst.valid, "src1")
+        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c]))
+
+    def family_unary(self, op, env):
+        a = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, a.valid)
+        r, c = dst.valid
+        self._same_valid(op, a, dst.valid, "src")
+        self._store(dst, r, c, self.fn(op)(a.data[:r, :c]))
+
+    def family_scalar(self, op, env):
+        (tv,) = op.tile_ins()
+        (sv,) = op.scalar_ins()
+        a = self.tile(op, tv, env)
+        dst = self.dst(op, env, a.valid)
+        r, c = dst.valid
+        self._same_valid(op, a, dst.valid, "src")
+        s = E.scalar_to(env[sv], a.dtype)
+        x = a.data[:r, :c]
+        f = self.fn(op)
+        self._store(dst, r, c, f(s, x) if op.scalar_first else f(x, s))
+
+    def family_expands(self, op, env):
+        dst = self.dst(op, env, None)
+        r, c = dst.valid
+        dst.data[:r, :c] = E.scalar_to(env[op.ins[0]], dst.dtype)
+
+    def family_rowexpand(self, op, env):
+        expanded, mode = op.expand_analysis()
+        full = self.tile(op, op.ins[1 - expanded], env)
+        ex = self.tile(op, op.ins[expanded], env)
+        dst = self.dst(op, env, full.valid)
+        r, c = dst.valid
+        self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}")
+        self.need(op, ex.valid[0] == r,
+                  f"src{expanded} valid rows {ex.valid[0]} differ from dst valid rows {r} at run time")
+        x = full.data[:r, :c]
+        if mode == 1:
+            self.need(op, ex.valid[1] == 1, f"Mode 1 needs src{expanded} valid cols == 1, got {ex.valid[1]}")
+            b = ex.data[:r, 0:1]  # s_i, broadcast along the row
+        else:
+            k = 32 // dst.dtype.itemsize
+            self.need(op, ex.valid[1] == k,
+                      f"Mode 2 needs src{expanded} valid cols == 32/sizeof(T) = {k}, got {ex.valid[1]}")
+            b = ex.data[:r, :k][:, np.arange(c) % k]  # b_i[j mod k]
+        f = self.fn(op)
+        self._store(dst, r, c, f(x, b) if expanded == 1 else f(b, x))
+
+    def family_colexpand(self, op, env):
+        a, b = (self.tile(op, v, env) for v in op.ins[:2])
+        dst = self.dst(op, env, a.valid)
+        r, c = dst.valid
+        self._same_valid(op, a, dst.valid, "src0")
+        self.need(op, b.valid[1] == c and (b.valid[0] >= 1 or r == 0),
+                  f"src1 valid region {b.valid[0]}x{b.valid[1]} does not give one value per dst column ({c})")
+        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[0:1, :c]))
+
+    def family_rowbroadcast(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, None if op.outs else (src.valid[0], op.res[0].type.cols))
+        r, c = dst.valid
+        self.need(op, src.valid[0] == r and (src.valid[1] >= 1 or c == 0),
+                  f"src valid region {src.valid[0]}x{src.valid[1]} does not give one value per dst row ({r})")
+        dst.data[:r, :c] = src.data[:r, 0:1]
+
+    def family_colbroadcast(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, None if op.outs else (op.res[0].type.rows, src.valid[1]))
+        r, c = dst.valid
+        self.need(op, src.valid[1] == c and (src.valid[0] >= 1 or r == 0),
+                  f"src valid region {src.valid[0]}x{src.valid[1]} does not give one value per dst column ({c})")
+        dst.data[:r, :c] = src.data[0:1, :c]
+
+    def family_rowreduce(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        r, c = src.valid
+        dst = self.dst(op, env, (r, 1))
+        self.need(op, r > 0 and c > 0, f"src valid region {r}x{c} is empty")
+        self.need(op, dst.valid[0] == r, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
+        dst.data[:r, 0] = self.fn(op)(src.data[:r, :c], 1)
+
+    def family_colreduce(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        r, c = src.valid
+        dst = self.dst(op, env, (1, c))
+        self.need(op, dst.valid[1] == c, f"dst valid cols {dst.valid[1]} differ from src valid cols {c}")
+        if r == 0 or c == 0:
+            return  # nothing to reduce: dst untouched
+        dst.data[0, :c] = self.fn(op)(src.data[:r, :c], 0)
+
+    def family_pairreduce(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, src.valid)
+        r, c = dst.valid
+        self._same_valid(op, src, dst.valid, "src0")
+        half = (c + 1) // 2
+        x = src.data[:r, :c]
+        if c % 2:  # the partner of src[i, C-1] is outside the valid region: +0
+            x = np.concatenate([x, np.zeros((r, 1), dtype=x.dtype)], axis=1)
+        sums = self.fn(op)(x[:, 0::2], x[:, 1::2])
+        self._store(dst, r, half, sums)
+        dst.data[:r, half:c] = 0
+
+    def family_cvt(self, op, env):
+        src = self.tile(op, op.tile_ins()[0], env)
+        dst = self.dst(op, env, src.valid)
+        r, c = dst.valid
+        self._same_valid(op, src, dst.valid, "src")
+        mode = _attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
+        mode = mode.split()[-1]  # `#pto<round_mode ROUND>` keeps "round_mode ROUND" in some spellings
+        sat = _attr_body(op, "sat_mode", "saturation_mode", "satMode")
+        saturate = None if sat is None else "ON" in sat.upper()
+        self._store(dst, r, c, self.fn(op)(src.data[:r, :c], dst.dtype, mode, saturate))
+
+    def family_mov(self, op, env):
+        self.need(op, len(op.ins) == 1, "with extra operands (scaling, quantisation) has no semantics in ptoc yet")
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, src.valid)
+        self.need(op, src.dtype == dst.dtype,
+                  f"from {E.dtype_name(src.dtype)} to {E.dtype_name(dst.dtype)} has no semantics in ptoc yet")
+        r, c = dst.valid
+        self._same_valid(op, src, dst.valid, "src")
+        dst.data[:r, :c] = src.data[:r, :c]
+
+    def _gm_indices(self, op, pv: PartitionView, count: int) -> np.ndarray:
+        idx = pv.flat_indices()
+        self.need(op, idx.size == count,
+                  f"partition view of {idx.size} elements ({'x'.join(map(str, pv.sizes))}) does not match the "
+                  f"tile's valid region of {count} elements")
+        n = pv.view.gm.data.size
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+            raise op_error(op, f"GM access out of bounds: element {bad} of '{pv.view.gm.name}' "
+                               f"({n} elements)")
+        return idx
+
+    def family_load(self, op, env):
+        pv = env[op.ins[0]] if op.ins else None
+        if not isinstance(pv, PartitionView):
+            raise op_error(op, "with this source has no semantics in ptoc yet")
+        hint = None
+        if len(pv.sizes) >= 1:
+            hint = (math.prod(pv.sizes[:-1]), pv.sizes[-1])
+        dst = self.dst(op, env, hint)
+        r, c = dst.valid
+        idx = self._gm_indices(op, pv, r * c)
+        vals = pv.view.gm.data[idx]
+        if vals.dtype != dst.dtype:
+            vals = vals.view(dst.dtype)  # same element size (verified): bit reinterpretation
+        pad = E.fill_value(dst.dtype, dst.type.pad.data)
+        if pad is not None:
+            dst.data[...] = pad
+        dst.data[:r, :c] = vals.reshape(r, c)
+
+    def family_store(self, op, env):
+        tile = self.tile(op, op.ins[0], env)
+        target = op.outs[0] if op.outs else (op.ins[1] if len(op.ins) > 1 else None)
+        pv = env.get(target) if target is not None else None
+        if not isinstance(pv, PartitionView) or len(op.ins) > (1 if op.outs else 2):
+            raise op_error(op, "with this destination or a pre-quant operand has no semantics in ptoc yet")
+        r, c = tile.valid
+        idx = self._gm_indices(op, pv, r * c)
+        gm = pv.view.gm
+        vals = tile.data[:r, :c].reshape(-1)
+        if vals.dtype != gm.data.dtype:
+            vals = vals.view(gm.data.dtype)
+        atomic = _attr_body(op, "atomicType", "atomic_type", "atomic")
+        if atomic is not None and "add" in atomic.lower():
+            gm.data[idx] = E.add(gm.data[idx], vals)
+        else:
+            gm.data[idx] = vals
+        gm.written = True
+
+
+# --------------------------------------------------------------------------------------
+# Static output detection
+# --------------------------------------------------------------------------------------
+
+
+def _ptr_param(value: SSAValue) -> BlockArgument | None:
+    """The block argument (GM pointer) a partition/tensor view was made from, if static."""
+    seen = 0
+    while seen < 16:
+        seen += 1
+        if isinstance(value, BlockArgument):
+            return value
+        owner = value.owner
+        if isinstance(owner, pto.PartitionViewOp):
+            value = owner.source[0]
+        elif isinstance(owner, pto.MakeTensorViewOp):
+            value = owner.ptr[0]
+        else:
+            return None
+    return None
+
+
+def _stored_params(fn: func.FuncOp, depth: int = 0) -> set[int]:
+    """Indices of fn's arguments that a tstore writes (following func.call)."""
+    out: set[int] = set()
+    if depth > 8 or not fn.body.blocks:
+        return out
+    params = fn.body.blocks[0].args
+    for op in fn.walk():
+        if isinstance(op, pto.TStoreOp):
+            target = op.outs[0] if op.outs else (op.ins[1] if len(op.ins) > 1 else None)
+            if target is None:
+                continue
+            p = _ptr_param(target)
+            if p is not None and p in params:
+                out.add(p.index)
+        elif isinstance(op, func.CallOp):
+            callee = _lookup_func(fn, op.callee.root_reference.data)
+            if callee is None or callee is fn:
+                continue
+            for i in _stored_params(callee, depth + 1):
+                if i < len(op.arguments):
+                    p = _ptr_param(op.arguments[i])
+                    if p is not None and p in params:
+                        out.add(p.index)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------------------
+
+
+def _check_array(spec: ArgSpec, value, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype != spec.dtype:
+        if spec.dtype == E.BF16 and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+            arr = arr.view(E.BF16)
+        else:
+            raise usage_error(f"input '{spec.name}' has element type {E.dtype_name(arr.dtype)}, "
+                              f"expected {E.dtype_name(spec.dtype)}")
+    want = math.prod(shape)
+    if arr.size != want:
+        raise usage_error(f"input '{spec.name}' has shape {tuple(arr.shape)} ({arr.size} elements), "
+                          f"expected {tuple(shape)} ({want} elements)")
+    return np.ascontiguousarray(arr).reshape(shape)
+
+
+def _tile_arg_shape(spec: ArgSpec, value=None) -> tuple[int, int]:
+    t = spec.type
+    vr, vc = t.valid_row, t.valid_col
+    if pto.DYNAMIC in (vr, vc):
+        if value is not None and np.ndim(value) == 2:
+            r, c = np.shape(value)
+            vr = r if vr == pto.DYNAMIC else vr
+            vc = c if vc == pto.DYNAMIC else vc
+        else:
+            vr = t.rows if vr == pto.DYNAMIC else vr
+            vc = t.cols if vc == pto.DYNAMIC else vc
+    if vr > t.rows or vc > t.cols:
+        raise usage_error(f"input '{spec.name}' of shape {vr}x{vc} does not fit its {t.rows}x{t.cols} tile")
+    return (vr, vc)
+
+
+def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None) -> dict[str, np.ndarray]:
+    """Run the golden model on one kernel; returns outputs by name (GM outputs, then ``resultN``).
+
+    ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
+    the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
+    program are located ``PtocError`` (exit 1); missing or malformed inputs exit 2.
+    """
+    fn = select_entry(module, entry)
+    specs = kernel_args(fn)
+    names = {s.name for s in specs}
+    unknown = sorted(set(inputs) - names)
+    if unknown:
+        raise usage_error(f"no kernel argument named {', '.join(map(repr, unknown))} "
+                          f"(arguments: {', '.join(s.name for s in specs) or 'none'})")
+    missing = [s.name for s in specs if s.name not in inputs]
+    if missing:
+        raise usage_error(f"missing input for argument(s) {', '.join(missing)}")
+    scalars = {s.name: inputs[s.name] for s in specs if s.kind == "scalar"}
+    args: list = []
+    gms: dict[int, GMArray] = {}
+    for s in specs:
+        v = inputs[s.name]
+        if s.kind == "scalar":
+            try:
+                args.append(coerce_scalar(v, s.type))
+            except (TypeError, ValueError) as e:
+                raise usage_error(f"input '{s.name}': {e}") from None
+        elif s.kind == "gm":
+            shape = gm_shape(fn, s, scalars)
+            arr = _check_array(s, v, shape)
+            gm = GMArray(s.name, arr.reshape(-1).copy(), shape)
+            gms[s.index] = gm
+            args.append(gm)
+        else:
+            vr, vc = _tile_arg_shape(s, v)
+            arr = _check_array(s, v, (vr, vc))
+            tile = new_tile(s.type, (vr, vc))
+            pad = E.fill_value(tile.dtype, s.type.pad.data)
+            if pad is not None:
+                tile.data[...] = pad
+            tile.data[:vr, :vc] = arr
+            args.append(tile)
+    ev = Evaluator(module)
+    with np.errstate(all="ignore"):
+        results = ev.call(fn, args)
+    outputs: dict[str, np.ndarray] = {}
+    stored = _stored_params(fn)
+    for s in specs:
+        gm = gms.get(s.index)
+        if gm is not None and (s.index in stored or gm.written):
+            outputs[s.name] = gm.data.reshape(gm.shape).copy()
+    for i, v in enumerate(results):
+        if isinstance(v, Tile):
+            outputs[f"result{i}"] = v.region().copy()
+        elif isinstance(v, (int, np.integer)):
+            outputs[f"result{i}"] = np.asarray(v, dtype=np.int64)
+        else:
+            outputs[f"result{i}"] = np.asarray(v).copy()
+    return outputs
+
+
+def _random_array(rng: np.random.Generator, dtype: np.dtype, shape) -> np.ndarray:
+    """Floats uniform in [-2, 2) rounded to the element type; signed ints in [-8, 8);
+    unsigned ints in [0, 16)."""
+    if E.is_float_dtype(dtype):
+        return E.convert(rng.uniform(-2.0, 2.0, size=shape), dtype, "RINT")
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype.kind == "u":
+        return rng.integers(0, 16, size=shape).astype(dtype)
+    return rng.integers(-8, 8, size=shape).astype(dtype)
+
+
+def make_inputs(module: ModuleOp, seed: int = 0, entry: str | None = None,
+                given: Mapping[str, object] | None = None) -> dict[str, object]:
+    """Inputs for every kernel argument: ``given`` ones as they are, the others seeded random
+    per dtype (argument k draws from its own stream, so giving one input does not change the
+    others).  Integer and index scalars that are not given are a usage error (exit 2)."""
+    fn = select_entry(module, entry)
+    specs = kernel_args(fn)
+    given = dict(given or {})
+    unknown = sorted(set(given) - {s.name for s in specs})
+    if unknown:
+        raise usage_error(f"no kernel argument named {', '.join(map(repr, unknown))} "
+                          f"(arguments: {', '.join(s.name for s in specs) or 'none'})")
+    missing_ints = [s.name for s in specs if s.is_int_scalar and s.name not in given]
+    if missing_ints:
+        raise usage_error("integer/index scalar argument(s) " + ", ".join(missing_ints)
+                          + " need a value: give --input NAME=VALUE (a random loop bound or offset is "
+                            "never what you want)")
+    scalars = {s.name: given[s.name] for s in specs if s.kind == "scalar" and s.name in given}
+    out: dict[str, object] = {}
+    for s in specs:
+        rng = np.random.default_rng([int(seed), s.index])
+        if s.name in given:
+            out[s.name] = given[s.name]
+        elif s.kind == "scalar":
+            out[s.name] = E.convert(np.array(rng.uniform(-2.0, 2.0)), s.dtype, "RINT")[()]
+        elif s.kind == "gm":
+            out[s.name] = _random_array(rng, s.dtype, gm_shape(fn, s, scalars))
+        else:
+            out[s.name] = _random_array(rng, s.dtype, _tile_arg_shape(s))
+    return out
+
+
+def _fmt(x: float, is_float: bool) -> str:
+    if not is_float:
+        return str(int(x))
+    return repr(float(x)) if math.isfinite(x) and abs(x) >= 1e-4 and abs(x) < 1e6 and float(x).is_integer() \
+        else f"{x:.6g}"
+
+
+def describe_outputs(outputs: Mapping[str, np.ndarray]) -> list[str]:
+    """One line per output: name, shape, dtype, min, max (NaN ignored; NaN count if any) and the
+    first 12 hex digits of the sha256 of its bytes (C order)."""
+    lines = []
+    for name, a in outputs.items():
+        a = np.asarray(a)
+        digest = hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
+        is_float = E.is_float_dtype(a.dtype)
+        shape = "x".join(map(str, a.shape)) or "scalar"
+        extra = ""
+        if a.size == 0:
+            lo = hi = "-"
+        elif is_float:
+            w = a.astype(np.float64)
+            nan = int(np.isnan(w).sum())
+            if nan == w.size:
+                lo = hi = "nan"
+            else:
+                lo, hi = _fmt(np.nanmin(w), True), _fmt(np.nanmax(w), True)
+            if nan:
+                extra = f" nan={nan}"
+        else:
+            lo, hi = _fmt(a.min(), False), _fmt(a.max(), False)
+        lines.append(f"{name}: shape={shape} dtype={E.dtype_name(a.dtype)} min={lo} max={hi}{extra} "
+                     f"sha256={digest}")
+    return lines
+
+
+# ---- .npy files ---------------------------------------------------------------------
+
+
+def read_npy(path: str, spec: ArgSpec, shape: tuple[int, ...]) -> np.ndarray:
+    """Load an input ``.npy`` for ``spec``: same element type (bf16 files are NumPy's 2-byte
+    void ``|V2``, which is what ``numpy.save`` writes for ``ml_dtypes.bfloat16``), same element
+    count in any shape (read in C order).  Anything else is a usage error naming the argument."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise usage_error(f"cannot read '{path}' for argument '{spec.name}': {e}") from None
+    if not isinstance(arr, np.ndarray):
+        raise usage_error(f"'{path}' for argument '{spec.name}' is not a single .npy array")
+    return _check_array(spec, arr, shape)
+
+
+def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str | None = None) -> dict[str, object]:
+    """``--input NAME=FILE.npy`` / ``--input NAME=3.5`` pairs -> input values (scalars first, since
+    GM shapes may depend on integer scalars)."""
+    fn = select_entry(module, entry)
+    args = {s.name: s for s in kernel_args(fn)}
+    pairs = list(specs)
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name not in args:
+            raise usage_error(f"--input {name}: no kernel argument named '{name}' "
+                              f"(arguments: {', '.join(args) or 'none'})")
+        if name in seen:
+            raise usage_error(f"--input {name} is given twice")
+        seen.add(name)
+    out: dict[str, object] = {}
+    for name, text in pairs:
+        s = args[name]
+        if s.kind == "scalar":
+            try:
+                out[name] = parse_scalar(text, s.type)
+            except (TypeError, ValueError):
+                kind = "a number" if s.dtype is not None else "an integer"
+                raise usage_error(f"--input {name}={text}: scalar argument '{name}' "
+                                  f"({pto.dtype_name(s.type)}) needs {kind}") from None
+    scalars = dict(out)
+    for name, text in pairs:
+        s = args[name]
+        if s.kind == "gm":
+            out[name] = read_npy(text, s, gm_shape(fn, s, scalars))
+        elif s.kind == "tile":
+            try:
+                raw = np.load(text, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as e:
+                raise usage_error(f"cannot read '{text}' for argument '{name}': {e}") from None
+            out[name] = _check_array(s, raw, _tile_arg_shape(s, raw))
+    return out
+
+
+def prepare_inputs(module: ModuleOp, seed: int = 0, specs: Iterable[tuple[str, str]] = (),
+                   entry: str | None = None) -> dict[str, object]:
+    """``--seed N --input ...``: the given inputs, the rest seeded random (see make_inputs)."""
+    return make_inputs(module, seed, entry, load_inputs(module, specs, entry))
+
+
+def save_outputs(outputs: Mapping[str, np.ndarray], directory: str) -> list[str]:
+    """Write each output as ``DIRECTORY/NAME.npy`` (the directory is created); returns the paths."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise usage_error(f"cannot create '{directory}': {e.strerror or e}") from None
+    paths = []
+    for name, a in outputs.items():
+        path = os.path.join(directory, f"{name}.npy")
+        try:
+            np.save(path, np.asarray(a), allow_pickle=False)
+        except OSError as e:
+            raise usage_error(f"cannot write '{path}': {e.strerror or e}") from None
+        paths.append(path)
+    return paths
+
