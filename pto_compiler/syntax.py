@@ -1,0 +1,389 @@
+"""PTO-AS text -> Lark parse tree (``grammar.lark``, LALR(1), contextual lexer, cached).
+
+:func:`parse_tree` is the only entry point.  It accepts the PTOAS ``.pto`` file shape (MLIR text:
+``module``, ``func.func``, ``arith``/``scf``/``memref``/``func`` ops, every ``pto`` op spelling of the
+PTOAS corpus), the doc-style L1 SSA and L2 DPS lines, and the short form without ``pto.``, with or
+without a ``module``/``func.func`` around them.  Any syntax error becomes a :class:`PtocError` located
+at the offending token (1-based line and column); no Lark exception escapes.
+
+Lexical rules
+=============
+* Comments: ``//`` to the end of the line; a line whose first non-blank character is ``#``
+  followed by a blank or the end of the line.  ``#pto.foo<...>`` is an attribute, not a comment.
+* Newlines separate statements (``;`` also does).  A statement continues on the next line when the
+  break is inside ``(`` ``[`` ``<``, when the line ends with ``,`` ``=`` ``:`` ``->`` ``{`` or when the
+  next line starts with a token that cannot begin a statement: ``:`` ``->`` ``}`` ``)`` ``]`` ``>``
+  ``{`` ``(`` ``[`` ``,`` ``=`` ``ins`` ``outs`` ``iter_args`` ``to`` ``step`` ``else``
+  ``attributes`` or ``name =``.  So attribute dicts may span lines; regions stay line-separated
+  (``{ a; b }`` on one line works too).
+* Op names: ``OPNAME`` is any dialect-qualified name (``pto.tadd``, ``arith.constant``,
+  ``pto.tmatmul.acc``).  ``SHORT_OP`` is the short form: a lower-case mnemonic that starts with
+  ``t`` (``tadd``, ``trowexpandmax``, ``tmatmul.acc``; not ``tensor.*``/``test.*``/``tosa.*``/
+  ``transform.*``); **the front end must read a SHORT_OP ``x`` as ``pto.x``**.  ``RETURN`` is
+  ``return`` (= ``func.return``).  ``SCF_FOR``, ``SCF_IF``, ``REGION_OPNAME`` (``pto.section.*``,
+  ``scf.execute_region``), ``REINTERPRET_CAST`` and a ``STRING`` (MLIR generic form) are op names
+  with their own rules.  Only these ops take regions.
+* Tokens kept in the tree (Lark ``Token``: a ``str`` with ``.type .line .column .end_line
+  .end_column``):
+
+  ===============  ===========================================================================
+  ``SSA``          ``%name`` or ``%name#N`` (the text includes ``%`` and any ``#N``)
+  ``SYMBOL``       ``@name`` or ``@"name"`` (text includes ``@``)
+  ``NAME``         bare identifier: a word operand (``eq``), a builtin type name, a tile key/value
+  ``KEY``          attribute-dict key, may be dotted (``pto.entry``); ``STRING`` keys keep quotes
+  ``INT``          decimal integer, optional sign (``-1``)
+  ``FLOAT``        ``1.5e-01``, ``2.0``, ``-4.0001e+00``
+  ``HEX``          ``0x1000``
+  ``STRING``       ``"..."`` including the quotes, escapes not processed
+  ``TRUE/FALSE``   ``true`` / ``false``
+  ``QMARK``        ``?`` (a dynamic size)
+  ``DIM``          one dimension of an ``AxBxT`` shape; the postlexer strips the ``x``, so the
+                   value is ``"16"`` or ``"?"``
+  ``TILE_KW``      ``!pto.tile`` or ``!pto.tile_buf``
+  ``BANG_NAME``    any other ``!dialect.type`` name (``!pto.ptr``)
+  ``HASH_NAME``    ``#pto.address_space``, ``#pto``
+  ``VISIBILITY``   ``private`` / ``public`` / ``nested``
+  op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``,
+                   ``REGION_OPNAME``, ``REINTERPRET_CAST``, ``MODULE``, ``FUNC_FUNC``
+  ===============  ===========================================================================
+
+  Punctuation and keywords (``ins``, ``outs``, ``to``, ``step``, ``else``, ``iter_args``,
+  ``attributes``, ``->``, ``memref`` ...) are dropped from the tree.
+
+Tree shape, rule by rule
+========================
+``[x]`` below means "``x`` or ``None``" (a fixed position); ``x?``/``x*`` mean the child is simply
+absent / repeated.  Literal tokens appear directly as children where a value is allowed.
+
+File and functions
+------------------
+* ``start``: the top-level items in order: ``module_op``, ``func_op`` or ``op``.  Bare ``op``
+  statements at top level form an L1 kernel body (nothing special is built for them here).
+* ``module_op``: ``MODULE, [SYMBOL], [attr_dict], region`` (the dict is ``attributes {...}``).
+* ``func_op``: ``FUNC_FUNC, [VISIBILITY], SYMBOL, func_args, [func_results], [attr_dict],
+  [region]`` (the dict is ``attributes {...}``; no region = declaration).
+* ``func_args``: ``func_arg*``.  ``func_arg``: ``SSA, type, [attr_dict]`` or, in a declaration
+  without names, just ``type``.
+* ``func_results``: the result types (``-> T``, ``-> (T, U)``, ``-> ()`` gives no children).
+* ``region``: the items of its single block, in order (ops; ``func_op`` inside a module).
+
+Statements: ``op``
+------------------
+Every statement is an ``op``.  ``children[0]`` is ``results`` or ``None``; ``children[1]`` is the
+op-name Token (its ``.type`` tells which kind, see above); the remaining children are the *parts*,
+in source order.  ``results``: the ``SSA`` tokens left of ``=``.  Parts:
+
+=================  ===========================================================================
+``operand``        ``SSA`` [, ``indices``]: ``%x`` or ``%x[%i, 0]``; ``indices`` holds values
+``kwarg``          ``NAME, value``: ``shape = [...]``, ``addr = %a``, ``valid_row = %r``,
+                   ``isBinary = false``, ``sizes [16, 16]`` (value = the ``list``),
+                   ``offset: [..]`` of reinterpret_cast, ``c2v = %x`` inside a group
+``ins`` / ``outs`` DPS operand groups; children as for ``group``
+``group``          a parenthesised group ``( ... )``: items and types in source order (below)
+``attr_dict``      ``{k = v, unit}``: ``dict_entry*``
+``list``           ``[a, b]`` (``pto.record_event [...]``, ``pto.get_buf[...]``)
+``signature``      ``: ...`` (below)
+``result_types``   ``-> T`` / ``-> (T, U)`` without ``:`` (``pto.declare_tile -> T``,
+                   ``scf.if %c -> (i64)``, ``pto.tput_async(...) -> T``): the types
+``region``         a region (``scf.for``, ``scf.if`` then/else, ``pto.section.*``, generic form)
+``loop_bounds``    scf.for only: ``SSA`` (induction var), ``operand`` lb, ``operand`` ub,
+                   ``operand`` step
+``iter_args``      scf.for only: ``iter_arg*``, each ``SSA, value`` (``%acc = %init``)
+``properties``     generic form only: ``<{...}>`` -> ``attr_dict``
+literal tokens     ``INT FLOAT HEX STRING TRUE FALSE SYMBOL NAME`` (``arith.constant 0``,
+                   ``arith.cmpi eq, ...``, ``func.call @f(...)``, ``tassign %t, @tile(0x1000)``)
+``hash_attr`` ...  an attribute value (``pto.barrier #pto.pipe<PIPE_V>``, ``pto.barrier <PIPE_V>``,
+                   ``arith.constant dense<0> : vector<4xi16>``)
+=================  ===========================================================================
+
+Forms, by op-name token type:
+
+* custom form (``OPNAME``/``SHORT_OP``/``RETURN``): a comma list of arguments (operands,
+  literals, attributes, words, lists; after the first, also ``kwarg``), then juxtaposed
+  ``kwarg`` / ``attr_dict`` / ``group`` parts, then optionally ``signature`` or ``result_types``.
+  Examples: ``%d = pto.tadd %a, %b : (T, T) -> T`` -> ``op(results, OPNAME, operand, operand,
+  signature)``; ``pto.alloc_tile addr = %a : T`` -> ``op(results, OPNAME, kwarg, signature)``;
+  ``func.call @f(%a) : (T) -> T`` -> ``op(None, OPNAME, SYMBOL, group, signature)``.
+* DPS form (same op-name tokens): ``ins``, optional ``outs``, then any ``attr_dict`` / ``kwarg``
+  (``{stPhase = ...}``, ``isBinary = false``).  Attribute dicts written inside ``ins(...)``
+  (``%1{rmode = ...}`` or ``%src, {maskPattern = ...}``) appear inside the ``ins`` node; they are
+  op attributes.
+* ``SCF_FOR``: ``loop_bounds, iter_args?, result_types?, region``.
+* ``SCF_IF``: ``operand`` (condition), ``result_types?``, ``region`` (then), ``region?`` (else).
+* ``REGION_OPNAME``: ``result_types?, region``.
+* ``REINTERPRET_CAST``: ``operand, kwarg+`` (``offset``/``sizes``/``strides``, each a ``list``),
+  ``attr_dict?``, ``signature`` (``T to U``).
+* MLIR generic form, op name = ``STRING`` with quotes: ``group`` (operands), ``properties?``,
+  ``region*``, ``attr_dict?``, ``signature``.
+
+Groups (``group``, ``ins``, ``outs``)
+-------------------------------------
+Children in source order: items (``operand``, ``kwarg``, ``attr_dict``, literal tokens such as
+``STRING``/``INT``/``HEX``/``SYMBOL``) and type nodes.  Types written after a ``:`` belong to the
+value-carrying items before it: **the k-th type is the type of the k-th ``operand`` or ``kwarg``
+item of the group** (attribute dicts and literals have no type).  This covers ``(%a, %b : T, U)``,
+interleaved ``(%acc : T, %pq : i64)``, ``(%x{rmode = ...} : T)`` (the dict is the next child after
+the operand), ``(%src, {maskPattern = ...} : T)``, ``("fmt", %v : f32)`` and
+``(c2v_consumer_buf = %x : i32, ...)``.
+
+Signatures
+----------
+``signature``: ``[sig_in]`` then, when there is an arrow or ``to``, ``sig_out``.
+``sig_in``/``sig_out`` hold type nodes.  ``: T`` and ``: f32, T`` -> only ``sig_in`` (a plain
+type list; its meaning depends on the op); ``: A, B -> C``, ``: (A, B) -> C``, ``: A -> (B, C)``
+and the cast form ``: A to B`` -> ``sig_in`` and ``sig_out``; ``: () -> T`` -> ``None, sig_out``;
+``-> ()`` gives an empty ``sig_out``.
+
+Types
+-----
+* ``builtin_type``: ``NAME`` (``f16 bf16 f32 i1 i8 i16 i32 i64 ui8.. u8.. int8 int32 index`` ...;
+  not validated here).
+* ``tile_type``: ``[TILE_KW]`` (``None`` = prefix elided, ``<loc=acc, ...>``; PTOAS reads that
+  as ``!pto.tile_buf``), then its parameters in order, each a ``tile_kv`` (``NAME, value``) or a
+  ``tile_pos`` (``value``); a value is a ``NAME``, ``INT`` (may be ``-1``), ``QMARK``, ``shape`` or
+  ``dims`` token/node.  Examples: keyed ``<loc=vec, dtype=f16, rows=16, ..., pad=0>`` -> all
+  ``tile_kv``; compact ``<vec, 16x16xf16, valid=?x?, blayout=col_major>`` -> ``tile_pos(NAME vec)``,
+  ``tile_pos(shape)``, ``tile_kv(valid, dims)``, ``tile_kv(blayout, NAME)``;
+  ``<16x16xf32>`` -> ``tile_pos(shape)``; ``<f32, 16, 16>`` and ``<loc=vec, f32, 16, 16, RowMajor,
+  NoneBox, None, Zero>`` -> ``tile_pos``/``tile_kv`` with ``NAME``/``INT`` values.
+* ``shape``: ``DIM+`` then the element type node (``16x16xf32`` -> ``DIM 16, DIM 16,
+  builtin_type(f32)``).  ``dims``: ``DIM+`` then the last size as ``INT``/``QMARK``
+  (``13x1`` -> ``DIM 13, INT 1``; ``?x?`` -> ``DIM ?, QMARK``).
+* ``memref_type`` / ``tensor_type``: ``shape`` (or an element type for rank 0), then layout /
+  memory-space parameters: ``strided_layout`` (``list``, then the offset ``INT``/``QMARK`` if
+  given), ``hash_attr`` (``#pto.address_space<vec>``) or ``INT``.  ``vector_type``: ``shape``.
+* ``dialect_type``: ``BANG_NAME`` then its parameters (types, ``shape``, ``INT``, ``QMARK``,
+  ``STRING``, ``hash_attr``): ``!pto.ptr<f32>``, ``!pto.tensor_view<?x?xf32>``,
+  ``!pto.partition_tensor_view<1x1x1x16x16xf32>``, ``!pto.eventid_array<4>``, ``!pto.async_session``.
+
+Attributes and values
+---------------------
+* ``attr_dict``: ``dict_entry*``; ``dict_entry``: key (``KEY`` or quoted ``STRING``), then the value
+  or ``None`` for a unit attribute (``{pto.entry}``).
+* ``hash_attr``: ``HASH_NAME`` then its parameters: values, ``kwarg`` (``blayout=#pto.blayout<..>``,
+  ``pad=0 : i32``) or ``enum_words`` (``#pto<round_mode ROUND>`` -> ``enum_words(NAME round_mode,
+  NAME ROUND)``).  ``angle_attr``: the same parameters without a name (``<EVENT_ID0>``).
+* ``list``: values.  ``typed_attr``: literal, type (``0 : i32``).  ``dense_attr``: [value].
+  ``array_attr``: type, values (``array<i32: 1, 2>``).
+* A value is one of: ``operand``, a literal token, ``NAME`` (a bare word), ``SYMBOL``,
+  ``hash_attr``, ``angle_attr``, ``dense_attr``, ``array_attr``, ``list``, ``attr_dict``,
+  ``typed_attr`` (inside attributes only), or a ``!``-type / ``memref``/``vector`` type node.
+
+Limits: nesting of brackets and regions is capped at :data:`MAX_NESTING` levels and input size at
+:data:`MAX_INPUT_CHARS`; both give a located error.  The grammar is LALR(1) without conflicts, so
+parsing is linear in the input.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from pathlib import Path
+
+import lark
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from pto_compiler.diagnostics import PtocError, error_at
+
+__all__ = ["parse_tree", "get_parser", "MAX_NESTING", "MAX_INPUT_CHARS", "GRAMMAR_PATH"]
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+MAX_NESTING = 64
+MAX_INPUT_CHARS = 4 * 1024 * 1024
+
+_OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LESSTHAN": "MORETHAN", "LBRACE": "RBRACE"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+# a line break right after one of these never ends a statement
+_NL_DROP_AFTER = frozenset({"_NL", "COMMA", "EQUAL", "COLON", "_ARROW", "LBRACE", "LPAR", "LSQB",
+                            "LESSTHAN", "SEMICOLON"})
+
+
+class _PostLexer:
+    """Turns raw ``_NL`` tokens into statement separators and strips the ``x`` of ``DIM`` tokens.
+
+    It keeps a stack of open brackets: a line break inside ``()``, ``[]`` or ``<>`` is dropped,
+    inside ``{}`` (a region, or an attribute dict whose breaks follow ``,``/``{`` or precede ``}``)
+    it is kept.  The stack also enforces :data:`MAX_NESTING`.
+    """
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        stack: list[str] = []
+        last = None
+        filename = _FILENAME.get()
+        for tok in stream:
+            t = tok.type
+            if t == "_NL":
+                if last is None or last in _NL_DROP_AFTER or (stack and stack[-1] != "LBRACE"):
+                    continue
+            elif t in _OPENERS:
+                stack.append(t)
+                if len(stack) > MAX_NESTING:
+                    raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
+                                   f"or regions)", filename, tok.line, tok.column)
+            elif t in _CLOSERS:
+                if stack and stack[-1] == _CLOSERS[t]:
+                    stack.pop()
+            elif t == "DIM":
+                tok = tok.update(value=tok.value[:-1])
+            last = t
+            yield tok
+
+
+_FILENAME: contextvars.ContextVar[str] = contextvars.ContextVar("ptoc_syntax_filename", default="<unknown>")
+_POSTLEX = _PostLexer()
+_PARSER: Lark | None = None
+
+
+def get_parser() -> Lark:
+    """The LALR parser, built once per process (and cached on disk by Lark)."""
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = Lark(
+            GRAMMAR_PATH.read_text(encoding="utf-8"),
+            parser="lalr",
+            lexer="contextual",
+            postlex=_POSTLEX,
+            maybe_placeholders=True,
+            propagate_positions=False,
+            cache=True,
+        )
+    return _PARSER
+
+
+# ---------------------------------------------------------------------------------------- errors
+
+_FRIENDLY = {
+    "_NL": "end of line",
+    "$END": "end of input",
+    "SSA": "SSA value",
+    "SYMBOL": "symbol",
+    "NAME": "identifier",
+    "KEY": "attribute name",
+    "STRING": "string",
+    "INT": "integer",
+    "FLOAT": "float",
+    "HEX": "hex integer",
+    "DIM": "shape",
+    "TILE_KW": "'!pto.tile'",
+    "BANG_NAME": "type",
+    "HASH_NAME": "attribute",
+    "OPNAME": "operation name",
+    "SHORT_OP": "operation name",
+    "REGION_OPNAME": "operation name",
+    "VISIBILITY": "'private'",
+}
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _FRIENDLY:
+        return _FRIENDLY[name]
+    parser = get_parser()
+    try:
+        term = parser.get_terminal(name)
+    except (KeyError, LarkError):
+        return name.lower()
+    pattern = term.pattern
+    if isinstance(pattern, lark.lexer.PatternStr):
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _show_char(ch: str) -> str:
+    if ch.isprintable() and ch not in "'\\":
+        return f"'{ch}'"
+    return repr(ch)
+
+
+def _show_token(tok: Token) -> str:
+    if tok.type == "_NL":
+        return "end of line"
+    if tok.type == "$END":
+        return "end of input"
+    text = str(tok)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"'{text}'"
+
+
+def _join_alternatives(items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    """Line and column just after the last non-blank character (where 'end of input' is reported)."""
+    stripped = text.rstrip()
+    line = stripped.count("\n") + 1
+    col = len(stripped) - (stripped.rfind("\n") + 1) + 1
+    return line, col
+
+
+def _expected_terminals(exc: UnexpectedToken) -> set[str]:
+    """The terminals the parser could take at the error (the lexer's own set also holds ignored
+    and always-accepted terminals, so prefer the parse table when the state is known)."""
+    state = getattr(exc, "state", None)
+    try:
+        return {t for t in state.parse_conf.states[state.position] if t.isupper()}
+    except (AttributeError, KeyError, TypeError):
+        return {t for t in exc.expected if t not in ("WS", "COMMENT", "_CONT", "FIRST_LINE_HASH_COMMENT")}
+
+
+def _token_error(exc: UnexpectedToken, text: str, filename: str) -> PtocError:
+    tok = exc.token
+    if tok.type == "$END":
+        line, col = _end_position(text)
+    else:
+        line, col = tok.line, tok.column
+    names = _expected_terminals(exc)
+    ends = names & {"_NL", "SEMICOLON", "$END"}
+    names -= {"_NL", "SEMICOLON", "$END"}
+    if "_NL" in ends:  # a statement may end here: by a line break, ';' or the region's '}'
+        names.discard("RBRACE")
+    expected = sorted({_describe_terminal(n) for n in names})
+    if "_NL" in ends:
+        expected.append("end of line")
+    elif "$END" in ends:
+        expected.append("end of input")
+    found = _show_token(tok)
+    if 0 < len(expected) <= 5:
+        return error_at(f"expected {_join_alternatives(expected)} but found {found}", filename, line, col)
+    if tok.type == "$END":
+        return error_at("unexpected end of input", filename, line, col)
+    return error_at(f"unexpected {found}", filename, line, col)
+
+
+def _char_error(exc: UnexpectedCharacters, text: str, filename: str) -> PtocError:
+    pos = exc.pos_in_stream
+    ch = text[pos] if 0 <= pos < len(text) else ""
+    return error_at(f"unexpected character {_show_char(ch)}", filename, exc.line, exc.column)
+
+
+# ---------------------------------------------------------------------------------------- entry
+
+
+def parse_tree(text: str, filename: str = "<unknown>") -> Tree:
+    """Parse PTO-AS ``text``; raise :class:`PtocError` (located) on any syntax error."""
+    if len(text) > MAX_INPUT_CHARS:
+        raise error_at(f"input too large ({len(text)} characters; the limit is {MAX_INPUT_CHARS})",
+                       filename, 1, 1)
+    parser = get_parser()
+    reset = _FILENAME.set(filename)
+    try:
+        return parser.parse(text)
+    except PtocError:
+        raise
+    except UnexpectedToken as exc:
+        raise _token_error(exc, text, filename) from None
+    except UnexpectedCharacters as exc:
+        raise _char_error(exc, text, filename) from None
+    except UnexpectedInput as exc:  # UnexpectedEOF and friends
+        line, col = _end_position(text)
+        raise error_at("unexpected end of input", filename, getattr(exc, "line", line) or line,
+                       getattr(exc, "column", col) or col) from None
+    except (LarkError, RecursionError) as exc:
+        raise error_at(f"syntax error: {exc.__class__.__name__}", filename, 1, 1) from None
+    finally:
+        _FILENAME.reset(reset)
