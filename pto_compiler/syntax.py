@@ -1,6 +1,7 @@
 """PTO-AS text -> Lark parse tree (``grammar.lark``, LALR(1), contextual lexer, cached).
 
-:func:`parse_tree` is the only entry point.  It accepts the PTOAS ``.pto`` file shape (MLIR text:
+:func:`parse_tree` is the only entry point (on an error it also registers the text with
+``diagnostics.register_source`` so the diagnostic quotes the line).  It accepts the PTOAS ``.pto`` file shape (MLIR text:
 ``module``, ``func.func``, ``arith``/``scf``/``memref``/``func`` ops, every ``pto`` op spelling of the
 PTOAS corpus), the doc-style L1 SSA and L2 DPS lines, and the short form without ``pto.``, with or
 without a ``module``/``func.func`` around them.  Any syntax error becomes a :class:`PtocError` located
@@ -71,7 +72,8 @@ Statements: ``op``
 ------------------
 Every statement is an ``op``.  ``children[0]`` is ``results`` or ``None``; ``children[1]`` is the
 op-name Token (its ``.type`` tells which kind, see above); the remaining children are the *parts*,
-in source order.  ``results``: the ``SSA`` tokens left of ``=``.  Parts:
+in source order.  ``results``: the ``SSA`` tokens left of ``=`` (an ``SSA`` may be followed by an
+``INT`` token: the count of ``%r:2 = ...``).  Locate an op at its op-name token.  Parts:
 
 =================  ===========================================================================
 ``operand``        ``SSA`` [, ``indices``]: ``%x`` or ``%x[%i, 0]``; ``indices`` holds values
@@ -165,9 +167,22 @@ Attributes and values
   NAME ROUND)``).  ``angle_attr``: the same parameters without a name (``<EVENT_ID0>``).
 * ``list``: values.  ``typed_attr``: literal, type (``0 : i32``).  ``dense_attr``: [value].
   ``array_attr``: type, values (``array<i32: 1, 2>``).
-* A value is one of: ``operand``, a literal token, ``NAME`` (a bare word), ``SYMBOL``,
+* A value is one of: ``operand``, a literal token, ``QMARK``, ``NAME`` (a bare word), ``SYMBOL``,
   ``hash_attr``, ``angle_attr``, ``dense_attr``, ``array_attr``, ``list``, ``attr_dict``,
-  ``typed_attr`` (inside attributes only), or a ``!``-type / ``memref``/``vector`` type node.
+  ``typed_attr`` (inside ``{}``, ``[]`` and ``#attr<...>`` only: at op level ``0 : i32`` is a
+  literal and a signature), or a ``tile_type`` / ``dialect_type`` written with its ``!`` prefix.
+
+Helpers for the transformer: :data:`TYPE_NODES` (the rule names that are types: use it to split a
+group's children into items and types) and :func:`first_token` (the first Token under a node,
+for locating a type or attribute; trees carry no ``meta`` positions).
+
+Errors
+------
+``PtocError`` with one diagnostic, MLIR-worded: ``expected ')' or ',' but found ':'`` (the
+alternatives are what the parser could really take there; "end of line" stands for any statement
+end), ``unexpected '%b'`` when more than five alternatives exist, ``unexpected character '$'``,
+``unexpected end of input``, ``nesting too deep ...``, ``input too large ...``.  The location is
+the offending token; for the end of input, the position just after the last non-blank character.
 
 Limits: nesting of brackets and regions is capped at :data:`MAX_NESTING` levels and input size at
 :data:`MAX_INPUT_CHARS`; both give a located error.  The grammar is LALR(1) without conflicts, so
@@ -177,19 +192,25 @@ parsing is linear in the input.
 from __future__ import annotations
 
 import contextvars
+import logging
 from pathlib import Path
 
 import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from pto_compiler.diagnostics import PtocError, error_at
+from pto_compiler.diagnostics import PtocError, error_at, register_source
 
-__all__ = ["parse_tree", "get_parser", "MAX_NESTING", "MAX_INPUT_CHARS", "GRAMMAR_PATH"]
+__all__ = ["parse_tree", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS",
+           "GRAMMAR_PATH"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 MAX_NESTING = 64
 MAX_INPUT_CHARS = 4 * 1024 * 1024
+
+#: rule names of type nodes (everything else in a group / signature position is an item)
+TYPE_NODES = frozenset({"builtin_type", "tile_type", "memref_type", "vector_type", "tensor_type",
+                        "dialect_type"})
 
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LESSTHAN": "MORETHAN", "LBRACE": "RBRACE"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
@@ -240,15 +261,22 @@ def get_parser() -> Lark:
     """The LALR parser, built once per process (and cached on disk by Lark)."""
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(
-            GRAMMAR_PATH.read_text(encoding="utf-8"),
-            parser="lalr",
-            lexer="contextual",
-            postlex=_POSTLEX,
-            maybe_placeholders=True,
-            propagate_positions=False,
-            cache=True,
-        )
+        # An unreadable / unwritable cache file is not an error (Lark rebuilds), but Lark would log
+        # it with a traceback: keep its logger quiet while building.
+        level = lark.logger.level
+        lark.logger.setLevel(logging.CRITICAL)
+        try:
+            _PARSER = Lark(
+                GRAMMAR_PATH.read_text(encoding="utf-8"),
+                parser="lalr",
+                lexer="contextual",
+                postlex=_POSTLEX,
+                maybe_placeholders=True,
+                propagate_positions=False,
+                cache=True,  # a file in the user's temp dir, keyed by a hash of grammar and options
+            )
+        finally:
+            lark.logger.setLevel(level)
     return _PARSER
 
 
@@ -324,6 +352,12 @@ def _end_position(text: str) -> tuple[int, int]:
 def _expected_terminals(exc: UnexpectedToken) -> set[str]:
     """The terminals the parser could take at the error (the lexer's own set also holds ignored
     and always-accepted terminals, so prefer the parse table when the state is known)."""
+    interactive = getattr(exc, "interactive_parser", None)
+    if interactive is not None:
+        try:
+            return set(interactive.accepts())  # exact: simulates the reductions for each candidate
+        except Exception:  # noqa: BLE001 - fall back to the parse table below
+            pass
     state = getattr(exc, "state", None)
     try:
         return {t for t in state.parse_conf.states[state.position] if t.isupper()}
@@ -364,6 +398,20 @@ def _char_error(exc: UnexpectedCharacters, text: str, filename: str) -> PtocErro
 # ---------------------------------------------------------------------------------------- entry
 
 
+def first_token(node: Tree | Token | None) -> Token | None:
+    """The first Token in ``node`` (itself if it is one), e.g. to locate a type or an attribute."""
+    if node is None or isinstance(node, Token):
+        return node
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Token):
+            return current
+        if isinstance(current, Tree):
+            stack.extend(reversed(current.children))
+    return None
+
+
 def parse_tree(text: str, filename: str = "<unknown>") -> Tree:
     """Parse PTO-AS ``text``; raise :class:`PtocError` (located) on any syntax error."""
     if len(text) > MAX_INPUT_CHARS:
@@ -374,12 +422,16 @@ def parse_tree(text: str, filename: str = "<unknown>") -> Tree:
     try:
         return parser.parse(text)
     except PtocError:
+        register_source(filename, text)
         raise
     except UnexpectedToken as exc:
+        register_source(filename, text)
         raise _token_error(exc, text, filename) from None
     except UnexpectedCharacters as exc:
+        register_source(filename, text)
         raise _char_error(exc, text, filename) from None
     except UnexpectedInput as exc:  # UnexpectedEOF and friends
+        register_source(filename, text)
         line, col = _end_position(text)
         raise error_at("unexpected end of input", filename, getattr(exc, "line", line) or line,
                        getattr(exc, "column", col) or col) from None
