@@ -50,6 +50,8 @@ bit-exact between them by construction.  The rules, for every function below:
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -403,17 +405,49 @@ def neg(x):
 # --------------------------------------------------------------------------------------
 
 
+def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
+    """The sum along ``axis`` of f16/bf16/f32 values: exact, rounded once to float64.
+
+    NumPy's float64 sum is exact whenever every partial sum fits in 53 bits: all values are
+    multiples of their smallest ulp ``2**low`` and bounded by ``n * 2**high``, so
+    ``high + ceil(log2 n) - low <= 53`` certifies it (the usual case: random data of one
+    scale).  Lines without that certificate (huge and tiny values mixed, cancellation) are
+    summed with ``math.fsum`` (exact, one rounding to float64).  Lines with ±inf or NaN
+    follow IEEE (inf + -inf = NaN).
+    """
+    w = np.moveaxis(x.astype(np.float64), axis, -1)
+    s = np.sum(w, axis=-1)
+    n = w.shape[-1]
+    if n <= 1 or w.size == 0:
+        return np.asarray(s, dtype=np.float64)
+    p = _FORMATS[x.dtype][0]
+    finite = np.isfinite(w)
+    aw = np.where(finite, np.abs(w), 0.0)
+    nz = aw > 0
+    _, e = np.frexp(aw)
+    high = np.max(np.where(nz, e, -(1 << 20)), axis=-1)
+    low = np.min(np.where(nz, e - p, 1 << 20), axis=-1)
+    need = high + math.ceil(math.log2(n)) - low
+    redo = (need > 53) & nz.any(axis=-1) & finite.all(axis=-1)
+    if redo.any():
+        s = np.array(s, dtype=np.float64, copy=True)
+        for idx in zip(*np.nonzero(redo)):
+            s[idx] = math.fsum(w[idx].tolist())
+    return np.asarray(s, dtype=np.float64)
+
+
 @element_fn("reduce")
 def reduce_sum(x, axis):
-    """Sum along ``axis``.  Floats accumulate in float64 (NumPy's pairwise summation) and
-    round once to the element type (nearest-even; f16 sums beyond 65504 give inf); the
-    hardware sums in f32/f16 in its own order, so sums are compared with a tolerance
+    """Sum along ``axis``.  Floats: the exact sum, rounded to float64 and then once more to the
+    element type (nearest-even; f16 sums beyond 65504 give inf).  The f64 step is exact in the
+    usual case and otherwise ``math.fsum``'s correctly rounded result, so the two roundings
+    differ from a single one only when that f64 value is exactly a tie of the element type.
+    The hardware sums in f32/f16 in its own order, so sums are compared with a tolerance
     (issue 4).  Integers sum exactly and wrap to the element type (summing modulo 2**64
     and then keeping the low bits is exact)."""
     x = _arr(x)
     if is_float_dtype(x.dtype):
-        s = np.sum(x.astype(np.float64), axis=axis)
-        return _round_to(np.asarray(s, dtype=np.float64), x.dtype)
+        return _round_to(_exact_sum_f64(x, axis), x.dtype)
     s = np.sum(x.astype(np.uint64), axis=axis, dtype=np.uint64)
     return np.asarray(s).astype(x.dtype)
 
