@@ -14,8 +14,8 @@ Lexical rules
 * Newlines separate statements (``;`` also does).  A statement continues on the next line when the
   break is inside ``(`` ``[`` ``<``, when the line ends with ``,`` ``=`` ``:`` ``->`` ``{`` or when the
   next line starts with a token that cannot begin a statement: ``:`` ``->`` ``}`` ``)`` ``]`` ``>``
-  ``{`` ``(`` ``[`` ``,`` ``=`` ``ins`` ``outs`` ``iter_args`` ``to`` ``step`` ``else``
-  ``attributes`` or ``name =``.  So attribute dicts may span lines; regions stay line-separated
+  ``{`` ``(`` ``[`` ``<`` ``,`` ``=`` ``@`` ``!`` ``#name`` ``ins`` ``outs`` ``iter_args`` ``to``
+  ``step`` ``else`` ``attributes`` or ``name =``.  So attribute dicts may span lines; regions stay line-separated
   (``{ a; b }`` on one line works too).
 * Op names: ``OPNAME`` is any dialect-qualified name (``pto.tadd``, ``arith.constant``,
   ``pto.tmatmul.acc``).  ``SHORT_OP`` is the short form: a lower-case mnemonic that starts with
