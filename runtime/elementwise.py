@@ -282,20 +282,19 @@ def _maxmin(a, b, is_max: bool) -> np.ndarray:
     if not is_float_dtype(a.dtype):
         return (np.maximum if is_max else np.minimum)(a, b)
     wa, wb = _work(a), _work(b)
-    pick_a = (wa > wb) if is_max else (wa < wb)
-    r = np.where(pick_a, wa, wb)
-    # ±0 tie: max takes the operand without the sign bit, min the one with it.
-    tie = wa == wb
-    if is_max:
-        r = np.where(tie & np.signbit(wb), wa, r)
-    else:
-        r = np.where(tie & np.signbit(wa), wa, r)
-    r = r.astype(a.dtype)  # exact: r is one of the operands
-    nan = np.isnan(wa) | np.isnan(wb)
-    if nan.any():
+    r = (np.maximum if is_max else np.minimum)(wa, wb)
+    # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which
+    # zero of a ±0 tie are left to fix: max(±0, ±0) is -0 only if both are -0, min(±0, ±0)
+    # is +0 only if both are +0.
+    zero = np.flatnonzero(r == 0)
+    if zero.size:
+        za = np.broadcast_to(wa, r.shape).reshape(-1)[zero]
+        zb = np.broadcast_to(wb, r.shape).reshape(-1)[zero]
+        neg = (np.signbit(za) & np.signbit(zb)) if is_max else (np.signbit(za) | np.signbit(zb))
         r = np.array(r, copy=True)
-        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[np.broadcast_to(nan, r.shape)] = _FORMATS[r.dtype][3]
-    return r
+        r.reshape(-1)[zero] = np.where(neg, -0.0, 0.0)
+    r = r.astype(a.dtype, copy=False)  # exact: r is one of the operands
+    return _canon(r)
 
 
 @element_fn("binary")
@@ -408,32 +407,35 @@ def neg(x):
 def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     """The sum along ``axis`` of f16/bf16/f32 values: exact, rounded once to float64.
 
-    NumPy's float64 sum is exact whenever every partial sum fits in 53 bits: all values are
-    multiples of their smallest ulp ``2**low`` and bounded by ``n * 2**high``, so
-    ``high + ceil(log2 n) - low <= 53`` certifies it (the usual case: random data of one
-    scale).  Lines without that certificate (huge and tiny values mixed, cancellation) are
-    summed with ``math.fsum`` (exact, one rounding to float64).  Lines with ±inf or NaN
-    follow IEEE (inf + -inf = NaN).
+    NumPy's float64 sum is exact whenever every partial sum fits in 53 bits: all values of a
+    line are multiples of the ulp of its smallest nonzero magnitude (``2**low``) and the sum is
+    below ``n * 2**high`` (``high`` the exponent of its largest), so
+    ``high + ceil(log2 n) - low <= 53`` certifies it, whatever the summation order (the usual
+    case: data of one scale).  Lines without that certificate (huge and tiny values mixed,
+    cancellation) are summed with ``math.fsum`` (exact, one rounding to float64).  Lines with
+    ±inf or NaN follow IEEE (inf + -inf = NaN); a float64 sum of these types cannot overflow.
     """
-    w = np.moveaxis(x.astype(np.float64), axis, -1)
-    s = np.sum(w, axis=-1)
-    n = w.shape[-1]
+    w = _work(x)
+    s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
+    n = w.shape[axis]
     if n <= 1 or w.size == 0:
-        return np.asarray(s, dtype=np.float64)
+        return s
     p = _FORMATS[x.dtype][0]
-    finite = np.isfinite(w)
-    aw = np.where(finite, np.abs(w), 0.0)
-    nz = aw > 0
-    _, e = np.frexp(aw)
-    high = np.max(np.where(nz, e, -(1 << 20)), axis=-1)
-    low = np.min(np.where(nz, e - p, 1 << 20), axis=-1)
-    need = high + math.ceil(math.log2(n)) - low
-    redo = (need > 53) & nz.any(axis=-1) & finite.all(axis=-1)
+    aw = np.abs(w)
+    big = np.max(aw, axis=axis)
+    small = np.min(aw, axis=axis, where=aw > 0, initial=np.inf)
+    finite = np.isfinite(s) & (big > 0)
+    if not finite.any():
+        return s
+    _, high = np.frexp(np.where(finite, big, 1.0))
+    _, low = np.frexp(np.where(finite, small, 1.0))
+    redo = finite & (high.astype(np.int64) + math.ceil(math.log2(n)) - (low.astype(np.int64) - p) > 53)
     if redo.any():
-        s = np.array(s, dtype=np.float64, copy=True)
+        lines = np.moveaxis(w, axis, -1)
+        s = np.array(s, copy=True)
         for idx in zip(*np.nonzero(redo)):
-            s[idx] = math.fsum(w[idx].tolist())
-    return np.asarray(s, dtype=np.float64)
+            s[idx] = math.fsum(lines[idx].astype(np.float64).tolist())
+    return s
 
 
 @element_fn("reduce")

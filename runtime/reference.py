@@ -124,6 +124,8 @@ class Tile:
     type: pto.TileLikeType
     data: np.ndarray
     valid: tuple[int, int]
+    fresh: bool = False
+    """An L1 result nobody has written yet: a full-size result array may be adopted as its data."""
 
     @property
     def dtype(self) -> np.dtype:
@@ -747,6 +749,7 @@ class Evaluator:
             vr = hint[0] if vr == pto.DYNAMIC else vr
             vc = hint[1] if vc == pto.DYNAMIC else vc
         tile = new_tile(t, (vr, vc))
+        tile.fresh = True
         env[op.res[0]] = tile
         return tile
 
@@ -769,6 +772,10 @@ class Evaluator:
         if handler is None:
             raise op_error(op, "has no semantics in ptoc yet")
         handler(op, env)
+        for r in op.res:
+            t = env.get(r)
+            if isinstance(t, Tile):
+                t.fresh = False
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
         self.need(op, tile.valid == tuple(valid),
@@ -777,7 +784,13 @@ class Evaluator:
 
     @staticmethod
     def _store(dst: Tile, r: int, c: int, values: np.ndarray) -> None:
-        dst.data[:r, :c] = np.asarray(values).astype(dst.dtype, copy=False)
+        values = np.asarray(values)
+        if (dst.fresh and values.shape == dst.data.shape and values.dtype == dst.dtype
+                and values.flags.owndata and values.flags.c_contiguous):
+            dst.data = values  # a new array from the element function: adopt it, no copy
+        else:
+            dst.data[:r, :c] = values.astype(dst.dtype, copy=False)
+        dst.fresh = False
 
     # elementwise tile-tile: dst = fn(src0, src1)
     def family_binary(self, op, env):
@@ -1079,11 +1092,14 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         else:
             vr, vc = _tile_arg_shape(s, v)
             arr = _check_array(s, v, (vr, vc))
-            tile = new_tile(s.type, (vr, vc))
-            pad = E.fill_value(tile.dtype, s.type.pad.data)
-            if pad is not None:
-                tile.data[...] = pad
-            tile.data[:vr, :vc] = arr
+            if (vr, vc) == (s.type.rows, s.type.cols):
+                tile = Tile(s.type, np.array(arr, copy=True), (vr, vc))
+            else:
+                tile = new_tile(s.type, (vr, vc))
+                pad = E.fill_value(tile.dtype, s.type.pad.data)
+                if pad is not None:
+                    tile.data[...] = pad
+                tile.data[:vr, :vc] = arr
             args.append(tile)
     ev = Evaluator(module)
     with np.errstate(all="ignore"):
@@ -1093,10 +1109,11 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     for s in specs:
         gm = gms.get(s.index)
         if gm is not None and (s.index in stored or gm.written):
-            outputs[s.name] = gm.data.reshape(gm.shape).copy()
+            outputs[s.name] = gm.data.reshape(gm.shape)  # our own copy of the input
     for i, v in enumerate(results):
         if isinstance(v, Tile):
-            outputs[f"result{i}"] = v.region().copy()
+            full = v.valid == v.data.shape and not any(v is a for a in args)
+            outputs[f"result{i}"] = v.data if full else v.region().copy()
         elif isinstance(v, (int, np.integer)):
             outputs[f"result{i}"] = np.asarray(v, dtype=np.int64)
         else:
