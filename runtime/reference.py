@@ -825,8 +825,28 @@ class Evaluator:
         r, c = dst.valid
         dst.data[:r, :c] = E.scalar_to(env[op.ins[0]], dst.dtype)
 
+    def _expanded_operand(self, op, env) -> tuple[int, int]:
+        """(index of the expanded operand, mode).  Static valid shapes (and L1): the op's
+        ``expand_analysis()``.  Dynamic L2 ones: decided at run time by the ISA rule, the full
+        operand being the one whose valid shape equals dst's (src0 first, as the CPU
+        simulator and A5 check), and the mode by the expanded operand's layout."""
+        types = [v.type for v in (*op.ins[:2], op.dst)]
+        if not op.outs or all(pto.DYNAMIC not in t.valid_shape for t in types):
+            return op.expand_analysis()
+        a, b = (self.tile(op, v, env) for v in op.ins[:2])
+        want = self.tile(op, op.outs[0], env).valid
+        if a.valid == want:
+            expanded = 1
+        elif b.valid == want:
+            expanded = 0
+        else:
+            raise op_error(op, f"neither src0 ({a.valid[0]}x{a.valid[1]}) nor src1 ({b.valid[0]}x{b.valid[1]}) "
+                               f"has dst's valid shape ({want[0]}x{want[1]}) at run time")
+        ex = (a, b)[expanded]
+        return expanded, (2 if ex.type.is_row_major else 1)
+
     def family_rowexpand(self, op, env):
-        expanded, mode = op.expand_analysis()
+        expanded, mode = self._expanded_operand(op, env)
         full = self.tile(op, op.ins[1 - expanded], env)
         ex = self.tile(op, op.ins[expanded], env)
         dst = self.dst(op, env, full.valid)

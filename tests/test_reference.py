@@ -919,3 +919,49 @@ def test_element_functions_sit_on_the_op_definitions():
         if cls.HAS_SEMANTICS and cls.FAMILY not in ("load", "store", "mov", "expands", "rowbroadcast",
                                                     "colbroadcast"):
             assert cls.FN is not None, cls.name
+
+
+def test_trowexpand_dynamic_valid_resolves_the_expanded_operand_at_run_time():
+    # With ?x? valid shapes the op's static expand_analysis() cannot tell the operands apart;
+    # the golden model applies the ISA rule to the run-time valid shapes.
+    ta, tb = "!pto.tile_buf<vec, 4x32xf32, valid=?x?>", "!pto.tile_buf<vec, 4x8xf32, valid=?x?>"
+    m = parse(f"""
+func.func @k(%a: {ta}, %b: {tb}, %d: {ta}) {{
+  pto.trowexpandsub ins(%a, %b : {ta}, {tb}) outs(%d : {ta})
+  pto.trowexpandsub ins(%b, %a : {tb}, {ta}) outs(%d : {ta})
+  func.return
+}}""")
+    fn = R.select_entry(m)
+    ts = [R.new_tile(arg.type, v) for arg, v in zip(fn.body.blocks[0].args, [(2, 20), (2, 8), (2, 20)])]
+    ts[0].data[:2, :20] = np.arange(40, dtype=np.float32).reshape(2, 20)
+    ts[1].data[:2, :8] = 100 * np.arange(1, 3, dtype=np.float32)[:, None] + np.arange(8, dtype=np.float32)
+    ev = R.Evaluator(m)
+    block = fn.body.blocks[0]
+    env = dict(zip(block.args, ts))
+    first, second = list(block.ops)[:2]
+    ev.eval_op(first, env)  # a - b_i[j mod 8]
+    want = ts[0].data[:2, :20] - ts[1].data[:2, np.arange(20) % 8]
+    np.testing.assert_array_equal(ts[2].data[:2, :20], want)
+    ev.eval_op(second, env)  # b_i[j mod 8] - a (src0 expanded)
+    np.testing.assert_array_equal(ts[2].data[:2, :20], -want)
+
+
+def test_l1_tload_and_ins_only_tstore_forms():
+    pv = "!pto.partition_tensor_view<8x8xf32>"
+    m = parse(f"""
+func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %xv = pto.make_tensor_view %x, shape = [%c8, %c8], strides = [%c8, %c1] : !pto.tensor_view<8x8xf32>
+  %yv = pto.make_tensor_view %y, shape = [%c8, %c8], strides = [%c8, %c1] : !pto.tensor_view<8x8xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c8] : !pto.tensor_view<8x8xf32> -> {pv}
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c8, %c8] : !pto.tensor_view<8x8xf32> -> {pv}
+  %t = pto.tload %xp : ({pv}) -> !pto.tile<8x8xf32>
+  %e = pto.tabs %t : (!pto.tile<8x8xf32>) -> !pto.tile<8x8xf32>
+  pto.tstore ins(%e, %yp : !pto.tile<8x8xf32>, {pv})
+  func.return
+}}""")
+    x = np.arange(-32, 32, dtype=np.float32).reshape(8, 8)
+    out = R.evaluate(m, {"x": x, "y": np.zeros((8, 8), np.float32)})
+    np.testing.assert_array_equal(out["y"], np.abs(x))
