@@ -81,7 +81,7 @@ vbrcb                                     V     dst src repeat, blk (dst), rep (
 vcadd vcmax vcmin                         V     dst src repeat, blk (src), rep (dst in ELEMENTS, src), order*=value
 vcgadd vcgmax vcgmin                      V     dst src repeat, blk (src), rep (dst in 8-element units, src)
 vcpadd                                    V     dst src repeat, blk (src), rep (dst in 32 B blocks, src)
-vconv                                     V     dst src repeat round*=r, blk (dst,src), rep (dst,src)
+vconv                                     V     dst src repeat round*=r (r a f c z o), blk (dst,src), rep (dst,src)
 copy_gm_to_ubuf                           MTE2  dst(UB) src(GM) n_burst len_burst(B) src_gap(B) dst_gap(blk)
                                                 right_pad*=0 (elements) pad_value*=0
 copy_ubuf_to_gm                           MTE3  dst(GM) src(UB) n_burst len_burst(B) src_gap(blk) dst_gap(B)
@@ -499,7 +499,7 @@ for _n in ("vcgadd", "vcgmax", "vcgmin"):
 _add(_mk_vec("vcpadd", "pair", ("dst", "src"), blk_ops=("src",), rep_ops=("dst", "src"),
              rep_defaults={"dst_rep_stride": 4}))
 _add(_mk_vec("vconv", "conv", ("dst", "src"), extra=("round",),
-             extra_kinds={"round": "enum:r|a|f|c|z"}, defaults={"round": "r"}))
+             extra_kinds={"round": "enum:r|a|f|c|z|o"}, defaults={"round": "r"}))
 
 _add(OpSpec("copy_gm_to_ubuf", "MTE2", "copy_in",
             ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap", "right_pad", "pad_value"),
@@ -597,11 +597,12 @@ class Instr:
             origin = Origin(*origin)
         return cls(pipe, opcode, full, origin)
 
-    def to_text(self, depth: int = 0) -> str:
-        return _format_instr(self, depth)
+    def to_text(self, depth: int = 0, origin: bool = True) -> str:
+        """The instruction's line of the text form (``origin=False``: without the comment)."""
+        return _format_instr(self, depth, origin)
 
     def __str__(self) -> str:
-        return _format_instr(self, 0).strip()
+        return _format_instr(self, 0, False).strip()
 
 
 @dataclass(eq=False)
@@ -729,7 +730,7 @@ def _fmt_field(spec: OpSpec, name: str, v) -> str:
 _QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round")
 
 
-def _format_instr(ins: Instr, depth: int) -> str:
+def _format_instr(ins: Instr, depth: int, with_origin: bool = True) -> str:
     spec = ins.spec
     a = ins.args
     head = ins.opcode
@@ -759,7 +760,7 @@ def _format_instr(ins: Instr, depth: int) -> str:
             if f in spec.defaults and isinstance(a.get(f), str) and a[f] != spec.defaults[f]:
                 parts.append(f"{f}={a[f]}")
     text = f"{ins.pipe:<5}{'  ' * depth}{' '.join(parts)}"
-    if ins.origin is not None:
+    if with_origin and ins.origin is not None:
         text += f"  ; {ins.origin}"
     return text
 
@@ -917,7 +918,7 @@ def parse_program(text: str, filename: str = "<program>", validate: bool = True)
         try:
             ins = _parse_instr(rest, pipe, origin)
         except (ValueError, KeyError) as e:
-            raise err(str(e).strip("'\""), ln) from None
+            raise err(str(e.args[0]) if e.args else str(e), ln) from None
         ins.line = ln
         body.append(ins)
     if stack:

@@ -1,0 +1,1264 @@
+"""The NumPy executor of a2a3 programs (``runtime/program.py``), with hazard checking.
+
+Memory: a byte-addressed Unified Buffer (``numpy.uint8``, 192 KiB on a2a3, 256 KiB on
+ascend950, viewed per element type) and one GM array per kernel argument (byte-addressed
+too; every GM access is bounds-checked against its argument).  Every micro-instruction is
+one vectorised NumPy step: the (repeat x lane) addresses of each operand are built with
+broadcasting (reference/vector_isa.md §1.1: ``addr(r, b, e) = X + (r*repStride +
+b*blkStride)*32 + e*E``), gathered, computed with the element functions of
+``runtime/elementwise.py`` (the golden model's math, so the executor and the golden model
+agree bit for bit except in float sums) and scattered back.  The only Python loops are the
+program's own scalar loops and a per-repeat fallback for the rare instruction whose
+destination overlaps a *later* repeat's source (vector_isa.md §1.1: repeats run in order).
+
+Semantics chosen where vector_isa.md leaves a choice (each also stated at its code):
+
+* Initial state: norm mode, full mask (what every header restores); UB filled with ``ub_init``
+  (0 by default) at the start of every block.
+* Masks (§1.2): norm mode applies the 128-bit mask (bit k = lane k; lo64 holds lanes 0..63) to
+  every repeat; count mode runs ``ceil(N/lanes)`` repeats with the first N lanes active, block
+  and repeat strides still applying.  Inactive lanes are neither read nor written.  The mask
+  is ignored by ``vbrcb`` (§1.5), which always runs its ``repeat`` field.
+* Reductions (§1.6-1.8): inactive lanes contribute the identity (0, -inf/+inf, type min/max);
+  a result none of whose input lanes is active is not written.  ``vcadd``/``vcgadd``/
+  ``vcpadd`` add in a pairwise tree over the lanes (lane 2k with 2k+1, recursively), rounding
+  to the element type at every step; ``vcmax``/``vcmin`` ties pick the lowest lane.
+  ``vcpadd``'s ``dst_rep_stride`` is in 32 B blocks (the header's reading, §1.8).
+* ``vconv``: lanes per repeat = 256 / the wider element size; each operand's blocks hold 32 B
+  of its own type; round modes r (nearest-even) a (away) f c z o; float -> int saturates.
+* Alignment: vector and copy operands start 32 B-aligned, except reduction destinations and
+  scalar accesses (element-aligned).
+
+Hazards.  The pipes run asynchronously.  Each pipe keeps a vector clock ``known[P][Q]``: the
+last instruction of pipe Q that P knows to be complete.  Program order orders the S pipe
+(synchronous); ``pipe_barrier(P)`` makes every earlier P instruction complete for P;
+``set_flag(P1, P2, id)`` snapshots P1's clock with all earlier P1 instructions complete and
+``wait_flag`` merges that snapshot into P2's clock (events are counted per (P1, P2, id)).
+Per UB byte and GM element the executor records the last writer and, per pipe, the last
+reader since that write.  An access is a **data race** when the earlier conflicting access
+(RAW, WAW; WAR from another pipe) is not known complete by the accessing pipe.  Within one
+pipe, **RAW and WAW need a pipe_barrier** (vector_isa.md §1.11: "all earlier V instructions
+complete before later V instructions start; the headers put one between dependent vector
+instructions"): a V instruction reading or overwriting bytes an earlier V instruction wrote,
+with no ``pipe_barrier V`` between them, is a race; WAR within a pipe is ordered (in-order
+issue reads an instruction's sources before any later instruction writes).  The same rule
+applies to MTE2 and MTE3.  Blocks run in turn, each on a fresh UB, but GM accesses of
+different blocks that conflict are races (cores run concurrently on hardware).
+
+Issue model: the scalar unit issues the program in order; S instructions run as they are
+issued, others are queued to their pipe and run in order, a ``wait_flag`` blocking its pipe
+until a matching ``set_flag`` has run.  A ``wait_flag`` that no issued or issuable
+``set_flag`` can satisfy is a **deadlock**.  Operands (loop variables, scalar registers) are
+evaluated when the instruction is issued, as the scalar unit passes them.
+
+API: :func:`execute` -> :class:`ExecResult`; :class:`ExecutionError` (a ``PtocError`` with exit
+code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, ``align`` or
+``invalid``; :data:`ELEMENT_FUNCTIONS` (opcode -> element function name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from . import elementwise as ew
+from .program import (
+    DTYPE_SIZES, GmAddr, If, Instr, Loop, OPCODES, Program, evaluate, is_const,
+)
+
+try:  # the CLI formats findings as diagnostics; keep the executor importable without xDSL
+    from pto_compiler.diagnostics import Diagnostic, PtocError
+except Exception:  # pragma: no cover
+    Diagnostic = None
+
+    class PtocError(Exception):  # type: ignore[no-redef]
+        def __init__(self, diagnostics=None, exit_code=1):
+            super().__init__("error")
+            self.diagnostics, self.exit_code = diagnostics or [], exit_code
+
+# ---------------------------------------------------------------------------------------------
+# The one table from opcodes to element functions (runtime/elementwise.py, by name)
+# ---------------------------------------------------------------------------------------------
+
+ELEMENT_FUNCTIONS = {
+    "vadd": "add", "vsub": "sub", "vmul": "mul", "vdiv": "div", "vmax": "maximum", "vmin": "minimum",
+    "vadds": "add", "vmuls": "mul", "vmaxs": "maximum", "vmins": "minimum",
+    "vexp": "exp", "vln": "log", "vsqrt": "sqrt", "vrsqrt": "rsqrt", "vrec": "recip",
+    "vabs": "abs_", "vrelu": "relu",
+    "vcadd": "add", "vcgadd": "add", "vcpadd": "add",
+    "vcmax": "maximum", "vcgmax": "maximum", "vcmin": "minimum", "vcgmin": "minimum",
+    "vconv": "convert",
+    "sadd": "add", "ssub": "sub", "smul": "mul", "sdiv": "div", "smax": "maximum", "smin": "minimum",
+}
+"""opcode -> name of its element function in ``runtime/elementwise.py``."""
+
+_FN = {op: getattr(ew, name) for op, name in ELEMENT_FUNCTIONS.items()}
+_ROUND = {"r": "RINT", "a": "ROUND", "f": "FLOOR", "c": "CEIL", "z": "TRUNC", "o": "ODD"}
+
+UB_BYTES = {"a2a3": 192 * 1024, "ascend950": 256 * 1024}
+
+_PIPE_IDX = {"S": 0, "V": 1, "MTE2": 2, "MTE3": 3}
+_PIPE_NAMES = ("S", "V", "MTE2", "MTE3")
+_S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Results and errors
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    kind: str
+    """``race``, ``deadlock``, ``bounds``, ``align`` or ``invalid``."""
+    message: str
+    instrs: tuple = ()
+    """The instructions involved (the later one last)."""
+
+    @property
+    def origin(self):
+        for ins in reversed(self.instrs):
+            if ins.origin is not None:
+                return ins.origin
+        return None
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+class ExecutionError(PtocError):
+    """The executor found races, a deadlock or an invalid access; the CLI exits 4.
+
+    ``findings`` lists them; ``result`` is the :class:`ExecResult` so far (complete when the
+    findings are only races: the program still ran to its end)."""
+
+    def __init__(self, findings: list[Finding], result: "ExecResult | None" = None):
+        self.findings = list(findings)
+        self.result = result
+        diags = []
+        if Diagnostic is not None:
+            for f in self.findings:
+                o = f.origin
+                if o is not None:
+                    diags.append(Diagnostic(f"{f.kind}: {f.message}", o.file, o.line, o.col))
+                else:
+                    diags.append(Diagnostic(f"{f.kind}: {f.message}"))
+        try:
+            super().__init__(diags, 4)
+        except TypeError:  # pragma: no cover
+            Exception.__init__(self, str(self))
+            self.diagnostics, self.exit_code = diags, 4
+        self.exit_code = 4
+
+    def __str__(self) -> str:
+        return "\n".join(str(f) for f in self.findings)
+
+    @property
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.findings}
+
+
+@dataclass
+class TraceEntry:
+    """One executed instruction, for the cycle model."""
+    seq: int
+    pipe: str
+    opcode: str
+    dtype: str | None
+    repeats: int = 0
+    """Vector repeats actually run (count mode: ceil(N/lanes))."""
+    nbytes: int = 0
+    """Bytes moved by a copy."""
+    bursts: int = 0
+    flag: tuple | None = None
+    """(src_pipe, dst_pipe, event_id) of set_flag/wait_flag; (pipe,) of pipe_barrier."""
+    origin: object = None
+    block: int = 0
+
+
+@dataclass
+class ExecResult:
+    outputs: dict
+    """Every GM argument after the run, in its declared shape and dtype."""
+    findings: list
+    trace: list
+    counts: dict
+    """Executed instructions per opcode (loop bodies counted per trip, all blocks)."""
+    ub: np.ndarray
+    """The UB bytes at the end of the last block."""
+    scalars: dict
+    """The scalar registers at the end of the last block."""
+    blocks: int = 1
+
+    @property
+    def races(self) -> list:
+        return [f for f in self.findings if f.kind == "race"]
+
+
+class _Abort(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Address helpers
+# ---------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=512)
+def _lane_offsets(esize: int, lanes: int, blk: int) -> np.ndarray:
+    """Byte offset of each lane within a repeat: block (lane // EPB) * blk * 32 + e * E."""
+    epb = 32 // esize
+    lane = np.arange(lanes, dtype=np.int64)
+    return (lane // epb) * (blk * 32) + (lane % epb) * esize
+
+
+def _operand(base: int, esize: int, nrep: int, blk: int, rep: int, lanes: int) -> np.ndarray:
+    """Element indices (nrep, lanes) of an operand in the view of element size ``esize``."""
+    addr = (base + np.arange(nrep, dtype=np.int64)[:, None] * (rep * 32)
+            + _lane_offsets(esize, lanes, blk)[None, :])
+    return addr // esize
+
+
+class _Acc:
+    """One memory access of an instruction: element indices (or a contiguous range) in a space."""
+    __slots__ = ("space", "write", "esize", "idx", "lo", "hi", "what")
+
+    def __init__(self, space, write, esize, idx=None, lo=0, hi=0, what=""):
+        self.space, self.write, self.esize = space, write, esize
+        self.idx, self.lo, self.hi, self.what = idx, lo, hi, what
+
+
+# ---------------------------------------------------------------------------------------------
+# Shadow memory for hazard checking
+# ---------------------------------------------------------------------------------------------
+
+class _Shadow:
+    """Per unit (UB byte / GM element): last writer token and last reader token per pipe."""
+
+    def __init__(self, n: int):
+        self.w = np.zeros(n, np.int32)
+        self.r = np.zeros((4, n), np.int32)
+
+    def reset(self):
+        self.w.fill(0)
+        self.r.fill(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------------------------
+
+class _Dyn:
+    __slots__ = ("ins", "args", "ctx", "seq")
+
+    def __init__(self, ins, args, ctx, seq):
+        self.ins, self.args, self.ctx, self.seq = ins, args, ctx, seq
+
+
+class _Machine:
+    def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
+                 check: bool, ub_init: int, trace: bool, max_races: int):
+        self.p = program
+        self.blocks = blocks
+        self.ub = np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8)
+        self.ub_init = ub_init
+        self._views: dict = {}
+        self.gm = gm                     # name -> ndarray (contiguous)
+        self.gm_bytes = {k: v.reshape(-1).view(np.uint8) for k, v in gm.items()}
+        self.gm_esize = {k: v.dtype.itemsize for k, v in gm.items()}
+        self.arg_scalars = scalars
+        self.check = check
+        self.want_trace = trace
+        self.max_races = max_races
+        self.findings: list[Finding] = []
+        self._race_keys: set = set()
+        self.trace: list[TraceEntry] = []
+        self.counts: dict[str, int] = {}
+        self.seq = 0
+        # hazard state
+        self.ub_shadow = _Shadow(ub_bytes) if check else None
+        self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check else {}
+        cap = 1 << 12
+        self.tok_pipe = np.zeros(cap, np.int64)
+        self.tok_epoch = np.full(cap, -1, np.int64)
+        self.tok_block = np.zeros(cap, np.int64)
+        self.tok_info: list = [None]
+        self.ntok = 1  # token 0: "never accessed", always ordered
+        self.epoch = np.zeros(4, np.int64)
+        self.known = np.zeros((4, 4), np.int64)
+        self.block = 0
+        self._const: dict = {}
+        self.ub_image = None
+
+    # -- views -----------------------------------------------------------------------------
+    def view(self, dtype: str):
+        v = self._views.get(dtype)
+        if v is None:
+            v = self.ub.view(ew.np_dtype(dtype))
+            self._views[dtype] = v
+        return v
+
+    # -- findings ----------------------------------------------------------------------------
+    def fail(self, kind: str, msg: str, dyn: _Dyn | None):
+        self.findings.append(Finding(kind, msg + (_ctx_text(dyn) if dyn else ""),
+                                     (dyn.ins,) if dyn else ()))
+        raise _Abort()
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self):
+        for b in range(self.blocks):
+            self.block = b
+            self.env = {"block_idx": b, "block_num": self.blocks}
+            self.env.update(self.arg_scalars)
+            if b:
+                self.ub.fill(self.ub_init & 0xFF)
+                if self.ub_image is not None:
+                    self.ub[: self.ub_image.size] = self.ub_image
+                if self.check:
+                    self.ub_shadow.reset()
+            self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
+            self.queues = {_V: deque(), _MTE2: deque(), _MTE3: deque()}
+            self.flags: dict = {}
+            self.ctx: tuple = ()
+            self._body(self.p.body)
+            self._drain_or_deadlock(None)
+
+    def _body(self, body):
+        for n in body:
+            if isinstance(n, Instr):
+                self._issue(n)
+            elif isinstance(n, Loop):
+                try:
+                    start, stop, step = (_int(evaluate(e, self.env)) for e in (n.start, n.stop, n.step))
+                except (NameError, TypeError, ValueError) as e:
+                    self.findings.append(Finding("invalid", f"loop %{n.var}: {e}", ()))
+                    raise _Abort() from None
+                if step == 0:
+                    self.findings.append(Finding("invalid", f"loop %{n.var} has step 0", ()))
+                    raise _Abort()
+                outer = self.ctx
+                for v in range(start, stop, step):
+                    self.env[n.var] = v
+                    self.ctx = outer + ((n.var, v),)
+                    if self.want_trace:
+                        self.seq += 1
+                        self.trace.append(TraceEntry(self.seq, "S", "loop_trip", None, origin=n.origin,
+                                                     block=self.block))
+                    self._body(n.body)
+                self.ctx = outer
+            elif isinstance(n, If):
+                try:
+                    c = evaluate(n.cond, self.env)
+                except NameError as e:
+                    self.findings.append(Finding("invalid", f"if: {e}", ()))
+                    raise _Abort() from None
+                self._body(n.then_body if c else n.else_body)
+
+    def _issue(self, ins: Instr):
+        const = self._const.get(id(ins))
+        if const is None:
+            const = self._const[id(ins)] = all(_is_const_arg(v) for v in ins.args.values())
+        args = ins.args
+        if not const:
+            kinds = ins.spec.kinds
+            try:
+                args = {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else evaluate(v, self.env))
+                        for k, v in args.items()}
+            except NameError as e:
+                self.findings.append(Finding("invalid", f"'{ins}': {e}", (ins,)))
+                raise _Abort() from None
+        self.seq += 1
+        dyn = _Dyn(ins, args, self.ctx, self.seq)
+        p = _PIPE_IDX[ins.pipe]
+        if p == _S:
+            self._exec(dyn, p)
+        else:
+            self.queues[p].append(dyn)
+            self._pump()
+
+    def _pump(self) -> bool:
+        """Run every queued instruction that can run; True if any ran."""
+        any_ran = False
+        progress = True
+        while progress:
+            progress = False
+            for p, q in self.queues.items():
+                while q:
+                    d = q[0]
+                    if d.ins.opcode == "wait_flag" and not self.flags.get(_flag_key(d.args)):
+                        break
+                    q.popleft()
+                    self._exec(d, p)
+                    progress = any_ran = True
+        return any_ran
+
+    def _drain_or_deadlock(self, waiter: _Dyn | None):
+        self._pump()
+        stuck = sorted((q[0] for q in self.queues.values() if q), key=lambda d: d.seq)
+        if stuck:
+            first = stuck[0]
+            k = _flag_key(first.args)
+            msg = (f"{_desc(first)}{_ctx_text(first)} waits forever: no set_flag {k[0]}->{k[1]} "
+                   f"id={k[2]} is left to satisfy it")
+            if waiter is not None:
+                msg += f" (reached {_desc(waiter)})"
+            if len(stuck) > 1:
+                msg += "; also blocked behind it: " + ", ".join(_desc(d) for d in stuck[1:])
+            self.findings.append(Finding("deadlock", msg, tuple(d.ins for d in stuck)))
+            raise _Abort()
+
+    # -- execution of one instruction --------------------------------------------------------
+    def _exec(self, d: _Dyn, p: int):
+        ins = d.ins
+        op = ins.opcode
+        self.counts[op] = self.counts.get(op, 0) + 1
+        if p == _S:
+            self.known[_S, _S] = self.epoch[_S]
+        self.epoch[p] += 1
+        fam = ins.spec.family
+        te = None
+        if self.want_trace:
+            te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), origin=ins.origin, block=self.block)
+            self.trace.append(te)
+        if fam == "sync":
+            self._sync(d, p, te)
+            return
+        if fam == "mask":
+            self._mask(d)
+            return
+        handler = _HANDLERS[fam]
+        handler(self, d, p, te)
+
+    # -- sync ----------------------------------------------------------------------------------
+    def _sync(self, d: _Dyn, p: int, te):
+        a = d.args
+        op = d.ins.opcode
+        if op == "pipe_barrier":
+            pipe = a["pipe"]
+            if te is not None:
+                te.flag = (pipe,)
+            if pipe == "ALL":
+                self._drain_or_deadlock(d)
+                for q in range(4):
+                    self.known[q] = np.maximum(self.known[q], self.epoch)
+            else:
+                q = _PIPE_IDX[pipe]
+                self.known[q, q] = self.epoch[q]
+            return
+        key = _flag_key(a)
+        if not (0 <= key[2] < 8):
+            self.fail("invalid", f"{_desc(d)}: event id {key[2]} out of range 0..7", d)
+        if te is not None:
+            te.flag = key
+        if op == "set_flag":
+            snap = self.known[p].copy()
+            snap[p] = self.epoch[p]
+            self.flags.setdefault(key, deque()).append(snap)
+        else:  # wait_flag
+            q = self.flags.get(key)
+            if not q:
+                # only the S pipe gets here with no flag: the queued pipes block in _pump
+                self._pump()
+                q = self.flags.get(key)
+                if not q:
+                    self.findings.append(Finding(
+                        "deadlock",
+                        f"{_desc(d)} waits forever: no set_flag {key[0]}->{key[1]} id={key[2]} "
+                        f"was issued before it (the scalar unit stops here)" + _ctx_text(d),
+                        (d.ins,)))
+                    raise _Abort()
+            snap = q.popleft()
+            np.maximum(self.known[p], snap, out=self.known[p])
+
+    def _mask(self, d: _Dyn):
+        op = d.ins.opcode
+        a = d.args
+        if op == "set_mask_norm":
+            self.mask_mode = "norm"
+        elif op == "set_mask_count":
+            self.mask_mode = "count"
+        elif op == "set_vector_mask":
+            self.mask_hi, self.mask_lo = _int(a["hi"]), _int(a["lo"])
+        elif op == "set_vector_count":
+            self.mask_hi, self.mask_lo = 0, _int(a["count"])
+
+    # -- hazard checking -------------------------------------------------------------------------
+    def _token(self, p: int, d: _Dyn) -> int:
+        t = self.ntok
+        if t >= self.tok_pipe.size:
+            for name in ("tok_pipe", "tok_epoch", "tok_block"):
+                old = getattr(self, name)
+                new = np.zeros(old.size * 2, old.dtype)
+                new[: old.size] = old
+                setattr(self, name, new)
+        self.tok_pipe[t] = p
+        self.tok_epoch[t] = self.epoch[p]
+        self.tok_block[t] = self.block
+        self.tok_info.append(d)
+        self.ntok = t + 1
+        return t
+
+    def _accesses(self, d: _Dyn, p: int, accs: list[_Acc]):
+        """Bounds-check every access, then check and record hazards (reads first)."""
+        for acc in accs:
+            self._bounds(d, acc)
+        if not self.check:
+            return
+        tok = self._token(p, d)
+        for acc in accs:
+            if not acc.write:
+                self._hazard(d, p, tok, acc)
+        for acc in accs:
+            if acc.write:
+                self._hazard(d, p, tok, acc)
+
+    def _bounds(self, d: _Dyn, acc: _Acc):
+        if acc.idx is not None:
+            if acc.idx.size == 0:
+                acc.lo = acc.hi = 0
+                return
+            lo, hi = int(acc.idx.min()), int(acc.idx.max()) + 1
+        else:
+            lo, hi = acc.lo, acc.hi
+        if hi <= lo:
+            return
+        if acc.space == "UB":
+            size = self.ub.size // acc.esize
+            if lo < 0 or hi > size:
+                self.fail("bounds", f"{_desc(d)}: {acc.what} touches UB bytes "
+                          f"[{_h(lo * acc.esize)}, {_h(hi * acc.esize)}) outside the "
+                          f"{self.ub.size // 1024} KiB UB", d)
+        else:
+            arr = self.gm[acc.space]
+            size = arr.size
+            if lo < 0 or hi > size:
+                self.fail("bounds", f"{_desc(d)}: {acc.what} accesses elements [{lo}, {hi}) of GM "
+                          f"argument @{acc.space}, which has {size} elements "
+                          f"({ew.dtype_name(arr.dtype)}{list(arr.shape)})", d)
+
+    def _hazard(self, d: _Dyn, p: int, tok: int, acc: _Acc):
+        if acc.space == "UB":
+            sh, unit = self.ub_shadow, 1
+            if acc.idx is not None:
+                if acc.esize == 1:
+                    sel = acc.idx.reshape(-1)
+                else:
+                    sel = ((acc.idx.reshape(-1) * acc.esize)[:, None]
+                           + np.arange(acc.esize)[None, :]).reshape(-1)
+            else:
+                sel = slice(acc.lo * acc.esize, acc.hi * acc.esize)
+        else:
+            sh, unit = self.gm_shadow[acc.space], self.gm_esize[acc.space]
+            sel = acc.idx.reshape(-1) if acc.idx is not None else slice(acc.lo, acc.hi)
+        if isinstance(sel, slice) and sel.stop <= sel.start:
+            return
+        if isinstance(sel, np.ndarray) and sel.size == 0:
+            return
+        krow = self.known[p]
+        cross_block = acc.space != "UB" and self.block > 0
+        wt = sh.w[sel]
+        self._conflicts(d, p, wt, krow, "RAW" if not acc.write else "WAW", acc, sel, cross_block)
+        if acc.write:
+            for q in range(4):
+                if q == p:
+                    continue  # WAR within a pipe: in-order issue
+                rt = sh.r[q][sel]
+                self._conflicts(d, p, rt, krow, "WAR", acc, sel, cross_block)
+            sh.w[sel] = tok
+            sh.r[:, sel] = 0
+        else:
+            sh.r[p][sel] = tok
+
+    def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block):
+        bad = self.tok_epoch[toks] > krow[self.tok_pipe[toks]]
+        if cross_block:
+            bad |= (self.tok_block[toks] != self.block) & (toks != 0)
+        if not bad.any():
+            return
+        for t in np.unique(toks[bad]):
+            t = int(t)
+            other = self.tok_info[t]
+            where = np.nonzero(bad & (toks == t))[0]
+            if isinstance(sel, slice):
+                first, last = sel.start + int(where[0]), sel.start + int(where[-1])
+            else:
+                units = sel[where]
+                first, last = int(units.min()), int(units.max())
+            self._race(d, other, p, int(self.tok_pipe[t]), kind, acc, first, last,
+                       int(self.tok_block[t]))
+
+    def _race(self, d, other, p, q, kind, acc, first, last, other_block):
+        key = (id(other.ins), id(d.ins), acc.space)  # one finding per pair (RAW wins: reads go first)
+        if key in self._race_keys:
+            return
+        self._race_keys.add(key)
+        if len([f for f in self.findings if f.kind == "race"]) >= self.max_races:
+            return
+        if acc.space == "UB":
+            where = f"UB bytes [{_h(first)}, {_h(last + 1)})"
+        else:
+            where = f"GM @{acc.space} elements [{first}, {last + 1})"
+        verb = {"RAW": "reads what {a} wrote", "WAW": "overwrites what {a} wrote",
+                "WAR": "overwrites what {a} reads"}[kind].format(a=_desc(other) + _ctx_text(other))
+        if other_block != self.block:
+            why = (f"they run in different blocks ({other_block} and {self.block}), "
+                   f"which run concurrently on hardware")
+        elif p == q:
+            why = f"no pipe_barrier {_PIPE_NAMES[p]} between them"
+        else:
+            why = (f"no set_flag/wait_flag chain from {_PIPE_NAMES[q]} to {_PIPE_NAMES[p]} "
+                   f"orders them")
+        self.findings.append(Finding(
+            "race", f"data race ({kind}) on {where}: {_desc(d)}{_ctx_text(d)} {verb}; {why}",
+            (other.ins, d.ins)))
+
+    # -- vector instructions -----------------------------------------------------------------
+    def _active(self, d: _Dyn, lanes: int, repeat: int):
+        """(number of repeats, active mask (nrep, lanes) or None when every lane is active)."""
+        if self.mask_mode == "count":
+            n = self.mask_lo
+            if self.mask_hi not in (0,) or n < 0:
+                self.fail("invalid", f"{_desc(d)}: count mode needs set_vector_mask hi=0 lo=N "
+                          f"(got hi={_h(self.mask_hi)})", d)
+            nrep = -(-n // lanes)
+            if n % lanes == 0:
+                return nrep, None
+            act = (np.arange(nrep * lanes) < n).reshape(nrep, lanes)
+            return nrep, act
+        if lanes > 128:
+            self.fail("invalid", f"{_desc(d)}: 8-bit element types have 256 lanes, more than the "
+                      "128-bit mask covers (a2a3 processes b8 data as b16, vector_isa.md §1.4)", d)
+        bits = (self.mask_lo & ((1 << 64) - 1)) | ((self.mask_hi & ((1 << 64) - 1)) << 64)
+        full = (1 << lanes) - 1
+        if bits & full == full:
+            return repeat, None
+        row = _mask_row(bits & full, lanes)
+        return repeat, np.broadcast_to(row, (repeat, lanes))
+
+    def _align(self, d, what, addr, align):
+        if addr % align:
+            self.fail("align", f"{_desc(d)}: {what} address {_h(addr)} is not {align}-byte aligned", d)
+
+    def _vector(self, d: _Dyn, p: int, te, srcs, dst, compute, view_dtype, out_dtype=None):
+        """Generic vector step.
+
+        srcs: list of (idx (n, L), act or None, dtype, name); dst: (idx (n, Lo), act or None, name).
+        compute(list of gathered (n, L) arrays, slice of repeats) -> (n, Lo) results.
+        """
+        accs = []
+        for idx, act, dt, name in srcs:
+            sel = idx if act is None else idx[act]
+            accs.append(_Acc("UB", False, DTYPE_SIZES[dt], sel, what=name))
+        didx, dact, dname = dst
+        dsel = didx if dact is None else didx[dact]
+        desize = np.dtype(ew.np_dtype(out_dtype or view_dtype)).itemsize
+        accs.append(_Acc("UB", True, desize, dsel, what=dname))
+        self._accesses(d, p, accs)
+        nrep = didx.shape[0]
+        if nrep == 0:
+            return
+        gathered = []
+        for idx, act, dt, _ in srcs:
+            v = self.view(dt)
+            gathered.append(v[idx if act is None else np.where(act, idx, 0)])
+        outv = self.view(out_dtype or view_dtype)
+        if self._needs_sequential(srcs, dst, desize):
+            for r in range(nrep):
+                g = []
+                for idx, act, dt, _ in srcs:
+                    v = self.view(dt)
+                    g.append(v[idx[r:r + 1] if act is None else np.where(act[r:r + 1], idx[r:r + 1], 0)])
+                res = compute(g, slice(r, r + 1))
+                if dact is None:
+                    outv[didx[r:r + 1]] = res
+                else:
+                    outv[didx[r:r + 1][dact[r:r + 1]]] = res[dact[r:r + 1]]
+            return
+        res = compute(gathered, slice(0, nrep))
+        if dact is None:
+            outv[didx] = res
+        else:
+            outv[dsel] = res[dact]
+
+    def _needs_sequential(self, srcs, dst, desize) -> bool:
+        """Does some element written by repeat r feed a source lane of a later repeat?"""
+        didx, dact, _ = dst
+        if didx.shape[0] <= 1:
+            return False
+        dsel = didx if dact is None else didx[dact]
+        if dsel.size == 0:
+            return False
+        dlo, dhi = int(dsel.min()) * desize, (int(dsel.max()) + 1) * desize
+        for idx, act, dt, _ in srcs:
+            e = DTYPE_SIZES[dt]
+            ssel = idx if act is None else idx[act]
+            if ssel.size == 0:
+                continue
+            slo, shi = int(ssel.min()) * e, (int(ssel.max()) + 1) * e
+            if shi <= dlo or slo >= dhi:
+                continue
+            if e != desize:
+                return True  # mixed-size overlap: be exact the slow way
+            if idx.shape == didx.shape and np.array_equal(idx, didx) and (
+                    (act is None and dact is None) or
+                    (act is not None and dact is not None and np.array_equal(act, dact))):
+                flat = dsel.reshape(-1)
+                if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()) or \
+                        np.unique(flat).size == flat.size:
+                    continue  # lane-for-lane in place, no element written twice
+            # exact: first repeat writing each element vs last repeat reading it
+            nrep = didx.shape[0]
+            drep = np.broadcast_to(np.arange(nrep)[:, None], didx.shape)
+            drep = drep if dact is None else drep[dact]
+            srep = np.broadcast_to(np.arange(nrep)[:, None], idx.shape)
+            srep = srep if act is None else srep[act]
+            lo = min(int(dsel.min()), int(ssel.min()))
+            hi = max(int(dsel.max()), int(ssel.max())) + 1
+            fw = np.full(hi - lo, nrep, np.int64)
+            np.minimum.at(fw, (dsel - lo).reshape(-1), drep.reshape(-1))
+            lr = np.full(hi - lo, -1, np.int64)
+            np.maximum.at(lr, (ssel - lo).reshape(-1), srep.reshape(-1))
+            if (lr > fw).any():
+                return True
+        return False
+
+
+def _is_const_arg(v) -> bool:
+    if isinstance(v, (int, float, str)):
+        return True
+    return isinstance(v, GmAddr) and isinstance(v.offset, int)
+
+
+def _mask_row(bits: int, lanes: int) -> np.ndarray:
+    b = np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8)
+    return np.unpackbits(b, bitorder="little")[:lanes].astype(bool)
+
+
+def _flag_key(a) -> tuple:
+    return (a["src_pipe"], a["dst_pipe"], _int(a["event_id"]))
+
+
+def _int(v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise ValueError(f"expected an integer, got {v!r}")
+    return int(v)
+
+
+def _h(v: int) -> str:
+    return hex(v) if v >= 0 else f"-{hex(-v)}"
+
+
+def _desc(d: _Dyn) -> str:
+    ins = d.ins
+    s = "'" + " ".join(ins.to_text(0, origin=False).split()) + "'"
+    where = []
+    if ins.origin is not None:
+        where.append(f"from {ins.origin}")
+    if ins.line:
+        where.append(f"program line {ins.line}")
+    return s + (f" ({', '.join(where)})" if where else "")
+
+
+def _ctx_text(d: _Dyn | None) -> str:
+    if d is None or not d.ctx:
+        return ""
+    return " [" + ", ".join(f"%{k}={v}" for k, v in d.ctx) + "]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Instruction families
+# ---------------------------------------------------------------------------------------------
+
+def _esize(m: _Machine, d: _Dyn, dt: str | None) -> int:
+    if not dt:
+        m.fail("invalid", f"{_desc(d)}: needs an element type", d)
+    return DTYPE_SIZES[dt]
+
+
+def _scalar_value(m: _Machine, d: _Dyn, v, dt: str) -> np.ndarray:
+    try:
+        return ew.scalar_to(v, dt)
+    except Exception as e:  # noqa: BLE001
+        m.fail("invalid", f"{_desc(d)}: scalar {v!r} is not a {dt} value ({e})", d)
+
+
+def _ub_addr(m: _Machine, d: _Dyn, a: dict, name: str, align: int) -> int:
+    v = a[name]
+    if isinstance(v, GmAddr):
+        m.fail("invalid", f"{_desc(d)}: operand {name} must be a UB address", d)
+    try:
+        v = _int(v)
+    except ValueError as e:
+        m.fail("invalid", f"{_desc(d)}: operand {name}: {e}", d)
+    m._align(d, name, v, align)
+    return v
+
+
+def _ints(m, d, a, names):
+    out = []
+    for n in names:
+        try:
+            v = _int(a[n])
+        except ValueError as e:
+            m.fail("invalid", f"{_desc(d)}: operand {n}: {e}", d)
+        if v < 0:
+            m.fail("invalid", f"{_desc(d)}: operand {n} is negative ({v})", d)
+        out.append(v)
+    return out
+
+
+def _elementwise(m: _Machine, d: _Dyn, p: int, te):
+    """vadd..vmin, vadds..vmins, vexp..vrelu, vector_dup: lane-wise under the mask."""
+    a = d.args
+    op = d.ins.opcode
+    fam = d.ins.spec.family
+    dt = a.get("dtype")
+    e = _esize(m, d, dt)
+    lanes = 256 // e
+    (repeat,) = _ints(m, d, a, ["repeat"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    nrep, act = m._active(d, lanes, repeat)
+    if te is not None:
+        te.repeats = nrep
+    ops = {"binary": ("dst", "src0", "src1"), "scalar": ("dst", "src"), "unary": ("dst", "src"),
+           "dup": ("dst",)}[fam]
+    idx = {}
+    for o in ops:
+        base = _ub_addr(m, d, a, o, 32)
+        blk, rep = _ints(m, d, a, [f"{o}_blk_stride", f"{o}_rep_stride"])
+        idx[o] = _operand(base, e, nrep, blk, rep, lanes)
+    srcs = [(idx[o], act, dt, o) for o in ops[1:]]
+    if fam == "binary":
+        fn = _FN[op]
+        compute = lambda g, rs: fn(g[0], g[1])  # noqa: E731
+    elif fam == "scalar":
+        fn = _FN[op]
+        s = _scalar_value(m, d, a["scalar"], dt)
+        compute = lambda g, rs: fn(g[0], np.broadcast_to(s, g[0].shape))  # noqa: E731
+    elif fam == "unary":
+        fn = _FN[op]
+        compute = lambda g, rs: fn(g[0])  # noqa: E731
+    else:
+        s = _scalar_value(m, d, a["scalar"], dt)
+        compute = lambda g, rs: np.broadcast_to(s, (rs.stop - rs.start, lanes))  # noqa: E731
+    try:
+        m._vector(d, p, te, srcs, (idx["dst"], act, "dst"), compute, dt)
+    except ew.ElementwiseError as ex:
+        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+
+
+def _vbrcb(m: _Machine, d: _Dyn, p: int, te):
+    """vector_isa.md §1.5: dst[(r*dstRep + b*dstBlk)*EPB + e] = src[r*8 + b]; no mask."""
+    a = d.args
+    dt = a.get("dtype")
+    e = _esize(m, d, dt)
+    if e not in (2, 4):
+        m.fail("invalid", f"{_desc(d)}: vbrcb takes 16- or 32-bit elements", d)
+    repeat, blk, rep = _ints(m, d, a, ["repeat", "dst_blk_stride", "dst_rep_stride"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    blk = blk or 1  # "dst blk stride 0 is treated as 1" [AC 0089]
+    dst = _ub_addr(m, d, a, "dst", 32)
+    src = _ub_addr(m, d, a, "src", 32)
+    if te is not None:
+        te.repeats = repeat
+    lanes = 256 // e
+    epb = 32 // e
+    didx = _operand(dst, e, repeat, blk, rep, lanes)
+    sidx = src // e + np.arange(repeat * 8, dtype=np.int64).reshape(repeat, 8)
+    ssel, dsel = sidx.reshape(-1), didx.reshape(-1)
+    if ssel.size and dsel.size and not (ssel.max() * e + e <= dsel.min() * e or dsel.max() * e + e <= ssel.min() * e):
+        if np.intersect1d(ssel, dsel).size:
+            m.fail("invalid", f"{_desc(d)}: vbrcb dst and src must not overlap [AC 0089]", d)
+    udt = {2: "u16", 4: "u32"}[e]
+    m._vector(d, p, te, [(sidx, None, udt, "src")], (didx, None, "dst"),
+              lambda g, rs: np.repeat(g[0], epb, axis=1), udt)
+
+
+def _identity(op: str, dt: str):
+    npd = ew.np_dtype(dt)
+    if op in ("vcadd", "vcgadd", "vcpadd"):
+        return np.zeros((), npd)
+    is_max = op in ("vcmax", "vcgmax")
+    if ew.is_float_dtype(npd):
+        return np.array(-np.inf if is_max else np.inf).astype(npd)
+    info = np.iinfo(npd)
+    return np.array(info.min if is_max else info.max, dtype=npd)
+
+
+def _tree(fn, v: np.ndarray) -> np.ndarray:
+    """Pairwise tree over the last axis (lane 2k with 2k+1, recursively)."""
+    while v.shape[-1] > 1:
+        if v.shape[-1] % 2:
+            v = np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], axis=-1)
+        v = fn(v[..., 0::2], v[..., 1::2])
+    return v[..., 0]
+
+
+def _reduce(m: _Machine, d: _Dyn, p: int, te):
+    """vcadd/vcmax/vcmin (§1.6, one result per repeat) and vcgadd/vcgmax/vcgmin (§1.7, one per
+    32 B block, 8 consecutive results per repeat)."""
+    a = d.args
+    op = d.ins.opcode
+    grouped = d.ins.spec.family == "greduce"
+    dt = a.get("dtype")
+    e = _esize(m, d, dt)
+    lanes = 256 // e
+    epb = 32 // e
+    repeat, drep, sblk, srep = _ints(m, d, a, ["repeat", "dst_rep_stride", "src_blk_stride",
+                                                "src_rep_stride"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    nrep, act = m._active(d, lanes, repeat)
+    if te is not None:
+        te.repeats = nrep
+    dst = _ub_addr(m, d, a, "dst", e)
+    src = _ub_addr(m, d, a, "src", 32)
+    sidx = _operand(src, e, nrep, sblk, srep, lanes)
+    fn = _FN[op]
+    ident = _identity(op, dt)
+    value_index = a.get("order") == "value_index"
+    r = np.arange(nrep, dtype=np.int64)[:, None]
+    if grouped:
+        didx = dst // e + r * (drep * 8) + np.arange(8)[None, :]
+        dact = None if act is None else act.reshape(nrep, 8, epb).any(axis=2)
+    elif value_index:
+        didx = dst // e + r * (drep * 2) + np.arange(2)[None, :]
+        dact = None if act is None else np.repeat(act.any(axis=1, keepdims=True), 2, axis=1)
+    else:
+        didx = dst // e + r * drep
+        dact = None if act is None else act.any(axis=1, keepdims=True)
+
+    def compute(g, rs):
+        v = g[0]
+        ac = None if act is None else act[rs]
+        if ac is not None:
+            v = np.where(ac, v, ident)
+        if grouped:
+            return _tree(fn, v.reshape(v.shape[0], 8, epb))
+        res = _tree(fn, v)
+        if not value_index:
+            return res[:, None]
+        # VALUE_INDEX: (value, index of the first lane holding it) as element bits
+        u = ew._UINT_OF_SIZE[e]
+        vb, rb = v.view(u), res.view(u)[:, None]
+        eq = vb == rb
+        if ew.is_float_dtype(ew.np_dtype(dt)):
+            eq |= np.isnan(v.astype(np.float32)) & np.isnan(res.astype(np.float32))[:, None]
+        if ac is not None:
+            eq &= ac
+        index = np.argmax(eq, axis=1).astype(u)
+        return np.stack([res.view(u), index], axis=1)
+
+    out_dt = {2: "u16", 4: "u32", 1: "u8", 8: "u64"}[e] if value_index else dt
+    try:
+        m._vector(d, p, te, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt,
+                  out_dtype=out_dt)
+    except ew.ElementwiseError as ex:
+        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+
+
+def _vcpadd(m: _Machine, d: _Dyn, p: int, te):
+    """§1.8: per repeat out[k] = src[2k] + src[2k+1], EPR inputs -> EPR/2 contiguous outputs at
+    dst + r*dst_rep_stride*32 B; a pair with no active lane is not written, inactive lanes 0."""
+    a = d.args
+    dt = a.get("dtype")
+    e = _esize(m, d, dt)
+    lanes = 256 // e
+    repeat, drep, sblk, srep = _ints(m, d, a, ["repeat", "dst_rep_stride", "src_blk_stride",
+                                                "src_rep_stride"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    nrep, act = m._active(d, lanes, repeat)
+    if te is not None:
+        te.repeats = nrep
+    dst = _ub_addr(m, d, a, "dst", 32)
+    src = _ub_addr(m, d, a, "src", 32)
+    sidx = _operand(src, e, nrep, sblk, srep, lanes)
+    didx = (dst + np.arange(nrep, dtype=np.int64)[:, None] * (drep * 32)) // e + \
+        np.arange(lanes // 2)[None, :]
+    dact = None if act is None else (act[:, 0::2] | act[:, 1::2])
+    zero = np.zeros((), ew.np_dtype(dt))
+
+    def compute(g, rs):
+        v = g[0]
+        if act is not None:
+            v = np.where(act[rs], v, zero)
+        return ew.add(v[:, 0::2], v[:, 1::2])
+
+    m._vector(d, p, te, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt)
+
+
+def _vconv(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    dt, st = a.get("dtype"), a.get("src_dtype")
+    de, se = _esize(m, d, dt), _esize(m, d, st)
+    lanes = 256 // max(de, se)
+    (repeat,) = _ints(m, d, a, ["repeat"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    nrep, act = m._active(d, lanes, repeat)
+    if te is not None:
+        te.repeats = nrep
+    dblk, sblk, drep, srep = _ints(m, d, a, ["dst_blk_stride", "src_blk_stride", "dst_rep_stride",
+                                             "src_rep_stride"])
+    didx = _operand(_ub_addr(m, d, a, "dst", 32), de, nrep, dblk, drep, lanes)
+    sidx = _operand(_ub_addr(m, d, a, "src", 32), se, nrep, sblk, srep, lanes)
+    mode = _ROUND[a.get("round", "r")]
+    m._vector(d, p, te, [(sidx, act, st, "src")], (didx, act, "dst"),
+              lambda g, rs: ew.convert(g[0], ew.np_dtype(dt), mode), dt)
+
+
+# -- copies -----------------------------------------------------------------------------------
+
+def _bursts(base: int, n: int, length: int, stride: int) -> tuple:
+    """(index array (n, length) of bytes, or None) and (lo, hi) when contiguous."""
+    if n == 0 or length == 0:
+        return None, (base, base)
+    if stride == length or n == 1:
+        return None, (base, base + (n - 1) * stride + length)
+    return base + np.arange(n, dtype=np.int64)[:, None] * stride + np.arange(length)[None, :], None
+
+
+def _gm_units(m: _Machine, name: str, idx, rng):
+    """GM byte selection -> element selection (for bounds and hazards)."""
+    e = m.gm_esize[name]
+    if idx is None:
+        lo, hi = rng
+        return None, (lo // e if lo >= 0 else -((-lo + e - 1) // e), -(-hi // e))
+    if e > 1 and idx[0, 0] % e == 0 and idx.shape[1] % e == 0 and \
+            (idx.shape[0] == 1 or (idx[1, 0] - idx[0, 0]) % e == 0):
+        return idx[:, ::e] // e, None  # whole elements: one unit each
+    return idx // e, None
+
+
+def _gm_base(m, d, a, name):
+    v = a[name]
+    if not isinstance(v, GmAddr):
+        m.fail("invalid", f"{_desc(d)}: operand {name} must be a GM address @arg", d)
+    if v.arg not in m.gm:
+        m.fail("invalid", f"{_desc(d)}: unknown GM argument @{v.arg}", d)
+    try:
+        return v.arg, _int(v.offset)
+    except ValueError as e:
+        m.fail("invalid", f"{_desc(d)}: operand {name}: {e}", d)
+
+
+def _copy_in(m: _Machine, d: _Dyn, p: int, te):
+    """copy_gm_to_ubuf (§1.10): burst i reads len_burst bytes at src + i*(len_burst+src_gap) and
+    writes them at dst + i*(ceil(len_burst/32)+dst_gap)*32, then right_pad pad elements."""
+    a = d.args
+    n, length, sgap, dgap, rpad = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap",
+                                                  "right_pad"])
+    name, off = _gm_base(m, d, a, "src")
+    dst = _ub_addr(m, d, a, "dst", 32)
+    dstride = (-(-length // 32) + dgap) * 32
+    gidx, grng = _bursts(off, n, length, length + sgap)
+    uidx, urng = _bursts(dst, n, length, dstride)
+    pad_e = 0
+    if rpad:
+        pad_e = _esize(m, d, a.get("dtype"))
+    if te is not None:
+        te.nbytes, te.bursts = n * length, n
+    gu, gr = _gm_units(m, name, gidx, grng)
+    accs = [_Acc(name, False, 1, gu, *(gr or (0, 0)), what="src")]
+    accs.append(_Acc("UB", True, 1, uidx, *(urng or (0, 0)), what="dst"))
+    if rpad:
+        pidx = (dst + length + np.arange(n, dtype=np.int64)[:, None] * dstride
+                + np.arange(rpad * pad_e)[None, :])
+        accs.append(_Acc("UB", True, 1, pidx, what="right pad"))
+    m._accesses(d, p, accs)
+    gb = m.gm_bytes[name]
+    data = gb[grng[0]:grng[1]] if gidx is None else gb[gidx]
+    if uidx is None:
+        m.ub[urng[0]:urng[1]] = data.reshape(-1) if gidx is not None else data
+    else:
+        m.ub[uidx] = data.reshape(uidx.shape) if gidx is not None else data.reshape(uidx.shape)
+    if rpad:
+        pv = _scalar_value(m, d, a.get("pad_value", 0), a["dtype"])
+        pbytes = np.frombuffer(np.repeat(pv.reshape(1), rpad).tobytes(), np.uint8)
+        m.ub[pidx] = np.broadcast_to(pbytes, pidx.shape)
+
+
+def _copy_out(m: _Machine, d: _Dyn, p: int, te):
+    """copy_ubuf_to_gm (§1.10, the mirror image): burst i reads len_burst bytes at
+    src + i*(ceil(len_burst/32)+src_gap)*32 and writes them at dst + i*(len_burst+dst_gap)."""
+    a = d.args
+    n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
+    name, off = _gm_base(m, d, a, "dst")
+    src = _ub_addr(m, d, a, "src", 32)
+    uidx, urng = _bursts(src, n, length, (-(-length // 32) + sgap) * 32)
+    gidx, grng = _bursts(off, n, length, length + dgap)
+    if te is not None:
+        te.nbytes, te.bursts = n * length, n
+    gu, gr = _gm_units(m, name, gidx, grng)
+    accs = [_Acc("UB", False, 1, uidx, *(urng or (0, 0)), what="src"),
+            _Acc(name, True, 1, gu, *(gr or (0, 0)), what="dst")]
+    m._accesses(d, p, accs)
+    data = m.ub[urng[0]:urng[1]] if uidx is None else m.ub[uidx]
+    gb = m.gm_bytes[name]
+    if gidx is None:
+        gb[grng[0]:grng[1]] = data.reshape(-1)
+    else:
+        gb[gidx] = data.reshape(gidx.shape)
+
+
+def _copy_ub(m: _Machine, d: _Dyn, p: int, te):
+    """copy_ubuf_to_ubuf (§1.10): everything in 32 B blocks; burst i copies len_burst*32 bytes
+    from src + i*(len_burst+src_gap)*32 to dst + i*(len_burst+dst_gap)*32."""
+    a = d.args
+    n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
+    dst = _ub_addr(m, d, a, "dst", 32)
+    src = _ub_addr(m, d, a, "src", 32)
+    sidx, srng = _bursts(src, n, length * 32, (length + sgap) * 32)
+    didx, drng = _bursts(dst, n, length * 32, (length + dgap) * 32)
+    if te is not None:
+        te.nbytes, te.bursts = n * length * 32, n
+    accs = [_Acc("UB", False, 1, sidx, *(srng or (0, 0)), what="src"),
+            _Acc("UB", True, 1, didx, *(drng or (0, 0)), what="dst")]
+    m._accesses(d, p, accs)
+    data = m.ub[srng[0]:srng[1]].copy() if sidx is None else m.ub[sidx]
+    if didx is None:
+        m.ub[drng[0]:drng[1]] = data.reshape(-1)
+    else:
+        m.ub[didx] = data.reshape(didx.shape)
+
+
+# -- scalar unit ----------------------------------------------------------------------------------
+
+def _py(v: np.ndarray):
+    x = v.item() if isinstance(v, np.ndarray) else v
+    if isinstance(x, float) or isinstance(x, int):
+        return x
+    return float(x)
+
+
+def _sload(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    dt = a["dtype"]
+    e = _esize(m, d, dt)
+    addr = _ub_addr(m, d, a, "addr", e)
+    m._accesses(d, p, [_Acc("UB", False, e, None, addr // e, addr // e + 1, what="addr")])
+    m.env[a["dst"].name] = _py(m.view(dt)[addr // e])
+
+
+def _sstore(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    dt = a["dtype"]
+    e = _esize(m, d, dt)
+    addr = _ub_addr(m, d, a, "addr", e)
+    m._accesses(d, p, [_Acc("UB", True, e, None, addr // e, addr // e + 1, what="addr")])
+    m.view(dt)[addr // e] = _scalar_value(m, d, a["src"], dt)
+
+
+def _smov(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    v = a["src"]
+    if a.get("dtype"):
+        v = _py(_scalar_value(m, d, v, a["dtype"]))
+    m.env[a["dst"].name] = v
+
+
+def _salu(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    dt = a["dtype"]
+    x, y = _scalar_value(m, d, a["src0"], dt), _scalar_value(m, d, a["src1"], dt)
+    try:
+        m.env[a["dst"].name] = _py(_FN[d.ins.opcode](x, y))
+    except ew.ElementwiseError as ex:
+        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+
+
+def _block(m: _Machine, d: _Dyn, p: int, te):
+    m.env[d.args["dst"].name] = m.block if d.ins.opcode == "get_block_idx" else m.blocks
+
+
+_HANDLERS = {
+    "binary": _elementwise, "scalar": _elementwise, "unary": _elementwise, "dup": _elementwise,
+    "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
+    "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
+    "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+def make_inputs(program: Program, inputs: dict | None = None) -> dict:
+    """GM arrays for every argument: the given ones (any shape with the right element count,
+    converted to the argument's dtype) and zeros for the rest."""
+    inputs = inputs or {}
+    out = {}
+    for g in program.gm_args:
+        npd = ew.np_dtype(g.dtype)
+        n = int(np.prod(g.shape)) if g.shape else 1
+        if g.name in inputs:
+            arr = np.asarray(inputs[g.name])
+            if arr.size != n:
+                raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
+                                 f"argument {g.dtype}{list(g.shape)} has {n}")
+            if arr.dtype != npd:
+                arr = arr.astype(npd)
+            out[g.name] = np.ascontiguousarray(arr).reshape(g.shape).copy()
+        else:
+            out[g.name] = np.zeros(g.shape, npd)
+    unknown = set(inputs) - {g.name for g in program.gm_args}
+    if unknown:
+        raise ValueError(f"unknown GM argument(s): {', '.join(sorted(unknown))}")
+    return out
+
+
+def execute(program: Program, inputs: dict | None = None, scalars: dict | None = None, *,
+            blocks: int = 1, target: str | None = None, check: bool = True,
+            raise_on_findings: bool = True, ub_init: int = 0, ub=None, trace: bool = True,
+            max_races: int = 20) -> ExecResult:
+    """Run ``program`` on GM arrays made from ``inputs`` (name -> array; missing ones are zero).
+
+    ``scalars`` gives the kernel scalars (``.scalar`` arguments).  ``blocks`` runs block_idx
+    0..blocks-1 in turn on the same GM.  With ``check`` the hazard checker runs.  Races do not
+    stop the run; a deadlock or an invalid/out-of-bounds access stops it.  Findings raise
+    :class:`ExecutionError` (carrying the result) unless ``raise_on_findings`` is False.
+    ``ub_init`` is the byte every UB byte starts as; ``ub`` (bytes or a uint8 array, at most
+    the UB size) overrides the first bytes of the initial UB of every block (for tests).
+    """
+    tname = target or program.target
+    try:
+        from pto_compiler.targets import lookup_target
+        t = lookup_target(tname)
+        ub_bytes = t.ub_bytes if t is not None else UB_BYTES.get(tname)
+    except Exception:  # noqa: BLE001
+        ub_bytes = UB_BYTES.get(tname)
+    if ub_bytes is None:
+        raise ValueError(f"unknown target '{tname}'")
+    gm = make_inputs(program, inputs)
+    sc = dict(scalars or {})
+    missing = [s.name for s in program.scalar_args if s.name not in sc]
+    if missing:
+        raise ValueError(f"missing kernel scalar(s): {', '.join('%' + n for n in missing)}")
+    for s in program.scalar_args:
+        sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
+    if blocks < 1:
+        raise ValueError("blocks must be >= 1")
+    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races)
+    if ub is not None:
+        init = np.frombuffer(bytes(ub), np.uint8) if not isinstance(ub, np.ndarray) \
+            else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)
+        if init.size > ub_bytes:
+            raise ValueError(f"initial UB image of {init.size} bytes exceeds the {ub_bytes}-byte UB")
+        m.ub_image = init.copy()
+        m.ub[: init.size] = init
+    try:
+        m.run()
+    except _Abort:
+        pass
+    result = ExecResult(outputs=m.gm, findings=m.findings, trace=m.trace, counts=m.counts,
+                        ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks)
+    if m.findings and raise_on_findings:
+        raise ExecutionError(m.findings, result)
+    return result

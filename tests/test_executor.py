@@ -1,0 +1,735 @@
+"""The a2a3 program model, its text form, the NumPy executor and its hazard checker.
+
+Expected values are computed here from reference/vector_isa.md §1's rules with plain Python
+loops over (repeat, block, element) and NumPy scalars, not with the executor's index
+arithmetic: addr(r, b, e) = X + (r*repStride + b*blkStride)*32 + e*E, lane = b*EPB + e.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pto_compiler.runtime.executor import ExecutionError, execute
+from pto_compiler.runtime.program import (
+    Instr, Loop, Program, GmArg, ProgramSyntaxError, format_program, parse_program,
+)
+
+UB = 192 * 1024
+HDR = ".kernel @t target=a2a3\n"
+NP = {"f16": np.float16, "f32": np.float32, "i16": np.int16, "i32": np.int32}
+rng = np.random.default_rng(1234)
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers (independent of the executor)
+# ------------------------------------------------------------------------------------------------
+
+def ub_with(**placed):
+    """A UB image; keyword a_0x100=array places the array's bytes at 0x100."""
+    ub = np.zeros(UB, np.uint8)
+    for key, arr in placed.items():
+        addr = int(key.split("_", 1)[1], 16)
+        b = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+        ub[addr:addr + b.size] = b
+    return ub
+
+
+def read(ub, addr, n, dt):
+    e = np.dtype(dt).itemsize
+    return ub[addr:addr + n * e].copy().view(dt)
+
+
+def run_body(body, ub=None, **kw):
+    return execute(parse_program(HDR + body), ub=ub, **kw)
+
+
+def lane_addrs(base, repeat, blk, rep, esize, lanes=None):
+    """[[element address of (repeat r, lane)]] per vector_isa.md §1.1, with Python loops."""
+    epb = 32 // esize
+    lanes = lanes or 256 // esize
+    out = []
+    for r in range(repeat):
+        row = []
+        for lane in range(lanes):
+            b, e = divmod(lane, epb)
+            row.append(base + (r * rep + b * blk) * 32 + e * esize)
+        out.append(row)
+    return out
+
+
+def mask_lanes(lo, hi, lanes):
+    bits = (lo & (2 ** 64 - 1)) | ((hi & (2 ** 64 - 1)) << 64)
+    return [bool(bits >> k & 1) for k in range(lanes)]
+
+
+def elementwise_ref(ub, dt, op, dst, srcs, repeat, blks, reps, active=None):
+    """Apply op lane by lane in repeat order (reads of a repeat before its writes)."""
+    ub = ub.copy()
+    e = np.dtype(dt).itemsize
+    lanes = 256 // e
+    d_addr = lane_addrs(dst, repeat, blks[0], reps[0], e)
+    s_addr = [lane_addrs(s, repeat, b, r, e) for s, b, r in zip(srcs, blks[1:], reps[1:])]
+    for r in range(repeat):
+        vals = []
+        for lane in range(lanes):
+            if active is not None and not active[r][lane]:
+                vals.append(None)
+                continue
+            args = [np.frombuffer(ub[a[r][lane]:a[r][lane] + e].tobytes(), dt)[0] for a in s_addr]
+            vals.append(op(*args))
+        for lane in range(lanes):
+            if vals[lane] is not None:
+                a = d_addr[r][lane]
+                ub[a:a + e] = np.frombuffer(np.array(vals[lane], dt).tobytes(), np.uint8)
+    return ub
+
+
+def tree(vals, dt):
+    """Pairwise tree sum in the element type (lane 2k + lane 2k+1, recursively)."""
+    v = [np.array(x, dt) for x in vals]
+    while len(v) > 1:
+        v = [np.array(np.float64(v[i]) + np.float64(v[i + 1])).astype(dt) for i in range(0, len(v), 2)]
+    return v[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# text form
+# ------------------------------------------------------------------------------------------------
+
+SAMPLE = """\
+.kernel @softmax target=a2a3
+.gm @x f32[64,256]
+.scalar %n i32
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x n_burst=64 len_burst=1024 src_gap=0 dst_gap=0  ; t.pto:5:3 pto.tload
+MTE2 set_flag MTE2->V id=0
+V    wait_flag MTE2->V id=0
+V    vbrcb.f32 dst=0x2e000 src=0x4000 repeat=2 blk=1 rep=8  ; t.pto:12:3 pto.trowexpandmax
+V    pipe_barrier V  ; t.pto:12:3 pto.trowexpandmax
+V    vmax.f32 dst=0x0 src0=0x1000 src1=0x2e000 repeat=16 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
+V    vcmax.f32 dst=0x100 src=0x0 repeat=16 blk=1 rep=1,8 order=value_index
+V    vconv.f32.f16 dst=0x0 src=0x100 repeat=1 blk=1,1 rep=4,8 round=z
+S    loop %i = 0 to %n step 2 {
+V      vadds.f32 dst=0x400+256*%i src0=0x0 scalar=-inf repeat=1 blk=1,1 rep=8,8
+S      ld_ub.f32 dst=%r addr=0x100+4*%i
+S      if %r>0 {
+V        vector_dup.f32 dst=0x0 scalar=%r repeat=1 blk=1 rep=8
+S      } else {
+V        vector_dup.f32 dst=0x0 scalar=0.5 repeat=1 blk=1 rep=8
+S      }
+S    }
+MTE3 copy_ubuf_to_gm.f32 dst=@x+1024*%n src=0x0 n_burst=64 len_burst=1024 src_gap=0 dst_gap=0
+S    pipe_barrier ALL
+"""
+
+
+def test_text_round_trip():
+    text = SAMPLE.replace("src0=0x0 scalar", "src=0x0 scalar")
+    p = parse_program(text)
+    assert format_program(p) == text
+    ins = p.body[0]
+    assert ins.pipe == "MTE2" and ins.opcode == "copy_gm_to_ubuf"
+    assert tuple(ins.origin) == ("t.pto", 5, 3, "pto.tload")
+    vmax = p.body[5]
+    assert vmax.args["src1_blk_stride"] == 0 and vmax.args["src1_rep_stride"] == 1
+    assert vmax.args["dtype"] == "f32"
+    loop = p.body[8]
+    assert isinstance(loop, Loop) and loop.var == "i" and loop.step == 2
+    assert parse_program(format_program(p)).to_text() == text
+
+
+def test_builder_matches_text():
+    ins = Instr.make("vmax", "f32", dst=0, src0=0x1000, src1=0x2000, repeat=16,
+                     src1_blk_stride=0, src1_rep_stride=1, origin=("t.pto", 12, 3, "pto.trowexpandmax"))
+    line = ins.to_text()
+    assert line == ("V    vmax.f32 dst=0x0 src0=0x1000 src1=0x2000 repeat=16 blk=1,1,0 rep=8,8,1"
+                    "  ; t.pto:12:3 pto.trowexpandmax")
+    p = Program("a2a3", [GmArg("x", "f32", (4,))], [Loop("i", 0, 2, 1, [ins])])
+    assert "S    loop %i = 0 to 2 step 1 {\nV      vmax.f32" in p.to_text()
+    assert parse_program(p.to_text()).to_text() == p.to_text()
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("V    vfoo.f32 dst=0x0", "unknown opcode 'vfoo'"),
+    ("V    vadd dst=0x0 src0=0x0 src1=0x0", "needs an element type"),
+    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 bogus=1", "has no operand 'bogus'"),
+    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 blk=1,1", "'blk=' of vadd takes 3"),
+    ("MTE2 vadd.f32 dst=0x0 src0=0x0 src1=0x0", "runs on pipe V, not MTE2"),
+    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=300", "exceeds REPEAT_MAX 255"),
+    ("V    vadd.f32 dst=%q src0=0x0 src1=0x0", "%q is used before it is defined"),
+    ("S    loop %i = 0 to 4 step 1 {\nV    vadd.f32 dst=0x0 src0=0x0 src1=0x0", "never closed"),
+    ("MTE2 set_flag MTE2->V id=9", "event id 9 out of range"),
+    ("MTE3 copy_ubuf_to_gm.f32 dst=@nope src=0x0 len_burst=32", "unknown GM argument @nope"),
+])
+def test_parse_errors(body, msg):
+    with pytest.raises(ProgramSyntaxError) as e:
+        parse_program(HDR + body + "\n", "bad.prog")
+    assert msg in str(e.value)
+    assert str(e.value).startswith("bad.prog:")
+
+
+# ------------------------------------------------------------------------------------------------
+# elementwise ops
+# ------------------------------------------------------------------------------------------------
+
+BIN = {"vadd": lambda a, b: a + b, "vsub": lambda a, b: a - b, "vmul": lambda a, b: a * b,
+       "vdiv": lambda a, b: a / b, "vmax": max, "vmin": min}
+
+
+@pytest.mark.parametrize("op", sorted(BIN))
+def test_binary_ops_strided_f32(op):
+    a = rng.uniform(0.5, 4, 600).astype(np.float32)
+    b = rng.uniform(0.5, 4, 600).astype(np.float32)
+    ub = ub_with(a_0x0=a, b_0x1000=b)
+    blks, reps = (1, 2, 1), (8, 16, 9)
+    body = f"V    {op}.f32 dst=0x4000 src0=0x0 src1=0x1000 repeat=3 blk=1,2,1 rep=8,16,9\n"
+    got = run_body(body, ub).ub
+    want = elementwise_ref(ub, np.float32, BIN[op], 0x4000, [0x0, 0x1000], 3, blks, reps)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dt", ["f16", "i16", "i32"])
+@pytest.mark.parametrize("op", ["vadd", "vmax", "vmul", "vsub"])
+def test_binary_ops_dtypes(dt, op):
+    t = NP[dt]
+    e = np.dtype(t).itemsize
+    n = 3 * 256 // e
+    if dt.startswith("i"):
+        info = np.iinfo(t)
+        a = rng.integers(info.min, info.max, n, dtype=t)  # products and sums overflow: wrap
+        b = rng.integers(info.min, info.max, n, dtype=t)
+        with np.errstate(over="ignore"):
+            fn = {"vadd": lambda x, y: t(x + y), "vsub": lambda x, y: t(x - y),
+                  "vmul": lambda x, y: t(x * y), "vmax": max}[op]
+    else:
+        a = rng.uniform(-4, 4, n).astype(t)
+        b = rng.uniform(-4, 4, n).astype(t)
+        fn = {"vadd": lambda x, y: t(np.float64(x) + np.float64(y)),
+              "vsub": lambda x, y: t(np.float64(x) - np.float64(y)),
+              "vmul": lambda x, y: t(np.float64(x) * np.float64(y)), "vmax": max}[op]
+    ub = ub_with(a_0x0=a, b_0x2000=b)
+    got = run_body(f"V    {op}.{dt} dst=0x4000 src0=0x0 src1=0x2000 repeat=3\n", ub).ub
+    with np.errstate(over="ignore"):
+        want = elementwise_ref(ub, t, fn, 0x4000, [0, 0x2000], 3, (1, 1, 1), (8, 8, 8))
+    assert np.array_equal(got, want)
+
+
+def test_block_stride_zero_broadcasts_one_block():
+    """TROWEXPANDMAX Mode 1/2: src1 blk stride 0, rep stride 1 reads block r for every block."""
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    s = rng.standard_normal((4, 8)).astype(np.float32)  # one 32 B block per row
+    ub = ub_with(x_0x0=x, s_0x1000=s)
+    got = run_body("V    vmax.f32 dst=0x2000 src0=0x0 src1=0x1000 repeat=4 blk=1,1,0 rep=8,8,1\n", ub).ub
+    out = read(got, 0x2000, 256, np.float32).reshape(4, 64)
+    assert np.array_equal(out, np.maximum(x, np.tile(s, (1, 8))))
+
+
+def test_nan_and_signed_zero_in_vmax_vmin():
+    a = np.array([np.nan, 1, -0.0, 0.0] * 16, np.float32)
+    b = np.array([1, np.nan, 0.0, -0.0] * 16, np.float32)
+    ub = ub_with(a_0x0=a, b_0x100=b)
+    got = run_body("V    vmax.f32 dst=0x200 src0=0x0 src1=0x100 repeat=1\n"
+                   "V    vmin.f32 dst=0x300 src0=0x0 src1=0x100 repeat=1\n", ub).ub
+    mx, mn = read(got, 0x200, 64, np.float32), read(got, 0x300, 64, np.float32)
+    assert np.isnan(mx[0]) and np.isnan(mx[1]) and np.isnan(mn[0]) and np.isnan(mn[1])
+    assert not np.signbit(mx[2]) and not np.signbit(mx[3])
+    assert np.signbit(mn[2]) and np.signbit(mn[3])
+
+
+@pytest.mark.parametrize("op,fn", [("vadds", lambda a, s: a + s), ("vmuls", lambda a, s: a * s),
+                                   ("vmaxs", max), ("vmins", min)])
+def test_scalar_ops(op, fn):
+    a = rng.uniform(-3, 3, 256).astype(np.float32)
+    ub = ub_with(a_0x0=a)
+    got = run_body(f"V    {op}.f32 dst=0x1000 src=0x0 scalar=0.75 repeat=2 blk=2,1 rep=16,8\n", ub).ub
+    want = elementwise_ref(ub, np.float32, lambda x: np.float32(fn(x, np.float32(0.75))),
+                           0x1000, [0], 2, (2, 1), (16, 8))
+    assert np.array_equal(got, want)
+
+
+UNARY = {"vexp": np.exp, "vln": np.log, "vsqrt": np.sqrt, "vrsqrt": lambda x: 1 / np.sqrt(x),
+         "vrec": lambda x: 1 / x, "vabs": np.abs, "vrelu": lambda x: np.maximum(x, 0)}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_unary_ops(op, dt):
+    t = NP[dt]
+    n = 2 * 256 // np.dtype(t).itemsize
+    lo = 0.1 if op in ("vln", "vsqrt", "vrsqrt") else -2
+    a = rng.uniform(lo, 3, n).astype(t)
+    ub = ub_with(a_0x0=a)
+    got = run_body(f"V    {op}.{dt} dst=0x1000 src=0x0 repeat=2\n", ub).ub
+    want = UNARY[op](a.astype(np.float64)).astype(t)  # computed in f64, rounded once
+    assert np.array_equal(read(got, 0x1000, n, t), want)
+
+
+# ------------------------------------------------------------------------------------------------
+# masks
+# ------------------------------------------------------------------------------------------------
+
+def test_norm_mode_partial_mask_f32_and_f16():
+    a = rng.standard_normal(128).astype(np.float32)
+    ub = ub_with(a_0x0=a, d_0x1000=np.full(128, 7, np.float32))
+    body = ("V    set_vector_mask hi=0x0 lo=0x5555555555555555\n"
+            "V    vadds.f32 dst=0x1000 src=0x0 scalar=1.0 repeat=2\n")
+    got = read(run_body(body, ub).ub, 0x1000, 128, np.float32)
+    act = mask_lanes(0x5555555555555555, 0, 64) * 2
+    want = np.where(act, a + np.float32(1), np.float32(7))
+    assert np.array_equal(got, want)
+    # f16: lanes 64..127 come from hi; first 70 lanes on (SetContinuousMask(70))
+    h = rng.standard_normal(128).astype(np.float16)
+    ub = ub_with(a_0x0=h, d_0x1000=np.zeros(128, np.float16))
+    body = ("V    set_vector_mask hi=0x3f lo=0xffffffffffffffff\n"
+            "V    vmuls.f16 dst=0x1000 src=0x0 scalar=2.0 repeat=1\n")
+    got = read(run_body(body, ub).ub, 0x1000, 128, np.float16)
+    assert np.array_equal(got[:70], h[:70] * np.float16(2)) and not got[70:].any()
+
+
+def test_count_mode_last_repeat_partial_and_strides_apply():
+    a = rng.standard_normal(256).astype(np.float32)
+    ub = ub_with(a_0x0=a)
+    body = ("V    set_mask_count\n"
+            "V    set_vector_count count=100\n"
+            "V    vadds.f32 dst=0x1000 src=0x0 scalar=1.0 repeat=0 blk=1,1 rep=16,16\n")
+    got = run_body(body, ub).ub
+    # 2 repeats, repeat 1 has 36 lanes; repeat stride 16 blocks = 128 elements
+    act = [[True] * 64, [True] * 36 + [False] * 28]
+    want = elementwise_ref(ub, np.float32, lambda x: x + np.float32(1), 0x1000, [0], 2,
+                           (1, 1), (16, 16), act)
+    assert np.array_equal(got, want)
+
+
+def test_vector_dup_masked():
+    ub = ub_with(d_0x0=np.full(64, 3, np.int32))
+    body = ("V    set_vector_mask hi=0x0 lo=0xff\n"
+            "V    vector_dup.i32 dst=0x0 scalar=-5 repeat=1\n")
+    got = read(run_body(body, ub).ub, 0, 64, np.int32)
+    assert list(got[:8]) == [-5] * 8 and list(got[8:]) == [3] * 56
+
+
+# ------------------------------------------------------------------------------------------------
+# vbrcb, reductions, vcpadd, vconv
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_vbrcb(dt):
+    t = NP[dt]
+    e = np.dtype(t).itemsize
+    s = rng.standard_normal(16).astype(t)
+    ub = ub_with(s_0x0=s)
+    # partial mask must not matter; dst blk stride 0 acts as 1
+    body = (f"V    set_vector_mask hi=0x0 lo=0x1\n"
+            f"V    vbrcb.{dt} dst=0x1000 src=0x0 repeat=2 blk=0 rep=8\n")
+    got = run_body(body, ub).ub
+    epb = 32 // e
+    want = np.repeat(s, epb)  # block i holds scalar i
+    assert np.array_equal(read(got, 0x1000, 16 * epb, t), want)
+
+
+def test_vcadd_vcmax_vcmin_per_repeat():
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    x[1, 17] = x[1, 40] = 9.0  # tie: the lowest lane wins
+    ub = ub_with(x_0x0=x)
+    body = ("V    vcadd.f32 dst=0x1000 src=0x0 repeat=3 blk=1 rep=2,8\n"
+            "V    vcmax.f32 dst=0x1100 src=0x0 repeat=3 blk=1 rep=1,8\n"
+            "V    vcmin.f32 dst=0x1200 src=0x0 repeat=3 blk=1 rep=1,8 order=value_index\n"
+            "V    vcmax.f32 dst=0x1300 src=0x0 repeat=3 blk=1 rep=1,8 order=value_index\n")
+    got = run_body(body, ub).ub
+    sums = read(got, 0x1000, 6, np.float32)[0::2]  # dst repeat stride 2 elements
+    assert [s.tobytes() for s in sums] == [tree(x[r], np.float32).tobytes() for r in range(3)]
+    assert np.array_equal(read(got, 0x1100, 3, np.float32), x.max(axis=1))
+    vi = read(got, 0x1200, 6, np.float32)
+    assert np.array_equal(vi[0::2], x.min(axis=1))
+    assert list(vi[1::2].view(np.uint32)) == list(x.argmin(axis=1))
+    vm = read(got, 0x1300, 6, np.float32)
+    assert vm[3].view(np.uint32) == 17
+
+
+def test_vcadd_count_mode_rows_of_f16():
+    x = rng.standard_normal((4, 128)).astype(np.float16)
+    ub = ub_with(x_0x0=x)
+    body = ("V    set_mask_count\nV    set_vector_count count=500\n"
+            "V    vcadd.f16 dst=0x1000 src=0x0 repeat=0 blk=1 rep=1,8\n")
+    got = read(run_body(body, ub).ub, 0x1000, 4, np.float16)
+    want = [tree(x[r], np.float16) for r in range(3)] + [tree(list(x[3, :116]) + [0] * 12, np.float16)]
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+def test_vcgadd_vcgmax_per_block():
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    ub = ub_with(x_0x0=x)
+    body = ("V    vcgadd.f32 dst=0x1000 src=0x0 repeat=2 blk=1 rep=1,8\n"
+            "V    vcgmax.f32 dst=0x1100 src=0x0 repeat=2 blk=1 rep=2,8\n")
+    got = run_body(body, ub).ub
+    blocks = x.reshape(2, 8, 8)
+    s = read(got, 0x1000, 16, np.float32)
+    want = [tree(blocks[r, b], np.float32) for r in range(2) for b in range(8)]
+    assert [v.tobytes() for v in s] == [w.tobytes() for w in want]
+    m = read(got, 0x1100, 32, np.float32)  # dst rep stride 2 x 8 elements
+    assert np.array_equal(m[:8], blocks[0].max(axis=1)) and np.array_equal(m[16:24], blocks[1].max(axis=1))
+
+
+def test_vcpadd_pairs_and_block_rep_stride():
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    ub = ub_with(x_0x0=x, d_0x1000=np.full(64, 5, np.float32))
+    # dst rep stride 8 blocks = 64 elements: row r's 32 pair sums at 0x1000 + r*256
+    got = run_body("V    vcpadd.f32 dst=0x1000 src=0x0 repeat=2 blk=1 rep=8,8\n", ub).ub
+    out = read(got, 0x1000, 128, np.float32).reshape(2, 64)
+    assert np.array_equal(out[:, :32], x[:, 0::2] + x[:, 1::2])
+    assert np.all(out[0, 32:] == 5)
+    # count mode, even count 10: 5 pair sums, the rest untouched
+    ub = ub_with(x_0x0=x, d_0x1000=np.full(64, 5, np.float32))
+    body = "V    set_mask_count\nV    set_vector_count count=10\nV    vcpadd.f32 dst=0x1000 src=0x0 repeat=0\n"
+    out = read(run_body(body, ub).ub, 0x1000, 64, np.float32)
+    assert np.array_equal(out[:5], x[0, 0:10:2] + x[0, 1:10:2]) and np.all(out[5:] == 5)
+
+
+def test_vconv():
+    x = np.array([1.5, 2.5, -1.5, 1e6, 3.25, -0.0] + [0.1] * 58, np.float32)  # 1e6 -> f16 inf
+    ub = ub_with(x_0x0=x)
+    body = ("V    vconv.f32.f16 dst=0x1000 src=0x0 repeat=1 blk=1,1 rep=4,8\n"
+            "V    vconv.f32.i32 dst=0x2000 src=0x0 repeat=1 round=z\n"
+            "V    vconv.f32.i32 dst=0x3000 src=0x0 repeat=1\n")
+    got = run_body(body, ub).ub
+    with np.errstate(over="ignore"):
+        assert np.array_equal(read(got, 0x1000, 64, np.float16), x.astype(np.float16))
+    assert list(read(got, 0x2000, 6, np.int32)) == [1, 2, -1, 1000000, 3, 0]
+    assert list(read(got, 0x3000, 6, np.int32)) == [2, 2, -2, 1000000, 3, 0]
+    h = rng.standard_normal(64).astype(np.float16)
+    got = run_body("V    vconv.f16.f32 dst=0x1000 src=0x0 repeat=1\n", ub_with(h_0x0=h)).ub
+    assert np.array_equal(read(got, 0x1000, 64, np.float32), h.astype(np.float32))
+
+
+def test_in_place_overlap_runs_repeats_in_order():
+    """dst of repeat 0 is src0 of repeat 1: repeat 1 must read the new values."""
+    a = np.arange(192, dtype=np.float32)
+    ub = ub_with(a_0x0=a)
+    body = "V    vadds.f32 dst=0x100 src=0x0 scalar=1.0 repeat=2 blk=1,1 rep=8,8\n"
+    got = read(run_body(body, ub).ub, 0, 192, np.float32)
+    assert np.array_equal(got[:64], a[:64])
+    assert np.array_equal(got[64:128], a[:64] + 1)
+    assert np.array_equal(got[128:], a[:64] + 2)
+
+
+def test_row_max_compaction_from_the_headers():
+    """§3.3 fast path: vmax(tmp, tmp, tmp+8, 8 repeats, blk 1,2,2, rep 8,16,16) on [64,16]."""
+    t = rng.standard_normal((64, 16)).astype(np.float32)
+    ub = ub_with(t_0x0=t)
+    got = run_body("V    vmax.f32 dst=0x0 src0=0x0 src1=0x20 repeat=8 blk=1,2,2 rep=8,16,16\n", ub).ub
+    want = elementwise_ref(ub, np.float32, max, 0, [0, 0x20], 8, (1, 2, 2), (8, 16, 16))
+    assert np.array_equal(got, want)
+    assert np.array_equal(read(got, 0, 512, np.float32).reshape(64, 8), np.maximum(t[:, :8], t[:, 8:]))
+
+
+# ------------------------------------------------------------------------------------------------
+# copies
+# ------------------------------------------------------------------------------------------------
+
+def test_copies_with_gaps_and_padding():
+    x = rng.standard_normal((4, 10)).astype(np.float32)
+    prog = parse_program(HDR + """\
+.gm @x f32[4,10]
+.gm @y f32[4,10]
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+8 n_burst=3 len_burst=20 src_gap=20 dst_gap=1 right_pad=3 pad_value=-1.0
+MTE2 set_flag MTE2->V id=0
+V    wait_flag MTE2->V id=0
+V    copy_ubuf_to_ubuf dst=0x1000 src=0x0 n_burst=3 len_burst=1 src_gap=1 dst_gap=0
+V    set_flag V->MTE3 id=1
+MTE3 wait_flag V->MTE3 id=1
+MTE3 copy_ubuf_to_gm.f32 dst=@y+4 src=0x0 n_burst=3 len_burst=20 src_gap=1 dst_gap=20
+""")
+    r = execute(prog, {"x": x})
+    flat = x.reshape(-1)
+    ub = r.ub
+    for i in range(3):  # burst i: 5 elements at GM byte 8 + i*40, UB block 2*i
+        row = read(ub, 64 * i, 8, np.float32)
+        assert np.array_equal(row[:5], flat[2 + 10 * i: 7 + 10 * i])
+        assert np.array_equal(row[5:8], [-1, -1, -1])
+    cp = read(ub, 0x1000, 24, np.float32).reshape(3, 8)  # blocks 0, 2, 4 packed
+    assert np.array_equal(cp, np.stack([read(ub, 64 * i, 8, np.float32) for i in range(3)]))
+    y = r.outputs["y"].reshape(-1)
+    for i in range(3):  # UB burst i at 64*i (stride 2 blocks) -> GM byte 4 + i*40
+        assert np.array_equal(y[1 + 10 * i: 6 + 10 * i], flat[2 + 10 * i: 7 + 10 * i])
+    assert y[0] == 0 and y[6] == 0
+
+
+def test_gm_out_of_bounds_names_the_argument():
+    body = """.gm @x f32[4,8]
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+64 n_burst=4 len_burst=32  ; k.pto:3:5 pto.tload
+"""
+    with pytest.raises(ExecutionError) as e:
+        run_body(body)
+    f = e.value.findings[0]
+    assert f.kind == "bounds" and "@x" in f.message and "[16, 48)" in f.message
+    assert e.value.exit_code == 4
+    assert e.value.diagnostics[0].line == 3
+
+
+def test_ub_out_of_range():
+    with pytest.raises(ExecutionError) as e:
+        run_body("V    vadd.f32 dst=0x2ff00 src0=0x0 src1=0x0 repeat=2\n")
+    assert e.value.findings[0].kind == "bounds" and "192 KiB" in e.value.findings[0].message
+
+
+def test_alignment_checked():
+    with pytest.raises(ExecutionError) as e:
+        run_body("V    vadd.f32 dst=0x10 src0=0x0 src1=0x0 repeat=1\n")
+    assert e.value.findings[0].kind == "align"
+
+
+# ------------------------------------------------------------------------------------------------
+# hazards
+# ------------------------------------------------------------------------------------------------
+
+PIPELINE = """.gm @x f32[16,64]
+.gm @y f32[16,64]
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x n_burst=1 len_burst=4096  ; k.pto:4:3 pto.tload
+MTE2 set_flag MTE2->V id=0  ; k.pto:4:3 pto.tload
+V    wait_flag MTE2->V id=0  ; k.pto:5:3 pto.texp
+V    vexp.f32 dst=0x1000 src=0x0 repeat=16  ; k.pto:5:3 pto.texp
+V    pipe_barrier V  ; k.pto:6:3 pto.tadds
+V    vadds.f32 dst=0x1000 src=0x1000 scalar=1.0 repeat=16  ; k.pto:6:3 pto.tadds
+V    set_flag V->MTE3 id=0  ; k.pto:7:3 pto.tstore
+MTE3 wait_flag V->MTE3 id=0  ; k.pto:7:3 pto.tstore
+MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x1000 n_burst=1 len_burst=4096  ; k.pto:7:3 pto.tstore
+"""
+
+
+def test_correct_program_reports_nothing():
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    r = run_body(PIPELINE, inputs={"x": x})
+    assert r.findings == []
+    assert np.array_equal(r.outputs["y"], (np.exp(x.astype(np.float64)).astype(np.float32) + np.float32(1)))
+
+
+def drop(text, *needles):
+    lines = text.splitlines(keepends=True)
+    out = [ln for ln in lines if not any(n in ln for n in needles)]
+    assert len(out) == len(lines) - len(needles)
+    return "".join(out)
+
+
+def test_missing_flag_pair_is_a_race_naming_both():
+    body = drop(PIPELINE, "set_flag MTE2->V", "wait_flag MTE2->V")
+    with pytest.raises(ExecutionError) as e:
+        run_body(body, inputs={"x": np.ones((16, 64), np.float32)})
+    races = [f for f in e.value.findings if f.kind == "race"]
+    assert len(races) == 1
+    m = races[0].message
+    assert "RAW" in m and "vexp.f32" in m and "copy_gm_to_ubuf.f32" in m
+    assert "k.pto:5:3 pto.texp" in m and "k.pto:4:3 pto.tload" in m
+    assert "MTE2 to V" in m
+    assert e.value.result is not None and e.value.exit_code == 4
+
+
+def test_missing_barrier_is_a_same_pipe_race():
+    with pytest.raises(ExecutionError) as e:
+        run_body(drop(PIPELINE, "pipe_barrier V"), inputs={"x": np.ones((16, 64), np.float32)})
+    (f,) = e.value.findings
+    assert f.kind == "race" and "no pipe_barrier V" in f.message and "vadds.f32" in f.message
+
+
+def test_missing_set_flag_alone_is_a_deadlock():
+    with pytest.raises(ExecutionError) as e:
+        run_body(drop(PIPELINE, "set_flag V->MTE3"))
+    (f,) = e.value.findings
+    assert f.kind == "deadlock" and "wait_flag V->MTE3 id=0" in f.message
+
+
+def test_wait_flag_on_scalar_pipe_without_set_is_a_deadlock():
+    with pytest.raises(ExecutionError) as e:
+        run_body("V    vadds.f32 dst=0x0 src=0x0 scalar=1.0 repeat=1\nS    wait_flag V->S id=0\n")
+    assert e.value.findings[0].kind == "deadlock"
+
+
+def test_war_across_pipes():
+    """MTE2 reloads a buffer V is still reading: WAR unless V signals MTE2."""
+    body = """.gm @x f32[64]
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x len_burst=256
+MTE2 set_flag MTE2->V id=0
+V    wait_flag MTE2->V id=0
+V    vadds.f32 dst=0x100 src=0x0 scalar=1.0 repeat=1
+{sync}MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x len_burst=256
+"""
+    with pytest.raises(ExecutionError) as e:
+        run_body(body.format(sync=""))
+    war = [f for f in e.value.findings if "(WAR)" in f.message]
+    assert len(war) == 1 and "overwrites what 'V vadds.f32" in war[0].message
+    r = run_body(body.format(sync="V    set_flag V->MTE2 id=1\nMTE2 wait_flag V->MTE2 id=1\n"))
+    assert r.findings == []
+
+
+def test_flag_chain_is_transitive_and_scalar_reads_need_flags():
+    """V writes, V->S flag, S reads with ld_ub, S->MTE3 flag... MTE3 may store V's bytes."""
+    body = """.gm @y f32[64]
+V    vector_dup.f32 dst=0x0 scalar=2.5 repeat=1
+V    set_flag V->S id=0
+S    wait_flag V->S id=0
+S    ld_ub.f32 dst=%v addr=0x8
+S    sadd.f32 dst=%w src0=%v src1=1.0
+S    st_ub.f32 addr=0x4 src=%w
+S    set_flag S->MTE3 id=0
+MTE3 wait_flag S->MTE3 id=0
+MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x0 len_burst=256
+"""
+    r = run_body(body)
+    assert r.findings == [] and r.scalars["v"] == 2.5
+    assert list(r.outputs["y"][:3]) == [2.5, 3.5, 2.5]
+    with pytest.raises(ExecutionError) as e:
+        run_body(drop(body, "set_flag V->S", "wait_flag V->S"))
+    assert "ld_ub.f32" in e.value.findings[0].message
+
+
+def test_loops_with_ping_pong_events_and_address_expressions():
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    body = """.gm @x f32[4,64]
+.gm @y f32[4,64]
+MTE3 set_flag MTE3->MTE2 id=0
+MTE3 set_flag MTE3->MTE2 id=1
+S    loop %i = 0 to 4 step 1 {
+MTE2   wait_flag MTE3->MTE2 id=%i%2
+MTE2   copy_gm_to_ubuf.f32 dst=0x200*(%i%2) src=@x+256*%i len_burst=256
+MTE2   set_flag MTE2->V id=%i%2
+V      wait_flag MTE2->V id=%i%2
+V      vmuls.f32 dst=0x1000+0x100*(%i%2) src=0x200*(%i%2) scalar=2.0 repeat=1
+V      set_flag V->MTE3 id=%i%2
+MTE3   wait_flag V->MTE3 id=%i%2
+MTE3   copy_ubuf_to_gm.f32 dst=@y+256*%i src=0x1000+0x100*(%i%2) len_burst=256
+MTE3   set_flag MTE3->MTE2 id=%i%2
+S    }
+MTE2 wait_flag MTE3->MTE2 id=0
+MTE2 wait_flag MTE3->MTE2 id=1
+"""
+    r = run_body(body, inputs={"x": x})
+    assert r.findings == [] and np.array_equal(r.outputs["y"], x * 2)
+    assert r.counts["vmuls"] == 4
+    # without the MTE3->MTE2 back-edge events, iteration 2 reloads a buffer iteration 0's
+    # vmuls read (WAR V->MTE2 is ordered by the chain? no: V->MTE3 only) -> a race is found
+    bad = body.replace("MTE2   wait_flag MTE3->MTE2 id=%i%2\n", "")
+    bad = drop(bad, "MTE2 wait_flag MTE3->MTE2 id=0", "MTE2 wait_flag MTE3->MTE2 id=1")
+    with pytest.raises(ExecutionError) as e:
+        run_body(bad, inputs={"x": x})
+    assert e.value.kinds == {"race"} and "[%i=2]" in e.value.findings[0].message
+
+
+def test_blocks_split_work_and_cross_block_conflicts():
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    body = """.gm @x f32[2,64]
+.gm @y f32[2,64]
+S    get_block_idx dst=%b
+MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+256*%b len_burst=256
+MTE2 set_flag MTE2->V id=0
+V    wait_flag MTE2->V id=0
+V    vadds.f32 dst=0x0 src=0x0 scalar=%b repeat=1
+V    set_flag V->MTE3 id=0
+MTE3 wait_flag V->MTE3 id=0
+MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%b src=0x0 len_burst=256
+"""
+    r = run_body(body, inputs={"x": x}, blocks=2)
+    assert r.findings == [] and np.array_equal(r.outputs["y"], x + np.array([[0], [1]], np.float32))
+    with pytest.raises(ExecutionError) as e:
+        run_body(body.replace("dst=@y+256*%b", "dst=@y"), inputs={"x": x}, blocks=2)
+    assert "different blocks (0 and 1)" in e.value.findings[0].message
+
+
+# ------------------------------------------------------------------------------------------------
+# a softmax-sized program: correct, race-free, and fast
+# ------------------------------------------------------------------------------------------------
+
+def softmax_program(R=64, C=256):
+    """Row softmax on R x C f32 as the a2a3 headers build it (vector_isa.md §3.1, §3.3)."""
+    assert C % 64 == 0 and C >= 128 and R <= 255
+    X, T, TMP, MAX, SUM, SCR = 0x0, 0x10000, 0x20000, 0x24000, 0x24100, 0x2E000
+    rs = C // 8  # row stride in blocks
+    L = []
+    o = lambda line, op: L.append(f"{line}  ; softmax.pto:{op[1]}:3 pto.{op[0]}")  # noqa: E731
+
+    o(f"MTE2 copy_gm_to_ubuf.f32 dst={X:#x} src=@x n_burst={R} len_burst={C * 4}", ("tload", 4))
+    o("MTE2 set_flag MTE2->V id=0", ("tload", 4))
+    o("V    wait_flag MTE2->V id=0", ("trowmax", 5))
+
+    def rowreduce(op, red, src, dst, tag):
+        o("V    set_mask_count", tag)
+        o(f"V    set_vector_count count={R * 64}", tag)
+        o(f"V    {op}.f32 dst={TMP:#x} src0={src:#x} src1={src + 256:#x} repeat=0 rep=8,{rs},{rs}", tag)
+        for k in range(2, C // 64):
+            o("V    pipe_barrier V", tag)
+            o(f"V    {op}.f32 dst={TMP:#x} src0={TMP:#x} src1={src + 256 * k:#x} repeat=0 rep=8,8,{rs}", tag)
+        o("V    pipe_barrier V", tag)
+        o(f"V    {red}.f32 dst={dst:#x} src={TMP:#x} repeat=0 blk=1 rep=1,8", tag)
+        o("V    set_mask_norm", tag)
+        o("V    set_vector_mask hi=0xffffffffffffffff lo=0xffffffffffffffff", tag)
+        o("V    pipe_barrier V", tag)
+
+    def rowexpand(op, src0, col, dst, tag):
+        o(f"V    vbrcb.f32 dst={SCR:#x} src={col:#x} repeat={-(-R // 8)} blk=1 rep=8", tag)
+        o("V    pipe_barrier V", tag)
+        for k in range(C // 64):
+            o(f"V    {op}.f32 dst={dst + 256 * k:#x} src0={src0 + 256 * k:#x} src1={SCR:#x} "
+              f"repeat={R} blk=1,1,0 rep={rs},{rs},1", tag)
+        o("V    pipe_barrier V", tag)
+
+    rowreduce("vmax", "vcmax", X, MAX, ("trowmax", 5))
+    rowexpand("vsub", X, MAX, T, ("trowexpandsub", 6))
+    n = R * C // 64
+    done = 0
+    while done < n:
+        k = min(255, n - done)
+        o(f"V    vexp.f32 dst={T + done * 256:#x} src={T + done * 256:#x} repeat={k}", ("texp", 7))
+        done += k
+    o("V    pipe_barrier V", ("texp", 7))
+    rowreduce("vadd", "vcadd", T, SUM, ("trowsum", 8))
+    rowexpand("vdiv", T, SUM, T, ("trowexpanddiv", 9))
+    o("V    set_flag V->MTE3 id=0", ("tstore", 10))
+    o("MTE3 wait_flag V->MTE3 id=0", ("tstore", 10))
+    o(f"MTE3 copy_ubuf_to_gm.f32 dst=@y src={T:#x} n_burst={R} len_burst={C * 4}", ("tstore", 10))
+    return (f".kernel @softmax target=a2a3\n.gm @x f32[{R},{C}]\n.gm @y f32[{R},{C}]\n"
+            + "\n".join(L) + "\n")
+
+
+def test_softmax_64x256_is_right_race_free_and_fast():
+    text = softmax_program()
+    prog = parse_program(text, "softmax.prog")
+    x = rng.standard_normal((64, 256)).astype(np.float32) * 4
+    execute(prog, {"x": x})  # warm-up (imports, caches)
+    t0 = time.perf_counter()
+    r = execute(prog, {"x": x})
+    dt = time.perf_counter() - t0
+    assert r.findings == []
+    xd = x.astype(np.float64)
+    want = np.exp(xd - xd.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    assert np.allclose(r.outputs["y"], want, rtol=1e-5, atol=1e-7)
+    assert dt < 0.5, f"softmax 64x256 took {dt:.3f} s"
+
+
+def test_softmax_every_deleted_sync_is_found():
+    text = softmax_program(R=16, C=128)
+    lines = text.splitlines()
+    x = rng.standard_normal((16, 128)).astype(np.float32)
+    barriers = [i for i, ln in enumerate(lines) if "pipe_barrier V" in ln]
+    unneeded = []
+    for i in barriers:
+        try:
+            execute(parse_program("\n".join(lines[:i] + lines[i + 1:])), {"x": x})
+            unneeded.append(i)
+        except ExecutionError as e:
+            assert e.kinds == {"race"}
+    # every barrier between dependent vector instructions is needed; only the last one, right
+    # before set_flag V->MTE3 (which waits for every earlier V instruction), is redundant
+    assert len(barriers) == 9 and unneeded == [barriers[-1]]
+    assert "set_flag V->MTE3" in lines[barriers[-1] + 1]
+    for src, dst in (("MTE2", "V"), ("V", "MTE3")):
+        s = next(i for i, ln in enumerate(lines) if f"set_flag {src}->{dst}" in ln)
+        w = next(i for i, ln in enumerate(lines) if f"wait_flag {src}->{dst}" in ln)
+        both = [ln for i, ln in enumerate(lines) if i not in (s, w)]
+        with pytest.raises(ExecutionError) as e:
+            execute(parse_program("\n".join(both)), {"x": x})
+        assert e.value.kinds == {"race"}
+        only_set = [ln for i, ln in enumerate(lines) if i != s]
+        with pytest.raises(ExecutionError) as e:
+            execute(parse_program("\n".join(only_set)), {"x": x})
+        assert e.value.kinds == {"deadlock"}
