@@ -965,3 +965,68 @@ func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) {{
     x = np.arange(-32, 32, dtype=np.float32).reshape(8, 8)
     out = R.evaluate(m, {"x": x, "y": np.zeros((8, 8), np.float32)})
     np.testing.assert_array_equal(out["y"], np.abs(x))
+
+
+@pytest.mark.parametrize("op,want", [
+    ("tcolexpandadd", [[11, 22, 33], [14, 25, 36]]),
+    ("tcolexpandmul", [[10, 40, 90], [40, 100, 180]]),
+    ("tcolexpandmin", [[1, 2, 3], [4, 5, 6]]),
+])
+def test_tcolexpand_more_ops_by_hand(op, want):
+    x = f32([1, 2, 3], [4, 5, 6])
+    c = f32([10, 20, 30])
+    assert run1(op, [T(2, 3), T(1, 3)], T(2, 3), x, c).tolist() == want
+
+
+def test_tcolexpandmin_signed_zero_and_nan_i16_wrap():
+    got = run1("tcolexpandmin", [T(2, 2), T(1, 2)], T(2, 2), f32([0.0, 1], [-0.0, np.nan]), f32([-0.0, 2]))
+    assert np.signbit(got[:, 0]).tolist() == [True, True] and bits(got)[1, 1] == NAN32
+    x = np.array([[32767, -32768]], np.int16)
+    got = run1("tcolexpandadd", [T(1, 16, "i16", valid=(1, 2)), T(1, 16, "i16", valid=(1, 2))],
+               T(1, 16, "i16", valid=(1, 2)), x, np.array([[1, -1]], np.int16))
+    assert got.tolist() == [[-32768, 32767]]
+
+
+def test_broadcasts_with_valid_smaller_than_tile():
+    got = run1("trowexpand", [T(8, 1, valid=(3, 1), col=True, pad=2)], T(8, 16, valid=(3, 5)), f32([1], [2], [3]))
+    assert got.tolist() == [[1] * 5, [2] * 5, [3] * 5]
+    got = run1("tcolexpand", [T(2, 16, valid=(1, 5), pad=2)], T(8, 16, valid=(3, 5)), f32([1, 2, 3, 4, 5]))
+    assert got.tolist() == [[1, 2, 3, 4, 5]] * 3
+    i8 = np.array([[-128], [127]], np.int8)
+    got = run1("trowexpand", [T(32, 1, "i8", valid=(2, 1), col=True)], T(2, 32, "i8", valid=(2, 3)), i8)
+    assert got.tolist() == [[-128] * 3, [127] * 3]
+
+
+def test_texpands_integer_scalar_wraps_and_float_to_int_rounds():
+    m = parse(f"""
+func.func @k(%s: i32, %f: f32) -> ({T(1, 32, "i8", valid=(1, 2))}, {T(1, 32, "i8", valid=(1, 2))}) {{
+  %d = pto.texpands %s : (i32) -> {T(1, 32, "i8", valid=(1, 2))}
+  %e = pto.texpands %f : (f32) -> {T(1, 32, "i8", valid=(1, 2))}
+  func.return %d, %e : {T(1, 32, "i8", valid=(1, 2))}, {T(1, 32, "i8", valid=(1, 2))}
+}}""")
+    out = R.evaluate(m, {"s": 300, "f": 2.5})
+    assert out["result0"].tolist() == [[44, 44]] and out["result1"].tolist() == [[2, 2]]
+
+
+def test_tmov_l2_keeps_the_rest_of_dst():
+    t = T(2, 8, valid=(2, 3), buf=True)
+    m = parse(f"""
+func.func @k(%s: {t}, %d: {t}) {{
+  pto.tmov ins(%s : {t}) outs(%d : {t})
+  func.return
+}}""")
+    fn = R.select_entry(m)
+    s, d = (R.new_tile(a.type, (2, 3)) for a in fn.body.blocks[0].args)
+    s.data[...] = np.arange(16, dtype=np.float32).reshape(2, 8)
+    d.data[...] = -1
+    R.Evaluator(m).call(fn, [s, d])
+    assert d.data.tolist() == [[0, 1, 2] + [-1] * 5, [8, 9, 10] + [-1] * 5]
+
+
+def test_tcvt_l1_f16_to_f32_and_i32_to_f16_through_the_evaluator():
+    h = np.array([[65504, -0.0, 2 ** -24, np.inf]], np.float16)
+    got = run1("tcvt", [T(1, 16, "f16", valid=(1, 4))], T(1, 8, "f32", valid=(1, 4)), h)
+    assert got.tolist() == [[65504, 0, 2 ** -24, np.inf]] and np.signbit(got[0, 1])
+    i = np.array([[65519, 65520, -70000, 2049]], np.int32)
+    got = run1("tcvt", [T(1, 8, "i32", valid=(1, 4))], T(1, 16, "f16", valid=(1, 4)), i)
+    assert got.tolist() == [[65504, np.inf, -np.inf, 2048]]
