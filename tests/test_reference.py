@@ -1030,3 +1030,34 @@ def test_tcvt_l1_f16_to_f32_and_i32_to_f16_through_the_evaluator():
     i = np.array([[65519, 65520, -70000, 2049]], np.int32)
     got = run1("tcvt", [T(1, 8, "i32", valid=(1, 4))], T(1, 16, "f16", valid=(1, 4)), i)
     assert got.tolist() == [[65504, np.inf, -np.inf, 2048]]
+
+
+def test_gm_shape_two_views_is_1d_covering_both_and_unused_is_empty():
+    t = "!pto.tile_buf<vec, 2x8xf32>"
+    pv = "!pto.partition_tensor_view<2x8xf32>"
+    m = parse(f"""
+func.func @k(%x: !pto.ptr<f32>, %unused: !pto.ptr<f32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %a = pto.make_tensor_view %x, shape = [%c2, %c8], strides = [%c8, %c1] : !pto.tensor_view<2x8xf32>
+  %b = pto.make_tensor_view %x, shape = [%c3, %c8], strides = [%c8, %c1] : !pto.tensor_view<3x8xf32>
+  %ap = pto.partition_view %a, offsets = [%c0, %c0], sizes = [%c2, %c8] : !pto.tensor_view<2x8xf32> -> {pv}
+  %bp = pto.partition_view %b, offsets = [%c1, %c0], sizes = [%c2, %c8] : !pto.tensor_view<3x8xf32> -> {pv}
+  %t = pto.alloc_tile : {t}
+  pto.tload ins(%ap : {pv}) outs(%t : {t})
+  pto.tmuls ins(%t, %c2f : {t}, f32) outs(%t : {t})
+  pto.tstore ins(%t : {t}) outs(%bp : {pv})
+  func.return
+}}""".replace("%c2f", "%two").replace("  %c8 = arith", "  %two = arith.constant 2.0 : f32\n  %c8 = arith"))
+    fn = R.select_entry(m)
+    x, unused = R.kernel_args(fn)
+    assert R.gm_shape(fn, x) == (24,) and R.gm_shape(fn, unused) == (0,)
+    g = np.arange(24, dtype=np.float32)
+    out = R.evaluate(m, {"x": g, "unused": np.zeros(0, np.float32)})
+    assert list(out) == ["x"]
+    want = g.copy()
+    want[8:24] = g[0:16] * 2
+    np.testing.assert_array_equal(out["x"], want)
