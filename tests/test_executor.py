@@ -733,3 +733,87 @@ def test_softmax_every_deleted_sync_is_found():
         with pytest.raises(ExecutionError) as e:
             execute(parse_program("\n".join(only_set)), {"x": x})
         assert e.value.kinds == {"deadlock"}
+
+
+# ------------------------------------------------------------------------------------------------
+# cycle model
+# ------------------------------------------------------------------------------------------------
+
+from pto_compiler.runtime.cycles import CYCLE_TABLES, estimate, simulate  # noqa: E402
+
+
+def test_cycle_stats_of_softmax():
+    prog = parse_program(softmax_program())
+    r = execute(prog, {"x": rng.standard_normal((64, 256)).astype(np.float32)})
+    st = simulate(r.trace)
+    d = st.to_dict()
+    assert d["instruction_counts"] == r.counts
+    assert d["instructions"] == sum(r.counts.values())
+    assert set(d["pipes"]) == {"S", "V", "MTE2", "MTE3"}
+    assert d["pipes"]["MTE2"]["instructions"] == 2 and d["pipes"]["V"]["instructions"] == sum(
+        v for k, v in r.counts.items() if k not in ("copy_gm_to_ubuf", "copy_ubuf_to_gm")) - 2
+    assert all(p["busy_cycles"] <= d["total_cycles"] for p in d["pipes"].values())
+    # the three pipes run one after the other here (load, compute, store): no overlap
+    assert d["total_cycles"] >= d["pipes"]["V"]["busy_cycles"] + d["pipes"]["MTE2"]["busy_cycles"]
+    import json
+    assert json.loads(st.to_json())["total_cycles"] == d["total_cycles"]
+    assert "V" in st.to_text() and "total" in st.to_text()
+    assert st.chrome_trace()["traceEvents"]
+
+
+def test_cycles_scale_with_repeats_and_barriers_add_latency():
+    t = CYCLE_TABLES["a2a3"].ops["vadd"]
+
+    def total(body):
+        return simulate(run_body(body, check=False).trace)
+
+    a = total("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=100\n")
+    b = total("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=200\n")
+    assert b.pipes["V"].busy - a.pipes["V"].busy == pytest.approx(100 * t.per_unit)
+    two = "V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=10\n{}V    vadd.f32 dst=0x1000 src0=0x0 src1=0x0 repeat=10\n"
+    free = total(two.format(""))
+    barrier = total(two.format("V    pipe_barrier V\n"))
+    assert barrier.total_cycles - free.total_cycles >= t.latency
+
+
+def test_double_buffering_overlaps_pipes():
+    body = """.gm @x f32[8,2048]
+.gm @y f32[8,2048]
+MTE3 set_flag MTE3->MTE2 id=0
+MTE3 set_flag MTE3->MTE2 id=1
+S    loop %i = 0 to 8 step 1 {
+MTE2   wait_flag MTE3->MTE2 id=%i%2
+MTE2   copy_gm_to_ubuf.f32 dst=0x2000*(%i%2) src=@x+8192*%i len_burst=8192
+MTE2   set_flag MTE2->V id=%i%2
+V      wait_flag MTE2->V id=%i%2
+V      vexp.f32 dst=0x4000+0x2000*(%i%2) src=0x2000*(%i%2) repeat=32
+V      set_flag V->MTE3 id=%i%2
+MTE3   wait_flag V->MTE3 id=%i%2
+MTE3   copy_ubuf_to_gm.f32 dst=@y+8192*%i src=0x4000+0x2000*(%i%2) len_burst=8192
+MTE3   set_flag MTE3->MTE2 id=%i%2
+S    }
+MTE2 wait_flag MTE3->MTE2 id=0
+MTE2 wait_flag MTE3->MTE2 id=1
+"""
+    x = rng.standard_normal((8, 2048)).astype(np.float32)
+    r = run_body(body, inputs={"x": x})
+    assert r.findings == []
+    assert np.array_equal(r.outputs["y"], np.exp(x.astype(np.float64)).astype(np.float32))
+    st = simulate(r.trace)
+    busy = sum(p.busy for n, p in st.pipes.items() if n != "S")
+    assert st.total_cycles < busy  # MTE2, V and MTE3 work overlaps
+    assert st.to_dict()["loop_trips"] == 8
+
+
+def test_blocks_run_in_parallel_in_the_cycle_model():
+    body = """.gm @y f32[2,64]
+V    vector_dup.f32 dst=0x0 scalar=%block_idx repeat=1
+V    set_flag V->MTE3 id=0
+MTE3 wait_flag V->MTE3 id=0
+MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%block_idx src=0x0 len_burst=256
+"""
+    prog = parse_program(HDR + body)
+    one, two = estimate(prog), estimate(prog, blocks=2)
+    assert two.blocks == 2 and len(two.per_block_cycles) == 2
+    assert two.total_cycles == pytest.approx(one.total_cycles)
+    assert two.counts["copy_ubuf_to_gm"] == 2
