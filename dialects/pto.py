@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     Signedness,
     StringAttr,
 )
@@ -45,12 +46,14 @@ from xdsl.irdl import (
     opt_operand_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_region_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.runtime import elementwise
@@ -302,6 +305,17 @@ class TileBufType(TileLikeType):
         return list(cls(elt, shape, loc=loc, **keys).parameters)  # type: ignore[arg-type]
 
 
+def _compare_by_parameters(*classes: type[ParametrizedAttribute]) -> None:
+    """The dataclass ``__eq__`` irdl makes for a subclass sees only the subclass's own fields;
+    these types declare theirs on a shared base, so compare the parameter tuples instead."""
+    for cls in classes:
+        cls.__eq__ = lambda self, other: type(self) is type(other) and self.parameters == other.parameters
+        cls.__hash__ = lambda self: hash((type(self), self.parameters))
+
+
+_compare_by_parameters(TileType, TileBufType)
+
+
 def is_tile(t: Attribute) -> bool:
     return isinstance(t, TileLikeType)
 
@@ -339,6 +353,9 @@ class TensorViewType(_ShapedViewType):
 @irdl_attr_definition
 class PartitionTensorViewType(_ShapedViewType):
     name = "pto.partition_tensor_view"
+
+
+_compare_by_parameters(TensorViewType, PartitionTensorViewType)
 
 
 @irdl_attr_definition
@@ -593,6 +610,8 @@ class TileOp(IRDLOperation):
 
     # ---- verification -----------------------------------------------------------------
     def verify_(self) -> None:
+        if any(isinstance(v.type, MemRefType) for v in (*self.ins, *self.outs, *self.res)):
+            return  # a lowered (memref) form of the corpus: parsed and type-checked by xDSL, not run
         if self.outs and self.res and self.FAMILY != "other":
             raise VerifyException("a tile op takes either `outs` (L2) or results (L1), not both")
         if self.outs:
@@ -1174,7 +1193,9 @@ class MakeTensorViewOp(IRDLOperation):
             raise VerifyException("result must be a !pto.tensor_view")
         if len(self.shape_) != len(self.strides_):
             raise VerifyException(f"shape has {len(self.shape_)} entries but strides has {len(self.strides_)}")
-        if len(self.shape_) != len(rt.dims):
+        # PTOAS's older spelling `!pto.tensor_view<2xf32>` gives the rank, not a size.
+        legacy_rank = len(rt.dims) == 1 and rt.dims[0] == len(self.shape_)
+        if len(self.shape_) != len(rt.dims) and not legacy_rank:
             raise VerifyException(f"shape has {len(self.shape_)} entries but the view type has rank {len(rt.dims)}")
         if len(self.ptr) != 1:
             raise VerifyException("expects one pointer operand")
@@ -1238,7 +1259,8 @@ class PartitionViewOp(IRDLOperation):
         if len(self.offsets) != len(self.sizes):
             raise VerifyException(f"{len(self.offsets)} offsets but {len(self.sizes)} sizes")
         st = self.source[0].type
-        if isinstance(st, TensorViewType) and len(self.offsets) != len(st.dims):
+        legacy_rank = isinstance(st, TensorViewType) and len(st.dims) == 1 and st.dims[0] == len(self.offsets)
+        if isinstance(st, TensorViewType) and len(self.offsets) != len(st.dims) and not legacy_rank:
             raise VerifyException(f"{len(self.offsets)} offsets for a rank-{len(st.dims)} tensor view")
         rt = self.result.type
         if isinstance(rt, PartitionTensorViewType) and isinstance(st, TensorViewType):
@@ -1444,6 +1466,7 @@ SYNC_OPS = {
         ("rls_buf", "``pto.rls_buf [#pto.pipe_event_type<..>, id]`` (A5)."),
     )
 }
+SYNC_OPS_BY_NAME = {cls.name: cls for cls in SYNC_OPS.values()}
 RecordEventOp = SYNC_OPS["record_event"]
 WaitEventOp = SYNC_OPS["wait_event"]
 SetFlagOp = SYNC_OPS["set_flag"]
@@ -1454,6 +1477,7 @@ BarrierOp = SYNC_OPS["barrier"]
 class GenericPtoOp(IRDLOperation):
     """PTOAS ops outside the tile ISA (sections, pipes, buffers, scalars); printed in generic form."""
 
+    traits = traits_def(NoTerminator())
     operands_ = var_operand_def()
     results_ = var_result_def()
     regions_ = var_region_def()

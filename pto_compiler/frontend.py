@@ -63,6 +63,8 @@ class Operand:
     pos: Pos
     indices: list[Any] = field(default_factory=list)
     attrs: dict[str, Attribute] = field(default_factory=dict)
+    type: Any = None
+    """The TypeRef written for it inside a ``( ... : T)`` group, if any."""
 
 
 @dataclass
@@ -286,6 +288,17 @@ class Builder:
             attrs[k] = _kwarg_attr(v)
         for operand in (stmt.ins or []) + stmt.operands:
             attrs.update(operand.attrs)
+        segments = attrs.pop("operandSegmentSizes", None)
+        if segments is not None and stmt.ins is None and not stmt.results:
+            # MLIR generic form of a PTOAS DPS op: segment 1 is the destination.
+            sizes = [int(x) for x in segments.get_values()]
+            values = [self.value(scope, o, o.type.attr if o.type else None) for o in stmt.operands]
+            if sum(sizes) != len(values) or len(sizes) < 2:
+                raise self.err("operandSegmentSizes does not match the operands", stmt.pos)
+            bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+            groups = [values[bounds[i]:bounds[i + 1]] for i in range(len(sizes))]
+            ins = groups[0] + [v for g in groups[2:] for v in g]
+            return self.located(cls(ins, groups[1], [], attrs), stmt.pos)
         if stmt.ins is not None:
             ins = self.typed_group(stmt.ins, stmt.ins_types, scope, stmt)
             outs = self.typed_group(stmt.outs or [], stmt.outs_types, scope, stmt)
@@ -339,7 +352,7 @@ class Builder:
     def generic_op(self, cls, stmt: Stmt, scope: Scope) -> Operation:
         group = (stmt.ins or []) + (stmt.outs or [])
         group_types = stmt.ins_types + stmt.outs_types
-        operands = [self.value(scope, o) for o in stmt.operands]
+        operands = [self.value(scope, o, o.type.attr if o.type else None) for o in stmt.operands]
         operands += self.typed_group(group, group_types, scope, stmt) if group else []
         operands += [self.value(scope, b) for b in stmt.brackets if isinstance(b, Operand)]
         attrs = dict(stmt.attrs)
@@ -356,10 +369,19 @@ class Builder:
                     operands.append(self.value(scope, idx))
         result_types: list[Attribute] = []
         if stmt.results:
+            short = cls.name.split(".", 1)[1]
             if stmt.has_arrow:
                 result_types = [t.attr for t in stmt.out_types]
-            elif len(stmt.in_types) == 1 and not operands:
-                result_types = [stmt.in_types[0].attr]
+            elif short in GENERIC_I64_RESULTS:
+                result_types = [IntegerType(64)] * len(stmt.results)
+            elif short == "subset" and stmt.in_types and isinstance(stmt.kwargs.get("sizes"), list):
+                src_t = stmt.in_types[-1].attr
+                rows, cols = (int(x) for x in stmt.kwargs["sizes"])
+                if not isinstance(src_t, pto.TileLikeType):
+                    raise self.err("'pto.subset' needs a tile source type", stmt.pos)
+                result_types = [type(src_t)(src_t.element_type, [rows, cols], loc=src_t.loc.data, **src_t._keys())]
+            elif stmt.in_types and (not operands or short in GENERIC_RESULT_FROM_SIGNATURE):
+                result_types = [stmt.in_types[-1].attr]
             else:
                 result_types = [IndexType()] * len(stmt.results)
         regions = []
@@ -401,6 +423,12 @@ class Builder:
             a, b = (self.value(scope, o, types[-1]) for o in stmt.operands[1:])
             return self.located(arith.SelectOp(c, a, b), stmt.pos)
         raise self.err(f"unknown operation '{name}'", stmt.pos)
+
+
+GENERIC_I64_RESULTS = {"get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num"}
+"""PTOAS's block-id queries return i64 (the corpus does i64 arithmetic on them)."""
+GENERIC_RESULT_FROM_SIGNATURE = {"set_validshape"}
+"""Ops written ``%r = pto.OP %src, ... : T`` whose one type is the result's."""
 
 
 def _hint(name: str) -> str | None:
@@ -450,6 +478,12 @@ ARITH_CASTS = {
 def _constant(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     lit = stmt.literal
     t = stmt.in_types[0].attr if stmt.in_types else None
+    if isinstance(t, VectorType):
+        from lark import Tree
+
+        if not isinstance(lit, Tree):
+            raise b.err("a vector constant needs dense<...>", stmt.pos)
+        return [b.located(arith.ConstantOp(b.converter.dense(lit, t)), stmt.pos)]
     if isinstance(lit, bool) or t == IntegerType(1):
         value = IntegerAttr(int(bool(lit)), IntegerType(1))
     elif t is None:
@@ -633,6 +667,47 @@ def _tassign(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     return [b.located(pto.TAssignOp(tile, addr, rt, dict(stmt.attrs)), stmt.pos)]
 
 
+def _memref_dealloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if len(stmt.operands) != 1:
+        raise b.err("'memref.dealloc' expects one memref", stmt.pos)
+    return [b.located(memref.DeallocOp.get(b.value(scope, stmt.operands[0])), stmt.pos)]
+
+
+def _reinterpret_cast(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if len(stmt.operands) != 1 or len(stmt.out_types) != 1 or not stmt.in_types:
+        raise b.err("'memref.reinterpret_cast' expects `%src to offset: [..], sizes: [..], strides: [..] : A to B`",
+                    stmt.pos)
+    src = b.value(scope, stmt.operands[0], stmt.in_types[0].attr)
+    parts = {}
+    for key in ("offset", "sizes", "strides"):
+        vals = stmt.kwargs.get(key, [])
+        vals = vals if isinstance(vals, list) else [vals]
+        dyn, static = [], []
+        for v in vals:
+            if isinstance(v, Operand):
+                value = b.value(scope, v)
+                known = _constant_int(value)
+                if known is None:
+                    dyn.append(value)
+                static.append(memref.DYNAMIC_INDEX if known is None else known)
+            else:
+                static.append(int(v))
+        parts[key] = (dyn, static)
+    op = memref.ReinterpretCastOp(src, parts["offset"][0], parts["sizes"][0], parts["strides"][0],
+                                  parts["offset"][1], parts["sizes"][1], parts["strides"][1],
+                                  stmt.out_types[0].attr)
+    for k, v in stmt.attrs.items():
+        op.attributes[k] = v
+    return [b.located(op, stmt.pos)]
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
 def _memref_alloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     if not stmt.in_types or not isinstance(stmt.in_types[-1].attr, MemRefType):
         raise b.err("'memref.alloc' needs a memref result type", stmt.pos)
@@ -660,6 +735,8 @@ SPECIAL = {
     "pto.alloc_tile": _alloc_tile,
     "pto.tassign": _tassign,
     "memref.alloc": _memref_alloc,
+    "memref.dealloc": _memref_dealloc,
+    "memref.reinterpret_cast": _reinterpret_cast,
 }
 
 
@@ -673,13 +750,17 @@ def parse_module(text: str, filename: str = "<stdin>") -> ModuleOp:
     from pto_compiler.syntax import parse_tree
     from pto_compiler.tree_to_stmts import to_stmts
 
+    from pto_compiler.diagnostics import register_source
+
+    register_source(filename, text)
     tree = parse_tree(text, filename)
-    top, module_attrs = to_stmts(tree, filename)
-    return build_module(top, module_attrs, filename)
+    top, module_attrs, converter = to_stmts(tree, filename, text)
+    return build_module(top, module_attrs, filename, converter)
 
 
-def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: str) -> ModuleOp:
+def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: str, converter=None) -> ModuleOp:
     b = Builder(filename)
+    b.converter = converter
     funcs = [s for s in top if s.opname in ("func.func", "func")]
     bare = [s for s in top if s.opname not in ("func.func", "func")]
     root = Scope()
