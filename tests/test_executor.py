@@ -817,3 +817,38 @@ MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%block_idx src=0x0 len_burst=256
     assert two.blocks == 2 and len(two.per_block_cycles) == 2
     assert two.total_cycles == pytest.approx(one.total_cycles)
     assert two.counts["copy_ubuf_to_gm"] == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# expressions, builders, error type
+# ------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from pto_compiler.runtime.program import BinOp, Call, Var, evaluate, format_expr, parse_expr  # noqa: E402
+
+_leaf = st.one_of(st.integers(0, 5000), st.sampled_from([Var("i"), Var("n"), Var("blk_2")]))
+_expr = st.recursive(_leaf, lambda sub: st.one_of(
+    st.builds(BinOp, st.sampled_from(["+", "-", "*", "<", "==", ">="]), sub, sub),
+    st.builds(lambda a, b: Call("min", (a, b)), sub, sub)), max_leaves=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_expr, st.booleans())
+def test_expression_print_parse_round_trip(e, hexints):
+    env = {"i": 3, "n": 17, "blk_2": 40}
+    text = format_expr(e, hexints=hexints)
+    assert " " not in text
+    assert evaluate(parse_expr(text), env) == evaluate(e, env)
+
+
+def test_sync_builders_and_error_type():
+    from pto_compiler.diagnostics import PtocError
+    s = Instr.make("set_flag", src_pipe="MTE2", dst_pipe="V", event_id=3)
+    w = Instr.make("wait_flag", src_pipe="PIPE_MTE2", dst_pipe="PIPE_V", event_id=3)
+    b = Instr.make("pipe_barrier", pipe="ALL")
+    assert (s.pipe, w.pipe, b.pipe) == ("MTE2", "V", "S")
+    assert s.to_text() == "MTE2 set_flag MTE2->V id=3" and b.to_text() == "S    pipe_barrier ALL"
+    c = Instr.make("vconv", "f16", src_dtype="f32", dst=0x100, src=0, repeat=2, dst_rep_stride=4)
+    assert c.to_text() == "V    vconv.f32.f16 dst=0x100 src=0x0 repeat=2 blk=1,1 rep=4,8"
+    assert issubclass(ExecutionError, PtocError)
