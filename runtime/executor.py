@@ -58,16 +58,15 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 
 from __future__ import annotations
 
-import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from . import elementwise as ew
 from .program import (
-    DTYPE_SIZES, GmAddr, If, Instr, Loop, OPCODES, Program, evaluate, is_const,
+    DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate,
 )
 
 try:  # the CLI formats findings as diagnostics; keep the executor importable without xDSL
