@@ -780,8 +780,9 @@ class RowExpandBinaryOp(TileOp):
         tiles = _tiles(self, 2, "two source tiles (src0, src1) and an optional tmp")
         a, b = tiles[0], tiles[1]
         if not _known(*dst.valid_shape, *a.valid_shape, *b.valid_shape):
-            # Dynamic valid shapes: decide by layout the way the backends' tie-break does.
-            expanded = 1 if (not b.is_row_major or b.valid_col != dst.valid_col) else 0
+            # Dynamic valid shapes: a ColMajor operand is the expanded one; otherwise src0 is taken
+            # as the full operand first, as the CPU simulator and A5 do.
+            expanded = 0 if not a.is_row_major else 1
         else:
             a_full = a.valid_shape == dst.valid_shape
             b_full = b.valid_shape == dst.valid_shape
@@ -1179,7 +1180,8 @@ class MakeTensorViewOp(IRDLOperation):
         for key in ("shape", "strides"):
             parser.parse_keyword(key)
             parser.parse_punctuation("=")
-            lists.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_operand))
+            lists.append(parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())))
             parser.parse_optional_punctuation(",")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -1244,7 +1246,8 @@ class PartitionViewOp(IRDLOperation):
         for key in ("offsets", "sizes"):
             parser.parse_keyword(key)
             parser.parse_punctuation("=")
-            lists.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_operand))
+            lists.append(parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.resolve_operand(parser.parse_unresolved_operand(), IndexType())))
             parser.parse_optional_punctuation(",")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")

@@ -37,3 +37,33 @@ def print_module(module) -> str:
     out = StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue() + "\n"
+
+
+def context():
+    """An xDSL Context with every dialect ptoc prints (builtin, func, arith, scf, memref, pto, vf)."""
+    from xdsl.context import Context
+    from xdsl.dialects.arith import Arith
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.memref import MemRef
+    from xdsl.dialects.scf import Scf
+
+    from pto_compiler.dialects.pto import PTO
+
+    ctx = Context()
+    for dialect in (Builtin, Func, Arith, Scf, MemRef, PTO):
+        ctx.load_dialect(dialect)
+    try:
+        from pto_compiler.dialects.vf import VF
+    except ImportError:
+        pass
+    else:
+        ctx.load_dialect(VF)
+    return ctx
+
+
+def parse_printed(text: str, filename: str = "<ir>"):
+    """Read back what :func:`print_module` printed (xDSL's own parser, as ptoc-opt does)."""
+    from xdsl.parser import Parser
+
+    return Parser(context(), text, filename).parse_module()
