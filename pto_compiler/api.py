@@ -67,3 +67,21 @@ def parse_printed(text: str, filename: str = "<ir>"):
     from xdsl.parser import Parser
 
     return Parser(context(), text, filename).parse_module()
+
+
+def reference(module, seed: int = 0, inputs=(), entry: str | None = None, save_dir: str | None = None):
+    """Run the golden model: returns (outputs by name, one summary line per output).
+
+    ``inputs`` are ``(NAME, FILE.npy or scalar text)`` pairs as ``--input`` gives them, or a dict
+    of arrays/scalars; everything not given is seeded random (integer scalars must be given).
+    """
+    from pto_compiler.runtime import reference as golden
+
+    if isinstance(inputs, dict):
+        values = golden.make_inputs(module, seed, entry, dict(inputs))
+    else:
+        values = golden.prepare_inputs(module, seed, list(inputs), entry)
+    outputs = golden.evaluate(module, values, entry)
+    if save_dir is not None:
+        golden.save_outputs(outputs, save_dir)
+    return outputs, golden.describe_outputs(outputs)

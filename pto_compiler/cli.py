@@ -207,8 +207,13 @@ _NOT_YET = (
 )
 
 
+_REFERENCE_OPTIONS = {"reference", "input", "seed", "save_outputs"}
+
+
 def _check_implemented(args: argparse.Namespace) -> None:
     for dest, flag in _NOT_YET:
+        if args.reference and dest in _REFERENCE_OPTIONS:
+            continue
         value = getattr(args, dest)
         if value not in (None, False):
             raise UsageError(f"{flag} is not implemented yet")
@@ -305,9 +310,21 @@ def _compile(args: argparse.Namespace) -> int:
     api.verify(module, target)
     if args.entry is not None and not _find_function(module, args.entry):
         raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
+    if args.reference:
+        return _reference(args, module)
     emit = args.emit or DEFAULT_EMIT
     assert emit == "pto"
     _write_output(args.output, api.print_module(module))
+    return EXIT_OK
+
+
+def _reference(args: argparse.Namespace, module) -> int:
+    """``--reference``: run the golden model on seeded or given inputs; summarise and save outputs."""
+    from pto_compiler import api
+
+    outputs, lines = api.reference(module, seed=args.seed or 0, inputs=args.input or (), entry=args.entry,
+                                   save_dir=args.save_outputs)
+    _write_output(args.output, "".join(line + "\n" for line in lines))
     return EXIT_OK
 
 

@@ -280,7 +280,6 @@ def test_ptoc_error_exit_code_is_respected(fe, kfile, capsys):
         (["{k}", "--emit", "vf"], "--emit vf is not implemented yet"),
         (["{k}", "--emit", "program"], "--emit program is not implemented yet"),
         (["{k}", "--run"], "--run is not implemented yet"),
-        (["{k}", "--reference"], "--reference is not implemented yet"),
         (["--stats", "{k}"], "--stats is not implemented yet"),  # --stats never eats FILE
         (["{k}", "--stats", "json"], "--stats is not implemented yet"),
         (["{k}", "--trace", "t.json"], "--trace is not implemented yet"),
