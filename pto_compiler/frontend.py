@@ -259,7 +259,7 @@ class Builder:
     # ---- statements ------------------------------------------------------------------
     def build_stmt(self, stmt: Stmt, scope: Scope) -> list[Operation]:
         name = stmt.opname
-        if not name.startswith(("pto.", "arith.", "scf.", "func.", "memref.", "builtin.")) and name not in (
+        if not name.startswith(("pto.", "arith.", "scf.", "func.", "memref.", "builtin.", "vf.")) and name not in (
                 "return", "module", "func"):
             name = "pto." + name
         handler = SPECIAL.get(name)
@@ -273,6 +273,10 @@ class Builder:
             ops = [self.generic_op(pto.GENERIC_OPS[name], stmt, scope)]
         elif name.startswith("arith."):
             ops = [self.arith_op(name, stmt, scope)]
+        elif name.startswith("vf."):
+            from pto_compiler.dialects import vf
+
+            ops = vf.build_from_stmt(self, stmt, scope)
         else:
             raise self.err(f"unknown operation '{name}'", stmt.pos)
         if ops and stmt.results and ops[-1].results:
