@@ -84,6 +84,8 @@ def dtype_name(t: Attribute) -> str:
 
 
 def element_bytes(t: Attribute) -> int:
+    if type(t).__name__.startswith("Float8"):
+        return 1
     if isinstance(t, (Float16Type, BFloat16Type)):
         return 2
     if isinstance(t, Float32Type):
@@ -428,10 +430,11 @@ RAW_ATTR_NAMES = (
     "address_space", "layout", "kernel_kind", "sync_op_type", "pipe_event_type", "pipe", "event",
     "tile_buf_config", "acc_to_vec_mode", "slayout", "blayout", "pad_value", "compact_mode", "mask_pattern",
     "round_mode", "cmp", "saturation_mode", "st_phase", "atomic_type", "relu_pre_mode", "inferred_layout",
-    "device", "pad_mode", "cmp_mode", "fractal",
+    "device", "pad_mode", "cmp_mode", "fractal", "quant_type",
 )
 RAW_ATTRS = {n: _raw_attr(n) for n in RAW_ATTR_NAMES}
-RAW_TYPE_NAMES = ("async_session", "async_event", "eventid_array", "pipe", "event", "mask", "vreg", "memref", "global")
+RAW_TYPE_NAMES = ("async_session", "async_event", "eventid_array", "pipe", "event", "mask", "vreg", "memref", "global",
+                  "tile_view")
 RAW_TYPES = {n: _raw_attr(n, is_type=True) for n in RAW_TYPE_NAMES}
 
 
@@ -1120,7 +1123,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tors", "txors", "tshls", "tshrs", "tlrelu", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter", "tmatmul", "tmatmul.acc", "tmatmul.bias",
-    "tmatmul.mx", "tgemv", "tgemv.acc", "tgemv.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
+    "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv", "tgemv.acc", "tgemv.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract", "textract_fp", "tinsert", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tconcat", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter", "tci", "ttri",
@@ -1496,7 +1499,7 @@ GENERIC_OP_NAMES = (
     "section.cube", "section.vector", "reserve_buffer", "import_reserved_buffer", "pointer_cast",
     "aic_initialize_pipe", "aiv_initialize_pipe", "initialize_l2l_pipe", "initialize_l2g2l_pipe",
     "declare_eventid_array", "eventid_array_get", "eventid_array_set", "build_async_session",
-    "wait_async_event", "test_async_event", "sync.set", "sync.wait", "tgetval", "tsetval", "talloc",
+    "wait_async_event", "test_async_event", "sync.set", "sync.wait", "tgetval", "tsetval", "talloc", "subview",
 )
 GENERIC_OPS: dict[str, type[IRDLOperation]] = {}
 for _name in GENERIC_OP_NAMES:

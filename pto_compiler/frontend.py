@@ -122,6 +122,10 @@ ELEMENT_TYPES: dict[str, Attribute] = {
     "bfloat16_t": BFloat16Type(), "f32": Float32Type(), "float": Float32Type(), "f64": Float64Type(),
     "index": IndexType(), "i1": IntegerType(1),
 }
+for _name in ("f8E4M3", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E8M0FNU"):
+    import xdsl.dialects.builtin as _builtin
+
+    ELEMENT_TYPES[_name] = getattr(_builtin, "Float" + _name[1:] + "Type")()
 for _w in (8, 16, 32, 64):
     ELEMENT_TYPES[f"i{_w}"] = IntegerType(_w)
     ELEMENT_TYPES[f"si{_w}"] = IntegerType(_w)
