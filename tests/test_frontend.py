@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import random
 import re
-import time
 from pathlib import Path
 
 import pytest
 
 from pto_compiler import api
 from pto_compiler.diagnostics import PtocError
+from pto_compiler.fuzz import fuzz
 from pto_compiler.dialects import pto
 from pto_compiler.targets import A2A3, lookup_target
 
@@ -164,32 +163,9 @@ func.func @k(%p: !pto.ptr<f16>) {
 # ---- fuzz: random byte mutations never give a traceback nor hang ------------------------
 
 
-def _mutate(rng: random.Random, text: str) -> str:
-    data = bytearray(text.encode())
-    for _ in range(rng.randint(1, 4)):
-        kind = rng.random()
-        pos = rng.randrange(len(data)) if data else 0
-        if kind < 0.4 and data:
-            del data[pos:pos + rng.randint(1, 8)]
-        elif kind < 0.7:
-            data[pos:pos] = bytes(rng.choice(b"%@#!<>(){}[],:=-x0123456789 \nabcdefgtuv?\"") for _ in range(rng.randint(1, 4)))
-        elif data:
-            data[pos] = rng.randrange(256)
-    return data.decode("utf-8", errors="replace")
-
-
 def test_mutations_give_located_errors_only():
-    rng = random.Random(20261202)
     sources = [p.read_text() for p in SAMPLES[:40]] + [_l1(n, "pto.") for n in sorted(FORMS)][:20]
-    slowest = 0.0
-    for i in range(300):
-        text = _mutate(rng, rng.choice(sources))
-        start = time.perf_counter()
-        try:
-            module = api.parse(text, "fuzz.pto")
-            api.verify(module, A2A3)
-            api.print_module(module)
-        except PtocError:
-            pass
-        slowest = max(slowest, time.perf_counter() - start)
-    assert slowest < 2.0
+    stats = fuzz(sources, 300, seed=20261202)
+    assert not stats.crashes, stats.crashes[0]
+    assert stats.unlocated_errors == 0
+    assert stats.slowest_s < 2.0
