@@ -1,0 +1,1851 @@
+"""``pto-lower-a2a3``: tile ops -> a2a3 repeat-vector micro-instructions, emitted as a Program.
+
+Design (DESIGN.md §2, §5.6): the a2a3 micro-instruction level is not an xDSL dialect; the
+lowering *is* the backend emission.  :func:`lower_to_program` walks the placed module (every
+vec tile has a UB address, sync ops are explicit) and returns a
+:class:`~pto_compiler.runtime.program.Program`.  The ModulePass ``pto-lower-a2a3`` exists so
+that ``ptoc-opt -p ...,pto-lower-a2a3`` pipelines can check that a module lowers: it runs the
+lowering (raising the located error of the first op that has no a2a3 lowering) and leaves the
+IR unchanged; ``ptoc --emit program`` prints the program itself.
+
+How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa.md §4-5):
+
+* **Addressing.**  UB operands are byte addresses; block and repeat strides are in 32-byte
+  blocks for elementwise ops, the vcadd/vcmax destination repeat stride in elements, the
+  vcpadd destination repeat stride in 32 B blocks (the header's reading, vector_isa.md §1.8).
+  A row-major tile's element (i, j) is at ``addr + (i*Cols + j)*E``; a ColMajor R x 1 column's
+  element i at ``addr + i*E``.
+* **Elementwise** (tadd..tmin, texp..trelu, tadds..tmins, texpands, tcolexpand*, tcvt): when
+  every operand's rows are contiguous (valid cols == tile cols) the region is one flat run:
+  full repeats (256 B each) in instructions of at most 255 repeats, then one repeat under a
+  norm-mode mask of the first ``N mod lanes`` lanes.  Otherwise one repeat per row (repeat
+  stride = the row in blocks), per 256 B column chunk, in instructions of <= 255 rows, the last
+  chunk under a continuous mask.  Rows wider than 255 blocks, or valid shapes only known at run
+  time, use count mode one row per trip of a scalar loop (the headers' count-mode path).
+* **TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}** (seeds/000, vector_isa.md §3.1): Mode 1 =
+  ``vbrcb`` of the ColMajor column into the broadcast buffer (the tmp tile or the 8 KiB scratch
+  at 184 KiB, ``bcast_source``), ``pipe_barrier V``, then the vector op reading the buffer with
+  block stride 0 and repeat stride 1 (one 32 B block per row); R >= 256 runs in chunks of 240
+  rows (``vbrcb`` of 30 repeats = 7680 B) with a barrier after each chunk.  Mode 2 = the vector
+  op straight on the expanded operand's 32 B rows (block stride 0, repeat stride its row).  The
+  operand order is kept (src0 expanded: ``vsub(dst, bcast, full)``).  EXPDIF = vsub + vexp.
+* **Row reductions** (vector_isa.md §3.3): C <= lanes: one ``vcmax``/``vcmin``/``vcadd`` per row
+  under a mask of C lanes.  C > lanes: fold the 256 B chunks into a tmp (``copy_ubuf_to_ubuf``
+  of chunk 0 or ``OP(c0, c1)``, then the masked tail, then chunks 2..), then one whole-repeat
+  reduction per row.  Integers (no vcadd/vcmax for ints on A2/A3): fold to one 256 B repeat per
+  row, then to one 32 B block with three strided vector ops, then the scalar unit folds the
+  block's lanes (bracketed by V->S / S->V flags, event id 0, as TRowMax.hpp does).  f16 sums
+  are accumulated in f32 (vconv, vadd.f32, vcadd.f32, vconv back): f16 arithmetic cannot meet
+  the golden model's tolerance for float sums (measured: 0.2-2.5 % of rows fail).
+* **Column reductions** (§3.4): ``copy_ubuf_to_ubuf`` of row 0, then one ``OP(dst, dst, row i)``
+  per row (a scalar loop); f16 TCOLSUM again accumulates in f32.
+* **TPAIRREDUCESUM** (seeds/004): ``vcpadd`` of the even part (rows as repeats), ``vector_dup``
+  0 into positions ceil(C/2)..C-1 under a lane mask, and, for odd C, the tail the seed keeps:
+  the scalar unit writes ``src[i, C-1] + 0`` to ``dst[i, C/2]``.
+* **TROWEXPAND**: the scalar unit reads each row's scalar and ``vector_dup`` writes the row
+  (count mode), as the A2A3 general path; **TCOLEXPAND**: one ``copy_ubuf_to_ubuf`` per row;
+  **TMOV**: one strided ``copy_ubuf_to_ubuf``; **TLOAD/TSTORE**: ``copy_gm_to_ubuf`` /
+  ``copy_ubuf_to_gm`` with one burst per row (or per column of a DN tile).
+* **Scalars**: ``tsubs`` = ``vadds`` of ``-s`` (exact: x - s == x + (-s) in IEEE and in wrapping
+  integers); ``tdivs`` = ``vmuls`` by ``1/s`` only when s is a power of two (then exact), else
+  ``vector_dup`` of s into 256 B of free UB and ``vdiv`` reading it with block and repeat
+  stride 0 (s / x for the scalar-first form).
+* **Control flow**: ``scf.for`` -> ``Loop`` (index arith -> expressions), ``scf.if`` -> ``If``;
+  tiles carried through iter_args or yielded by branches must share a UB address (the
+  planner's contract; a mismatch is a located error).  Sync ops -> ``set_flag``/``wait_flag``/
+  ``pipe_barrier``.
+* **Same-pipe ordering** (:func:`complete_barriers`): after emission, a static pass over the
+  program inserts ``pipe_barrier P`` before any V/MTE2/MTE3 instruction that reads or overwrites
+  UB (32 B blocks) or GM bytes an earlier instruction of the same pipe wrote since the last
+  barrier, and drops barriers that order nothing (loops are analysed trip by trip).  So the
+  intra-op barriers (after vbrcb, between fold steps) are exact and pto-insert-sync's barriers
+  are kept only where needed.
+* **Internal temporaries** (f16 sums, tdivs, reductions without a usable tmp) live in UB that
+  no tile of the function occupies (the highest free gap); a located error if there is none.
+
+Every instruction carries the Origin (file:line:col, op name) of the op it came from.  An op
+with no a2a3 lowering is a located ``PtocError``: "'pto.X' op has no a2a3 lowering ...".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from pto_compiler.diagnostics import PtocError, location_of, op_error
+from pto_compiler.dialects import pto
+from pto_compiler.runtime import elementwise as E
+from pto_compiler.runtime.program import (
+    DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
+    canonical_dtype, evaluate, is_const,
+)
+from pto_compiler.targets import A2A3, Target
+
+__all__ = ["lower_to_program", "LowerA2A3Pass", "complete_barriers", "float_sum_outputs"]
+
+REPEAT_MAX = 255
+ROWS_PER_VBRCB_LOOP = 240  # 30 vbrcb repeats = 7680 B (vector_isa.md §3.1 step 4)
+N_BURST_MAX = 4095
+INTERNAL_EVENT = 0  # V<->S flags inside one op (TRowMax.hpp uses EVENT_ID0)
+M64 = (1 << 64) - 1
+FULL = ("norm", M64, M64)
+
+
+# --------------------------------------------------------------------------------------------
+# Expressions
+# --------------------------------------------------------------------------------------------
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def ex_add(*xs):
+    acc = 0
+    for x in xs:
+        acc = _fold(BinOp("+", acc, x))
+    return acc
+
+
+def ex_sub(a, b):
+    return _fold(BinOp("-", a, b))
+
+
+def ex_mul(a, b):
+    if (_is_int(a) and a == 0) or (_is_int(b) and b == 0):
+        return 0
+    return _fold(BinOp("*", a, b))
+
+
+def ex_div(a, b):
+    return _fold(BinOp("/", a, b))
+
+
+def ex_min(a, b):
+    return _fold(Call("min", (a, b)))
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+# --------------------------------------------------------------------------------------------
+# Values the lowering tracks per SSA value
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class TileRef:
+    """A vec tile at a UB byte address (an expression), with its run-time valid region."""
+    addr: object
+    t: pto.TileLikeType
+    vr: object
+    vc: object
+
+    @property
+    def esize(self) -> int:
+        return self.t.elem_bytes
+
+    @property
+    def dtype(self) -> str:
+        return canonical_dtype(self.t.dtype)
+
+    @property
+    def row_major(self) -> bool:
+        return self.t.is_row_major
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes from element (i, 0) to (i+1, 0)."""
+        return self.t.cols * self.esize if self.row_major else self.esize
+
+    @property
+    def nbytes(self) -> int:
+        return ceil_div(self.t.rows * self.t.cols * self.esize, 32) * 32
+
+    def elem(self, i, j=0):
+        if self.row_major:
+            return ex_add(self.addr, ex_mul(ex_add(ex_mul(i, self.t.cols), j), self.esize))
+        return ex_add(self.addr, ex_mul(ex_add(ex_mul(j, self.t.rows), i), self.esize))
+
+
+@dataclass
+class ViewRef:
+    arg: str
+    esize: int
+    shape: list
+    strides: list
+
+
+@dataclass
+class PartRef:
+    view: ViewRef
+    offsets: list
+    sizes: list
+
+
+@dataclass
+class Opnd:
+    """One operand of a vector instruction over a rows x cols region."""
+    base: object
+    row: object
+    """bytes per row (0: every row reads the same bytes)."""
+    chunk: int
+    """bytes per column chunk of ``lanes`` elements (0: every chunk reads the same block)."""
+    esize: int
+    blk: int = 1
+
+
+class _Unsupported(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------
+# Attribute helpers
+# --------------------------------------------------------------------------------------------
+
+def _attr(op: Operation, *keys):
+    for k in keys:
+        a = op.attributes.get(k)
+        if a is None:
+            a = op.properties.get(k)
+        if a is not None:
+            return a
+    return None
+
+
+def _attr_int(op, *keys):
+    a = _attr(op, *keys)
+    if isinstance(a, IntegerAttr):
+        return a.value.data
+    return None
+
+
+def _attr_text(op, *keys):
+    a = _attr(op, *keys)
+    if a is None:
+        return None
+    if isinstance(a, StringAttr):
+        return a.data
+    body = getattr(a, "body", None)
+    if body is not None:
+        return body.data
+    return str(a)
+
+
+_ROUND = {"RINT": "r", "CAST_RINT": "r", "NONE": "r", "CAST_NONE": "r", "ROUND": "a", "CAST_ROUND": "a",
+          "FLOOR": "f", "CAST_FLOOR": "f", "CEIL": "c", "CAST_CEIL": "c", "TRUNC": "z", "CAST_TRUNC": "z",
+          "ODD": "o", "CAST_ODD": "o"}
+
+_PIPE_NAMES = {"PIPE_MTE2": "MTE2", "PIPE_V": "V", "PIPE_MTE3": "MTE3", "PIPE_S": "S", "PIPE_ALL": "ALL",
+               "MTE2": "MTE2", "V": "V", "MTE3": "MTE3", "S": "S", "ALL": "ALL"}
+_EVENT_PIPES = {"TLOAD": "MTE2", "TSTORE": "MTE3", "TSTORE_VEC": "MTE3", "TVEC": "V", "TVECTOR": "V",
+                "TSCALAR": "S", "TMOV": "V", "VEC": "V"}
+
+
+# --------------------------------------------------------------------------------------------
+# The lowering of one function
+# --------------------------------------------------------------------------------------------
+
+class _FnLowering:
+    def __init__(self, fn: func.FuncOp, target: Target, scalars=None):
+        from pto_compiler.runtime import reference as golden
+
+        self.fn = fn
+        self.target = target
+        self.vals: dict = {}
+        self.body: list = []
+        self.mask = FULL
+        self.names: set = {"block_idx", "block_num"}
+        self.counter = 0
+        self.origin: Origin | None = None
+        self.op: Operation | None = None
+        self.gm_args: list[GmArg] = []
+        self.scalar_args: list[ScalarArg] = []
+        self._free = None
+        specs = golden.kernel_args(fn)
+        for s in specs:
+            self.names.add(s.name)
+        for s in specs:
+            if s.kind == "gm":
+                try:
+                    shape = golden.gm_shape(fn, s, scalars)
+                except PtocError:
+                    shape = (0,)
+                self.gm_args.append(GmArg(s.name, canonical_dtype(pto.dtype_name(s.type.element_type)),
+                                          tuple(int(d) for d in shape)))
+                self.vals[s.value] = ("gm", s.name, pto.element_bytes(s.type.element_type))
+            elif s.kind == "scalar":
+                t = s.type
+                dt = "i64" if isinstance(t, IndexType) else canonical_dtype(pto.dtype_name(t))
+                self.scalar_args.append(ScalarArg(s.name, dt))
+                self.vals[s.value] = Var(s.name)
+            else:
+                raise op_error(fn, f"has an L1 tile argument '%{s.name}'; run pto-bufferize before "
+                                   "the a2a3 lowering")
+
+    # ---- emission helpers -------------------------------------------------------------------
+    def fresh(self, stem: str) -> str:
+        while True:
+            name = f"{stem}{self.counter}"
+            self.counter += 1
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+    def emit(self, opcode: str, dtype=None, **args) -> Instr:
+        ins = Instr.make(opcode, dtype, origin=self.origin, **args)
+        self.body.append(ins)
+        return ins
+
+    def loop(self, stem: str, start, stop, step=1):
+        """Context manager-free loop builder: returns (Loop, var, saved body)."""
+        var = self.fresh(stem)
+        node = Loop(var, start, stop, step, [], self.origin)
+        self.body.append(node)
+        return node, Var(var)
+
+    def in_body(self, body: list):
+        outer = self.body
+        self.body = body
+        return outer
+
+    def set_mask(self, want):
+        if self.mask == want:
+            return
+        mode, hi, lo = want
+        if self.mask is None or self.mask[0] != mode:
+            self.emit("set_mask_norm" if mode == "norm" else "set_mask_count")
+        if mode == "norm":
+            self.emit("set_vector_mask", hi=hi, lo=lo)
+        else:
+            self.emit("set_vector_count", count=lo)
+        self.mask = want
+
+    def mask_lanes(self, a: int, b: int, lanes: int):
+        if a == 0 and b >= lanes:
+            return FULL
+        bits = ((1 << b) - 1) ^ ((1 << a) - 1)
+        return ("norm", (bits >> 64) & M64, bits & M64)
+
+    def restore_mask(self):
+        self.set_mask(FULL)
+
+    def flag(self, src: str, dst: str, event=INTERNAL_EVENT):
+        self.emit("set_flag", src_pipe=src, dst_pipe=dst, event_id=event)
+        self.emit("wait_flag", src_pipe=src, dst_pipe=dst, event_id=event)
+
+    def fail(self, message: str, op=None):
+        raise op_error(op or self.op, message)
+
+    def unsupported(self, why: str, op=None):
+        raise op_error(op or self.op, f"has no a2a3 lowering: {why}")
+
+    # ---- free UB for internal temporaries --------------------------------------------------
+    def free_ub(self, nbytes: int) -> int:
+        """A 32 B-aligned UB address of ``nbytes`` that no tile of the function occupies."""
+        if self._free is None:
+            occupied = []
+            unknown = False
+            for op in self.fn.walk():
+                addr, t = None, None
+                if isinstance(op, pto.AllocTileOp):
+                    t = op.result.type
+                    addr = _attr_int(op, "ub_addr")
+                    if addr is None and op.addr is not None:
+                        addr = self._static_int(op.addr)
+                        if addr is None:
+                            unknown = True
+                    if addr is None:
+                        # placed by a later tassign (collected below) or not at all
+                        continue
+                elif isinstance(op, pto.TAssignOp):
+                    t = op.tile[0].type
+                    addr = op.static_addr
+                    if addr is None and op.addr_value:
+                        addr = self._static_int(op.addr_value[0])
+                        if addr is None:
+                            unknown = True
+                            continue
+                if addr is None or not isinstance(t, pto.TileLikeType) or t.loc.data != "vec":
+                    continue
+                size = ceil_div(t.rows * t.cols * t.elem_bytes, 32) * 32
+                occupied.append((addr, addr + size))
+            self._free = (sorted(occupied), unknown)
+        occupied, unknown = self._free
+        need = ceil_div(nbytes, 32) * 32
+        if not unknown:
+            top = self.target.ub_bytes
+            # scan gaps from the top of UB down
+            edges = sorted(occupied, key=lambda r: r[0])
+            gaps = []
+            cur = 0
+            for lo, hi in edges:
+                if lo > cur:
+                    gaps.append((cur, lo))
+                cur = max(cur, hi)
+            if cur < top:
+                gaps.append((cur, top))
+            for lo, hi in reversed(gaps):
+                lo = ceil_div(lo, 32) * 32
+                if hi - lo >= need:
+                    return (hi - need) // 32 * 32
+        self.unsupported(f"needs {need} bytes of UB that no tile occupies for its temporaries, "
+                         "and there are none")
+        raise AssertionError
+
+    def free_rows(self, row_bytes: int, rows: int, extra: int = 0, cap: int = REPEAT_MAX, multiple: int = 1):
+        """(address, k): the most rows k <= min(rows, cap) of ``row_bytes + extra`` bytes each that
+        fit in free UB; k is a multiple of ``multiple`` unless it covers every row."""
+        k = min(rows, cap)
+        if k < rows and multiple > 1:
+            k = max(multiple, k // multiple * multiple)
+        while True:
+            try:
+                return self.free_ub(k * (row_bytes + extra)), k
+            except PtocError:
+                smaller = k // 2
+                if multiple > 1:
+                    smaller = smaller // multiple * multiple
+                if smaller < 1:
+                    raise
+                k = smaller
+
+    # ---- values ------------------------------------------------------------------------------
+    def _static_int(self, v: SSAValue):
+        e = self.vals.get(v)
+        if e is None and isinstance(v, SSAValue) and isinstance(v.owner, arith.ConstantOp):
+            e = self._constant(v.owner)
+        return e if _is_int(e) else None
+
+    def expr(self, v: SSAValue, op=None):
+        e = self.vals.get(v)
+        if e is None:
+            if isinstance(v.owner, arith.ConstantOp):
+                e = self._constant(v.owner)
+                self.vals[v] = e
+                return e
+            self.fail(f"operand {v} has no value the a2a3 lowering knows", op)
+        if isinstance(e, (TileRef, ViewRef, PartRef, tuple)):
+            self.fail(f"operand {v} is not a scalar", op)
+        return e
+
+    def tile(self, v: SSAValue) -> TileRef:
+        t = self.vals.get(v)
+        if not isinstance(t, TileRef):
+            self.fail(f"operand {v} is not a tile the a2a3 lowering knows")
+        if t.addr is None:
+            self.fail(f"tile {v} has no UB address: run pto-plan-memory, or bind it with pto.tassign")
+        if t.t.loc.data != "vec":
+            self.unsupported(f"tile {v} is in '{t.t.loc.data}', not in the vector unit's UB (loc=vec)")
+        return t
+
+    @staticmethod
+    def _constant(op: arith.ConstantOp):
+        attr = op.value
+        if isinstance(attr, IntegerAttr):
+            t = op.result.type
+            v = attr.value.data
+            w = getattr(getattr(t, "width", None), "data", None)
+            if w == 1:
+                return v & 1
+            return v
+        if isinstance(attr, FloatAttr):
+            from pto_compiler.runtime.reference import _float_dtype
+
+            dt = _float_dtype(op.result.type)
+            return float(E.scalar_to(attr.value.data, dt).astype(np.float64)) if dt is not None \
+                else float(attr.value.data)
+        raise _Unsupported("non-scalar constant")
+
+    # ---- walking -----------------------------------------------------------------------------
+    def run(self) -> list:
+        self.lower_block(self.fn.body.blocks[0])
+        self.restore_mask()
+        return self.body
+
+    def lower_block(self, block) -> list | None:
+        """Lowers the ops of a block; returns the operands of its terminator (yield/return)."""
+        for op in block.ops:
+            if isinstance(op, (scf.YieldOp, func.ReturnOp)):
+                return list(op.operands)
+            self.lower_op(op)
+        return None
+
+    def set_origin(self, op: Operation):
+        f, line, col = location_of(op)
+        self.origin = Origin(f, line, col, op.name)
+        self.op = op
+
+    def lower_op(self, op: Operation):
+        saved = (self.origin, self.op)
+        self.set_origin(op)
+        try:
+            self._lower_op(op)
+        except _Unsupported as e:
+            raise op_error(op, f"has no a2a3 lowering: {e}") from None
+        finally:
+            self.origin, self.op = saved
+
+    def _lower_op(self, op: Operation):
+        if isinstance(op, pto.TileOp):
+            return self.lower_tile_op(op)
+        name = op.name
+        if name.startswith("arith."):
+            return self.lower_arith(op)
+        if isinstance(op, scf.ForOp):
+            return self.lower_for(op)
+        if isinstance(op, scf.IfOp):
+            return self.lower_if(op)
+        if isinstance(op, pto.MakeTensorViewOp):
+            base = self.vals.get(op.ptr[0])
+            if not (isinstance(base, tuple) and base[0] == "gm"):
+                self.unsupported("the pointer is not a kernel argument")
+            self.vals[op.result] = ViewRef(base[1], base[2], [self.expr(v, op) for v in op.shape_],
+                                           [self.expr(v, op) for v in op.strides_])
+            return
+        if isinstance(op, pto.PartitionViewOp):
+            view = self.vals.get(op.source[0])
+            if not isinstance(view, ViewRef):
+                self.unsupported("the source is not a tensor view of a kernel argument")
+            self.vals[op.result] = PartRef(view, [self.expr(v, op) for v in op.offsets],
+                                           [self.expr(v, op) for v in op.sizes])
+            return
+        if isinstance(op, pto.AllocTileOp):
+            t = op.result.type
+            addr = _attr_int(op, "ub_addr")
+            if addr is None and op.addr is not None:
+                addr = self.expr(op.addr, op)
+            vr = t.valid_row if op.valid_row is None else self.expr(op.valid_row, op)
+            vc = t.valid_col if op.valid_col is None else self.expr(op.valid_col, op)
+            self.vals[op.result] = TileRef(addr, t, vr, vc)
+            return
+        if isinstance(op, pto.TAssignOp):
+            src = self.vals.get(op.tile[0])
+            if not isinstance(src, TileRef):
+                self.fail("tassign of a value that is not a tile")
+            addr = op.static_addr if op.static_addr is not None else self.expr(op.addr_value[0], op)
+            if op.result:
+                self.vals[op.result[0]] = TileRef(addr, src.t, src.vr, src.vc)
+            else:
+                src.addr = addr
+            return
+        if name in ("pto.get_block_idx", "pto.get_block_num"):
+            self.vals[op.results[0]] = Var(name.split("_")[-1] == "idx" and "block_idx" or "block_num")
+            return
+        if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
+                    "pto.set_flag_dyn", "pto.wait_flag_dyn"):
+            return self.lower_flag(op)
+        if name == "pto.barrier":
+            pipe = self.pipe_of(op.args.data[0] if op.args.data else None)
+            self.emit("pipe_barrier", pipe=pipe)
+            return
+        if isinstance(op, func.CallOp):
+            self.unsupported("function calls are not inlined yet (call the kernel's body directly)")
+        self.unsupported("no rule for this op")
+
+    # ---- sync ----------------------------------------------------------------------------------
+    def pipe_of(self, attr) -> str:
+        body = getattr(getattr(attr, "body", None), "data", None)
+        if body is None:
+            self.fail("expects a #pto.pipe<...> argument")
+        body = body.strip()
+        if body in _PIPE_NAMES:
+            return _PIPE_NAMES[body]
+        if body in _EVENT_PIPES:
+            return _EVENT_PIPES[body]
+        self.unsupported(f"pipe '{body}' is not a vector-core pipe (MTE2, V, MTE3, S)")
+        raise AssertionError
+
+    def lower_flag(self, op):
+        args = op.args.data
+        dyn = op.name.endswith("_dyn")
+        if len(args) < 2 or (not dyn and len(args) < 3):
+            self.fail("expects [src pipe, dst pipe, event]")
+        src, dst = self.pipe_of(args[0]), self.pipe_of(args[1])
+        if dyn:
+            event = self.expr(op.operands_[0], op) if op.operands_ else 0
+        else:
+            body = getattr(getattr(args[2], "body", None), "data", "")
+            digits = "".join(ch for ch in body if ch.isdigit())
+            if not digits:
+                self.fail(f"event '{body}' is not EVENT_IDn")
+            event = int(digits)
+        if src == dst:
+            self.fail(f"a flag needs two different pipes, got {src} and {dst}")
+        opcode = "set_flag" if op.name in ("pto.set_flag", "pto.record_event", "pto.set_flag_dyn") else "wait_flag"
+        self.emit(opcode, src_pipe=src, dst_pipe=dst, event_id=event)
+
+    # ---- arith -> expressions ----------------------------------------------------------------
+    _INT_BIN = {"addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "floordivsi": "/",
+                "remsi": "%", "remui": "%"}
+    _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
+            "ule": "<=", "ugt": ">", "uge": ">="}
+
+    def lower_arith(self, op):
+        name = op.name.split(".", 1)[1]
+        if name == "constant":
+            try:
+                self.vals[op.result] = self._constant(op)
+            except _Unsupported as e:
+                self.unsupported(str(e))
+            return
+        ops = [self.expr(v, op) for v in op.operands]
+        if name in self._INT_BIN:
+            self.vals[op.results[0]] = _fold(BinOp(self._INT_BIN[name], ops[0], ops[1]))
+        elif name in ("ceildivsi", "ceildivui"):
+            self.vals[op.results[0]] = ex_div(ex_sub(ex_add(ops[0], ops[1]), 1), ops[1])
+        elif name in ("maxsi", "maxui", "minsi", "minui"):
+            self.vals[op.results[0]] = _fold(Call(name[:3], (ops[0], ops[1])))
+        elif name in ("index_cast", "index_castui", "extsi", "extui", "trunci"):
+            self.vals[op.results[0]] = ops[0]
+        elif name == "cmpi":
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            self.vals[op.results[0]] = _fold(BinOp(self._CMP[pred], ops[0], ops[1]))
+        elif name == "select":
+            c, a, b = ops
+            self.vals[op.results[0]] = ex_add(ex_mul(c, a), ex_mul(ex_sub(1, c), b))
+        elif name == "andi" and op.results[0].type.width.data == 1:
+            self.vals[op.results[0]] = ex_mul(ops[0], ops[1])
+        elif name == "ori" and op.results[0].type.width.data == 1:
+            self.vals[op.results[0]] = _fold(BinOp(">", ex_add(ops[0], ops[1]), 0))
+        elif name == "xori" and op.results[0].type.width.data == 1:
+            self.vals[op.results[0]] = _fold(BinOp("!=", ops[0], ops[1]))
+        elif name in ("addf", "subf", "mulf", "divf", "maximumf", "minimumf", "maxnumf", "minnumf"):
+            salu = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax",
+                    "minimumf": "smin", "maxnumf": "smax", "minnumf": "smin"}[name]
+            dt = canonical_dtype(pto.dtype_name(op.results[0].type))
+            reg = self.fresh("f")
+            self.emit(salu, dt, dst=Var(reg), src0=ops[0], src1=ops[1])
+            self.vals[op.results[0]] = Var(reg)
+        else:
+            self.unsupported(f"arith op '{name}' on scalars is not supported by the scalar unit model")
+
+    # ---- scf -------------------------------------------------------------------------------------
+    def _carry_regs(self, values, op):
+        """Registers for the non-tile values carried by a loop or if (None for tiles)."""
+        regs = []
+        for v in values:
+            if isinstance(v.type, pto.TileLikeType):
+                regs.append(None)
+            else:
+                regs.append(self.fresh("v"))
+        return regs
+
+    def lower_for(self, op: scf.ForOp):
+        lb, ub, step = (self.expr(v, op) for v in (op.lb, op.ub, op.step))
+        body = op.body.blocks[0]
+        iv = body.args[0]
+        stem = iv.name_hint or "i"
+        regs = self._carry_regs(op.iter_args, op)
+        for init, reg, barg in zip(op.iter_args, regs, body.args[1:]):
+            if reg is None:
+                t = self.vals.get(init)
+                if not isinstance(t, TileRef):
+                    self.fail(f"iter_arg {init} is not a tile the lowering knows")
+                self.vals[barg] = t
+            else:
+                self.emit("smov", dst=Var(reg), src=self.expr(init, op))
+                self.vals[barg] = Var(reg)
+        self.restore_mask()
+        var = self.fresh(stem) if stem in self.names else stem
+        self.names.add(var)
+        node = Loop(var, lb, ub, step, [], self.origin)
+        self.body.append(node)
+        self.vals[iv] = Var(var)
+        outer = self.in_body(node.body)
+        yielded = self.lower_block(body) or []
+        self._yield(op, yielded, regs, [self.vals[b] for b in body.args[1:]])
+        self.restore_mask()
+        self.body = outer
+        for res, reg, barg in zip(op.res, regs, body.args[1:]):
+            self.vals[res] = self.vals[barg] if reg is None else Var(reg)
+
+    def _yield(self, op, yielded, regs, targets):
+        tmps = []
+        for v, reg, tgt in zip(yielded, regs, targets):
+            if reg is None:
+                t = self.vals.get(v)
+                if not isinstance(t, TileRef) or not isinstance(tgt, TileRef):
+                    self.fail(f"yields {v}, which is not a tile the lowering knows")
+                if t.addr != tgt.addr:
+                    self.fail(f"yields a tile at UB address {t.addr} where the carried tile is at {tgt.addr}; "
+                              "tiles carried through scf.for/scf.if must share a buffer (pto-plan-memory)")
+            else:
+                tmp = self.fresh("t")
+                self.emit("smov", dst=Var(tmp), src=self.expr(v, op))
+                tmps.append((reg, tmp))
+        for reg, tmp in tmps:
+            self.emit("smov", dst=Var(reg), src=Var(tmp))
+
+    def lower_if(self, op: scf.IfOp):
+        cond = self.expr(op.cond, op)
+        regs = self._carry_regs(op.output, op)
+        self.restore_mask()
+        node = If(cond, [], [], self.origin)
+        self.body.append(node)
+        outer = self.in_body(node.then_body)
+        targets = None
+        results = {}
+        for branch, region in (("then", op.true_region), ("else", op.false_region)):
+            self.body = node.then_body if branch == "then" else node.else_body
+            if not region.blocks:
+                continue
+            yielded = self.lower_block(region.blocks[0]) or []
+            if targets is None:
+                targets = []
+                for v, reg in zip(yielded, regs):
+                    targets.append(self.vals.get(v) if reg is None else Var(reg))
+            self._yield(op, yielded, regs, targets)
+            self.restore_mask()
+        self.body = outer
+        for i, res in enumerate(op.output):
+            self.vals[res] = targets[i] if targets is not None else None
+
+    # ---- tile ops -----------------------------------------------------------------------------
+    def lower_tile_op(self, op: pto.TileOp):
+        if op.res and not op.outs:
+            self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
+        if isinstance(op, pto.OpaqueTileOp) or not type(op).HAS_SEMANTICS:
+            self.unsupported("no rule for this instruction")
+        handler = getattr(self, f"tile_{op.FAMILY}", None)
+        if handler is None:
+            self.unsupported("no rule for this instruction")
+        handler(op)
+
+    def _static_valid(self, *tiles: TileRef):
+        for t in tiles:
+            if not (_is_int(t.vr) and _is_int(t.vc)):
+                raise _Unsupported("valid shapes known only at run time are supported only by "
+                                   "elementwise ops, tload/tstore, tmov, texpands, trowexpand and tcolexpand")
+
+    def _rows_aligned(self, *tiles: TileRef, rows=None):
+        for t in tiles:
+            if t.row_major and (rows is None or rows > 1) and t.row_bytes % 32:
+                raise _Unsupported(f"a row of {t.t.rows}x{t.t.cols}x{t.t.dtype} is {t.row_bytes} bytes, "
+                                   "not a multiple of 32 (vector repeat strides are in 32-byte blocks)")
+
+    def opnd(self, t: TileRef, lanes: int) -> Opnd:
+        return Opnd(t.addr, t.row_bytes, lanes * t.esize, t.esize)
+
+    # -- the region driver ------------------------------------------------------------------------
+    def vec(self, opcode, dtype, opnds: dict, R, C, *, lanes=None, extra=None, col_lo=0, flat_ok=True):
+        """Emits ``opcode`` over rows x cols [col_lo, C) of the operands (see the module doc)."""
+        extra = dict(extra or {})
+        L = lanes or 256 // DTYPE_SIZES[dtype]
+        static = _is_int(R) and _is_int(C)
+        if static and (R <= 0 or C <= col_lo):
+            return
+        names = list(opnds)
+
+        def args_for(addrs, reps, blks, repeat):
+            a = dict(extra)
+            for n in names:
+                a[n] = addrs[n]
+                a[f"{n}_blk_stride"] = blks[n]
+                a[f"{n}_rep_stride"] = reps[n]
+            a["repeat"] = repeat
+            return a
+
+        blks = {n: o.blk for n, o in opnds.items()}
+        if static and flat_ok and col_lo == 0 and all(
+                o.blk == 1 and o.row == C * o.esize and o.chunk == L * o.esize for o in opnds.values()):
+            n_el = R * C
+            full, tail = divmod(n_el, L)
+            reps = {n: o.chunk // 32 for n, o in opnds.items()}
+            if full:
+                self.set_mask(FULL)
+            for s in range(0, full, REPEAT_MAX):
+                n = min(REPEAT_MAX, full - s)
+                self.emit(opcode, dtype, **args_for({k: ex_add(o.base, s * o.chunk) for k, o in opnds.items()},
+                                                    reps, blks, n))
+            if tail:
+                self.set_mask(self.mask_lanes(0, tail, L))
+                self.emit(opcode, dtype, **args_for({k: ex_add(o.base, full * o.chunk) for k, o in opnds.items()},
+                                                    reps, blks, 1))
+            return
+        if static and all(_is_int(o.row) and o.row % 32 == 0 and o.row // 32 <= REPEAT_MAX for o in opnds.values()):
+            reps = {n: o.row // 32 for n, o in opnds.items()}
+            for k in range(col_lo // L, ceil_div(C, L)):
+                a, b = max(col_lo - k * L, 0), min(C - k * L, L)
+                self.set_mask(self.mask_lanes(a, b, L))
+                for r0 in range(0, R, REPEAT_MAX):
+                    n = min(REPEAT_MAX, R - r0)
+                    addrs = {nm: ex_add(o.base, k * o.chunk, r0 * o.row) for nm, o in opnds.items()}
+                    self.emit(opcode, dtype, **args_for(addrs, reps, blks, n))
+            return
+        # count mode, one row per trip (dynamic shapes, or rows wider than 255 blocks)
+        for o in opnds.values():
+            if (col_lo * o.esize) % 32 or (o.chunk and o.chunk % 32):
+                raise _Unsupported("a column range that does not start on a 32-byte block")
+        count = ex_sub(C, col_lo)
+        reps = {n: o.chunk // 32 for n, o in opnds.items()}
+        self.set_mask(("count", 0, count))
+        r = 0
+        node = None
+        if not (_is_int(R) and R == 1):
+            node, r = self.loop("r", 0, R)
+            outer = self.in_body(node.body)
+        addrs = {nm: ex_add(o.base, col_lo * o.esize if o.chunk else 0, ex_mul(r, o.row)) for nm, o in opnds.items()}
+        self.emit(opcode, dtype, **args_for(addrs, reps, blks, 1))
+        if node is not None:
+            self.body = outer
+        self.emit("set_mask_norm")
+        self.mask = ("norm", 0, count)
+
+    # -- elementwise families -----------------------------------------------------------------------
+    def tile_binary(self, op):
+        a, b = self.tile(op.ins[0]), self.tile(op.ins[1])
+        d = self.tile(op.outs[0])
+        self._rows_aligned(a, b, d, rows=d.vr)
+        L = 256 // d.esize
+        self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src0": self.opnd(a, L),
+                                              "src1": self.opnd(b, L)}, d.vr, d.vc)
+
+    def tile_unary(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._rows_aligned(s, d, rows=d.vr)
+        L = 256 // d.esize
+        self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(s, L)}, d.vr, d.vc)
+
+    def scalar_operand(self, v: SSAValue, dtype: str, negate=False):
+        """The scalar field for a tile-scalar op on ``dtype`` (converted as the golden model does)."""
+        e = self.expr(v)
+        if is_const(e):
+            s = E.scalar_to(e, E.np_dtype(dtype))
+            if negate:
+                s = E.neg(s)
+            return _py_number(s)
+        if not negate:
+            return e
+        reg = self.fresh("s")
+        self.emit("smov", dtype, dst=Var(reg), src=e)
+        return ex_mul(-1, Var(reg))
+
+    def tile_scalar(self, op):
+        (tv,) = op.tile_ins()
+        (sv,) = op.scalar_ins()
+        s, d = self.tile(tv), self.tile(op.outs[0])
+        self._rows_aligned(s, d, rows=d.vr)
+        L = 256 // d.esize
+        ops = {"dst": self.opnd(d, L), "src": self.opnd(s, L)}
+        name = op.name
+        if name == "pto.tsubs":
+            self.vec("vadds", d.dtype, ops, d.vr, d.vc, extra={"scalar": self.scalar_operand(sv, d.dtype, True)})
+            return
+        if name != "pto.tdivs":
+            self.vec(type(op).A2A3_VOP, d.dtype, ops, d.vr, d.vc, extra={"scalar": self.scalar_operand(sv, d.dtype)})
+            return
+        scalar = self.scalar_operand(sv, d.dtype)
+        if not op.scalar_first and is_const(scalar):
+            inv = _exact_reciprocal(scalar, d.dtype)
+            if inv is not None:
+                self.vec("vmuls", d.dtype, ops, d.vr, d.vc, extra={"scalar": inv})
+                return
+        buf = self.free_ub(256)
+        self.set_mask(FULL)
+        self.emit("vector_dup", d.dtype, dst=buf, scalar=scalar, repeat=1)
+        bc = Opnd(buf, 0, 0, d.esize, blk=0)
+        if op.scalar_first:
+            self.vec("vdiv", d.dtype, {"dst": ops["dst"], "src0": bc, "src1": ops["src"]}, d.vr, d.vc)
+        else:
+            self.vec("vdiv", d.dtype, {"dst": ops["dst"], "src0": ops["src"], "src1": bc}, d.vr, d.vc)
+
+    def tile_expands(self, op):
+        d = self.tile(op.outs[0])
+        self._rows_aligned(d, rows=d.vr)
+        e = self.expr(op.ins[0])
+        if d.esize == 1:
+            if is_const(e):
+                b = int(np.asarray(E.scalar_to(e, E.np_dtype(d.dtype))).view(np.uint8))
+                scalar = b * 257
+            else:
+                reg = self.fresh("s")
+                self.emit("smov", d.dtype, dst=Var(reg), src=e)
+                scalar = ex_mul(_fold(BinOp("%", Var(reg), 256)), 257)
+            cols = d.vc if not _is_int(d.vc) else ceil_div(d.vc, 2)
+            if not _is_int(d.vc):
+                cols = ex_div(ex_add(d.vc, 1), 2)
+            self.vec("vector_dup", "u16", {"dst": Opnd(d.addr, d.row_bytes, 256, 2)}, d.vr, cols,
+                     extra={"scalar": scalar})
+            return
+        scalar = _py_number(E.scalar_to(e, E.np_dtype(d.dtype))) if is_const(e) else e
+        self.vec("vector_dup", d.dtype, {"dst": self.opnd(d, 256 // d.esize)}, d.vr, d.vc,
+                 extra={"scalar": scalar})
+
+    def tile_colexpand(self, op):
+        a, b = self.tile(op.ins[0]), self.tile(op.ins[1])
+        d = self.tile(op.outs[0])
+        self._rows_aligned(a, d, rows=d.vr)
+        L = 256 // d.esize
+        bc = Opnd(b.addr, 0, L * b.esize, b.esize)
+        vop = type(op).A2A3_VOP
+        ops = {"dst": self.opnd(d, L), "src0": self.opnd(a, L), "src1": bc}
+        self.vec(vop, d.dtype, ops, d.vr, d.vc)
+        if op.name.endswith("expdif"):
+            self.vec("vexp", d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(d, L)}, d.vr, d.vc)
+
+    def tile_rowexpand(self, op):
+        expanded = _attr_int(op, "expanded_operand")
+        mode = _attr_int(op, "expand_mode")
+        if expanded is None or mode is None:
+            try:
+                expanded, mode = op.expand_analysis()
+            except Exception as e:  # noqa: BLE001 - a VerifyException: the op is invalid
+                self.fail(str(e))
+        d = self.tile(op.outs[0])
+        full = self.tile(op.ins[1 - expanded])
+        x = self.tile(op.ins[expanded])
+        self._static_valid(d, full, x)
+        self._rows_aligned(d, full, rows=d.vr)
+        R, C = d.vr, d.vc
+        L = 256 // d.esize
+        vop = type(op).A2A3_VOP
+        expdif = op.name.endswith("expdif")
+        dst_o, full_o = self.opnd(d, L), self.opnd(full, L)
+
+        def body(bc: Opnd, rows, row0):
+            dd = Opnd(ex_add(dst_o.base, ex_mul(row0, d.row_bytes)), dst_o.row, dst_o.chunk, d.esize)
+            ff = Opnd(ex_add(full_o.base, ex_mul(row0, full.row_bytes)), full_o.row, full_o.chunk, full.esize)
+            ops = {"dst": dd, "src0": bc, "src1": ff} if expanded == 0 else {"dst": dd, "src0": ff, "src1": bc}
+            self.vec(vop, d.dtype, ops, rows, C)
+            if expdif:
+                self.vec("vexp", d.dtype, {"dst": dd, "src": dd}, rows, C)
+
+        if R <= 0 or C <= 0:
+            return
+        if mode == 2:
+            self._rows_aligned(x, rows=R)
+            for r0 in range(0, R, REPEAT_MAX):
+                n = min(REPEAT_MAX, R - r0)
+                body(Opnd(ex_add(x.addr, r0 * x.row_bytes), x.row_bytes, 0, x.esize, blk=0), n, r0)
+            return
+        if x.row_major:
+            self.fail("Mode 1 needs a ColMajor expanded operand")
+        source = _attr_text(op, "bcast_source")
+        if source is None:
+            source = "tmp" if op.tmp is not None else "scratch"
+        if source == "tmp":
+            if op.tmp is None:
+                self.fail("bcast_source = \"tmp\" but the op has no tmp operand")
+            buf = self.tile(op.tmp).addr
+        elif source == "scratch":
+            if not self.target.mode1_needs_broadcast_buffer:
+                self.unsupported(f"target {self.target.name} has no vbrcb scratch")
+            buf = self.target.scratch_offset
+        else:
+            self.fail(f"Mode 1 needs a broadcast buffer, but bcast_source = \"{source}\"")
+        bc = Opnd(buf, 32, 0, d.esize, blk=0)
+        if R < 256:
+            self.set_mask(FULL)
+            self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=ceil_div(R, 8), dst_blk_stride=1,
+                      dst_rep_stride=8)
+            body(bc, R, 0)
+            return
+        chunk = ROWS_PER_VBRCB_LOOP
+        nfull, tail = divmod(R, chunk)
+        c = 0
+        node = None
+        if nfull > 1:
+            self.restore_mask()
+            node, c = self.loop("c", 0, nfull)
+            outer = self.in_body(node.body)
+        self.set_mask(FULL)
+        self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, ex_mul(c, chunk * x.esize)),
+                  repeat=chunk // 8, dst_blk_stride=1, dst_rep_stride=8)
+        body(bc, chunk, ex_mul(c, chunk))
+        self.emit("pipe_barrier", pipe="V")
+        if node is not None:
+            self.restore_mask()
+            self.body = outer
+        if tail:
+            self.set_mask(FULL)
+            self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, nfull * chunk * x.esize),
+                      repeat=ceil_div(tail, 8), dst_blk_stride=1, dst_rep_stride=8)
+            body(bc, tail, nfull * chunk)
+
+    # -- pure broadcasts and moves ------------------------------------------------------------------
+    def tile_rowbroadcast(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._rows_aligned(d, rows=d.vr)
+        R, C = d.vr, d.vc
+        if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
+            return
+        self.flag("V", "S")
+        dtype = d.dtype
+        packed = d.esize == 1
+        count = ex_div(ex_add(C, 1), 2) if packed else C
+        self.set_mask(("count", 0, count))
+        node, r = self.loop("r", 0, R)
+        outer = self.in_body(node.body)
+        reg = self.fresh("s")
+        self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, 0))
+        scalar = ex_mul(_fold(BinOp("%", Var(reg), 256)), 257) if packed else Var(reg)
+        self.emit("vector_dup", "u16" if packed else dtype, dst=d.elem(r, 0), scalar=scalar, repeat=1,
+                  dst_rep_stride=8)
+        self.body = outer
+        self.emit("set_mask_norm")
+        self.mask = ("norm", 0, count)
+        self.flag("S", "V")
+
+    def tile_colbroadcast(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._rows_aligned(d, rows=d.vr)
+        R, C = d.vr, d.vc
+        if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
+            return
+        blocks = ceil_div(C * d.esize, 32) if _is_int(C) else ex_div(ex_add(ex_mul(C, d.esize), 31), 32)
+        if _is_int(R) and R == 1:
+            self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=blocks)
+            return
+        node, r = self.loop("r", 0, R)
+        outer = self.in_body(node.body)
+        self.emit("copy_ubuf_to_ubuf", dst=d.elem(r, 0), src=s.addr, n_burst=1, len_burst=blocks)
+        self.body = outer
+
+    def tile_mov(self, op):
+        if len(op.ins) != 1:
+            self.unsupported("tmov with extra operands")
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        if s.esize != d.esize:
+            self.unsupported("tmov between element types of different sizes")
+        self.copy_tile(s, d)
+
+    def copy_tile(self, s: TileRef, d: TileRef):
+        R, C = d.vr, d.vc
+        if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
+            return
+        if s.row_major != d.row_major:
+            if not (_is_int(C) and C == 1 and _is_int(R)) and not (_is_int(R) and R == 1):
+                raise _Unsupported("tmov between a RowMajor and a ColMajor tile")
+        if not d.row_major or not s.row_major:
+            # a ColMajor column (or a single row): contiguous elements
+            n = ex_mul(R, C)
+            self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1,
+                      len_burst=ceil_div(n * d.esize, 32) if _is_int(n) else ex_div(ex_add(ex_mul(n, d.esize), 31), 32))
+            return
+        self._rows_aligned(s, d, rows=R)
+        e = d.esize
+        if _is_int(C):
+            length = ceil_div(C * e, 32)
+        else:
+            length = ex_div(ex_add(ex_mul(C, e), 31), 32)
+        sgap, dgap = ex_sub(s.row_bytes // 32, length), ex_sub(d.row_bytes // 32, length)
+        if _is_int(R):
+            for r0 in range(0, R, N_BURST_MAX):
+                n = min(N_BURST_MAX, R - r0)
+                self.emit("copy_ubuf_to_ubuf", dst=ex_add(d.addr, r0 * d.row_bytes), src=ex_add(s.addr, r0 * s.row_bytes),
+                          n_burst=n, len_burst=length, src_gap=sgap, dst_gap=dgap)
+        else:
+            self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=R, len_burst=length,
+                      src_gap=sgap, dst_gap=dgap)
+
+    def tile_cvt(self, op):
+        s, d = self.tile(op.tile_ins()[0]), self.tile(op.outs[0])
+        mode_text = _attr_text(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
+        mode_text = mode_text.split()[-1]
+        if mode_text.upper() not in _ROUND:
+            self.unsupported(f"round mode '{mode_text}'")
+        rnd = _ROUND[mode_text.upper()]
+        sat = _attr_text(op, "sat_mode", "saturation_mode", "satMode")
+        fs, fd = E.is_float_dtype(E.np_dtype(s.dtype)), E.is_float_dtype(E.np_dtype(d.dtype))
+        if sat is not None and "ON" in sat.upper() and not fs and not fd:
+            self.unsupported("int -> int conversion with saturation")
+        if s.dtype == d.dtype or (not fs and not fd and s.esize == d.esize):
+            self.copy_tile(s, d)  # same bits (int -> int of one size wraps to the same bits)
+            return
+        self._rows_aligned(s, d, rows=d.vr)
+        L = 256 // max(s.esize, d.esize)
+        self.vec("vconv", d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(s, L)}, d.vr, d.vc, lanes=L,
+                 extra={"src_dtype": s.dtype, "round": rnd})
+
+    # -- GM <-> UB --------------------------------------------------------------------------------------
+    def _gm_runs(self, part: PartRef, t: TileRef):
+        """How a tload/tstore moves data: (copies, n_burst, elements per burst, GM element stride
+        between bursts, UB byte stride between bursts); ``copies`` lists (GM element offset, UB
+        byte address) of each copy instruction (several when the partition's leading
+        dimensions do not collapse into one row stride)."""
+        view = part.view
+        if view.esize != t.esize:
+            self.fail(f"GM element size {view.esize} differs from the tile's {t.esize}")
+        if len(part.offsets) != len(view.strides) or len(part.sizes) != len(view.strides):
+            self.fail("the partition's rank differs from the tensor view's")
+        base = ex_add(0, *[ex_mul(o, s) for o, s in zip(part.offsets, view.strides)])
+        sizes, strides = list(part.sizes), list(view.strides)
+        R, C = t.vr, t.vc
+        one = lambda x: _is_int(x) and x == 1  # noqa: E731
+        if not t.row_major and not one(C):
+            # a DN tile: its columns are contiguous in UB, and must be in GM (dim -2 stride 1)
+            if len(sizes) < 2 or not one(strides[-2]):
+                raise _Unsupported("a ColMajor tile needs a GM view whose row stride is 1 (a DN view)")
+            if t.t.rows * t.esize % 32:
+                raise _Unsupported("a ColMajor tile whose column is not a multiple of 32 bytes")
+            return [(base, t.addr)], C, R, strides[-1], t.t.rows * t.esize
+        lead = [(sz, st) for sz, st in zip(sizes[:-1], strides[:-1]) if not one(sz)]
+        if not t.row_major:  # an R x 1 column: R contiguous elements in UB
+            if not lead or (len(lead) == 1 and one(lead[0][1])):
+                return [(base, t.addr)], 1, R, 0, 0
+            raise _Unsupported("a ColMajor column loaded from GM elements that are not contiguous")
+        if not one(strides[-1]) and not one(C):
+            raise _Unsupported("a RowMajor tile needs a GM view whose last stride is 1")
+        merged = []
+        for sz, st in lead:
+            prev = merged[-1] if merged else None
+            if prev and all(_is_int(x) for x in (sz, st, *prev)) and prev[1] == sz * st:
+                merged[-1] = (prev[0] * sz, st)
+            else:
+                merged.append((sz, st))
+        if not merged:
+            return [(base, t.addr)], 1, C, 0, t.row_bytes
+        self._rows_aligned(t)
+        inner_n, inner_s = merged[-1]
+        outer = merged[:-1]
+        if any(not _is_int(sz) for sz, _ in outer):
+            raise _Unsupported("a GM partition with several dynamic leading dimensions")
+        copies = []
+        for flat in range(math.prod(sz for sz, _ in outer)):
+            idx, rem = [], flat
+            for sz, _ in reversed(outer):
+                idx.append(rem % sz)
+                rem //= sz
+            idx.reverse()
+            g = ex_add(base, *[ex_mul(i, st) for i, (_, st) in zip(idx, outer)])
+            copies.append((g, ex_add(t.addr, ex_mul(flat, ex_mul(inner_n, t.row_bytes)))))
+        return copies, inner_n, C, inner_s, t.row_bytes
+
+    def tile_load(self, op):
+        part = self.vals.get(op.ins[0])
+        if not isinstance(part, PartRef):
+            self.unsupported("the source is not a partition view of a kernel argument")
+        t = self.tile(op.outs[0])
+        self._transfer(part, t, load=True)
+
+    def tile_store(self, op):
+        t = self.tile(op.ins[0])
+        target = op.outs[0] if op.outs else (op.ins[1] if len(op.ins) > 1 else None)
+        part = self.vals.get(target) if target is not None else None
+        if not isinstance(part, PartRef):
+            self.unsupported("the destination is not a partition view of a kernel argument")
+        atomic = _attr_text(op, "atomicType", "atomic_type", "atomic")
+        if atomic is not None and "add" in atomic.lower():
+            self.unsupported("atomic-add stores")
+        self._transfer(part, t, load=False)
+
+    def _transfer(self, part: PartRef, t: TileRef, load: bool):
+        R, C = t.vr, t.vc
+        if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
+            return
+        runs, n, per, gstride, ustride = self._gm_runs(part, t)
+        e = t.esize
+        length = ex_mul(per, e)
+        if _is_int(length):
+            ublocks = ceil_div(length, 32)
+        else:
+            ublocks = ex_div(ex_add(length, 31), 32)
+        gap_g = ex_mul(ex_sub(gstride, per), e) if not (_is_int(n) and n == 1) else 0
+        gap_u = ex_sub(ex_div(ustride, 32), ublocks) if not (_is_int(n) and n == 1) else 0
+        if _is_int(gap_g) and gap_g < 0:
+            raise _Unsupported("GM rows that overlap (row stride smaller than the row)")
+        pad = {}
+        if load and t.t.pad.data and t.row_major:
+            epb = 32 // e
+            rp = (t.t.cols - C) % epb if _is_int(C) else 0
+            if rp:
+                pad = {"right_pad": rp, "pad_value": _py_number(E.fill_value(E.np_dtype(t.dtype), t.t.pad.data))}
+        for gm_off, ub in runs:
+            chunks = [(0, n)] if not _is_int(n) else [(k, min(N_BURST_MAX, n - k)) for k in range(0, n, N_BURST_MAX)]
+            for k0, nb in chunks:
+                g = GmAddr(part.view.arg, ex_mul(ex_add(gm_off, ex_mul(k0, gstride)), e))
+                u = ex_add(ub, ex_mul(k0, ustride))
+                if load:
+                    self.emit("copy_gm_to_ubuf", t.dtype, dst=u, src=g, n_burst=nb, len_burst=length,
+                              src_gap=gap_g, dst_gap=gap_u, **pad)
+                else:
+                    self.emit("copy_ubuf_to_gm", t.dtype, dst=g, src=u, n_burst=nb, len_burst=length,
+                              src_gap=gap_u, dst_gap=gap_g)
+
+    # -- reductions ---------------------------------------------------------------------------------
+    def _tmp_rows(self, op, row_bytes: int, rows: int, extra: int = 0, multiple: int = 1):
+        """(address, row stride, rows per pass) of a fold buffer with ``row_bytes`` per row: the op's
+        tmp operand when it is large enough, else free UB."""
+        tmp = op.ins[1] if len(op.ins) > 1 and isinstance(op.ins[1].type, pto.TileLikeType) else None
+        if tmp is not None and not extra:
+            t = self.tile(tmp)
+            if t.row_major and t.row_bytes % 32 == 0 and t.row_bytes >= row_bytes and t.t.rows >= rows \
+                    and t.row_bytes // 32 <= REPEAT_MAX:
+                return t.addr, t.row_bytes, min(rows, REPEAT_MAX)
+        addr, k = self.free_rows(row_bytes, rows, extra, multiple=multiple)
+        return addr, row_bytes, k
+
+    def _dst_column(self, d: TileRef):
+        """(element stride of dst[i, 0] in elements)."""
+        if not d.row_major:
+            return 1
+        return d.t.cols
+
+    def red(self, opcode, dtype, dst, dst_rep, src, src_row, rows, C, extra_src_blocks=0):
+        """One whole-repeat reduction per row, rows in chunks of 255 (mask: first C lanes)."""
+        e = DTYPE_SIZES[dtype]
+        L = 256 // e
+        self.set_mask(self.mask_lanes(0, C, L))
+        if src_row // 32 > REPEAT_MAX or dst_rep > 65535:
+            node, r = self.loop("r", 0, rows)
+            outer = self.in_body(node.body)
+            self.emit(opcode, dtype, dst=ex_add(dst, ex_mul(r, dst_rep * e)), src=ex_add(src, ex_mul(r, src_row)),
+                      repeat=1, src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=8)
+            self.body = outer
+            return
+        for r0 in range(0, rows, REPEAT_MAX):
+            n = min(REPEAT_MAX, rows - r0)
+            self.emit(opcode, dtype, dst=ex_add(dst, r0 * dst_rep * e), src=ex_add(src, r0 * src_row), repeat=n,
+                      src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=src_row // 32)
+
+    def fold_chunks(self, vop, dtype, T, t_row, S, s_row, rows, C):
+        """tmp[:, 0:L] = (c0 OP c1) OP tail OP c2 OP ... (TRowReduceOps.hpp order)."""
+        e = DTYPE_SIZES[dtype]
+        L = 256 // e
+        full, rem = divmod(C, L)
+        t_o = Opnd(T, t_row, 0, e)
+        if full >= 2:
+            self.vec(vop, dtype, {"dst": t_o, "src0": Opnd(S, s_row, 0, e), "src1": Opnd(ex_add(S, 256), s_row, 0, e)},
+                     rows, L, flat_ok=False)
+        else:
+            self.emit("copy_ubuf_to_ubuf", dst=T, src=S, n_burst=rows, len_burst=8, src_gap=s_row // 32 - 8,
+                      dst_gap=t_row // 32 - 8)
+        if rem:
+            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(S, full * 256), s_row, 0, e)},
+                     rows, rem, flat_ok=False)
+        for k in range(2, full):
+            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(S, k * 256), s_row, 0, e)},
+                     rows, L, flat_ok=False)
+
+    def tile_rowreduce(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self._rows_aligned(s, rows=s.vr)
+        R, C = s.vr, s.vc
+        if R <= 0 or C <= 0:
+            return
+        dtype = s.dtype
+        e = s.esize
+        kind = op.name[len("pto.trow"):]  # sum | max | min
+        vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
+        red = {"sum": "vcadd", "max": "vcmax", "min": "vcmin"}[kind]
+        dstride = self._dst_column(d)
+        L = 256 // e
+        if dtype == "f16" and kind == "sum":
+            return self.rowsum_f16_via_f32(op, s, d, R, C, dstride)
+        if E.is_float_dtype(E.np_dtype(dtype)):
+            if C <= L:
+                self.red(red, dtype, d.addr, dstride, s.addr, s.row_bytes, R, C)
+                return
+            T, t_row, k = self._tmp_rows(op, 256, R)
+            for p in range(0, R, k):
+                n = min(k, R - p)
+                S = ex_add(s.addr, p * s.row_bytes)
+                self.fold_chunks(vop, dtype, T, t_row, S, s.row_bytes, n, C)
+                self.red(red, dtype, ex_add(d.addr, p * dstride * e), dstride, T, t_row, n, L)
+            return
+        # integers: fold to one repeat, then one block, then the scalar unit folds the lanes
+        epb = 32 // e
+        T, t_row, k = self._tmp_rows(op, 256, R)
+        init = {"sum": 0, "max": E.int_range(E.np_dtype(dtype))[0], "min": E.int_range(E.np_dtype(dtype))[1]}[kind]
+        salu = {"sum": "sadd", "max": "smax", "min": "smin"}[kind]
+        t_o = Opnd(T, t_row, 0, e)
+        for p in range(0, R, k):
+            n = min(k, R - p)
+            S = ex_add(s.addr, p * s.row_bytes)
+            if C <= L:
+                self.vec("vector_dup", dtype, {"dst": t_o}, n, L, extra={"scalar": init}, flat_ok=False)
+                self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(S, s.row_bytes, 0, e)}, n, C, flat_ok=False)
+            else:
+                self.fold_chunks(vop, dtype, T, t_row, S, s.row_bytes, n, C)
+            for half in (4, 2, 1):
+                self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(T, half * 32), t_row, 0, e)},
+                         n, half * epb, flat_ok=False)
+            lanes = min(C, epb)
+            self.flag("V", "S")
+            node, r = self.loop("r", 0, n)
+            outer = self.in_body(node.body)
+            acc, tmp = self.fresh("a"), self.fresh("b")
+            row = ex_add(T, ex_mul(r, t_row))
+            self.emit("ld_ub", dtype, dst=Var(acc), addr=row)
+            for lane in range(1, lanes):
+                self.emit("ld_ub", dtype, dst=Var(tmp), addr=ex_add(row, lane * e))
+                self.emit(salu, dtype, dst=Var(acc), src0=Var(acc), src1=Var(tmp))
+            self.emit("st_ub", dtype, addr=d.elem(ex_add(r, p), 0), src=Var(acc))
+            self.body = outer
+            self.flag("S", "V")
+
+    def rowsum_f16_via_f32(self, op, s, d, R, C, dstride):
+        """f16 row sums accumulated in f32: vconv chunks of 64, vadd.f32, vcadd.f32, vconv back."""
+        contiguous_dst = dstride == 1
+        if not contiguous_dst and (d.row_bytes % 32 or d.row_bytes // 32 > REPEAT_MAX):
+            raise _Unsupported("an f16 row sum into a RowMajor dst whose rows are not 32-byte multiples")
+        # per row: T (256 B f32 accumulator), U (256 B), the f32 result (4 B contiguous or 32 B spaced)
+        res_bytes = 4 if contiguous_dst else 32
+        base, k = self.free_rows(512, R, extra=res_bytes, multiple=16)
+        T, U, Rb = base, base + 256 * k, base + 512 * k
+        nch = ceil_div(C, 64)
+        for p in range(0, R, k):
+            n = min(k, R - p)
+            S = ex_add(s.addr, p * s.row_bytes)
+            t_o, u_o = Opnd(T, 256, 0, 4), Opnd(U, 256, 0, 4)
+            conv = {"src_dtype": "f16", "round": "r"}
+            self.vec("vconv", "f32", {"dst": t_o, "src": Opnd(S, s.row_bytes, 0, 2)}, n, min(64, C), lanes=64,
+                     extra=conv, flat_ok=False)
+            for j in range(1, nch):
+                w = min(64, C - 64 * j)
+                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(ex_add(S, 128 * j), s.row_bytes, 0, 2)}, n, w,
+                         lanes=64, extra=conv, flat_ok=False)
+                self.vec("vadd", "f32", {"dst": t_o, "src0": t_o, "src1": u_o}, n, w, flat_ok=False)
+            self.red("vcadd", "f32", Rb, 1 if contiguous_dst else 8, T, 256, n, min(C, 64))
+            back = {"src_dtype": "f32", "round": "r"}
+            if contiguous_dst:
+                self.vec("vconv", "f16", {"dst": Opnd(ex_add(d.addr, p * 2), 2 * n, 128, 2),
+                                          "src": Opnd(Rb, 4 * n, 256, 4)}, 1, n, lanes=64, extra=back)
+            else:
+                self.vec("vconv", "f16", {"dst": Opnd(ex_add(d.addr, p * d.row_bytes), d.row_bytes, 0, 2),
+                                          "src": Opnd(Rb, 32, 0, 4)}, n, 1, lanes=64, extra=back, flat_ok=False)
+
+    def tile_colreduce(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self._rows_aligned(s, rows=s.vr)
+        R, C = s.vr, s.vc
+        if R <= 0 or C <= 0:
+            return
+        dtype = s.dtype
+        e = s.esize
+        kind = op.name[len("pto.tcol"):]
+        vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
+        L = 256 // e
+        if dtype == "f16" and kind == "sum":
+            nb = ceil_div(C * 4, 256) * 256
+            A = self.free_ub(2 * nb)
+            U = A + nb
+            conv = {"src_dtype": "f16", "round": "r"}
+            a_o, u_o = Opnd(A, nb, 256, 4), Opnd(U, nb, 256, 4)
+            self.vec("vconv", "f32", {"dst": a_o, "src": Opnd(s.addr, s.row_bytes, 128, 2)}, 1, C, lanes=64,
+                     extra=conv, flat_ok=False)
+            if R > 1:
+                node, i = self.loop("i", 1, R)
+                outer = self.in_body(node.body)
+                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(s.elem(i, 0), s.row_bytes, 128, 2)}, 1, C,
+                         lanes=64, extra=conv, flat_ok=False)
+                self.vec("vadd", "f32", {"dst": a_o, "src0": a_o, "src1": u_o}, 1, C, flat_ok=False)
+                self.body = outer
+            self.vec("vconv", "f16", {"dst": Opnd(d.addr, d.row_bytes, 128, 2), "src": a_o}, 1, C, lanes=64,
+                     extra={"src_dtype": "f32", "round": "r"}, flat_ok=False)
+            return
+        self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=ceil_div(C * e, 32))
+        if R == 1:
+            return
+        node, i = self.loop("i", 1, R)
+        outer = self.in_body(node.body)
+        d_o = Opnd(d.addr, d.row_bytes, L * e, e)
+        self.vec(vop, dtype, {"dst": d_o, "src0": d_o, "src1": Opnd(s.elem(i, 0), s.row_bytes, L * e, e)}, 1, C,
+                 flat_ok=False)
+        self.body = outer
+
+    def tile_pairreduce(self, op):
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        R, C = d.vr, d.vc
+        if R <= 0 or C <= 0:
+            return
+        self._rows_aligned(s, d, rows=R)
+        dtype, e = d.dtype, d.esize
+        L = 256 // e
+        even = C & ~1
+        # vcpadd over the even part: per 256 B source chunk, rows as repeats
+        for k in range(ceil_div(even, L)):
+            w = min(L, even - k * L)
+            self.set_mask(self.mask_lanes(0, w, L))
+            if s.row_bytes // 32 > REPEAT_MAX or d.row_bytes // 32 > REPEAT_MAX:
+                node, r = self.loop("r", 0, R)
+                outer = self.in_body(node.body)
+                self.emit("vcpadd", dtype, dst=ex_add(d.addr, k * 128, ex_mul(r, d.row_bytes)),
+                          src=ex_add(s.addr, k * 256, ex_mul(r, s.row_bytes)), repeat=1, src_blk_stride=1,
+                          dst_rep_stride=4, src_rep_stride=8)
+                self.body = outer
+                continue
+            for r0 in range(0, R, REPEAT_MAX):
+                n = min(REPEAT_MAX, R - r0)
+                self.emit("vcpadd", dtype, dst=ex_add(d.addr, k * 128, r0 * d.row_bytes),
+                          src=ex_add(s.addr, k * 256, r0 * s.row_bytes), repeat=n, src_blk_stride=1,
+                          dst_rep_stride=d.row_bytes // 32, src_rep_stride=s.row_bytes // 32)
+        # zero fill of positions ceil(C/2) .. C-1
+        half = ceil_div(C, 2)
+        if half < C:
+            self.vec("vector_dup", dtype, {"dst": self.opnd(d, L)}, R, C, col_lo=half, extra={"scalar": 0},
+                     flat_ok=False)
+        # odd C: dst[i, C/2] = src[i, C-1] + 0 (the seed's tail; the header drops it)
+        if C % 2:
+            self.flag("V", "S")
+            node, r = self.loop("r", 0, R)
+            outer = self.in_body(node.body)
+            reg = self.fresh("s")
+            self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, C - 1))
+            self.emit("sadd", dtype, dst=Var(reg), src0=Var(reg), src1=0)
+            self.emit("st_ub", dtype, addr=d.elem(r, C // 2), src=Var(reg))
+            self.body = outer
+            self.flag("S", "V")
+
+
+def _py_number(v):
+    a = np.asarray(v)
+    if E.is_float_dtype(a.dtype):
+        return float(a.astype(np.float64))
+    return int(a)
+
+
+def _exact_reciprocal(s, dtype: str):
+    """1/s when s is a power of two whose reciprocal is a normal number of ``dtype``, else None."""
+    if not isinstance(s, float) or not math.isfinite(s) or s == 0:
+        return None
+    m, _ = math.frexp(abs(s))
+    if m != 0.5:
+        return None
+    inv = 1.0 / s
+    npd = E.np_dtype(dtype)
+    conv = _py_number(E.scalar_to(inv, npd))
+    if conv != inv:
+        return None
+    tiny = {"f16": 2.0 ** -14, "f32": 2.0 ** -126, "bf16": 2.0 ** -126}.get(dtype, 2.0 ** -126)
+    if abs(inv) < tiny or abs(s) < tiny:
+        return None
+    return inv
+
+
+# --------------------------------------------------------------------------------------------
+# Same-pipe ordering: insert the pipe barriers a program needs, drop the ones it does not
+# --------------------------------------------------------------------------------------------
+
+_UB_BLOCKS_MAX = 1 << 16
+
+
+class _BarrierState:
+    def __init__(self, nblocks: int):
+        self.nblocks = nblocks
+        self.ub = {p: np.zeros(nblocks, bool) for p in ("V", "MTE2", "MTE3")}
+        self.gm = {p: [] for p in ("V", "MTE2", "MTE3")}  # (arg, lo, hi) byte ranges
+        self.any = {p: False for p in ("V", "MTE2", "MTE3")}
+        self.mask = FULL
+
+    def copy(self):
+        n = _BarrierState.__new__(_BarrierState)
+        n.nblocks = self.nblocks
+        n.ub = {p: a.copy() for p, a in self.ub.items()}
+        n.gm = {p: list(a) for p, a in self.gm.items()}
+        n.any = dict(self.any)
+        n.mask = self.mask
+        return n
+
+    def merge(self, other):
+        for p in self.ub:
+            self.ub[p] |= other.ub[p]
+            self.gm[p] = self.gm[p] + [g for g in other.gm[p] if g not in self.gm[p]]
+            self.any[p] = self.any[p] or other.any[p]
+        if self.mask != other.mask:
+            self.mask = None
+
+    def clear(self, p):
+        self.ub[p][:] = False
+        self.gm[p] = []
+        self.any[p] = False
+
+
+def _blocks_of(base: int, nrep: int, rep: int, blk: int, blocks_per_rep, nblocks):
+    r = np.arange(nrep, dtype=np.int64)[:, None] * rep
+    b = np.asarray(blocks_per_rep, dtype=np.int64)[None, :] * blk
+    return (base // 32 + r + b).reshape(-1)
+
+
+def _active_blocks(mask, lanes: int, esize: int, repeat: int):
+    """(number of repeats, blocks (0..7) touched per repeat, last repeat's blocks) under a mask."""
+    epb = 32 // esize
+    nblk = max(1, lanes // epb)
+    if mask is None:
+        return repeat, list(range(8)), None
+    mode, hi, lo = mask
+    if mode == "count":
+        if not _is_int(lo):
+            return None
+        nrep = ceil_div(lo, lanes)
+        tail = lo - (nrep - 1) * lanes
+        return nrep, list(range(nblk)), list(range(ceil_div(tail, epb)))
+    bits = (lo & M64) | ((hi & M64) << 64)
+    bits &= (1 << lanes) - 1
+    blocks = sorted({lane // epb for lane in range(lanes) if bits >> lane & 1})
+    return repeat, blocks, None
+
+
+def _footprint(ins: Instr, a: dict, mask):
+    """UB blocks read / written and GM byte ranges (arg, lo, hi) read / written; None = unknown."""
+    spec = ins.spec
+    fam = spec.family
+    dt = a.get("dtype")
+    reads, writes, gr, gw = [], [], [], []
+    if fam in ("binary", "scalar", "unary", "dup", "conv"):
+        if fam == "conv":
+            esz = {"dst": DTYPE_SIZES[dt], "src": DTYPE_SIZES[a["src_dtype"]]}
+            lanes = 256 // max(esz.values())
+        else:
+            esz = None
+            lanes = 256 // DTYPE_SIZES[dt]
+        ops = {"binary": ("dst", "src0", "src1"), "scalar": ("dst", "src"), "unary": ("dst", "src"),
+               "dup": ("dst",), "conv": ("dst", "src")}[fam]
+        for o in ops:
+            e = esz[o] if esz else DTYPE_SIZES[dt]
+            act = _active_blocks(mask, lanes, e, a["repeat"])
+            if act is None:
+                return None
+            nrep, blocks, last = act
+            idx = _blocks_of(a[o], nrep, a[f"{o}_rep_stride"], a[f"{o}_blk_stride"], blocks, 0)
+            if last is not None and nrep:
+                idx = np.concatenate([_blocks_of(a[o], nrep - 1, a[f"{o}_rep_stride"], a[f"{o}_blk_stride"], blocks, 0),
+                                      _blocks_of(a[o] + (nrep - 1) * a[f"{o}_rep_stride"] * 32, 1, 0,
+                                                 a[f"{o}_blk_stride"], last, 0)])
+            (writes if o == "dst" else reads).append(idx)
+    elif fam == "vbrcb":
+        e = DTYPE_SIZES[dt]
+        n = a["repeat"]
+        blk = a["dst_blk_stride"] or 1
+        writes.append(_blocks_of(a["dst"], n, a["dst_rep_stride"], blk, range(8), 0))
+        lo, hi = a["src"], a["src"] + n * 8 * e
+        reads.append(np.arange(lo // 32, ceil_div(hi, 32)))
+    elif fam in ("reduce", "greduce", "pair"):
+        e = DTYPE_SIZES[dt]
+        lanes = 256 // e
+        act = _active_blocks(mask, lanes, e, a["repeat"])
+        if act is None:
+            return None
+        nrep, blocks, last = act
+        reads.append(_blocks_of(a["src"], nrep, a["src_rep_stride"], a["src_blk_stride"], range(8), 0))
+        r = np.arange(nrep, dtype=np.int64)
+        if fam == "reduce":
+            width = 2 if a.get("order") == "value_index" else 1
+            lo = a["dst"] + r * a["dst_rep_stride"] * e
+            hi = lo + width * e
+        elif fam == "greduce":
+            lo = a["dst"] + r * a["dst_rep_stride"] * 8 * e
+            hi = lo + 8 * e
+        else:
+            lo = a["dst"] + r * a["dst_rep_stride"] * 32
+            hi = lo + (lanes // 2) * e
+        writes.append(np.unique(np.concatenate([np.arange(l // 32, ceil_div(h, 32)) for l, h in zip(lo, hi)]))
+                      if nrep else np.zeros(0, np.int64))
+    elif fam == "copy_ub":
+        n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
+        reads.append(_blocks_of(a["src"], n, ln + sg, 1, range(ln), 0))
+        writes.append(_blocks_of(a["dst"], n, ln + dg, 1, range(ln), 0))
+    elif fam == "copy_in":
+        n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
+        nb = ceil_div(ln, 32)
+        extra = 1 if a.get("right_pad") and (ln % 32 == 0) else 0
+        writes.append(_blocks_of(a["dst"], n, nb + dg, 1, range(nb + extra), 0))
+        g = a["src"]
+        gr.append((g.arg, g.offset, g.offset + (n - 1) * (ln + sg) + ln))
+    elif fam == "copy_out":
+        n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
+        nb = ceil_div(ln, 32)
+        reads.append(_blocks_of(a["src"], n, nb + sg, 1, range(nb), 0))
+        g = a["dst"]
+        gw.append((g.arg, g.offset, g.offset + (n - 1) * (ln + dg) + ln))
+    else:
+        return [], [], [], []
+    return reads, writes, gr, gw
+
+
+def _overlap(ranges, others) -> bool:
+    for arg, lo, hi in ranges:
+        for arg2, lo2, hi2 in others:
+            if arg == arg2 and lo < hi2 and lo2 < hi:
+                return True
+    return False
+
+
+class _BarrierPass:
+    """Walks a program body with a state per pipe (the UB blocks / GM bytes written since the
+    pipe's last barrier); inserts ``pipe_barrier P`` where an instruction of P touches them."""
+
+    MAX_TRIPS = 4096
+
+    def __init__(self, ub_bytes: int, scalars: dict):
+        self.nblocks = ub_bytes // 32
+        self.need_before: set = set()   # id(instr) needing a barrier before it
+        self.barrier_used: set = set()  # id(barrier) that ordered something
+        self.env = dict(scalars)
+        self.env.setdefault("block_idx", 0)
+        self.env.setdefault("block_num", 1)
+
+    def run(self, body):
+        st = _BarrierState(self.nblocks)
+        self.walk(body, st)
+
+    def walk(self, body, st: _BarrierState):
+        for n in body:
+            if isinstance(n, Loop):
+                self.loop(n, st)
+            elif isinstance(n, If):
+                a = st.copy()
+                self.walk(n.then_body, a)
+                self.walk(n.else_body, st)
+                st.merge(a)
+            else:
+                self.instr(n, st)
+
+    def loop(self, n: Loop, st: _BarrierState):
+        try:
+            start, stop, step = (evaluate(e, self.env) for e in (n.start, n.stop, n.step))
+            trips = range(int(start), int(stop), int(step)) if step else range(0)
+        except (NameError, TypeError, ValueError, ZeroDivisionError):
+            trips = None
+        saved = self.env.get(n.var, None)
+        if trips is None or len(trips) > self.MAX_TRIPS:
+            # unknown trips: two passes with the variable unknown (footprints fall back to "all")
+            self.env.pop(n.var, None)
+            for _ in range(2):
+                self.walk(n.body, st)
+        else:
+            for v in trips:
+                self.env[n.var] = v
+                self.walk(n.body, st)
+        if saved is None:
+            self.env.pop(n.var, None)
+        else:
+            self.env[n.var] = saved
+
+    def instr(self, ins: Instr, st: _BarrierState):
+        op = ins.opcode
+        p = ins.pipe
+        if op == "pipe_barrier":
+            pipe = ins.args["pipe"]
+            pipes = ("V", "MTE2", "MTE3") if pipe == "ALL" else (pipe,)
+            if pipe == "ALL" or any(st.any.get(q) for q in pipes):
+                self.barrier_used.add(id(ins))
+            for q in pipes:
+                if q in st.ub:
+                    st.clear(q)
+            return
+        if ins.spec.family == "mask":
+            a = self._args(ins)
+            if a is None:
+                st.mask = None
+            elif op == "set_mask_norm":
+                st.mask = ("norm", *(st.mask[1:] if st.mask else (M64, M64)))
+            elif op == "set_mask_count":
+                st.mask = ("count", *(st.mask[1:] if st.mask else (0, 0)))
+            elif op == "set_vector_mask":
+                st.mask = ((st.mask or ("norm",))[0], a["hi"] & M64, a["lo"] & M64)
+            elif op == "set_vector_count":
+                st.mask = ((st.mask or ("count",))[0], 0, a["count"])
+            return
+        if p not in st.ub:
+            return
+        a = self._args(ins)
+        fp = _footprint(ins, a, st.mask) if a is not None and (st.mask is not None or
+                                                                ins.spec.family.startswith("copy")) else None
+        if fp is None:
+            # unknown footprint: order it after everything of its pipe, and everything after it
+            if st.any[p]:
+                self.need_before.add(id(ins))
+            st.clear(p)
+            st.ub[p][:] = True
+            st.gm[p] = [("*", -(1 << 62), 1 << 62)]
+            st.any[p] = True
+            return
+        reads, writes, gr, gw = fp
+        pend = st.ub[p]
+        hit = False
+        for idx in reads + writes:
+            idx = idx[(idx >= 0) & (idx < self.nblocks)]
+            if idx.size and pend[idx].any():
+                hit = True
+                break
+        if not hit and st.gm[p]:
+            wild = any(g[0] == "*" for g in st.gm[p])
+            hit = wild and bool(gr or gw) or _overlap(gr + gw, st.gm[p])
+        if hit:
+            self.need_before.add(id(ins))
+            st.clear(p)
+        for idx in writes:
+            idx = idx[(idx >= 0) & (idx < self.nblocks)]
+            if idx.size:
+                st.ub[p][idx] = True
+                st.any[p] = True
+        if gw:
+            st.gm[p].extend(gw)
+            st.any[p] = True
+
+    def _args(self, ins: Instr):
+        a = ins.args
+        if all(_plain(v) for v in a.values()):
+            return a
+        try:
+            out = {}
+            for k, v in a.items():
+                if isinstance(v, str) or (k == "dst" and isinstance(v, Var) and ins.spec.kinds.get(k) == "reg"):
+                    out[k] = v
+                else:
+                    out[k] = evaluate(v, self.env)
+            for k, v in out.items():
+                if isinstance(v, float) and k not in ("scalar", "pad_value", "src0", "src1", "src") :
+                    return None
+            return out
+        except (NameError, TypeError, ValueError, ZeroDivisionError):
+            return None
+
+
+def _plain(v) -> bool:
+    if isinstance(v, (int, float, str)):
+        return True
+    return isinstance(v, GmAddr) and isinstance(v.offset, int)
+
+
+def complete_barriers(program: Program, scalars: dict | None = None) -> Program:
+    """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place)."""
+    bp = _BarrierPass(A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024, scalars or {})
+    bp.run(program.body)
+
+    def rebuild(body):
+        out = []
+        for n in body:
+            if isinstance(n, Loop):
+                n.body = rebuild(n.body)
+            elif isinstance(n, If):
+                n.then_body = rebuild(n.then_body)
+                n.else_body = rebuild(n.else_body)
+            elif isinstance(n, Instr):
+                if n.opcode == "pipe_barrier" and id(n) not in bp.barrier_used:
+                    continue
+                if id(n) in bp.need_before:
+                    out.append(Instr.make("pipe_barrier", pipe=n.pipe, origin=n.origin))
+            out.append(n)
+        return out
+
+    program.body = rebuild(program.body)
+    return program
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+                     scalars: dict | None = None, barriers: bool = True) -> Program:
+    """The a2a3 program of the placed module's entry function (see the module doc).
+
+    ``scalars`` gives integer kernel scalars by name, for sizing GM arguments whose views depend
+    on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+    from pto_compiler.runtime import reference as golden
+
+    if not target.mode1_needs_broadcast_buffer:
+        from pto_compiler.diagnostics import Diagnostic
+
+        raise PtocError([Diagnostic(f"the a2a3 lowering does not target {target.name} "
+                                    "(its backend lowers to the vf dialect)")], exit_code=2)
+    fn = golden.select_entry(module, entry)
+    low = _FnLowering(fn, target, scalars)
+    body = low.run()
+    prog = Program(target="a2a3", gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
+                   name=fn.sym_name.data)
+    if barriers:
+        known = {}
+        for s in low.scalar_args:
+            if scalars and s.name in scalars:
+                try:
+                    known[s.name] = int(scalars[s.name])
+                except (TypeError, ValueError):
+                    pass
+        complete_barriers(prog, known)
+    return prog
+
+
+def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
+    """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM of a float type):
+    they compare with the float-sum tolerance; every other output compares bit for bit."""
+    from pto_compiler.runtime import reference as golden
+
+    fn = golden.select_entry(module, entry)
+    specs = golden.kernel_args(fn)
+    tainted: set = set()  # SSA values (tiles, GM pointers) that carry a float sum
+
+    def roots(v):
+        seen = 0
+        while seen < 16 and isinstance(v, SSAValue):
+            seen += 1
+            owner = v.owner
+            if isinstance(owner, pto.PartitionViewOp):
+                v = owner.source[0]
+            elif isinstance(owner, pto.MakeTensorViewOp):
+                v = owner.ptr[0]
+            elif isinstance(owner, pto.TAssignOp) and owner.result:
+                v = owner.tile[0]
+            else:
+                break
+        return v
+
+    for _ in range(4):
+        before = len(tainted)
+        for op in fn.walk():
+            if isinstance(op, pto.TileOp):
+                srcs = [roots(v) for v in op.ins]
+                dsts = [roots(v) for v in (*op.outs, *op.res)]
+                is_sum = op.name in ("pto.trowsum", "pto.tcolsum") and op.dst_type is not None and \
+                    pto.is_float(op.dst_type.element_type)
+                if op.name == "pto.tstore":
+                    if any(s in tainted for s in srcs[:1]):
+                        tainted.update(dsts)
+                elif is_sum or any(s in tainted for s in srcs):
+                    tainted.update(dsts)
+            elif isinstance(op, (scf.YieldOp,)):
+                parent = op.parent_op()
+                if parent is not None:
+                    for v, r in zip(op.operands, parent.results):
+                        if roots(v) in tainted:
+                            tainted.add(r)
+            elif isinstance(op, scf.ForOp):
+                body = op.body.blocks[0]
+                for init, barg, res in zip(op.iter_args, body.args[1:], op.res):
+                    if roots(init) in tainted or res in tainted:
+                        tainted.update((barg, res))
+        if len(tainted) == before:
+            break
+    out = set()
+    for s in specs:
+        if s.value in tainted:
+            out.add(s.name)
+    ret = None
+    for op in fn.body.blocks[0].ops:
+        if isinstance(op, func.ReturnOp):
+            ret = op
+    if ret is not None:
+        for i, v in enumerate(ret.operands):
+            if roots(v) in tainted:
+                out.add(f"result{i}")
+    return out
+
+
+@dataclass(frozen=True)
+class LowerA2A3Pass(ModulePass):
+    """``pto-lower-a2a3{target=a2a3 entry=NAME}``: checks that the module lowers to an a2a3
+    program (the located error of the first op that does not, otherwise nothing); the IR is left
+    unchanged: ``ptoc --emit program`` prints the program."""
+
+    name = "pto-lower-a2a3"
+
+    target: str = "a2a3"
+    entry: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from pto_compiler.targets import lookup_target
+
+        t = lookup_target(self.target) or A2A3
+        lower_to_program(op, t, self.entry)
