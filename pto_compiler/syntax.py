@@ -22,7 +22,7 @@ Lexical rules
   ``t`` (``tadd``, ``trowexpandmax``, ``tmatmul.acc``; not ``tensor.*``/``test.*``/``tosa.*``/
   ``transform.*``); **the front end must read a SHORT_OP ``x`` as ``pto.x``**.  ``RETURN`` is
   ``return`` (= ``func.return``).  ``SCF_FOR``, ``SCF_IF``, ``REGION_OPNAME`` (``pto.section.*``,
-  ``scf.execute_region``), ``REINTERPRET_CAST`` and a ``STRING`` (MLIR generic form) are op names
+  ``scf.execute_region``, ``vf.func``), ``REINTERPRET_CAST`` and a ``STRING`` (MLIR generic form) are op names
   with their own rules.  Only these ops take regions.
 * Tokens kept in the tree (Lark ``Token``: a ``str`` with ``.type .line .column .end_line
   .end_column``):
@@ -112,7 +112,9 @@ Forms, by op-name token type:
   op attributes.
 * ``SCF_FOR``: ``loop_bounds, iter_args?, result_types?, region``.
 * ``SCF_IF``: ``operand`` (condition), ``result_types?``, ``region`` (then), ``region?`` (else).
-* ``REGION_OPNAME``: ``result_types?, region``.
+* ``REGION_OPNAME``: ``(SYMBOL, group)?, attr_dict?, result_types?, region``; the symbol and group
+  are ``vf.func @name(%a : T, %n : i32)`` (a ``__simd_vf__`` function, dialects/vf.py), the dict
+  its ``attributes {...}``.
 * ``REINTERPRET_CAST``: ``operand, kwarg+`` (``offset``/``sizes``/``strides``, each a ``list``),
   ``attr_dict?``, ``signature`` (``T to U``).
 * MLIR generic form, op name = ``STRING`` with quotes: ``group`` (operands), ``properties?``,

@@ -1,0 +1,2019 @@
+"""The ``vf`` dialect: A5 (ascend950) register-level vector functions, with PyPTO's op names.
+
+A vector function (VF, Ascend C ``__simd_vf__``) is a straight-line body of register
+instructions, ``arith`` scalar arithmetic and ``scf.for`` hardware loops, launched from a
+kernel by ``vf.call`` (the ``asc_vf_call`` of seeds/001).  Registers are 256 bytes
+(reference/vector_isa.md §2.1); masks (predicates) have one bit per lane.  The semantics of
+every op are in ``runtime/vf_executor.py`` (exact, per seeds/002 and vector_isa.md §2); this
+module holds the types, the ops, their syntax and their verifiers, and the front-end builder
+(:func:`build_from_stmt`).
+
+Types
+=====
+``!vf.reg<64xf32>``  one vector register of the element type: 256 x 8-bit, 128 x 16-bit,
+                     64 x 32-bit or 32 x 64-bit lanes (element types i8 ui8 i16 ui16 i32 ui32
+                     i64 ui64 f16 bf16 f32; the lane count must fill 256 bytes).
+``!vf.mask<b32>``    a predicate register typed by lane width (b8 b16 b32 b64): 256, 128, 64
+                     or 32 lanes.  An op's mask must have its register's lane width.
+
+Wherever an op's text names a register or mask type, the element type alone is accepted as a
+shorthand (``: f32`` = ``!vf.reg<64xf32>`` / ``!vf.mask<b32>``).  The PTO-AS front end (Lark)
+reads only the shorthand, since its type syntax has no ``!vf`` types; register and mask types
+are otherwise inferred from the operands, so PTO-AS code rarely writes a type at all.
+
+Structure
+=========
+::
+
+    vf.func @reduce_min_vf(%src: !pto.tile_buf<vec, 1x64xf32>, %dst: !pto.tile_buf<vec, 1x64xf32>) {
+      %m = vf.create_mask ALL : !vf.mask<b32>
+      %v = vf.load_align %src[0] : !pto.tile_buf<vec, 1x64xf32>
+      %r = vf.reduce_min %v, %m : !vf.reg<64xf32>
+      vf.store_align %dst[0], %r, %m : !pto.tile_buf<vec, 1x64xf32>
+    }
+    ...
+    vf.call @reduce_min_vf(%a, %out) : (!pto.tile_buf<vec, 1x64xf32>, !pto.tile_buf<vec, 1x64xf32>) -> ()
+
+* ``vf.func @name(%arg: T, ...) [attributes {...}] { body }``: the arguments are UB tile
+  buffers (``!pto.tile_buf`` with ``loc=vec``), whose UB base address the body addresses with
+  element offsets, and scalars (integers, ``index``, floats: the "PB parameters").  The body
+  (one block, no terminator) holds ``vf`` register and memory ops, ``arith`` ops and
+  ``scf.for`` hardware loops (trip count <= 65535, uint16 as in the study); no branches
+  (``scf.if``), no calls, no tile ops.  A ``vf.func`` may stand at module level or inside the
+  kernel's ``func.func`` body; ``vf.call`` finds it in the enclosing blocks, innermost first.
+  (PTO-AS: the grammar gives ``vf.func`` a region; at the top level of a PTO-AS file the
+  front end currently wraps non-``func.func`` statements into an L1 kernel, so write the
+  ``vf.func`` inside the kernel's ``func.func`` there.)
+* ``vf.call @name(%a, %b, %n) : (T, U, i32) -> ()``: one VF launch on the V pipe; tiles and
+  scalars are passed as the callee declares them (the signature is optional in PTO-AS).
+
+Register and memory ops
+=======================
+Operands come first (``%tile[OFFSET]`` addresses a tile argument, OFFSET an ``index`` value,
+an integer literal, or ``%off + 64`` as printed), then ``key = value`` options (only
+non-default ones are printed), then ``:`` and the one type the op needs to be read back.
+
+========================================================  ===========================================
+``%m = vf.create_mask ALL : !vf.mask<b32>``                pattern ALL, ALLF (none), VL1 VL2 VL3 VL4
+                                                           VL8 VL16 VL32 VL64 VL128 (first N lanes),
+                                                           H (low half), Q (low quarter), M3/M4
+                                                           (first largest multiple of 3/4 lanes);
+                                                           also ``pattern = ALL``
+``%m, %rest = vf.update_mask %count : !vf.mask<b32>``      UpdateMask/plt: first ``min(count, VL)``
+                                                           lanes; ``rest = count < VL ? 0 : count - VL``
+                                                           (count is an i32, read as unsigned)
+``%v = vf.load_align %t[%off], dist = BRC_B32 : TILE``     dist NORM (default), BRC_B8/B16/B32 (one
+                                                           element broadcast), BLK (one 32-byte block
+                                                           repeated over the 8 VLanes)
+``%v = vf.load_unalign %t[%off] : TILE``                    256 bytes from an element-aligned address
+``vf.store_align %t[%off], %v, %m, dist = ONEPT : TILE``   dist NORM (active lanes), ONEPT (lane 0)
+``vf.store_unalign %t[%off], %v, count = N : TILE``        the low N lanes, through the unaligned-
+                                                           store buffer of ``%t``
+``vf.store_unalign_post %t : TILE``                        flushes that buffer; must follow (the
+                                                           verifier pairs them)
+``%r = vf.add %a, %b, %m[, merge_mode = MERGING][, dst = %d] : !vf.reg<64xf32>``
+                                                           also ``sub mul div max min``
+``%r = vf.adds %a, %s, %m[, ...] : !vf.reg<64xf32>, f32``  also ``muls maxs mins``; %s a scalar of
+                                                           the element type
+``%r = vf.exp %a, %m[, ...] : !vf.reg<64xf32>``             float types only
+``%r = vf.dup %s[, %m][, ...] : !vf.reg<64xf32>, f32``     a scalar to every (active) lane, or lane 0
+                                                           of a register source (vdup POS_LOWEST)
+``%r = vf.reduce_min %v, %m[, datablock = true][, merge_mode = MERGING][, dst = %d] : !vf.reg<64xf32>``
+                                                           also ``reduce_max``, ``reduce_sum``
+========================================================  ===========================================
+
+Merge modes: ``ZEROING`` (default) zeroes the lanes an op does not write; ``MERGING`` keeps
+them from the register ``dst`` names, by default the op's first register operand, i.e. the
+in-place form ``Add<MERGING>(acc, acc, x, mask)`` of seeds/001 is
+``%acc1 = vf.add %acc, %x, %mask, merge_mode = MERGING``.  ``dst`` is only allowed with
+MERGING.
+
+In PTO-AS the same statements parse, with these conveniences: the trailing type may be
+omitted (inferred) or written as the element type; a mask pattern, dist mode or merge mode
+may be a bare word (``vf.create_mask ALL``, ``vf.add %a, %b, %m, MERGING``); a scalar
+operand may be a literal or ``INF``/``NEG_INF``/``NAN``/``MAX``/``MIN`` (the element type's
+values; an arith.constant is made); an integer offset or count of another integer type is
+converted with ``arith.index_cast``/``arith.trunci`` first.
+
+Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
+======================================================
+* register ops stand inside a ``vf.func``; ``vf.call`` stands outside one and matches its
+  callee's signature;
+* every register operand and the result of an op have one register type (``dst type =
+  src type``); masks have the register's lane width; scalars have the element type (integers:
+  any signedness of the same width);
+* reductions: element types f16 f32 i16 ui16 i32 ui32 i64 ui64; ``datablock = true`` only for
+  i16, ui16, f16, i32, ui32, f32 (64-bit types reduce the whole register);
+* ``div`` and ``exp`` take float types (f16, f32; ``exp`` also bf16 is rejected);
+* NORM/BLK loads and NORM stores need 32-byte aligned addresses, BRC loads, ONEPT stores and
+  unaligned ones element alignment (checked at run time: offsets are dynamic);
+* ``create_mask VLn`` must fit the mask's lanes; ``store_unalign`` count 1..VL;
+* every ``vf.store_unalign`` to a tile is followed, at the same or a shallower loop level, by
+  a ``vf.store_unalign_post`` of that tile, and every post has a store before it;
+* ``vf`` ops exist only on ascend950 (``pto-verify-target``: "vf.X is not available on a2a3").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    SymbolRefAttr,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from pto_compiler.dialects.pto import TileBufType, TileLikeType, dtype_name, element_bytes, is_float
+
+# --------------------------------------------------------------------------------------
+# Machine constants (reference/vector_isa.md §2.1, seeds/002)
+# --------------------------------------------------------------------------------------
+
+REG_BYTES = 256
+"""A vector register (``RegTensor``) is 256 bytes."""
+
+DATABLOCK_BYTES = 64
+"""``datablock = true`` (vcgmin/vcgmax/vcgadd) reduces groups of this many bytes.  seeds/002 says
+a datablock is 32 elements of a 16-bit type and 16 of a 32-bit type, i.e. 64 bytes, four per
+register; vector_isa.md §2.1 describes 8 VLanes of 32 bytes for group reductions.  ptoc follows
+the article (see runtime/vf_executor.py); this constant is the one place to change."""
+
+HW_LOOP_MAX = 65535
+"""Hardware loops count trips in uint16 (seeds/001: ``for (uint16_t i ...)``)."""
+
+REG_DTYPES = ("i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64", "f16", "bf16", "f32")
+REDUCE_DTYPES = frozenset({"f16", "f32", "i16", "ui16", "i32", "ui32", "i64", "ui64"})
+DATABLOCK_DTYPES = ("i16", "ui16", "f16", "i32", "ui32", "f32")
+FLOAT_DTYPES = frozenset({"f16", "f32"})
+ARITH_DTYPES = frozenset(REG_DTYPES)
+
+MASK_PATTERNS = ("ALL", "ALLF", "VL1", "VL2", "VL3", "VL4", "VL8", "VL16", "VL32", "VL64", "VL128",
+                 "H", "Q", "M3", "M4")
+LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK")
+STORE_DISTS = ("NORM", "ONEPT")
+MERGE_MODES = ("ZEROING", "MERGING")
+
+
+def lanes_of(elt: Attribute) -> int:
+    return REG_BYTES // element_bytes(elt)
+
+
+def pattern_lanes(pattern: str, lanes: int) -> int:
+    """How many leading lanes a create_mask pattern enables (ALL..., as PyPTO names them)."""
+    if pattern == "ALL":
+        return lanes
+    if pattern == "ALLF":
+        return 0
+    if pattern == "H":
+        return lanes // 2
+    if pattern == "Q":
+        return lanes // 4
+    if pattern in ("M3", "M4"):
+        k = int(pattern[1])
+        return lanes // k * k
+    return int(pattern[2:])
+
+
+# --------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class RegType(ParametrizedAttribute, TypeAttribute):
+    """``!vf.reg<64xf32>``: a 256-byte vector register of ``lanes`` elements."""
+
+    name = "vf.reg"
+    lanes: IntAttr
+    element_type: Attribute
+
+    def __init__(self, element_type: Attribute, lanes: int | None = None):
+        if lanes is None:
+            lanes = lanes_of(element_type)
+        super().__init__(IntAttr(lanes), element_type)
+
+    @property
+    def dtype(self) -> str:
+        return dtype_name(self.element_type)
+
+    @property
+    def elem_bytes(self) -> int:
+        return element_bytes(self.element_type)
+
+    @property
+    def nlanes(self) -> int:
+        return self.lanes.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        pos = parser.pos
+        with parser.in_angle_brackets():
+            shape, elt = parser.parse_ranked_shape()
+        problem = _reg_problem(list(shape), elt)
+        if problem:
+            parser.raise_error(problem, pos, parser.pos)
+        return [IntAttr(shape[0]), elt]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.lanes.data}x")
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        problem = _reg_problem([self.lanes.data], self.element_type)
+        if problem:
+            raise VerifyException(problem)
+
+
+def _reg_problem(shape: list[int], elt: Attribute) -> str | None:
+    if len(shape) != 1:
+        return "a vector register has one dimension (!vf.reg<64xf32>)"
+    name = dtype_name(elt)
+    if name not in REG_DTYPES:
+        return f"{name} is not a register element type (expected one of {', '.join(REG_DTYPES)})"
+    want = REG_BYTES // element_bytes(elt)
+    if shape[0] != want:
+        return f"a register holds {want} x {name} (256 bytes), not {shape[0]}"
+    return None
+
+
+@irdl_attr_definition
+class MaskType(ParametrizedAttribute, TypeAttribute):
+    """``!vf.mask<b32>``: a predicate register, one bit per lane of the given width."""
+
+    name = "vf.mask"
+    width: IntAttr
+
+    def __init__(self, width: int):
+        super().__init__(IntAttr(width))
+
+    @property
+    def bits(self) -> int:
+        return self.width.data
+
+    @property
+    def nlanes(self) -> int:
+        return REG_BYTES * 8 // self.width.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        pos = parser.pos
+        with parser.in_angle_brackets():
+            word = parser.parse_identifier()
+        if word not in ("b8", "b16", "b32", "b64"):
+            parser.raise_error(f"mask width must be b8, b16, b32 or b64, got '{word}'", pos, parser.pos)
+        return [IntAttr(int(word[1:]))]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<b{self.width.data}>")
+
+    def verify(self) -> None:
+        if self.width.data not in (8, 16, 32, 64):
+            raise VerifyException(f"mask width must be 8, 16, 32 or 64 bits, got {self.width.data}")
+
+
+def reg_type(elt: Attribute) -> RegType:
+    return RegType(elt)
+
+
+def mask_type(elt_or_width: Attribute | int) -> MaskType:
+    """The mask for an element type (or a lane width in bits)."""
+    if isinstance(elt_or_width, int):
+        return MaskType(elt_or_width)
+    return MaskType(8 * element_bytes(elt_or_width))
+
+
+I32 = IntegerType(32)
+INDEX = IndexType()
+
+
+def _is_scalar_type(t: Attribute) -> bool:
+    return isinstance(t, (IntegerType, IndexType, Float16Type, BFloat16Type, Float32Type, Float64Type))
+
+
+def _scalar_fits(t: Attribute, elt: Attribute) -> bool:
+    """A scalar of type t may feed an op on elt lanes: same float type, or an integer of the same width."""
+    if is_float(elt):
+        return t == elt
+    return isinstance(t, IntegerType) and isinstance(elt, IntegerType) and t.width.data == elt.width.data
+
+
+def _signless(elt: Attribute) -> Attribute:
+    if isinstance(elt, IntegerType) and elt.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(elt.width.data)
+    return elt
+
+
+def _tname(t: Attribute) -> str:
+    if isinstance(t, (RegType, MaskType, TileLikeType)):
+        return str(t)
+    return dtype_name(t)
+
+
+# --------------------------------------------------------------------------------------
+# Shared syntax helpers
+# --------------------------------------------------------------------------------------
+
+
+def _parse_anchor(parser: Parser, want: str) -> Attribute:
+    """After ``:``: a register (``want='reg'``) or mask type, or the element-type shorthand."""
+    pos = parser.pos
+    t = parser.parse_type()
+    if want == "reg":
+        if isinstance(t, RegType):
+            return t
+        if dtype_name(t) in REG_DTYPES:
+            return RegType(t)
+        parser.raise_error(f"expected a register type (!vf.reg<64xf32>) or an element type, got {t}",
+                           pos, parser.pos)
+    if want == "mask":
+        if isinstance(t, MaskType):
+            return t
+        if dtype_name(t) in REG_DTYPES:
+            return mask_type(t)
+        parser.raise_error(f"expected a mask type (!vf.mask<b32>) or an element type, got {t}", pos, parser.pos)
+    if want == "tile":
+        if isinstance(t, TileLikeType):
+            return t
+        parser.raise_error(f"expected a !pto.tile_buf type, got {t}", pos, parser.pos)
+    return t
+
+
+def _parse_options(parser: Parser, first: bool = False) -> tuple[list, dict[str, Any]]:
+    """``, %x`` operands and ``, key = value`` options, in any order after the leading operand(s).
+
+    Returns (unresolved operands in order, options); a value is an unresolved operand, an
+    identifier, an integer or a bool."""
+    operands: list = []
+    options: dict[str, Any] = {}
+    while True:
+        if not first and parser.parse_optional_punctuation(",") is None:
+            break
+        first = False
+        if parser._current_token.text.startswith("%"):
+            if options:
+                parser.raise_error("operands come before the `key = value` options")
+            operands.append(parser.parse_unresolved_operand())
+            continue
+        pos = parser.pos
+        key = parser.parse_identifier()
+        parser.parse_punctuation("=")
+        if key in options:
+            parser.raise_error(f"duplicate option '{key}'", pos, parser.pos)
+        if parser._current_token.text.startswith("%"):
+            options[key] = parser.parse_unresolved_operand()
+        else:
+            b = parser.parse_optional_boolean()
+            if b is not None:
+                options[key] = b
+            else:
+                i = parser.parse_optional_integer()
+                options[key] = i if i is not None else parser.parse_identifier()
+        options[key + "@pos"] = pos
+    return operands, options
+
+
+def _take_word(parser: Parser, options: dict, key: str, allowed: Sequence[str], default: str | None) -> str | None:
+    v = options.pop(key, None)
+    pos = options.pop(key + "@pos", None)
+    if v is None:
+        return default
+    if not isinstance(v, str) or v not in allowed:
+        parser.raise_error(f"{key} must be one of {', '.join(allowed)}, got '{v}'", pos, parser.pos)
+    return v
+
+
+def _no_more_options(parser: Parser, options: dict, opname: str) -> None:
+    for k in options:
+        if not k.endswith("@pos"):
+            parser.raise_error(f"'{opname}' has no option '{k}'", options[k + "@pos"], parser.pos)
+
+
+def _print_options(printer: Printer, items: Sequence[tuple[str, Any]]) -> None:
+    for key, value in items:
+        printer.print_string(f", {key} = ")
+        if isinstance(value, SSAValue):
+            printer.print_operand(value)
+        elif isinstance(value, bool):
+            printer.print_string("true" if value else "false")
+        else:
+            printer.print_string(str(value))
+
+
+def _print_attrs_and_colon(printer: Printer, op: Operation) -> None:
+    if op.attributes:
+        printer.print_string(" ")
+        printer.print_attr_dict(op.attributes)
+    printer.print_string(" : ")
+
+
+def _parse_address(parser: Parser) -> tuple[Any, Any, int]:
+    """``%t``, ``%t[%off]``, ``%t[64]`` or ``%t[%off + 64]`` -> (tile, offset operand or None, static offset)."""
+    tile = parser.parse_unresolved_operand()
+    dyn, static = None, 0
+    if parser.parse_optional_punctuation("[") is not None:
+        if parser._current_token.text.startswith("%"):
+            dyn = parser.parse_unresolved_operand()
+            if parser.parse_optional_punctuation("+") is not None:
+                static = parser.parse_integer(allow_negative=False)
+        else:
+            static = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation("]")
+    return tile, dyn, static
+
+
+def _print_address(printer: Printer, tile: SSAValue, dyn: SSAValue | None, static: int, always: bool = True) -> None:
+    printer.print_operand(tile)
+    if dyn is None and static == 0 and not always:
+        return
+    printer.print_string("[")
+    if dyn is not None:
+        printer.print_operand(dyn)
+        if static:
+            printer.print_string(f" + {static}")
+    else:
+        printer.print_string(str(static))
+    printer.print_string("]")
+
+
+# --------------------------------------------------------------------------------------
+# Base classes
+# --------------------------------------------------------------------------------------
+
+
+def enclosing_vf_func(op: Operation) -> VfFuncOp | None:
+    p = op.parent_op()
+    while p is not None:
+        if isinstance(p, VfFuncOp):
+            return p
+        p = p.parent_op()
+    return None
+
+
+class VfOp(IRDLOperation):
+    """Base of the register and memory ops: one operand list (decoded per op by type), results,
+    and the options as properties."""
+
+    args = var_operand_def()
+    res = var_result_def()
+    merge_mode = opt_prop_def(StringAttr)
+    datablock = opt_prop_def(IntegerAttr)
+    dist = opt_prop_def(StringAttr)
+    pattern = opt_prop_def(StringAttr)
+    offset = opt_prop_def(IntegerAttr)
+    count = opt_prop_def(IntegerAttr)
+
+    PYPTO: ClassVar[str] = ""
+    """The Ascend C / ISA name, for messages and docs."""
+
+    def __init__(self, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 properties: dict[str, Attribute] | None = None, attributes: dict[str, Attribute] | None = None):
+        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
+                         properties={k: v for k, v in (properties or {}).items() if v is not None},
+                         attributes=attributes or {})
+
+    # ---- option views --------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        return self.merge_mode.data if self.merge_mode is not None else "ZEROING"
+
+    @property
+    def is_datablock(self) -> bool:
+        return self.datablock is not None and bool(self.datablock.value.data)
+
+    @property
+    def static_offset(self) -> int:
+        return self.offset.value.data if self.offset is not None else 0
+
+    def verify_(self) -> None:
+        if enclosing_vf_func(self) is None:
+            raise VerifyException(f"{self.name} may only appear inside a vf.func (a __simd_vf__ function body)")
+        for key, allowed in (("merge_mode", MERGE_MODES),):
+            a = self.properties.get(key)
+            if a is not None and a.data not in allowed:
+                raise VerifyException(f"{key} must be ZEROING or MERGING, got '{a.data}'")
+        self.verify_vf()
+
+    def verify_vf(self) -> None:
+        """Op-specific checks."""
+
+
+def _props(merge_mode: str | None = None, datablock: bool | None = None, dist: str | None = None,
+           pattern: str | None = None, offset: int | None = None, count: int | None = None) -> dict[str, Attribute]:
+    """Option properties, normalised so the default of each is absent (round trips compare equal)."""
+    p: dict[str, Attribute] = {}
+    if merge_mode not in (None, "ZEROING"):
+        p["merge_mode"] = StringAttr(merge_mode)
+    if datablock:
+        p["datablock"] = IntegerAttr(1, IntegerType(1))
+    if dist not in (None, "NORM"):
+        p["dist"] = StringAttr(dist)
+    if pattern is not None:
+        p["pattern"] = StringAttr(pattern)
+    if offset:
+        p["offset"] = IntegerAttr(offset, 64)
+    if count is not None:
+        p["count"] = IntegerAttr(count, 64)
+    return p
+
+
+# ---- masks -------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CreateMaskOp(VfOp):
+    """``%m = vf.create_mask PATTERN : !vf.mask<bN>`` (CreateMask<T, MaskPattern::PATTERN>, pset)."""
+
+    name = "vf.create_mask"
+    PYPTO: ClassVar[str] = "CreateMask/pset"
+
+    def __init__(self, pattern: str, result_type: MaskType, attributes=None):
+        super().__init__([], [result_type], _props(pattern=pattern), attributes)
+
+    @property
+    def pattern_name(self) -> str:
+        return self.pattern.data if self.pattern is not None else "ALL"
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.pattern_name}")
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.res[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CreateMaskOp:
+        pos = parser.pos
+        if parser.parse_optional_keyword("pattern") is not None:
+            parser.parse_punctuation("=")
+        word = parser.parse_identifier()
+        if word not in MASK_PATTERNS:
+            parser.raise_error(f"unknown mask pattern '{word}' (expected one of {', '.join(MASK_PATTERNS)})",
+                               pos, parser.pos)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        return cls(word, _parse_anchor(parser, "mask"), attrs)
+
+    def verify_vf(self) -> None:
+        if self.args or len(self.res) != 1 or not isinstance(self.res[0].type, MaskType):
+            raise VerifyException("expects no operands and one !vf.mask result")
+        p = self.pattern_name
+        if p not in MASK_PATTERNS:
+            raise VerifyException(f"unknown mask pattern '{p}' (expected one of {', '.join(MASK_PATTERNS)})")
+        lanes = self.res[0].type.nlanes
+        if pattern_lanes(p, lanes) > lanes:
+            raise VerifyException(f"pattern {p} selects more lanes than a {self.res[0].type} has ({lanes})")
+
+
+@irdl_op_definition
+class UpdateMaskOp(VfOp):
+    """``%m, %rest = vf.update_mask %count : !vf.mask<bN>`` (UpdateMask<T>(count), plt POST_UPDATE)."""
+
+    name = "vf.update_mask"
+    PYPTO: ClassVar[str] = "UpdateMask/plt"
+
+    def __init__(self, count: SSAValue, result_type: MaskType, attributes=None):
+        super().__init__([count], [result_type, I32], None, attributes)
+
+    @property
+    def count_in(self) -> SSAValue:
+        return self.args[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.args[0])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.res[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UpdateMaskOp:
+        count = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        mt = _parse_anchor(parser, "mask")
+        return cls(parser.resolve_operand(count, I32), mt, attrs)
+
+    def verify_vf(self) -> None:
+        if len(self.args) != 1 or self.args[0].type != I32:
+            raise VerifyException("expects one i32 count (the lanes still to process)")
+        if len(self.res) != 2 or not isinstance(self.res[0].type, MaskType) or self.res[1].type != I32:
+            raise VerifyException("results are the mask and the decremented i32 count")
+
+
+# ---- memory ------------------------------------------------------------------------------
+
+
+class _MemOp(VfOp):
+    """Memory ops: ``args = [tile, offset(index)?, ...]``."""
+
+    @property
+    def tile(self) -> SSAValue:
+        return self.args[0]
+
+    @property
+    def dyn_offset(self) -> SSAValue | None:
+        return self.args[1] if len(self.args) > 1 and isinstance(self.args[1].type, IndexType) else None
+
+    @property
+    def rest(self) -> tuple[SSAValue, ...]:
+        return tuple(self.args[2:] if self.dyn_offset is not None else self.args[1:])
+
+    @property
+    def tile_type(self) -> TileLikeType:
+        return self.args[0].type  # type: ignore[return-value]
+
+    def _print_head(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_address(printer, self.tile, self.dyn_offset, self.static_offset, always=self.ADDRESSED)
+        for v in self.rest:
+            printer.print_string(", ")
+            printer.print_operand(v)
+
+    ADDRESSED: ClassVar[bool] = True
+
+    def _check_tile(self) -> TileLikeType:
+        if not self.args or not isinstance(self.args[0].type, TileBufType):
+            raise VerifyException("the first operand must be a !pto.tile_buf argument of the vf.func")
+        t = self.args[0].type
+        if t.loc.data != "vec":
+            raise VerifyException(f"VF code addresses UB (loc=vec) tiles only, got loc={t.loc.data}")
+        if dtype_name(t.element_type) not in REG_DTYPES:
+            raise VerifyException(f"tile element type {t.dtype} has no vector register type")
+        return t
+
+    def _check_rest(self, *kinds: str) -> tuple[SSAValue, ...]:
+        rest = self.rest
+        if len(rest) != len(kinds):
+            raise VerifyException(f"expects {len(kinds)} operand(s) after the address, got {len(rest)}")
+        t = self.tile_type
+        for v, k in zip(rest, kinds):
+            want = RegType(t.element_type) if k == "reg" else mask_type(t.element_type)
+            if v.type != want:
+                raise VerifyException(
+                    f"{'value' if k == 'reg' else 'mask'} operand has type {_tname(v.type)}, but the "
+                    f"{t.dtype} tile needs {want}")
+        return rest
+
+
+@irdl_op_definition
+class LoadAlignOp(_MemOp):
+    """``%v = vf.load_align %t[%off][, dist = D] : TILE`` (LoadAlign / vlds)."""
+
+    name = "vf.load_align"
+    PYPTO: ClassVar[str] = "LoadAlign/vlds"
+
+    def __init__(self, tile: SSAValue, offset: SSAValue | int | None = None, dist: str = "NORM", attributes=None,
+                 static_offset: int = 0):
+        dyn, static = _split_offset(offset, static_offset)
+        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(tile.type.element_type)],
+                         _props(dist=dist, offset=static), attributes)
+
+    @property
+    def dist_name(self) -> str:
+        return self.dist.data if self.dist is not None else "NORM"
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        if self.dist_name != "NORM":
+            _print_options(printer, [("dist", self.dist_name)])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.tile_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadAlignOp:
+        tile, dyn, static = _parse_address(parser)
+        extra, options = _parse_options(parser)
+        if extra:
+            parser.raise_error("vf.load_align takes only an address and `dist = ...`")
+        dist = _take_word(parser, options, "dist", LOAD_DISTS, "NORM")
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = _parse_anchor(parser, "tile")
+        t = parser.resolve_operand(tile, tt)
+        off = parser.resolve_operand(dyn, INDEX) if dyn is not None else None
+        return cls(t, off, dist, attrs, static_offset=static)
+
+    def verify_vf(self) -> None:
+        t = self._check_tile()
+        self._check_rest()
+        d = self.dist_name
+        if d not in LOAD_DISTS:
+            raise VerifyException(f"dist must be one of {', '.join(LOAD_DISTS)}, got '{d}'")
+        if d.startswith("BRC_B") and int(d[5:]) != 8 * t.elem_bytes:
+            raise VerifyException(f"dist {d} broadcasts {d[5:]}-bit elements, but the tile holds {t.dtype} "
+                                  f"(use BRC_B{8 * t.elem_bytes})")
+        if len(self.res) != 1 or self.res[0].type != RegType(t.element_type):
+            raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")
+
+
+@irdl_op_definition
+class LoadUnalignOp(_MemOp):
+    """``%v = vf.load_unalign %t[%off] : TILE`` (vldas + vldus: 256 bytes from any element address)."""
+
+    name = "vf.load_unalign"
+    PYPTO: ClassVar[str] = "LoadUnAlign/vldus"
+
+    def __init__(self, tile: SSAValue, offset: SSAValue | int | None = None, attributes=None,
+                 static_offset: int = 0):
+        dyn, static = _split_offset(offset, static_offset)
+        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(tile.type.element_type)],
+                         _props(offset=static), attributes)
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.tile_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadUnalignOp:
+        tile, dyn, static = _parse_address(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = _parse_anchor(parser, "tile")
+        t = parser.resolve_operand(tile, tt)
+        return cls(t, parser.resolve_operand(dyn, INDEX) if dyn is not None else None, attrs, static_offset=static)
+
+    def verify_vf(self) -> None:
+        t = self._check_tile()
+        self._check_rest()
+        if len(self.res) != 1 or self.res[0].type != RegType(t.element_type):
+            raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")
+
+
+@irdl_op_definition
+class StoreAlignOp(_MemOp):
+    """``vf.store_align %t[%off], %v, %m[, dist = ONEPT] : TILE`` (StoreAlign / vsts)."""
+
+    name = "vf.store_align"
+    PYPTO: ClassVar[str] = "StoreAlign/vsts"
+
+    def __init__(self, tile: SSAValue, offset: SSAValue | int | None, value: SSAValue, mask: SSAValue,
+                 dist: str = "NORM", attributes=None, static_offset: int = 0):
+        dyn, static = _split_offset(offset, static_offset)
+        super().__init__([tile] + ([dyn] if dyn is not None else []) + [value, mask], [],
+                         _props(dist=dist, offset=static), attributes)
+
+    @property
+    def value(self) -> SSAValue:
+        return self.rest[0]
+
+    @property
+    def mask(self) -> SSAValue:
+        return self.rest[1]
+
+    @property
+    def dist_name(self) -> str:
+        return self.dist.data if self.dist is not None else "NORM"
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        if self.dist_name != "NORM":
+            _print_options(printer, [("dist", self.dist_name)])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.tile_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreAlignOp:
+        tile, dyn, static = _parse_address(parser)
+        extra, options = _parse_options(parser)
+        if len(extra) != 2:
+            parser.raise_error("vf.store_align expects `%tile[offset], %value, %mask`")
+        dist = _take_word(parser, options, "dist", STORE_DISTS, "NORM")
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = _parse_anchor(parser, "tile")
+        elt = tt.element_type
+        t = parser.resolve_operand(tile, tt)
+        v = parser.resolve_operand(extra[0], RegType(elt))
+        m = parser.resolve_operand(extra[1], mask_type(elt))
+        return cls(t, parser.resolve_operand(dyn, INDEX) if dyn is not None else None, v, m, dist, attrs,
+                   static_offset=static)
+
+    def verify_vf(self) -> None:
+        self._check_tile()
+        self._check_rest("reg", "mask")
+        if self.dist_name not in STORE_DISTS:
+            raise VerifyException(f"dist must be NORM or ONEPT, got '{self.dist_name}'")
+        if self.res:
+            raise VerifyException("vf.store_align has no results")
+
+
+@irdl_op_definition
+class StoreUnalignOp(_MemOp):
+    """``vf.store_unalign %t[%off], %v, count = N : TILE`` (StoreUnAlign: the low N lanes, buffered)."""
+
+    name = "vf.store_unalign"
+    PYPTO: ClassVar[str] = "StoreUnAlign/vstus"
+
+    def __init__(self, tile: SSAValue, offset: SSAValue | int | None, value: SSAValue, count: int = 1,
+                 attributes=None, static_offset: int = 0):
+        dyn, static = _split_offset(offset, static_offset)
+        super().__init__([tile] + ([dyn] if dyn is not None else []) + [value], [],
+                         _props(offset=static, count=count), attributes)
+
+    @property
+    def value(self) -> SSAValue:
+        return self.rest[0]
+
+    @property
+    def lanes(self) -> int:
+        return self.count.value.data if self.count is not None else 1
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        _print_options(printer, [("count", self.lanes)])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.tile_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreUnalignOp:
+        tile, dyn, static = _parse_address(parser)
+        extra, options = _parse_options(parser)
+        if len(extra) != 1:
+            parser.raise_error("vf.store_unalign expects `%tile[offset], %value, count = N`")
+        count = options.pop("count", 1)
+        cpos = options.pop("count@pos", parser.pos)
+        if not isinstance(count, int) or isinstance(count, bool):
+            parser.raise_error("count must be an integer", cpos, parser.pos)
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = _parse_anchor(parser, "tile")
+        t = parser.resolve_operand(tile, tt)
+        v = parser.resolve_operand(extra[0], RegType(tt.element_type))
+        return cls(t, parser.resolve_operand(dyn, INDEX) if dyn is not None else None, v, count, attrs,
+                   static_offset=static)
+
+    def verify_vf(self) -> None:
+        t = self._check_tile()
+        self._check_rest("reg")
+        lanes = lanes_of(t.element_type)
+        if not 1 <= self.lanes <= lanes:
+            raise VerifyException(f"count must be 1..{lanes} (the register's lanes), got {self.lanes}")
+        fn = enclosing_vf_func(self)
+        if fn is not None and not _has_post_after(fn, self):
+            raise VerifyException(
+                f"vf.store_unalign to {_value_name(self.tile)} is never flushed: a vf.store_unalign_post of that "
+                "tile must follow it (at the same or an outer loop level); StoreUnAlign and StoreUnAlignPost "
+                "must pair")
+
+
+@irdl_op_definition
+class StoreUnalignPostOp(_MemOp):
+    """``vf.store_unalign_post %t : TILE`` (StoreUnAlignPost: flush the tile's unaligned-store buffer)."""
+
+    name = "vf.store_unalign_post"
+    PYPTO: ClassVar[str] = "StoreUnAlignPost/vstas"
+    ADDRESSED: ClassVar[bool] = False
+
+    def __init__(self, tile: SSAValue, attributes=None):
+        super().__init__([tile], [], None, attributes)
+
+    def print(self, printer: Printer) -> None:
+        self._print_head(printer)
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.tile_type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreUnalignPostOp:
+        tile = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tt = _parse_anchor(parser, "tile")
+        return cls(parser.resolve_operand(tile, tt), attrs)
+
+    def verify_vf(self) -> None:
+        self._check_tile()
+        if len(self.args) != 1:
+            raise VerifyException("expects just the tile (`vf.store_unalign_post %t`)")
+        fn = enclosing_vf_func(self)
+        if fn is not None and not any(isinstance(o, StoreUnalignOp) and o.tile is self.tile
+                                      for o in _ops_before(fn, self)):
+            raise VerifyException(f"vf.store_unalign_post of {_value_name(self.tile)} has no vf.store_unalign "
+                                  "before it; StoreUnAlign and StoreUnAlignPost must pair")
+
+
+def _split_offset(offset: SSAValue | int | None, static_offset: int) -> tuple[SSAValue | None, int]:
+    """(dynamic index operand or None, static element offset): ``offset`` is an index value or an int."""
+    if isinstance(offset, SSAValue):
+        return offset, int(static_offset)
+    return None, int(offset or 0) + int(static_offset)
+
+
+def _value_name(v: SSAValue) -> str:
+    return f"%{v.name_hint}" if v.name_hint else "its tile"
+
+
+def _walk_order(fn: Operation) -> list[Operation]:
+    return [o for o in fn.walk() if o is not fn]
+
+
+def _ops_before(fn: Operation, op: Operation) -> list[Operation]:
+    order = _walk_order(fn)
+    return order[: order.index(op)]
+
+
+def _loops_of(op: Operation, fn: Operation) -> list[Operation]:
+    out = []
+    p = op.parent_op()
+    while p is not None and p is not fn:
+        if isinstance(p, scf.ForOp):
+            out.append(p)
+        p = p.parent_op()
+    return out
+
+
+def _has_post_after(fn: Operation, store: StoreUnalignOp) -> bool:
+    order = _walk_order(fn)
+    i = order.index(store)
+    loops = _loops_of(store, fn)
+    for o in order[i + 1:]:
+        if isinstance(o, StoreUnalignPostOp) and o.tile is store.tile:
+            if all(l in loops for l in _loops_of(o, fn)):
+                return True
+    return False
+
+
+# ---- compute -----------------------------------------------------------------------------
+
+
+class _ComputeOp(VfOp):
+    """Register compute: ``args = [sources..., mask, dst?]`` (dst only with MERGING)."""
+
+    N_SRC: ClassVar[int] = 2
+    HAS_SCALAR: ClassVar[bool] = False
+    DTYPES: ClassVar[frozenset[str]] = ARITH_DTYPES
+
+    def __init__(self, sources: Sequence[SSAValue], mask: SSAValue | None, result_type: RegType,
+                 merge_mode: str = "ZEROING", dst: SSAValue | None = None, datablock: bool = False,
+                 attributes=None):
+        operands = list(sources) + ([mask] if mask is not None else []) + ([dst] if dst is not None else [])
+        super().__init__(operands, [result_type], _props(merge_mode=merge_mode, datablock=datablock), attributes)
+
+    # ---- operand views ---------------------------------------------------------------------
+    @property
+    def sources(self) -> tuple[SSAValue, ...]:
+        out = []
+        for v in self.args:
+            if isinstance(v.type, MaskType):
+                break
+            out.append(v)
+        if self.mask_operand is None and len(out) > self.N_SRC:
+            out = out[: self.N_SRC]
+        return tuple(out)
+
+    @property
+    def mask_operand(self) -> SSAValue | None:
+        for v in self.args:
+            if isinstance(v.type, MaskType):
+                return v
+        return None
+
+    @property
+    def dst_operand(self) -> SSAValue | None:
+        """The register MERGING keeps lanes from, when given explicitly (``dst = %d``)."""
+        seen = False
+        for v in self.args:
+            if seen:
+                return v
+            seen = isinstance(v.type, MaskType)
+        return None
+
+    @property
+    def merge_source(self) -> SSAValue:
+        """What MERGING keeps: ``dst`` if given, else the first register operand."""
+        d = self.dst_operand
+        if d is not None:
+            return d
+        return next(v for v in self.args if isinstance(v.type, RegType))
+
+    @property
+    def reg_type(self) -> RegType:
+        return self.res[0].type  # type: ignore[return-value]
+
+    # ---- syntax ----------------------------------------------------------------------------
+    def _options(self) -> list[tuple[str, Any]]:
+        items: list[tuple[str, Any]] = []
+        if self.is_datablock:
+            items.append(("datablock", True))
+        if self.mode != "ZEROING":
+            items.append(("merge_mode", self.mode))
+        if self.dst_operand is not None:
+            items.append(("dst", self.dst_operand))
+        return items
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        ops = list(self.sources) + ([self.mask_operand] if self.mask_operand is not None else [])
+        printer.print_list(ops, printer.print_operand)
+        _print_options(printer, self._options())
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.reg_type)
+        if self.HAS_SCALAR:
+            printer.print_string(", ")
+            printer.print_attribute(self.sources[-1].type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operands, options = _parse_options(parser, first=True)
+        datablock = options.pop("datablock", False)
+        dpos = options.pop("datablock@pos", None)
+        if not isinstance(datablock, bool):
+            parser.raise_error("datablock must be true or false", dpos, parser.pos)
+        if datablock and not issubclass(cls, ReduceOp):
+            parser.raise_error(f"'{cls.name}' has no option 'datablock'", dpos, parser.pos)
+        mode = _take_word(parser, options, "merge_mode", MERGE_MODES, "ZEROING")
+        dst = options.pop("dst", None)
+        options.pop("dst@pos", None)
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        rt = _parse_anchor(parser, "reg")
+        types = cls._operand_types(parser, rt, len(operands))
+        vals = [parser.resolve_operand(u, t) for u, t in zip(operands, types)]
+        mask = next((v for v in vals if isinstance(v.type, MaskType)), None)
+        sources = [v for v in vals if v is not mask]
+        dv = parser.resolve_operand(dst, rt) if dst is not None else None
+        return cls(sources, mask, rt, mode, dv, datablock, attrs)
+
+    @classmethod
+    def _operand_types(cls, parser: Parser, rt: RegType, n: int) -> list[Attribute]:
+        """Types of the leading operands: N_SRC registers (the last a scalar for HAS_SCALAR), then the mask."""
+        types: list[Attribute] = [rt] * cls.N_SRC
+        if cls.HAS_SCALAR:
+            parser.parse_punctuation(",")
+            types[-1] = parser.parse_type()
+        types.append(mask_type(rt.element_type))
+        if n != len(types):
+            parser.raise_error(f"'{cls.name}' expects {len(types)} operands before its options, got {n}")
+        return types
+
+    # ---- verification ----------------------------------------------------------------------
+    def verify_vf(self) -> None:
+        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+            raise VerifyException("expects one !vf.reg result")
+        rt = self.reg_type
+        if rt.dtype not in self.DTYPES:
+            raise VerifyException(f"element type {rt.dtype} is not supported (supported: "
+                                  f"{', '.join(t for t in REG_DTYPES if t in self.DTYPES)})")
+        srcs = self.sources
+        if len(srcs) != self.N_SRC:
+            raise VerifyException(f"expects {self.N_SRC} source operand(s), got {len(srcs)}")
+        for i, v in enumerate(srcs):
+            if self.HAS_SCALAR and i == len(srcs) - 1:
+                if not _scalar_fits(v.type, rt.element_type):
+                    raise VerifyException(f"scalar operand has type {_tname(v.type)}, but the {rt.dtype} lanes "
+                                          f"need {rt.dtype}" + ("" if is_float(rt.element_type)
+                                                               else f" (or another {rt.elem_bytes * 8}-bit integer)"))
+                continue
+            if v.type != rt:
+                raise VerifyException(f"dst type must equal src type: source #{i} is {_tname(v.type)}, the result "
+                                      f"is {rt}")
+        m = self.mask_operand
+        if m is None:
+            raise VerifyException("expects a mask operand")
+        self._check_mask(m)
+        n_after = sum(1 for _ in self.args) - len(srcs) - 1
+        d = self.dst_operand
+        if n_after > 1:
+            raise VerifyException("unexpected operands after the mask")
+        if d is not None:
+            if self.mode != "MERGING":
+                raise VerifyException("`dst` (the register whose lanes MERGING keeps) needs merge_mode = MERGING")
+            if d.type != rt:
+                raise VerifyException(f"dst type must equal src type: dst is {_tname(d.type)}, the result is {rt}")
+
+    def _check_mask(self, m: SSAValue) -> None:
+        rt = self.reg_type
+        mt = m.type
+        if not isinstance(mt, MaskType):
+            raise VerifyException(f"mask operand has type {_tname(mt)}")
+        if mt.bits != 8 * rt.elem_bytes:
+            raise VerifyException(f"mask lane width b{mt.bits} does not match the {rt.elem_bytes * 8}-bit lanes of "
+                                  f"{rt} (use !vf.mask<b{8 * rt.elem_bytes}>)")
+
+
+class BinaryOp(_ComputeOp):
+    """``%r = vf.OP %a, %b, %m[, merge_mode = MERGING][, dst = %d] : !vf.reg<..>``."""
+
+    FN: ClassVar[str] = ""
+    """Element function name in runtime/elementwise.py."""
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "vf.add"
+    PYPTO: ClassVar[str] = "Add/vadd"
+    FN: ClassVar[str] = "add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "vf.sub"
+    PYPTO: ClassVar[str] = "Sub/vsub"
+    FN: ClassVar[str] = "sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "vf.mul"
+    PYPTO: ClassVar[str] = "Mul/vmul"
+    FN: ClassVar[str] = "mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    name = "vf.div"
+    PYPTO: ClassVar[str] = "Div/vdiv"
+    FN: ClassVar[str] = "div"
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    name = "vf.max"
+    PYPTO: ClassVar[str] = "Max/vmax"
+    FN: ClassVar[str] = "maximum"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    name = "vf.min"
+    PYPTO: ClassVar[str] = "Min/vmin"
+    FN: ClassVar[str] = "minimum"
+
+
+class ScalarOp(_ComputeOp):
+    """``%r = vf.OPs %a, %s, %m[, ...] : !vf.reg<..>, SCALAR_TYPE``."""
+
+    HAS_SCALAR: ClassVar[bool] = True
+    FN: ClassVar[str] = ""
+
+    @property
+    def scalar(self) -> SSAValue:
+        return self.sources[1]
+
+
+@irdl_op_definition
+class AddsOp(ScalarOp):
+    name = "vf.adds"
+    PYPTO: ClassVar[str] = "Adds/vadds"
+    FN: ClassVar[str] = "add"
+
+
+@irdl_op_definition
+class MulsOp(ScalarOp):
+    name = "vf.muls"
+    PYPTO: ClassVar[str] = "Muls/vmuls"
+    FN: ClassVar[str] = "mul"
+
+
+@irdl_op_definition
+class MaxsOp(ScalarOp):
+    name = "vf.maxs"
+    PYPTO: ClassVar[str] = "Maxs/vmaxs"
+    FN: ClassVar[str] = "maximum"
+
+
+@irdl_op_definition
+class MinsOp(ScalarOp):
+    name = "vf.mins"
+    PYPTO: ClassVar[str] = "Mins/vmins"
+    FN: ClassVar[str] = "minimum"
+
+
+@irdl_op_definition
+class ExpOp(_ComputeOp):
+    """``%r = vf.exp %a, %m[, ...] : !vf.reg<..>`` (float types)."""
+
+    name = "vf.exp"
+    PYPTO: ClassVar[str] = "Exp/vexp"
+    N_SRC: ClassVar[int] = 1
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+    FN: ClassVar[str] = "exp"
+
+
+@irdl_op_definition
+class DupOp(_ComputeOp):
+    """``%r = vf.dup %s[, %m][, ...] : !vf.reg<..>, SOURCE_TYPE`` (Duplicate / vdup, vbr).
+
+    A scalar source goes to every lane (every active lane with a mask); a register source
+    broadcasts its lane 0 (vdup POS_LOWEST).  Without a mask every lane is written."""
+
+    name = "vf.dup"
+    PYPTO: ClassVar[str] = "Duplicate/vdup"
+    N_SRC: ClassVar[int] = 1
+
+    @property
+    def source(self) -> SSAValue:
+        return self.args[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        if self.mask_operand is not None:
+            printer.print_string(", ")
+            printer.print_operand(self.mask_operand)
+        _print_options(printer, self._options())
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.reg_type)
+        printer.print_string(", ")
+        printer.print_attribute(self.source.type)
+
+    @classmethod
+    def _operand_types(cls, parser: Parser, rt: RegType, n: int) -> list[Attribute]:
+        parser.parse_punctuation(",")
+        st = parser.parse_type()
+        if n not in (1, 2):
+            parser.raise_error(f"'vf.dup' expects a source and an optional mask, got {n} operands")
+        return [st, mask_type(rt.element_type)][:n]
+
+    @property
+    def sources(self) -> tuple[SSAValue, ...]:
+        return (self.args[0],) if self.args else ()
+
+    @property
+    def dst_operand(self) -> SSAValue | None:
+        if self.mask_operand is None:
+            return None
+        return super().dst_operand
+
+    def verify_vf(self) -> None:
+        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+            raise VerifyException("expects one !vf.reg result")
+        rt = self.reg_type
+        if not self.args:
+            raise VerifyException("expects a source operand")
+        st = self.source.type
+        if isinstance(st, RegType):
+            if st != rt:
+                raise VerifyException(f"dst type must equal src type: source is {st}, the result is {rt}")
+        elif not _scalar_fits(st, rt.element_type):
+            raise VerifyException(f"scalar source has type {_tname(st)}, but the lanes are {rt.dtype}")
+        m = self.mask_operand
+        if m is None:
+            if len(self.args) != 1:
+                raise VerifyException("without a mask, vf.dup takes just its source")
+            if self.mode != "ZEROING":
+                raise VerifyException("merge_mode = MERGING needs a mask")
+            return
+        self._check_mask(m)
+        d = self.dst_operand
+        if len(self.args) > 3 or (len(self.args) == 3 and d is None):
+            raise VerifyException("unexpected operands after the mask")
+        if d is not None:
+            if self.mode != "MERGING":
+                raise VerifyException("`dst` (the register whose lanes MERGING keeps) needs merge_mode = MERGING")
+            if d.type != rt:
+                raise VerifyException(f"dst type must equal src type: dst is {_tname(d.type)}, the result is {rt}")
+
+
+class ReduceOp(_ComputeOp):
+    """``%r = vf.reduce_X %v, %m[, datablock = true][, merge_mode = MERGING][, dst = %d] : !vf.reg<..>``.
+
+    Whole register (vcmin/vcmax/vcadd): dst[0] = the reduction of the active lanes; for min/max
+    dst[1] = the index of the first extreme lane (its integer bit pattern).  ``datablock``
+    (vcgmin/vcgmax/vcgadd): one result per DATABLOCK_BYTES group, in dst lanes 0, 1, ...
+    Other lanes: 0 (ZEROING) or kept (MERGING).  Exact rules: runtime/vf_executor.py."""
+
+    N_SRC: ClassVar[int] = 1
+    DTYPES: ClassVar[frozenset[str]] = REDUCE_DTYPES
+    KIND: ClassVar[str] = ""
+
+    def verify_vf(self) -> None:
+        super().verify_vf()
+        rt = self.reg_type
+        if self.is_datablock and rt.dtype not in DATABLOCK_DTYPES:
+            raise VerifyException(
+                f"datablock = true supports only {', '.join(DATABLOCK_DTYPES)} (got {rt.dtype}); "
+                "64-bit types reduce the whole register (datablock = false)")
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    name = "vf.reduce_min"
+    PYPTO: ClassVar[str] = "ReduceMin/vcmin/vcgmin"
+    KIND: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    name = "vf.reduce_max"
+    PYPTO: ClassVar[str] = "ReduceMax/vcmax/vcgmax"
+    KIND: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    name = "vf.reduce_sum"
+    PYPTO: ClassVar[str] = "ReduceSum/vcadd/vcgadd"
+    KIND: ClassVar[str] = "sum"
+
+
+# --------------------------------------------------------------------------------------
+# vf.func and vf.call
+# --------------------------------------------------------------------------------------
+
+ALLOWED_IN_VF = (scf.ForOp, scf.YieldOp)
+
+
+@irdl_op_definition
+class VfFuncOp(IRDLOperation):
+    """``vf.func @name(%t: !pto.tile_buf<vec, ...>, %n: i32) [attributes {...}] { body }``."""
+
+    name = "vf.func"
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
+
+    def __init__(self, name: str, arg_types: Sequence[Attribute], body: Region | None = None, attributes=None):
+        if body is None:
+            body = Region(Block(arg_types=list(arg_types)))
+        super().__init__(properties={"sym_name": StringAttr(name),
+                                     "function_type": FunctionType.from_lists(list(arg_types), [])},
+                         regions=[body], attributes=attributes or {})
+
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.blocks[0].args) if self.body.blocks else ()
+
+    @property
+    def arg_types(self) -> tuple[Attribute, ...]:
+        return tuple(self.function_type.inputs.data)
+
+    @property
+    def block(self) -> Block:
+        return self.body.blocks[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.blocks[0].args, printer.print_block_argument)
+        printer.print_string(")")
+        if self.attributes:
+            printer.print_string(" attributes ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VfFuncOp:
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+        attrs = {}
+        if parser.parse_optional_keyword("attributes") is not None:
+            attrs = parser.parse_optional_attr_dict()
+        region = parser.parse_region(args)
+        return cls(name, [a.type for a in args], region, attrs)
+
+    def verify_(self) -> None:
+        block = self.body.blocks[0] if self.body.blocks else None
+        if block is None:
+            raise VerifyException("a vf.func needs a body")
+        if tuple(a.type for a in block.args) != self.arg_types:
+            raise VerifyException("block arguments do not match the function type")
+        if enclosing_vf_func(self) is not None:
+            raise VerifyException("a vf.func may not be nested in another vf.func")
+        for i, a in enumerate(block.args):
+            t = a.type
+            if isinstance(t, TileLikeType):
+                if not isinstance(t, TileBufType) or t.loc.data != "vec":
+                    raise VerifyException(f"argument #{i} ({_tname(t)}): a VF takes UB tile buffers "
+                                          "(!pto.tile_buf with loc=vec) and scalars")
+            elif not _is_scalar_type(t):
+                raise VerifyException(f"argument #{i} has type {_tname(t)}: a VF takes UB tile buffers "
+                                      "(!pto.tile_buf, loc=vec) and scalars (integers, index, floats)")
+        for op in self.walk():
+            if op is self:
+                continue
+            where = _where(op)
+            if isinstance(op, scf.IfOp) or op.name in ("scf.while", "scf.index_switch", "cf.br", "cf.cond_br"):
+                raise VerifyException(f"{op.name}{where} is a branch; __simd_vf__ code has no branches "
+                                      "(select lanes with masks instead)")
+            if isinstance(op, (VfFuncOp, VfCallOp)):
+                raise VerifyException(f"{op.name}{where} may not appear inside a vf.func")
+            if not (isinstance(op, VfOp) or isinstance(op, ALLOWED_IN_VF) or op.name.startswith("arith.")):
+                raise VerifyException(f"{op.name}{where} is not allowed in a vf.func (its body holds vf register "
+                                      "and memory ops, arith ops and scf.for hardware loops)")
+            if isinstance(op, scf.ForOp):
+                trips = _static_trips(op)
+                if trips is not None and trips > HW_LOOP_MAX:
+                    raise VerifyException(f"the hardware loop{where} runs {trips} trips, more than {HW_LOOP_MAX} "
+                                          "(uint16 trip count)")
+
+
+def _where(op: Operation) -> str:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f" at {loc.line.data}:{loc.column.data}"
+    return ""
+
+
+def _const_int(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _static_trips(op: scf.ForOp) -> int | None:
+    lb, ub, step = (_const_int(v) for v in (op.lb, op.ub, op.step))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
+def lookup_vf_func(anchor: Operation, name: str) -> VfFuncOp | None:
+    """The vf.func @name visible from ``anchor``: the enclosing blocks, innermost first, then the module."""
+    op: Operation | None = anchor
+    while op is not None:
+        block = op.parent_block()
+        if block is None:
+            break
+        for o in block.ops:
+            if isinstance(o, VfFuncOp) and o.sym_name.data == name:
+                return o
+        op = block.parent_op()
+    return None
+
+
+@irdl_op_definition
+class VfCallOp(IRDLOperation):
+    """``vf.call @name(%a, ...) : (T, ...) -> ()``: one VF launch (asc_vf_call); scalars are PB parameters."""
+
+    name = "vf.call"
+    callee = prop_def(SymbolRefAttr)
+    arguments = var_operand_def()
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], attributes=None):
+        super().__init__(operands=[list(args)], properties={"callee": SymbolRefAttr(callee)},
+                         attributes=attributes or {})
+
+    @property
+    def callee_name(self) -> str:
+        return self.callee.root_reference.data
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.callee_name)
+        printer.print_string("(")
+        printer.print_list(self.arguments, printer.print_operand)
+        printer.print_string(")")
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(FunctionType.from_lists([a.type for a in self.arguments], []))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VfCallOp:
+        name = parser.parse_symbol_name().data
+        unresolved = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != len(unresolved) or ft.outputs.data:
+            parser.raise_error(f"expected a signature of {len(unresolved)} argument(s) and no results", pos, parser.pos)
+        return cls(name, [parser.resolve_operand(u, t) for u, t in zip(unresolved, ft.inputs.data)], attrs)
+
+    def resolve(self) -> VfFuncOp | None:
+        return lookup_vf_func(self, self.callee_name)
+
+    def verify_(self) -> None:
+        if enclosing_vf_func(self) is not None:
+            raise VerifyException("vf.call inside a vf.func: a VF cannot launch another VF")
+        fn = self.resolve()
+        if fn is None:
+            if self.parent_op() is None:
+                return  # detached (being built)
+            raise VerifyException(f"no vf.func named @{self.callee_name} is visible here")
+        want = fn.arg_types
+        if len(want) != len(self.arguments):
+            raise VerifyException(f"@{self.callee_name} takes {len(want)} argument(s), {len(self.arguments)} given")
+        for i, (a, t) in enumerate(zip(self.arguments, want)):
+            if a.type != t and not _call_compatible(a.type, t):
+                raise VerifyException(f"argument #{i} has type {_tname(a.type)}, but @{self.callee_name} takes "
+                                      f"{_tname(t)}")
+
+
+def _call_compatible(actual: Attribute, formal: Attribute) -> bool:
+    """A tile_buf whose valid region is dynamic (``?``) in the callee accepts any valid region."""
+    if isinstance(actual, TileBufType) and isinstance(formal, TileBufType):
+        if actual.element_type != formal.element_type or (actual.rows, actual.cols) != (formal.rows, formal.cols):
+            return False
+        if actual._keys() != formal._keys() or actual.loc != formal.loc:
+            return False
+        return all(f == -1 or f == a for f, a in zip(formal.valid_shape, actual.valid_shape))
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# The PTO-AS front end: Stmt -> ops (called by pto_compiler.frontend for every `vf.*` statement)
+# --------------------------------------------------------------------------------------
+
+SCALAR_WORDS = ("INF", "NEG_INF", "NAN", "MAX", "MIN")
+
+BINARY_OPS: dict[str, type[BinaryOp]] = {c.name: c for c in (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp)}
+SCALAR_OPS: dict[str, type[ScalarOp]] = {c.name: c for c in (AddsOp, MulsOp, MaxsOp, MinsOp)}
+REDUCE_OPS: dict[str, type[ReduceOp]] = {c.name: c for c in (ReduceMinOp, ReduceMaxOp, ReduceSumOp)}
+
+
+class _StmtBuilder:
+    def __init__(self, b, stmt, scope):
+        self.b, self.stmt, self.scope = b, stmt, scope
+        self.pre: list[Operation] = []
+        self.used: set[str] = set()
+        self.words = [w for w in stmt.words]
+
+    # ---- errors ------------------------------------------------------------------------
+    def err(self, message: str, pos=None):
+        return self.b.err(message, pos or self.stmt.pos)
+
+    def located(self, op: Operation) -> Operation:
+        return self.b.located(op, self.stmt.pos)
+
+    # ---- pieces ------------------------------------------------------------------------
+    def value(self, operand, expected: Attribute | None = None) -> SSAValue:
+        if operand.indices:
+            raise self.err(f"%{operand.name} takes no [offset] here", operand.pos)
+        v = self.b.value(self.scope, operand)
+        if expected is not None and v.type != expected:
+            raise self.err(f"%{operand.name} has type {_tname(v.type)}, expected {_tname(expected)}", operand.pos)
+        return v
+
+    def kwarg(self, key: str):
+        self.used.add(key)
+        return self.stmt.kwargs.get(key)
+
+    def word_option(self, key: str, allowed: Sequence[str], default: str | None) -> str | None:
+        v = self.kwarg(key)
+        if v is None:
+            for w in list(self.words):
+                if w in allowed:
+                    self.words.remove(w)
+                    return w
+            return default
+        text = v.data if isinstance(v, StringAttr) else v if isinstance(v, str) else None
+        if text not in allowed:
+            raise self.err(f"{key} must be one of {', '.join(allowed)}, got {_show(v)}")
+        return text
+
+    def finish(self, op: Operation) -> list[Operation]:
+        unknown = sorted(set(self.stmt.kwargs) - self.used)
+        if unknown:
+            raise self.err(f"'{self.stmt.opname}' has no option '{unknown[0]}'")
+        leftover = [w for w in self.words if w not in self._literal_words()]
+        if leftover:
+            raise self.err(f"unexpected '{leftover[0]}' in '{self.stmt.opname}'")
+        if self.stmt.attrs:
+            for k, v in self.stmt.attrs.items():
+                op.attributes[k] = v
+        return [*self.pre, self.located(op)]
+
+    def _literal_words(self) -> set[str]:
+        return getattr(self, "_consumed_literals", set())
+
+    def annotated_elt(self) -> Attribute | None:
+        """The element type a trailing `: T` names (T = an element type), if any."""
+        types = [t.attr for t in self.stmt.in_types + self.stmt.out_types]
+        elts = [t for t in types if not isinstance(t, TileLikeType)]
+        if not elts:
+            return None
+        t = elts[0]
+        if dtype_name(t) not in REG_DTYPES:
+            raise self.err(f"'{self.stmt.opname}' names its register type by element type (`: f32`), got {t}")
+        return t
+
+    def annotated_tile(self) -> Attribute | None:
+        types = [t.attr for t in self.stmt.in_types + self.stmt.out_types]
+        tiles = [t for t in types if isinstance(t, TileLikeType)]
+        return tiles[0] if tiles else None
+
+    def cast(self, v: SSAValue, to: Attribute, what: str, pos) -> SSAValue:
+        if v.type == to:
+            return v
+        t = v.type
+        if isinstance(to, IndexType) and isinstance(t, IntegerType):
+            op = arith.IndexCastOp(v, to)
+        elif to == I32 and isinstance(t, IndexType):
+            op = arith.IndexCastOp(v, to)
+        elif to == I32 and isinstance(t, IntegerType) and t.signedness.data == Signedness.SIGNLESS:
+            op = arith.TruncIOp(v, to) if t.width.data > 32 else arith.ExtUIOp(v, to) if t.width.data < 32 else None
+            if op is None:
+                return v
+        else:
+            raise self.err(f"{what} has type {_tname(t)}; expected {_tname(to)}", pos)
+        self.pre.append(self.located(op))
+        return op.results[0]
+
+    def constant(self, value: Any, elt: Attribute, pos) -> SSAValue:
+        """An arith.constant of the lane type from a literal or INF/NEG_INF/NAN/MAX/MIN."""
+        import math
+
+        name = dtype_name(elt)
+        if isinstance(value, str):
+            word = value.upper()
+            if is_float(elt):
+                from pto_compiler.runtime import elementwise as ew
+
+                fmax = ew.max_finite(ew.np_dtype(name))
+                value = {"INF": math.inf, "NEG_INF": -math.inf, "NAN": math.nan, "MAX": fmax, "MIN": -fmax}[word]
+            else:
+                w = elt.width.data
+                unsigned = elt.signedness.data == Signedness.UNSIGNED
+                lo, hi = (0, (1 << w) - 1) if unsigned else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+                if word not in ("MAX", "MIN"):
+                    raise self.err(f"{word} is not a value of {name}", pos)
+                value = hi if word == "MAX" else lo
+        if is_float(elt):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise self.err(f"expected a {name} literal", pos)
+            op = arith.ConstantOp(FloatAttr(float(value), elt))
+        else:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self.err(f"expected an integer literal for {name}", pos)
+            w = elt.width.data
+            sl = _signless(elt)
+            v = value & ((1 << w) - 1)
+            if v >= 1 << (w - 1):
+                v -= 1 << w
+            op = arith.ConstantOp(IntegerAttr(v, sl))
+        self.pre.append(self.located(op))
+        return op.results[0]
+
+    def scalar_literal(self) -> Any | None:
+        """A literal or INF/NEG_INF/... word written among the operands, if any."""
+        lit = self.stmt.literal
+        consumed = set()
+        if lit is not None and not isinstance(lit, str):
+            for w in self.words:
+                consumed.add(w)
+                break
+            self._consumed_literals = consumed
+            return lit
+        for w in self.words:
+            if w.upper() in SCALAR_WORDS:
+                self.words.remove(w)
+                return w
+        return None
+
+    def address(self, operand) -> tuple[SSAValue, SSAValue | int]:
+        tile = self.b.value(self.scope, _plain(operand))
+        if not isinstance(tile.type, TileLikeType):
+            raise self.err(f"%{operand.name} is not a tile (it has type {_tname(tile.type)})", operand.pos)
+        t = self.annotated_tile()
+        if t is not None and t != tile.type:
+            raise self.err(f"%{operand.name} has type {tile.type}, but the signature says {t}", operand.pos)
+        idx = operand.indices
+        if not idx:
+            return tile, 0
+        if len(idx) != 1:
+            raise self.err("a VF address takes one element offset: %tile[%off]", operand.pos)
+        o = idx[0]
+        if isinstance(o, bool) or not (isinstance(o, int) or hasattr(o, "name")):
+            raise self.err("the offset must be an SSA value or an integer literal", operand.pos)
+        if isinstance(o, int):
+            if o < 0:
+                raise self.err("the offset must be non-negative", operand.pos)
+            return tile, o
+        v = self.b.value(self.scope, o)
+        return tile, self.cast(v, INDEX, f"offset %{o.name}", o.pos)
+
+
+def _plain(operand):
+    from pto_compiler.frontend import Operand
+
+    return Operand(operand.name, operand.pos)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, StringAttr):
+        return f"'{v.data}'"
+    if hasattr(v, "name") and hasattr(v, "pos"):
+        return f"%{v.name}"
+    return repr(v)
+
+
+def build_from_stmt(b, stmt, scope) -> list[Operation]:
+    """Front-end entry: one PTO-AS statement whose op name starts with ``vf.`` -> ops (the last
+    one defines the statement's results; casts and constants it needs come first)."""
+    name = stmt.opname
+    handler = _BUILDERS.get(name)
+    if handler is None:
+        known = ", ".join(sorted(_BUILDERS))
+        raise b.err(f"unknown operation '{name}' (the vf dialect has {known})", stmt.pos)
+    return handler(_StmtBuilder(b, stmt, scope))
+
+
+def _n_operands(sb: _StmtBuilder, n: int | tuple[int, ...], form: str) -> list:
+    ops = sb.stmt.operands
+    ok = (len(ops) in n) if isinstance(n, tuple) else len(ops) == n
+    if not ok:
+        raise sb.err(f"'{sb.stmt.opname}' expects `{form}`")
+    return ops
+
+
+def _b_func(sb: _StmtBuilder) -> list[Operation]:
+    from pto_compiler.frontend import Scope
+
+    stmt, b = sb.stmt, sb.b
+    if stmt.symbol is None:
+        raise sb.err("'vf.func' needs a name: `vf.func @name(%a: T, ...) { ... }`")
+    if not stmt.regions:
+        raise sb.err("'vf.func' needs a body `{ ... }`")
+    types = []
+    for o in stmt.operands:
+        t = getattr(o, "type", None)
+        if t is None:
+            raise sb.err(f"vf.func argument %{o.name} needs a type (`%{o.name}: T`)", o.pos)
+        if o.indices:
+            raise sb.err(f"unexpected [..] after vf.func argument %{o.name}", o.pos)
+        types.append(t.attr)
+    block = Block(arg_types=types)
+    body_scope = Scope(None)  # isolated from above: only the arguments are visible
+    for o, arg in zip(stmt.operands, block.args):
+        b.define(body_scope, o, arg)
+    saved = b.implicit_args
+    b.implicit_args = None  # an undefined name inside a VF is an error, never a kernel argument
+    try:
+        b.build_block(stmt.regions[0], block, body_scope)
+    finally:
+        b.implicit_args = saved
+    op = VfFuncOp(stmt.symbol, types, Region(block), dict(stmt.attrs))
+    if stmt.results:
+        raise sb.err("'vf.func' has no results")
+    return [sb.located(op)]
+
+
+def _b_call(sb: _StmtBuilder) -> list[Operation]:
+    stmt = sb.stmt
+    if stmt.symbol is None:
+        raise sb.err("'vf.call' needs a callee: `vf.call @name(%a, ...)`")
+    types = stmt.in_types
+    if types and len(types) != len(stmt.operands):
+        raise sb.err(f"{len(stmt.operands)} arguments but {len(types)} types")
+    args = [sb.b.value(sb.scope, o, types[i].attr if types else getattr(o, "type", None) and o.type.attr)
+            for i, o in enumerate(stmt.operands)]
+    if stmt.out_types:
+        raise sb.err("'vf.call' has no results")
+    return [*sb.pre, sb.located(VfCallOp(stmt.symbol, args, dict(stmt.attrs)))]
+
+
+def _b_create_mask(sb: _StmtBuilder) -> list[Operation]:
+    _n_operands(sb, 0, "vf.create_mask PATTERN : T")
+    pattern = sb.word_option("pattern", MASK_PATTERNS, None)
+    if pattern is None:
+        raise sb.err(f"'vf.create_mask' needs a pattern ({', '.join(MASK_PATTERNS)})")
+    elt = _mask_elt(sb, "vf.create_mask ALL : f32")
+    return sb.finish(CreateMaskOp(pattern, mask_type(elt)))
+
+
+def _mask_elt(sb: _StmtBuilder, form: str) -> Attribute:
+    elt = sb.annotated_elt()
+    dt = sb.kwarg("dtype")
+    if dt is not None:
+        from pto_compiler.frontend import ELEMENT_TYPES
+
+        name = dt.data if isinstance(dt, StringAttr) else None
+        if name not in ELEMENT_TYPES:
+            raise sb.err(f"unknown dtype {_show(dt)}")
+        elt = ELEMENT_TYPES[name]
+    if elt is None:
+        raise sb.err(f"'{sb.stmt.opname}' needs the element type its mask is for: `{form}`")
+    if dtype_name(elt) not in REG_DTYPES:
+        raise sb.err(f"{dtype_name(elt)} has no vector register type")
+    return elt
+
+
+def _b_update_mask(sb: _StmtBuilder) -> list[Operation]:
+    (c,) = _n_operands(sb, 1, "%m, %rest = vf.update_mask %count : f32")
+    elt = _mask_elt(sb, "%m, %rest = vf.update_mask %count : f32")
+    count = sb.cast(sb.value(c), I32, f"count %{c.name}", c.pos)
+    return sb.finish(UpdateMaskOp(count, mask_type(elt)))
+
+
+def _b_load(sb: _StmtBuilder) -> list[Operation]:
+    (a,) = _n_operands(sb, 1, f"%v = {sb.stmt.opname} %tile[%offset]")
+    tile, off = sb.address(a)
+    _check_tile_elt(sb, tile)
+    if sb.stmt.opname == "vf.load_align":
+        dist = sb.word_option("dist", LOAD_DISTS, "NORM")
+        op = LoadAlignOp(tile, off, dist)
+    else:
+        op = LoadUnalignOp(tile, off)
+    elt = sb.annotated_elt()
+    if elt is not None and elt != tile.type.element_type:
+        raise sb.err(f"the tile holds {tile.type.dtype}, but the signature says {dtype_name(elt)}")
+    return sb.finish(op)
+
+
+def _check_tile_elt(sb: _StmtBuilder, tile: SSAValue) -> None:
+    if dtype_name(tile.type.element_type) not in REG_DTYPES:
+        raise sb.err(f"tile element type {tile.type.dtype} has no vector register type")
+
+
+def _b_store_align(sb: _StmtBuilder) -> list[Operation]:
+    a, v, m = _n_operands(sb, 3, "vf.store_align %tile[%offset], %value, %mask")
+    tile, off = sb.address(a)
+    _check_tile_elt(sb, tile)
+    dist = sb.word_option("dist", STORE_DISTS, "NORM")
+    return sb.finish(StoreAlignOp(tile, off, sb.value(v), sb.value(m), dist))
+
+
+def _b_store_unalign(sb: _StmtBuilder) -> list[Operation]:
+    a, v = _n_operands(sb, 2, "vf.store_unalign %tile[%offset], %value, count = N")
+    tile, off = sb.address(a)
+    _check_tile_elt(sb, tile)
+    count = sb.kwarg("count")
+    if count is None:
+        count = 1
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise sb.err("count must be an integer literal")
+    return sb.finish(StoreUnalignOp(tile, off, sb.value(v), count))
+
+
+def _b_store_unalign_post(sb: _StmtBuilder) -> list[Operation]:
+    (a,) = _n_operands(sb, 1, "vf.store_unalign_post %tile")
+    if a.indices:
+        raise sb.err("vf.store_unalign_post takes the tile alone (`vf.store_unalign_post %tile`)", a.pos)
+    tile, _ = sb.address(a)
+    return sb.finish(StoreUnalignPostOp(tile))
+
+
+def _reg_of(sb: _StmtBuilder, v: SSAValue, operand) -> RegType:
+    if not isinstance(v.type, RegType):
+        raise sb.err(f"%{operand.name} is not a register (it has type {_tname(v.type)})", operand.pos)
+    return v.type
+
+
+def _merge_and_dst(sb: _StmtBuilder) -> tuple[str, SSAValue | None]:
+    mode = sb.word_option("merge_mode", MERGE_MODES, "ZEROING")
+    d = sb.kwarg("dst")
+    dv = None
+    if d is not None:
+        if not hasattr(d, "name"):
+            raise sb.err("dst must be a register value (`dst = %old`)")
+        dv = sb.value(d)
+    return mode, dv
+
+
+def _check_annotation(sb: _StmtBuilder, rt: RegType) -> None:
+    elt = sb.annotated_elt()
+    if elt is not None and elt != rt.element_type:
+        raise sb.err(f"the registers hold {rt.dtype}, but the signature says {dtype_name(elt)}")
+
+
+def _b_binary(sb: _StmtBuilder) -> list[Operation]:
+    a, bb, m = _n_operands(sb, 3, f"%r = {sb.stmt.opname} %a, %b, %mask")
+    va = sb.value(a)
+    rt = _reg_of(sb, va, a)
+    _check_annotation(sb, rt)
+    mode, dv = _merge_and_dst(sb)
+    cls = BINARY_OPS[sb.stmt.opname]
+    return sb.finish(cls([va, sb.value(bb)], sb.value(m), rt, mode, dv))
+
+
+def _b_scalar(sb: _StmtBuilder) -> list[Operation]:
+    ops = sb.stmt.operands
+    lit = sb.scalar_literal()
+    if lit is None:
+        a, s, m = _n_operands(sb, 3, f"%r = {sb.stmt.opname} %a, %scalar, %mask")
+    else:
+        a, m = _n_operands(sb, 2, f"%r = {sb.stmt.opname} %a, LITERAL, %mask")
+    va = sb.value(a)
+    rt = _reg_of(sb, va, a)
+    _check_annotation(sb, rt)
+    if lit is None:
+        sv = sb.value(s)
+    else:
+        sv = sb.constant(lit, rt.element_type, sb.stmt.pos)
+    del ops
+    mode, dv = _merge_and_dst(sb)
+    cls = SCALAR_OPS[sb.stmt.opname]
+    return sb.finish(cls([va, sv], sb.value(m), rt, mode, dv))
+
+
+def _b_exp(sb: _StmtBuilder) -> list[Operation]:
+    a, m = _n_operands(sb, 2, "%r = vf.exp %a, %mask")
+    va = sb.value(a)
+    rt = _reg_of(sb, va, a)
+    _check_annotation(sb, rt)
+    mode, dv = _merge_and_dst(sb)
+    return sb.finish(ExpOp([va], sb.value(m), rt, mode, dv))
+
+
+def _b_dup(sb: _StmtBuilder) -> list[Operation]:
+    lit = sb.scalar_literal()
+    ops = sb.stmt.operands
+    elt = sb.annotated_elt()
+    if lit is not None:
+        if len(ops) > 1:
+            raise sb.err("'vf.dup' expects `%r = vf.dup VALUE[, %mask] : T`")
+        if elt is None:
+            raise sb.err("'vf.dup' of a literal needs the element type: `vf.dup 0.0 : f32`")
+        src = sb.constant(lit, elt, sb.stmt.pos)
+        mask_ops = ops
+    else:
+        if len(ops) not in (1, 2):
+            raise sb.err("'vf.dup' expects `%r = vf.dup %scalar_or_reg[, %mask]`")
+        src = sb.value(ops[0])
+        mask_ops = ops[1:]
+        if isinstance(src.type, RegType):
+            if elt is not None and elt != src.type.element_type:
+                raise sb.err(f"the register holds {src.type.dtype}, but the signature says {dtype_name(elt)}")
+            elt = src.type.element_type
+        elif elt is None:
+            elt = src.type
+    if dtype_name(elt) not in REG_DTYPES:
+        raise sb.err(f"{dtype_name(elt)} has no vector register type")
+    if not isinstance(src.type, RegType) and src.type != elt and _scalar_fits(src.type, elt) is False:
+        raise sb.err(f"scalar source has type {_tname(src.type)}, but the lanes are {dtype_name(elt)}")
+    mask = sb.value(mask_ops[0]) if mask_ops else None
+    mode, dv = _merge_and_dst(sb)
+    return sb.finish(DupOp([src], mask, RegType(elt), mode, dv))
+
+
+def _b_reduce(sb: _StmtBuilder) -> list[Operation]:
+    a, m = _n_operands(sb, 2, f"%r = {sb.stmt.opname} %src, %mask")
+    va = sb.value(a)
+    rt = _reg_of(sb, va, a)
+    _check_annotation(sb, rt)
+    db = sb.kwarg("datablock")
+    if db is None:
+        db = False
+    if isinstance(db, IntegerAttr):
+        db = bool(db.value.data)
+    if not isinstance(db, bool):
+        raise sb.err(f"datablock must be true or false, got {_show(db)}")
+    mode, dv = _merge_and_dst(sb)
+    cls = REDUCE_OPS[sb.stmt.opname]
+    return sb.finish(cls([va], sb.value(m), rt, mode, dv, db))
+
+
+_BUILDERS = {
+    "vf.func": _b_func, "vf.call": _b_call,
+    "vf.create_mask": _b_create_mask, "vf.update_mask": _b_update_mask,
+    "vf.load_align": _b_load, "vf.load_unalign": _b_load,
+    "vf.store_align": _b_store_align, "vf.store_unalign": _b_store_unalign,
+    "vf.store_unalign_post": _b_store_unalign_post,
+    **{n: _b_binary for n in BINARY_OPS}, **{n: _b_scalar for n in SCALAR_OPS},
+    "vf.exp": _b_exp, "vf.dup": _b_dup, **{n: _b_reduce for n in REDUCE_OPS},
+}
+
+
+def type_from_text(name: str, body: str, parse_error=None) -> Attribute:
+    """``!vf.reg<BODY>`` / ``!vf.mask<BODY>`` from the text between the angle brackets (for a
+    front end that meets a ``!vf`` type; raises ValueError with a message otherwise)."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.utils.exceptions import ParseError
+
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(VF)
+    try:
+        return Parser(ctx, f"!{name}<{body}>").parse_type()
+    except (ParseError, VerifyException) as e:
+        msg = getattr(e, "msg", None) or str(e).strip().splitlines()[-1]
+        raise ValueError(msg) from None
+
+
+OPS: tuple[type[IRDLOperation], ...] = (
+    VfFuncOp, VfCallOp, CreateMaskOp, UpdateMaskOp, LoadAlignOp, LoadUnalignOp, StoreAlignOp, StoreUnalignOp,
+    StoreUnalignPostOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, AddsOp, MulsOp, MaxsOp, MinsOp, ExpOp, DupOp,
+    ReduceMinOp, ReduceMaxOp, ReduceSumOp,
+)
+
+VF = Dialect("vf", list(OPS), [RegType, MaskType])
