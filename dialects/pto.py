@@ -229,6 +229,9 @@ class TileLikeType(ParametrizedAttribute, TypeAttribute):
         keys: dict[str, object] = {}
         loc = "vec"
         with parser.in_angle_brackets():
+            if cls.LOC_FIRST:  # tile_buf starts with its location: `<vec, 16x16xf32, ...>`
+                loc = parser.parse_identifier()
+                parser.parse_punctuation(",")
             shape, elt = parser.parse_ranked_shape()
             while parser.parse_optional_punctuation(","):
                 pos = parser.pos
@@ -238,15 +241,14 @@ class TileLikeType(ParametrizedAttribute, TypeAttribute):
                     parser.raise_error(f"duplicate tile key '{key}'", pos, parser.pos)
                 if key == "valid":
                     keys[key] = [_dim(d) for d in parser.parse_dimension_list()]
-                elif key in ("loc", "blayout", "slayout"):
+                elif key in ("loc", "blayout", "slayout") and not (key == "loc" and cls.LOC_FIRST):
                     keys[key] = parser.parse_identifier()
                 elif key in ("fractal", "pad", "compact"):
                     keys[key] = parser.parse_integer()
                 else:
                     parser.raise_error(f"unknown tile key '{key}'", pos, parser.pos)
         loc = str(keys.pop("loc", loc))
-        t = cls(elt, shape, loc=loc, **keys)  # type: ignore[arg-type]
-        return list(t.parameters)
+        return list(cls(elt, shape, loc=loc, **keys).parameters)  # type: ignore[arg-type]
 
     def print_parameters(self, printer: Printer) -> None:
         parts = []
@@ -281,30 +283,6 @@ class TileBufType(TileLikeType):
 
     name = "pto.tile_buf"
     LOC_FIRST: ClassVar[bool] = True
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        # tile_buf starts with its location: `<vec, 16x16xf32, ...>`
-        with parser.in_angle_brackets():
-            loc = parser.parse_identifier()
-            parser.parse_punctuation(",")
-            shape, elt = parser.parse_ranked_shape()
-            keys: dict[str, object] = {}
-            while parser.parse_optional_punctuation(","):
-                pos = parser.pos
-                key = parser.parse_identifier()
-                parser.parse_punctuation("=")
-                if key in keys:
-                    parser.raise_error(f"duplicate tile key '{key}'", pos, parser.pos)
-                if key == "valid":
-                    keys[key] = [_dim(d) for d in parser.parse_dimension_list()]
-                elif key in ("blayout", "slayout"):
-                    keys[key] = parser.parse_identifier()
-                elif key in ("fractal", "pad", "compact"):
-                    keys[key] = parser.parse_integer()
-                else:
-                    parser.raise_error(f"unknown tile key '{key}'", pos, parser.pos)
-        return list(cls(elt, shape, loc=loc, **keys).parameters)  # type: ignore[arg-type]
 
 
 def _compare_by_parameters(*classes: type[ParametrizedAttribute]) -> None:
