@@ -1,0 +1,220 @@
+"""The default pass pipeline per target, and running a compiled program against the golden model.
+
+a2a3 (DESIGN.md §2, §5)::
+
+    verify -> pto-bufferize (L1 functions only) -> pto-select-expand-mode -> pto-tmp-strategy
+           -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 (program emission)
+
+:func:`compile_module` returns the module at a level (``"pto"``: verified, unchanged;
+``"placed"``: after pto-plan-memory and pto-insert-sync, what ``ptoc --emit placed`` prints) or,
+by default, the a2a3 :class:`~pto_compiler.runtime.program.Program`.  The input module is never
+changed (the passes run on a clone), so the golden model can still run the original.
+
+:func:`run_program` executes a program on the NumPy executor and schedules its trace on the
+cycle model; :func:`compare_outputs` applies the comparison rule of ``ptoc --run`` (issue 4):
+bit-exact, except outputs that depend on a float sum (TROWSUM/TCOLSUM of a float type,
+:func:`~pto_compiler.passes.lower_a2a3.float_sum_outputs`), which pass when
+``|got - want| <= rtol * (|want| + 1)`` with rtol 1e-3 for f32 and 1e-2 for f16/bf16.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pto_compiler.diagnostics import Diagnostic, PtocError
+from pto_compiler.targets import A2A3, Target
+
+LEVELS = ("pto", "placed", "program")
+
+PIPELINES = {
+    "a2a3": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),
+    "ascend950": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),
+}
+"""The passes after bufferization, per target (each gets ``target=`` and, for the planner, ``manual=``
+when it has such an option)."""
+
+
+def _usage(message: str) -> PtocError:
+    return PtocError([Diagnostic(message)], exit_code=2)
+
+
+def _make_pass(name: str, target: Target, manual: bool):
+    from pto_compiler.passes import get_all_passes
+
+    factory = get_all_passes().get(name)
+    try:
+        cls = factory() if factory is not None else None
+    except ImportError:
+        cls = None
+    if cls is None:
+        raise _usage(f"pass '{name}' is not available in this build of ptoc")
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    kwargs = {}
+    if "target" in fields:
+        kwargs["target"] = target.name
+    if "manual" in fields:
+        kwargs["manual"] = manual
+    return cls(**kwargs)
+
+
+def _has_l1(module) -> bool:
+    from xdsl.dialects import func
+
+    from pto_compiler.passes.bufferize import _is_l1
+
+    return any(isinstance(op, func.FuncOp) and op.body.blocks and _is_l1(op) for op in module.walk())
+
+
+def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
+                   stop_after: str | None = None, scalars: dict | None = None):
+    """Run the default pipeline on a clone of ``module``.
+
+    ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
+    ``"program"`` (the a2a3 Program).  ``scalars`` (integer kernel scalars by name) size GM
+    arguments whose views depend on them.  Errors are located ``PtocError`` s."""
+    from pto_compiler import api
+
+    if stop_after not in (None, *LEVELS):
+        raise ValueError(f"unknown level '{stop_after}' (expected one of {', '.join(LEVELS)})")
+    if stop_after in (None, "program") and not target.mode1_needs_broadcast_buffer:
+        raise _usage(f"program emission for {target.name} (the vf backend) is not implemented yet; "
+                     "use --target a2a3, or --emit placed")
+    module = module.clone()
+    api.verify(module, target)
+    if stop_after == "pto":
+        return module
+    ctx = api.context()
+    if _has_l1(module):
+        _make_pass("pto-bufferize", target, manual).apply(ctx, module)
+    for name in PIPELINES[target.name]:
+        _make_pass(name, target, manual).apply(ctx, module)
+    if stop_after == "placed":
+        return module
+    from pto_compiler.passes.lower_a2a3 import lower_to_program
+
+    return lower_to_program(module, target, entry, scalars=scalars)
+
+
+# --------------------------------------------------------------------------------------------
+# Running and comparing
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    name: str
+    ok: bool
+    max_abs_err: float
+    mismatch: tuple | None = None
+    """(index, got, want) of the first mismatching element."""
+    rule: str = "exact"
+
+    def line(self) -> str:
+        err = _fmt(self.max_abs_err)
+        if self.ok:
+            return f"PASS {self.name} {err}"
+        idx, got, want = self.mismatch
+        where = "(" + ", ".join(str(i) for i in idx) + ")"
+        return f"FAIL {self.name} {err} first mismatch at {where}: got {_fmt(got)} want {_fmt(want)}"
+
+
+def _fmt(x) -> str:
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if math.isnan(x) or math.isinf(x):
+            return str(x)
+        return f"{x:.6g}"
+    return str(x)
+
+
+FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
+    """One :class:`Comparison` per golden output (see the module doc for the rule)."""
+    out = []
+    for name, w in want.items():
+        w = np.asarray(w)
+        g = got.get(name)
+        if g is None:
+            out.append(Comparison(name, False, math.inf, ((), "missing", "an output"), "exact"))
+            continue
+        g = np.asarray(g).reshape(w.shape) if np.asarray(g).size == w.size else np.asarray(g)
+        if g.shape != w.shape:
+            out.append(Comparison(name, False, math.inf, ((), f"shape {g.shape}", f"shape {w.shape}")))
+            continue
+        is_float = w.dtype.kind == "f" or w.dtype.name == "bfloat16"
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(gf - wf)
+        both_nan = np.isnan(gf) & np.isnan(wf)
+        same_inf = np.isinf(gf) & np.isinf(wf) & (gf == wf)
+        diff = np.where(both_nan | same_inf, 0.0, diff)
+        finite = diff[np.isfinite(diff)]
+        max_err = float(finite.max()) if finite.size else 0.0
+        if np.isnan(diff).any() or np.isinf(diff).any():
+            max_err = math.inf
+        if is_float and name in tolerant:
+            rtol = FLOAT_SUM_RTOL.get(w.dtype.name, 1e-3)
+            bad = ~((diff <= rtol * (np.abs(wf) + 1)) | both_nan | same_inf)
+            rule = f"float sum, rtol {rtol:g}"
+        else:
+            u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[w.dtype.itemsize]
+            bad = np.ascontiguousarray(g).view(u) != np.ascontiguousarray(w).view(u)
+            rule = "exact"
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            gv, wv = g[idx], w[idx]
+            out.append(Comparison(name, False, max_err, (idx, gv.item() if hasattr(gv, "item") else gv,
+                                                         wv.item() if hasattr(wv, "item") else wv), rule))
+        else:
+            out.append(Comparison(name, True, max_err, None, rule))
+    return out
+
+
+@dataclass
+class RunResult:
+    outputs: dict
+    stats: object
+    """:class:`~pto_compiler.runtime.cycles.CycleStats` of the run."""
+    findings: list
+    exec_result: object = None
+
+
+def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int = 1, check: bool = True,
+                stats: bool = True) -> RunResult:
+    """Execute ``program`` (hazard checking on); races are returned in ``findings`` (not raised);
+    a deadlock or an invalid access raises ``ExecutionError``."""
+    from pto_compiler.runtime import cycles
+    from pto_compiler.runtime.executor import ExecutionError, execute
+
+    gm = {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
+    try:
+        r = execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats)
+        findings = list(r.findings)
+    except ExecutionError as e:
+        if e.result is None or any(f.kind != "race" for f in e.findings):
+            raise
+        r, findings = e.result, list(e.findings)
+    st = cycles.simulate(r.trace, program.target) if stats else None
+    return RunResult(dict(r.outputs), st, findings, r)
+
+
+def kernel_scalars(module, values: dict, entry: str | None = None) -> dict:
+    """The scalar kernel arguments among golden-model input ``values``, as plain numbers."""
+    from pto_compiler.runtime import reference as golden
+
+    fn = golden.select_entry(module, entry)
+    out = {}
+    for s in golden.kernel_args(fn):
+        if s.kind == "scalar" and s.name in values:
+            v = values[s.name]
+            out[s.name] = v.item() if hasattr(v, "item") else v
+    return out
+
+
+def gm_inputs(values: dict) -> dict:
+    return {k: v for k, v in values.items() if isinstance(v, np.ndarray) and v.ndim > 0}
