@@ -1,0 +1,891 @@
+"""The NumPy executor of ``vf`` code (A5 / ascend950 vector functions), exact per register.
+
+Two entry points:
+
+* :class:`VfRunner` / :func:`run_vf` execute one ``vf.func`` body (one ``vf.call``) on a UB
+  byte array: tile arguments are UB byte addresses, scalars are numbers.  Each register op is
+  one vectorised NumPy step; ``scf.for`` hardware loops run per trip; ``arith`` ops use the
+  golden model's scalar semantics (runtime/reference.py).
+* :func:`run_vf_kernel` runs a whole kernel written with ``vf`` ops: GM in and out through
+  ``pto.tload``/``pto.tstore`` (the golden model's data movement, with the tiles living in a
+  UB byte array that the VFs read and write), ``vf.call`` launching the VFs.  This is what
+  ``ptoc --run`` uses for a kernel with no tile-level golden model (nothing is compared).
+
+Machine model (reference/vector_isa.md §2, seeds/001, seeds/002)
+===============================================================
+* A register is a ``uint8[256]`` array; an op views it as its element type: 256 x b8,
+  128 x b16, 64 x b32, 32 x b64 lanes.  Registers are SSA values: every op makes a new array.
+* A mask is a ``bool[lanes]`` array, one entry per lane of its width (b8/b16/b32/b64).
+* Element math is ``runtime/elementwise.py`` (the golden model's): floats round once to the
+  element type (f16 through f32), NaN results are the canonical quiet NaN, ``max``/``min`` follow
+  seeds/002 (NaN wins, ``-0 < +0``), integers wrap.  ``exp`` is computed in float64, rounded once.
+* **Merge modes**: an op writes its result to the lanes its mask selects; the other lanes are 0
+  (``ZEROING``, all bits clear) or keep the bits of the merge source (``MERGING``: the op's
+  ``dst`` operand, else its first register operand), copied byte for byte.
+* ``create_mask``: ALL, ALLF (no lane), VLn (first n), H (first lanes/2), Q (first lanes/4),
+  M3/M4 (first largest multiple of 3/4 lanes, as SVE's MUL3/MUL4 which these names mirror;
+  inferred).  ``update_mask %count`` (UpdateMask/plt POST_UPDATE): the count is read as uint32;
+  the mask is the first ``min(count, lanes)`` lanes and the new count ``count < lanes ? 0 :
+  count - lanes`` (vector_isa.md §2.2).
+
+Memory (UB bytes; offsets are in elements of the tile's type)
+-------------------------------------------------------------
+* ``load_align`` NORM: 256 bytes at a 32-byte aligned address; BRC_Bn: the element at an
+  element-aligned address (vector_isa.md §4.3: the headers use element offsets) copied to every
+  lane; BLK: the 32-byte block at a 32-byte aligned address repeated 8 times (lane i = element
+  ``i mod (32/E)``).  Loads read whole registers without a mask: seeds/001 loads the tail chunk
+  unmasked ("尾部多读后续屏蔽") and masks it later, so a load may read past its tile; it must stay
+  in the UB.
+* ``load_unalign``: 256 bytes from an element-aligned address (vldas + vldus).
+* ``store_align`` NORM: the active lanes to a 32-byte aligned address, other bytes untouched;
+  ONEPT: lane 0 (if its mask lane is active) to an element-aligned address.  Stores must stay in
+  their tile buffer's bytes (``rows x cols x E`` from its base): anything else is a ``bounds``
+  finding.
+* ``store_unalign %t[off], %v, count = N``: the low N lanes go into the unaligned-store buffer
+  of ``%t`` (one per tile argument; Ascend C's ``UnalignRegForStore``).  Buffered bytes reach
+  the UB when the stream moves past their 32-byte block (the bytes of every block before the
+  block holding the stream's end are written) or at ``store_unalign_post %t``, which writes
+  all of them; bytes still buffered when the VF ends are lost, which is why the verifier pairs
+  the two ops.
+* Alignment and bounds violations are ``align`` / ``bounds`` findings (ExecutionError, exit 4),
+  located at the op.
+
+Reductions (seeds/002; the decisions where it leaves a choice)
+--------------------------------------------------------------
+* ``reduce_min``: over the active lanes, ``dst[0]`` = the minimum, ``dst[1]`` = the index of the
+  **first** lane holding it; all other lanes 0 (ZEROING) or kept (MERGING).  Floats: any active
+  NaN makes ``dst[0]`` the type's canonical quiet NaN and ``dst[1]`` the first NaN's index;
+  ``-0 < +0`` (``min(-0, +0) = -0``; the index is that of the first ``-0``).  An empty mask gives
+  the type's maximum (``+inf`` for f16/f32, ``INT32_MAX`` for i32, ``UINT16_MAX`` for ui16, ...)
+  and index 0.  ``reduce_max`` mirrors it (first maximum, ``max(-0, +0) = +0``, NaN wins, an
+  empty mask gives the type's minimum: ``-inf``, ``INT32_MIN``, 0 for unsigned types).
+* **Index encoding** (as vcmin stores it): ``dst[1]`` holds the index as an unsigned integer of
+  the lane's width, bit for bit: for f32 lanes, lane 1's 32 bits are the uint32 index (so read
+  as a float it is a denormal: index 3 reads as 4.2e-45); for f16 the 16 bits are a uint16; for
+  i64 it is the int64 index.  Read it with ``dst.view(uint32)[1]`` and so on.
+* ``reduce_sum``: ``dst[0]`` = the sum of the active lanes in the element type, no index.
+  **Order**: a pairwise tree over all lanes of the group, with inactive lanes as +0: level 1
+  adds lanes (0,1), (2,3), ..., each level adds neighbouring partial sums, every addition
+  rounded to the element type (f16 through f32, as the elementwise functions do); integers wrap.
+  (vector_isa.md §1.6: [VD] "cross-lane reductions are tree-structured"; so an all-(-0) sum
+  with any inactive lane is +0, and an empty mask gives +0.)
+* **datablock = true** (vcgmin/vcgmax/vcgadd): seeds/002 gives the datablock as 32 elements of a
+  16-bit type and 16 of a 32-bit type, i.e. 64 bytes, four per register
+  (``vf.DATABLOCK_BYTES``).  Its second statement, that the results are to be read "at a
+  16/32-element stride", is the same number seen from the source: result k reduces source lanes
+  ``[k*S, (k+1)*S)`` (S = 16 for 32-bit, 32 for 16-bit types).  The results themselves go, in
+  order, to the **low lanes** 0..3 of dst (the article: "依次写入dst低位"), one value each with no
+  index; lanes 4.. are 0 (ZEROING) or kept (MERGING).  Each group follows the whole-register
+  rules (NaN, ±0, empty group -> type max/min/+0, the sum tree within the group).
+  vector_isa.md §2.1 instead describes 8 VLanes of 32 bytes; the hardware vcg* result count is
+  therefore an open point, isolated in ``vf.DATABLOCK_BYTES``.
+
+Kernels (:func:`run_vf_kernel`)
+-------------------------------
+Inputs, GM shapes, outputs and their names follow the golden model's I/O conventions
+(runtime/reference.py: GM arguments named after the kernel's arguments, outputs = the GM
+arguments a tstore writes).  Tiles are placed in a UB byte array of the target's size:
+``pto.alloc_tile addr = %a`` / ``pto.tassign`` at the given address, the others after the
+highest given address, each 256-byte aligned, in order of first allocation (tile arguments of
+the kernel first).  ``tload``, ``tstore`` and other tile ops run with the golden model's
+semantics on tiles that are views of those UB bytes; ``vf.call`` runs the VF on the same bytes.
+``pto.section.*`` bodies run inline.
+
+Hazards: a kernel with explicit synchronisation (``pto.set_flag``, ``pto.wait_flag``,
+``pto.barrier``) is checked by the a2a3 executor's vector-clock race checker
+(runtime/executor.py): ``tload`` is an MTE2 access, ``tstore`` MTE3, ``vf.call`` and other tile
+ops V, flags and barriers order them as on a2a3.  VF launches on the V pipe complete in order
+(a VF starts after the previous one ends), so V needs no pipe_barrier between them; MTE2/MTE3
+keep the a2a3 rule (RAW/WAW within a pipe need a barrier).  A ``wait_flag`` with no earlier
+``set_flag`` is a deadlock (ops run in program order).  A kernel with no sync op at all is a
+tile-level kernel, synchronised later by pto-insert-sync: it runs in program order unchecked
+(``check="auto"``; ``check=True`` forces checking, ``False`` turns it off).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from pto_compiler.diagnostics import PtocError, op_error
+from pto_compiler.dialects import pto, vf
+
+from . import elementwise as ew
+from . import reference as golden
+from .executor import ExecutionError, Finding
+from .program import Origin
+
+REG = vf.REG_BYTES
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings
+# ---------------------------------------------------------------------------------------------
+
+class _Site:
+    """Duck-types ``program.Instr`` for Finding/ExecutionError (and the executor's race reports)."""
+
+    def __init__(self, op: Operation, text: str | None = None, pipe: str = "V"):
+        self.op = op
+        self.opcode = op.name
+        self.pipe = pipe
+        self.line = 0
+        self.text = text or op.name
+        loc = op.location
+        self.origin = Origin(loc.filename.data, loc.line.data, loc.column.data, op.name) \
+            if isinstance(loc, FileLineColLoc) else None
+
+    def to_text(self, depth: int = 0, origin: bool = True) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class VfFault(Exception):
+    """An execution error inside a VF (bounds, alignment, loop limit): a Finding at the op."""
+
+    def __init__(self, kind: str, message: str, op: Operation):
+        super().__init__(message)
+        self.finding = Finding(kind, message, (_Site(op),))
+
+
+def _fault(kind: str, op: Operation, message: str) -> VfFault:
+    return VfFault(kind, f"{op.name}: {message}", op)
+
+
+# ---------------------------------------------------------------------------------------------
+# Register semantics (public: the tests drive them directly with arbitrary masks)
+# ---------------------------------------------------------------------------------------------
+
+def np_dtype(elt) -> np.dtype:
+    return ew.np_dtype(pto.dtype_name(elt))
+
+
+def lanes(reg: np.ndarray, dtype) -> np.ndarray:
+    """The lanes of a 256-byte register as an array of ``dtype`` (a view)."""
+    return reg.view(np.dtype(dtype))
+
+
+def to_reg(values: np.ndarray) -> np.ndarray:
+    """Lane values (any dtype, 256 bytes in all) -> a fresh uint8[256] register."""
+    out = np.ascontiguousarray(values).reshape(-1).view(np.uint8).copy()
+    if out.size != REG:
+        raise ValueError(f"a register holds 256 bytes, got {out.size}")
+    return out
+
+
+def merge(result: np.ndarray, act: np.ndarray, mode: str, old: np.ndarray | None) -> np.ndarray:
+    """Lanes of ``result`` (uint8[256]) where ``act`` (bool[lanes]) is set, the rest 0 (ZEROING) or
+    the bytes of ``old`` (MERGING), byte for byte."""
+    e = REG // act.size
+    keep = np.repeat(act, e)
+    if mode == "MERGING":
+        return np.where(keep, result, old)
+    return np.where(keep, result, np.uint8(0))
+
+
+def mask_of(pattern: str, nlanes: int) -> np.ndarray:
+    n = vf.pattern_lanes(pattern, nlanes)
+    return np.arange(nlanes) < n
+
+
+def update_mask(count: int, nlanes: int) -> tuple[np.ndarray, int]:
+    """UpdateMask/plt: (first min(count, lanes) lanes, count < lanes ? 0 : count - lanes); count is uint32."""
+    u = int(count) & 0xFFFFFFFF
+    act = np.arange(nlanes) < min(u, nlanes)
+    rest = 0 if u < nlanes else u - nlanes
+    return act, rest
+
+
+def type_extreme(dtype, largest: bool):
+    """The type's maximum (largest) or minimum: ±inf for floats, the integer range ends otherwise."""
+    dt = np.dtype(dtype)
+    if ew.is_float_dtype(dt):
+        return np.array(np.inf if largest else -np.inf, dtype=np.float64).astype(dt)
+    lo, hi = ew.int_range(dt)
+    return np.array(hi if largest else lo, dtype=dt)
+
+
+def group_size(dtype, datablock: bool) -> int:
+    """Lanes per reduced group: the whole register, or one datablock (vf.DATABLOCK_BYTES)."""
+    e = np.dtype(dtype).itemsize
+    return (vf.DATABLOCK_BYTES if datablock else REG) // e
+
+
+def _extreme(x: np.ndarray, act: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (rows of x): value and index of the first min/max among the active lanes."""
+    dt = x.dtype
+    g = x.shape[0]
+    any_act = act.any(axis=1)
+    if ew.is_float_dtype(dt):
+        xf = x.astype(np.float64)
+        nan = np.isnan(xf) & act
+        has_nan = nan.any(axis=1)
+        # -0 sorts below +0: key(-0) is the float64 value just below 0 (no f16/f32 value lies between)
+        key = np.where((xf == 0) & np.signbit(xf), -np.float64(5e-324), xf)
+        key = np.where(nan, 0.0, key)
+        fill = np.inf if kind == "min" else -np.inf
+        kact = act & ~nan
+        m = (np.min if kind == "min" else np.max)(np.where(kact, key, fill), axis=1)
+        hit = kact & (key == m[:, None])
+        idx = np.where(has_nan, np.argmax(nan, axis=1), np.argmax(hit, axis=1))
+        val = x[np.arange(g), idx].copy()
+        val[has_nan] = ew.canonical_nan(dt)
+    else:
+        ext = type_extreme(dt, kind == "min")
+        m = (np.min if kind == "min" else np.max)(np.where(act, x, ext), axis=1)
+        hit = act & (x == m[:, None])
+        idx = np.argmax(hit, axis=1)
+        val = x[np.arange(g), idx].copy()
+    empty = ~any_act
+    if empty.any():
+        val[empty] = type_extreme(dt, kind == "min")
+        idx = np.where(empty, 0, idx)
+    return val, idx
+
+
+def _tree_sum(x: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """Per group: pairwise tree (lanes 2k and 2k+1, recursively), inactive lanes +0, each add rounded."""
+    v = np.where(act, x, np.zeros((), x.dtype))
+    while v.shape[1] > 1:
+        v = ew.add(v[:, 0::2], v[:, 1::2])
+    return v[:, 0]
+
+
+def reduce(kind: str, src: np.ndarray, act: np.ndarray, dtype, *, datablock: bool = False,
+           mode: str = "ZEROING", old: np.ndarray | None = None) -> np.ndarray:
+    """``vf.reduce_{min,max,sum}`` on a register: src/old uint8[256], act bool[lanes] -> uint8[256]."""
+    dt = np.dtype(dtype)
+    x = lanes(src, dt)
+    n = x.size
+    s = group_size(dt, datablock)
+    xg, ag = x.reshape(n // s, s), act.reshape(n // s, s)
+    out = np.zeros(REG, np.uint8) if mode != "MERGING" else np.array(old, dtype=np.uint8, copy=True)
+    ov = out.view(dt)
+    if kind == "sum":
+        vals, idx = _tree_sum(xg, ag), None
+    else:
+        vals, idx = _extreme(xg, ag, kind)
+    if datablock:
+        ov[: vals.size] = vals
+        return out
+    ov[0] = vals[0]
+    if idx is not None:
+        out.view(_UINT[dt.itemsize])[1] = idx[0]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The VF interpreter
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class TileRef:
+    """A tile argument of a VF: its UB byte address and its size in bytes."""
+    addr: int
+    nbytes: int
+
+
+@dataclass
+class VfCallResult:
+    reads: np.ndarray
+    """UB bytes the VF read (bool per byte)."""
+    writes: np.ndarray
+    """UB bytes the VF wrote."""
+    counts: dict = field(default_factory=dict)
+    """Executed ops per name (loop bodies per trip)."""
+
+
+_FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp")}
+
+
+class VfRunner:
+    """Runs ``vf.func`` bodies on one UB byte array (``uint8``)."""
+
+    def __init__(self, ub: np.ndarray):
+        self.ub = ub
+        self.counts: dict[str, int] = {}
+
+    # ---- entry -------------------------------------------------------------------------
+    def call(self, fn: vf.VfFuncOp, args: Sequence) -> VfCallResult:
+        """Run ``fn``; ``args`` per parameter: a TileRef (or a byte address) for a tile, a number for a scalar.
+        Raises :class:`VfFault` on an invalid access."""
+        params = fn.args
+        if len(args) != len(params):
+            raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
+        self.reads = np.zeros(self.ub.size, bool)
+        self.writes = np.zeros(self.ub.size, bool)
+        self.pending: dict[int, dict[int, int]] = {}
+        self.counts = {}
+        env: dict = {}
+        for p, a in zip(params, args):
+            t = p.type
+            if isinstance(t, pto.TileLikeType):
+                if not isinstance(a, TileRef):
+                    a = TileRef(int(a), t.rows * t.cols * t.elem_bytes)
+                env[p] = a
+            else:
+                env[p] = golden.coerce_scalar(a, t)
+        self.run_block(fn.block, env)
+        return VfCallResult(self.reads, self.writes, dict(self.counts))
+
+    def run_block(self, block: Block, env: dict) -> list:
+        for op in block.ops:
+            if isinstance(op, scf.YieldOp):
+                return [env[v] for v in op.operands]
+            self.counts[op.name] = self.counts.get(op.name, 0) + 1
+            h = _HANDLERS.get(type(op))
+            if h is not None:
+                h(self, op, env)
+            elif op.name.startswith("arith."):
+                try:
+                    vals = golden._eval_arith(op, env)
+                except (NotImplementedError, ZeroDivisionError) as e:
+                    raise _fault("invalid", op, str(e) or "has no semantics in ptoc") from None
+                for r, v in zip(op.results, vals):
+                    env[r] = v
+            elif isinstance(op, scf.ForOp):
+                self._for(op, env)
+            else:
+                raise _fault("invalid", op, "cannot run inside a VF")
+        return []
+
+    def _for(self, op: scf.ForOp, env: dict) -> None:
+        lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))
+        if step <= 0:
+            raise _fault("invalid", op, f"hardware loop step must be positive, got {step}")
+        trips = max(0, -(-(ub - lb) // step))
+        if trips > vf.HW_LOOP_MAX:
+            raise _fault("invalid", op, f"hardware loop runs {trips} trips, more than {vf.HW_LOOP_MAX} (uint16)")
+        vals = [env[v] for v in op.iter_args]
+        body = op.body.blocks[0]
+        for i in range(lb, ub, step):
+            inner = dict(env)
+            inner[body.args[0]] = i
+            for a, v in zip(body.args[1:], vals):
+                inner[a] = v
+            vals = self.run_block(body, inner)
+        for r, v in zip(op.results, vals):
+            env[r] = v
+
+    # ---- memory helpers ----------------------------------------------------------------------
+    def _addr(self, op: vf._MemOp, env: dict) -> tuple[TileRef, int, int]:
+        tile: TileRef = env[op.tile]
+        e = op.tile_type.elem_bytes
+        off = op.static_offset + (int(env[op.dyn_offset]) if op.dyn_offset is not None else 0)
+        return tile, tile.addr + off * e, e
+
+    def _check(self, op, addr: int, nbytes: int, align: int, what: str) -> None:
+        if addr % align:
+            raise _fault("align", op, f"{what} address {addr:#x} is not {align}-byte aligned")
+        if addr < 0 or addr + nbytes > self.ub.size:
+            raise _fault("bounds", op, f"{what} touches UB bytes [{addr:#x}, {addr + nbytes:#x}) outside the "
+                                       f"{self.ub.size // 1024} KiB UB")
+
+    def _read(self, op, addr: int, nbytes: int, align: int, what: str) -> np.ndarray:
+        self._check(op, addr, nbytes, align, what)
+        self.reads[addr:addr + nbytes] = True
+        return self.ub[addr:addr + nbytes]
+
+    def _write(self, op, tile: TileRef, idx: np.ndarray, data: np.ndarray) -> None:
+        if idx.size == 0:
+            return
+        lo, hi = int(idx.min()), int(idx.max()) + 1
+        if lo < tile.addr or hi > tile.addr + tile.nbytes:
+            raise _fault("bounds", op, f"writes UB bytes [{lo:#x}, {hi:#x}) outside its tile buffer "
+                                       f"[{tile.addr:#x}, {tile.addr + tile.nbytes:#x})")
+        if hi > self.ub.size:
+            raise _fault("bounds", op, f"writes UB bytes up to {hi:#x}, outside the UB")
+        self.ub[idx] = data
+        self.writes[idx] = True
+
+    def _flush(self, op, tile: TileRef, upto_block: int | None) -> None:
+        buf = self.pending.get(tile.addr)
+        if not buf:
+            return
+        keys = sorted(k for k in buf if upto_block is None or k // 32 < upto_block)
+        if not keys:
+            return
+        idx = np.array(keys, dtype=np.int64)
+        data = np.array([buf.pop(k) for k in keys], dtype=np.uint8)
+        self._write(op, tile, idx, data)
+
+
+# ---- handlers ----------------------------------------------------------------------------------
+
+def _h_create_mask(r: VfRunner, op: vf.CreateMaskOp, env: dict) -> None:
+    env[op.res[0]] = mask_of(op.pattern_name, op.res[0].type.nlanes)
+
+
+def _h_update_mask(r: VfRunner, op: vf.UpdateMaskOp, env: dict) -> None:
+    act, rest = update_mask(env[op.count_in], op.res[0].type.nlanes)
+    env[op.res[0]] = act
+    env[op.res[1]] = golden._norm_int(rest, op.res[1].type)
+
+
+def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
+    tile, addr, e = r._addr(op, env)
+    d = op.dist_name
+    if d == "NORM":
+        reg = r._read(op, addr, REG, 32, "NORM load").copy()
+    elif d == "BLK":
+        reg = np.tile(r._read(op, addr, 32, 32, "BLK load"), REG // 32)
+    else:
+        reg = np.tile(r._read(op, addr, e, e, f"{d} load"), REG // e)
+    env[op.res[0]] = reg
+
+
+def _h_load_unalign(r: VfRunner, op: vf.LoadUnalignOp, env: dict) -> None:
+    tile, addr, e = r._addr(op, env)
+    env[op.res[0]] = r._read(op, addr, REG, e, "unaligned load").copy()
+
+
+def _h_store_align(r: VfRunner, op: vf.StoreAlignOp, env: dict) -> None:
+    tile, addr, e = r._addr(op, env)
+    reg, act = env[op.value], env[op.mask]
+    if op.dist_name == "ONEPT":
+        r._check(op, addr, e, e, "ONEPT store")
+        if act[0]:
+            r._write(op, tile, addr + np.arange(e), reg[:e])
+        return
+    r._check(op, addr, REG, 32, "NORM store")
+    keep = np.repeat(act, e)
+    idx = addr + np.flatnonzero(keep)
+    r._write(op, tile, idx, reg[keep])
+
+
+def _h_store_unalign(r: VfRunner, op: vf.StoreUnalignOp, env: dict) -> None:
+    tile, addr, e = r._addr(op, env)
+    n = op.lanes * e
+    r._check(op, addr, n, e, "unaligned store")
+    reg = env[op.value]
+    buf = r.pending.setdefault(tile.addr, {})
+    for k in range(n):
+        buf[addr + k] = int(reg[k])
+    r._flush(op, tile, (addr + n) // 32)
+
+
+def _h_store_unalign_post(r: VfRunner, op: vf.StoreUnalignPostOp, env: dict) -> None:
+    r._flush(op, env[op.tile], None)
+
+
+def _dtype_of(op: vf._ComputeOp) -> np.dtype:
+    return np_dtype(op.reg_type.element_type)
+
+
+def _finish(op: vf._ComputeOp, env: dict, result: np.ndarray, act: np.ndarray | None) -> None:
+    if act is None:
+        env[op.res[0]] = result
+        return
+    old = env[op.merge_source] if op.mode == "MERGING" else None
+    env[op.res[0]] = merge(result, act, op.mode, old)
+
+
+def _h_binary(r: VfRunner, op: vf.BinaryOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    a, b = (lanes(env[v], dt) for v in op.sources)
+    _finish(op, env, to_reg(_FN[op.FN](a, b)), env[op.mask_operand])
+
+
+def _h_scalar(r: VfRunner, op: vf.ScalarOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    a = lanes(env[op.sources[0]], dt)
+    s = ew.scalar_to(env[op.scalar], dt)
+    _finish(op, env, to_reg(_FN[op.FN](a, np.broadcast_to(s, a.shape))), env[op.mask_operand])
+
+
+def _h_exp(r: VfRunner, op: vf.ExpOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    _finish(op, env, to_reg(ew.exp(lanes(env[op.sources[0]], dt))), env[op.mask_operand])
+
+
+def _h_dup(r: VfRunner, op: vf.DupOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    src = env[op.source]
+    n = REG // dt.itemsize
+    if isinstance(op.source.type, vf.RegType):
+        val = lanes(src, dt)[:1].copy()
+    else:
+        val = ew.scalar_to(src, dt).reshape(1)
+    res = to_reg(np.repeat(val, n))
+    m = op.mask_operand
+    _finish(op, env, res, env[m] if m is not None else None)
+
+
+def _h_reduce(r: VfRunner, op: vf.ReduceOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    old = env[op.merge_source] if op.mode == "MERGING" else None
+    env[op.res[0]] = reduce(op.KIND, env[op.sources[0]], env[op.mask_operand], dt, datablock=op.is_datablock,
+                            mode=op.mode, old=old)
+
+
+_HANDLERS = {
+    vf.CreateMaskOp: _h_create_mask, vf.UpdateMaskOp: _h_update_mask,
+    vf.LoadAlignOp: _h_load_align, vf.LoadUnalignOp: _h_load_unalign,
+    vf.StoreAlignOp: _h_store_align, vf.StoreUnalignOp: _h_store_unalign,
+    vf.StoreUnalignPostOp: _h_store_unalign_post,
+    **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
+    vf.ExpOp: _h_exp, vf.DupOp: _h_dup, **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
+}
+
+
+def run_vf(fn: vf.VfFuncOp, ub: np.ndarray, args: Sequence) -> VfCallResult:
+    """Run one VF on ``ub`` (modified in place).  Faults raise :class:`ExecutionError` (exit 4)."""
+    try:
+        return VfRunner(ub).call(fn, args)
+    except VfFault as f:
+        raise ExecutionError([f.finding]) from None
+
+
+def execute_vf(fn: vf.VfFuncOp, inputs: Mapping[str, object], *, ub_bytes: int = 256 * 1024,
+               ub_init: int = 0) -> dict[str, np.ndarray]:
+    """Convenience for tests and tools: run ``fn`` once with its tile arguments filled from
+    ``inputs`` (name -> array of the tile's shape or element count; missing tiles start as
+    ``ub_init`` bytes) and its scalars from ``inputs``; returns every tile argument afterwards
+    (``rows x cols`` arrays, row-major).  Tiles sit 256-byte aligned from address 0, in order."""
+    ub = np.full(ub_bytes, ub_init & 0xFF, np.uint8)
+    args, tiles, addr = [], {}, 0
+    for p in fn.args:
+        name = p.name_hint or f"arg{p.index}"
+        t = p.type
+        if isinstance(t, pto.TileLikeType):
+            nbytes = t.rows * t.cols * t.elem_bytes
+            dt = np_dtype(t.element_type)
+            if name in inputs:
+                arr = np.asarray(inputs[name])
+                if arr.dtype != dt:
+                    arr = arr.astype(dt) if arr.dtype.kind != dt.kind or arr.dtype.itemsize != dt.itemsize \
+                        else arr.view(dt)
+                flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+                ub[addr:addr + flat.size] = flat
+            args.append(TileRef(addr, nbytes))
+            tiles[name] = (addr, t, dt)
+            addr += -(-nbytes // 256) * 256
+        else:
+            if name not in inputs:
+                raise ValueError(f"missing scalar input '{name}'")
+            args.append(inputs[name])
+    run_vf(fn, ub, args)
+    return {n: ub[a:a + t.rows * t.cols * t.elem_bytes].view(dt).reshape(t.rows, t.cols).copy()
+            for n, (a, t, dt) in tiles.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: golden-model data movement on UB-backed tiles + vf.call
+# ---------------------------------------------------------------------------------------------
+
+_SYNC_NAMES = ("pto.set_flag", "pto.wait_flag", "pto.barrier")
+_PIPES = {"PIPE_S": "S", "PIPE_V": "V", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3", "PIPE_ALL": "ALL",
+          "S": "S", "V": "V", "MTE2": "MTE2", "MTE3": "MTE3", "ALL": "ALL"}
+
+
+class _PipeChecker:
+    """The a2a3 executor's vector-clock race checker (runtime/executor.py), driven op by op."""
+
+    def __init__(self, ub: np.ndarray, max_races: int = 20):
+        from . import executor as ex
+
+        self.ex = ex
+        m = ex._Machine(None, {}, {}, 1, ub.size, True, 0, False, max_races)
+        m.ub = ub
+        m.queues = {ex._V: deque(), ex._MTE2: deque(), ex._MTE3: deque()}
+        m.flags = {}
+        m.ctx = ()
+        m.env = {}
+        m.block = 0
+        self.m = m
+        self.seq = 0
+
+    @property
+    def findings(self) -> list:
+        return self.m.findings
+
+    def _dyn(self, ins, args):
+        self.seq += 1
+        return self.ex._Dyn(ins, args, (), self.seq)
+
+    def sync(self, op: Operation) -> None:
+        from .program import Instr
+
+        body = [getattr(a, "body", None) for a in op.args.data]
+        texts = [b.data if b is not None else str(a) for b, a in zip(body, op.args.data)]
+        try:
+            if op.name == "pto.barrier":
+                pipe = _PIPES[texts[0]]
+                ins = Instr.make("pipe_barrier", pipe=pipe)
+            else:
+                src, dst = _PIPES[texts[0]], _PIPES[texts[1]]
+                eid = int(texts[2].replace("EVENT_ID", "")) if len(texts) > 2 else 0
+                ins = Instr.make("set_flag" if op.name == "pto.set_flag" else "wait_flag",
+                                 src_pipe=src, dst_pipe=dst, event_id=eid)
+        except (KeyError, IndexError, ValueError):
+            raise op_error(op, "has arguments the VF kernel runner cannot read") from None
+        site = _Site(op, f"{op.name} " + ", ".join(texts), ins.pipe)
+        ins.origin = site.origin
+        p = self.ex._PIPE_IDX[ins.pipe]
+        self.m._exec(self._dyn(ins, ins.args), p)
+
+    def access(self, op: Operation, pipe: str, reads: np.ndarray | None, writes: np.ndarray | None) -> None:
+        ex = self.ex
+        p = ex._PIPE_IDX[pipe]
+        if p == ex._V:
+            self.m.known[p, p] = self.m.epoch[p]  # VF launches complete in order
+        self.m.epoch[p] += 1
+        accs = []
+        if reads is not None and reads.size:
+            accs.append(ex._Acc("UB", False, 1, idx=reads, what="its source"))
+        if writes is not None and writes.size:
+            accs.append(ex._Acc("UB", True, 1, idx=writes, what="its destination"))
+        if accs:
+            self.m._accesses(self._dyn(_Site(op, _op_text(op), pipe), {}), p, accs)
+
+
+def _op_text(op: Operation) -> str:
+    if isinstance(op, vf.VfCallOp):
+        return f"vf.call @{op.callee_name}"
+    return op.name
+
+
+@dataclass
+class KernelResult:
+    outputs: dict
+    findings: list
+    counts: dict
+    ub: np.ndarray
+    checked: bool
+
+
+class _KernelEvaluator(golden.Evaluator):
+    def __init__(self, module: ModuleOp, ub: np.ndarray, checker: _PipeChecker | None, auto_base: int):
+        super().__init__(module)
+        self.ub = ub
+        self.checker = checker
+        self.addr: dict[int, int] = {}          # id(Tile) -> UB byte address
+        self.auto: dict[int, int] = {}          # id(op) -> planned address of an auto-placed tile
+        self.next_free = auto_base
+        self.counts: dict[str, int] = {}
+
+    # ---- placement -----------------------------------------------------------------------
+    def place(self, t: pto.TileLikeType, addr: int | None, op: Operation, valid, key=None) -> golden.Tile:
+        """A tile of type t at ``addr`` (None: the auto address of ``key``, default ``op``)."""
+        nbytes = t.rows * t.cols * t.elem_bytes
+        if addr is None:
+            k = id(op if key is None else key)
+            addr = self.auto.get(k)
+            if addr is None:
+                addr = self.next_free
+                self.next_free += -(-nbytes // 256) * 256
+                self.auto[k] = addr
+        if addr < 0 or addr + nbytes > self.ub.size:
+            raise op_error(op, f"a tile of {nbytes} bytes at UB address {addr:#x} does not fit in the "
+                               f"{self.ub.size // 1024} KiB UB")
+        tile = golden.Tile(t, _view(self.ub, addr, t), (int(valid[0]), int(valid[1])))
+        self.addr[id(tile)] = addr
+        return tile
+
+    # ---- ops -----------------------------------------------------------------------------
+    def _eval_op(self, op: Operation, env: dict) -> None:
+        self.counts[op.name] = self.counts.get(op.name, 0) + 1
+        if isinstance(op, vf.VfFuncOp):
+            return
+        if isinstance(op, vf.VfCallOp):
+            return self.eval_vf_call(op, env)
+        if isinstance(op, pto.AllocTileOp):
+            t = op.result.type
+            vr = t.valid_row if op.valid_row is None else int(env[op.valid_row])
+            vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
+            if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
+                raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
+            addr = int(env[op.addr]) if op.addr is not None else None
+            env[op.result] = self.place(t, addr, op, (vr, vc))
+            return
+        if isinstance(op, pto.TAssignOp):
+            tile = env[op.tile[0]]
+            addr = op.static_addr if op.static_addr is not None else int(env[op.addr_value[0]])
+            if isinstance(tile, golden.Tile):
+                new = self.place(tile.type, addr, op, tile.valid)
+                tile.data, self.addr[id(tile)] = new.data, addr
+            if op.result:
+                env[op.result[0]] = tile
+            return
+        if op.name.startswith("pto.section.") and op.regions:
+            self.run_region(op.regions[0], [], env)
+            return
+        if op.name in _SYNC_NAMES and self.checker is not None:
+            self.checker.sync(op)
+            return
+        if isinstance(op, pto.TileOp) and self.checker is not None:
+            reads, writes = self._tile_accesses(op, env)
+            pipe = "MTE2" if isinstance(op, pto.TLoadOp) else "MTE3" if isinstance(op, pto.TStoreOp) else "V"
+            self.checker.access(op, pipe, reads, writes)
+        return super()._eval_op(op, env)
+
+    def _bytes_of(self, tile, whole: bool = False) -> np.ndarray | None:
+        if not isinstance(tile, golden.Tile) or id(tile) not in self.addr:
+            return None
+        t = tile.type
+        r, c = (t.rows, t.cols) if whole else tile.valid
+        e = t.elem_bytes
+        rr, cc = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
+        elem = rr * t.cols + cc if t.is_row_major else cc * t.rows + rr
+        return (self.addr[id(tile)] + (elem.reshape(-1, 1) * e + np.arange(e))).reshape(-1)
+
+    def _tile_accesses(self, op: pto.TileOp, env: dict):
+        reads = [self._bytes_of(env.get(v)) for v in op.ins]
+        pad = isinstance(op, pto.TLoadOp) and op.outs and op.outs[0].type.pad.data != 0
+        writes = [self._bytes_of(env.get(v), whole=bool(pad)) for v in op.outs]
+        cat = lambda xs: np.concatenate([x for x in xs if x is not None]) if any(x is not None for x in xs) else None
+        return cat(reads), cat(writes)
+
+    def eval_vf_call(self, op: vf.VfCallOp, env: dict) -> None:
+        fn = op.resolve()
+        if fn is None:
+            raise op_error(op, f"calls unknown vf.func @{op.callee_name}")
+        args = []
+        for i, v in enumerate(op.arguments):
+            val = env[v]
+            if isinstance(v.type, pto.TileLikeType):
+                if not isinstance(val, golden.Tile) or id(val) not in self.addr:
+                    raise op_error(op, f"argument #{i} is not a tile buffer in UB")
+                t = val.type
+                args.append(TileRef(self.addr[id(val)], t.rows * t.cols * t.elem_bytes))
+            else:
+                args.append(val)
+        runner = VfRunner(self.ub)
+        try:
+            res = runner.call(fn, args)
+        except VfFault as f:
+            raise ExecutionError(list(self.checker.findings if self.checker else []) + [f.finding]) from None
+        for k, n in res.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + n
+        if self.checker is not None:
+            self.checker.access(op, "V", np.flatnonzero(res.reads), np.flatnonzero(res.writes))
+
+
+def _view(ub: np.ndarray, addr: int, t: pto.TileLikeType) -> np.ndarray:
+    dt = ew.np_dtype(t.dtype)
+    n = t.rows * t.cols
+    flat = ub[addr:addr + n * t.elem_bytes].view(dt)
+    return flat.reshape(t.rows, t.cols) if t.is_row_major else flat.reshape(t.cols, t.rows).T
+
+
+def _fixed_top(fn: Operation) -> int:
+    """End of the highest explicitly placed tile (alloc_tile addr = const, tassign @tile(ADDR))."""
+    top = 0
+    for op in fn.walk():
+        addr = None
+        t = None
+        if isinstance(op, pto.AllocTileOp) and op.addr is not None:
+            owner = op.addr.owner
+            if isinstance(owner, arith.ConstantOp):
+                addr = owner.value.value.data
+            t = op.result.type
+        elif isinstance(op, pto.TAssignOp):
+            addr = op.static_addr
+            if addr is None and op.addr_value and isinstance(op.addr_value[0].owner, arith.ConstantOp):
+                addr = op.addr_value[0].owner.value.value.data
+            t = op.tile[0].type
+        if addr is not None and isinstance(t, pto.TileLikeType):
+            top = max(top, addr + t.rows * t.cols * t.elem_bytes)
+    return top
+
+
+def _has_sync(fn: Operation) -> bool:
+    return any(op.name in _SYNC_NAMES for op in fn.walk())
+
+
+def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: str | None = None, seed: int = 0,
+                         check: bool | str = "auto", ub_init: int = 0) -> KernelResult:
+    """Run a kernel that uses ``vf.call``; see the module docstring.  ``inputs``: a dict name ->
+    array/number (missing ones seeded random, as the golden model makes them) or ``(NAME, FILE.npy
+    or scalar text)`` pairs as ``--input`` gives them.  Data races raise :class:`ExecutionError`
+    (exit 4) carrying the result; program errors are located ``PtocError`` (exit 1); bad inputs
+    exit 2."""
+    from pto_compiler.targets import ASCEND950, Target, lookup_target
+
+    tgt = target if isinstance(target, Target) else (lookup_target(target) if target else ASCEND950)
+    if tgt is None:
+        raise golden.usage_error(f"unknown target '{target}'")
+    if not tgt.has_vf:
+        raise golden.usage_error(f"vector functions (vf) run only on ascend950, not on {tgt.name}")
+    if inputs is None or isinstance(inputs, Mapping):
+        values = golden.make_inputs(module, seed, entry, dict(inputs or {}))
+    else:
+        values = golden.prepare_inputs(module, seed, list(inputs), entry)
+    fn = golden.select_entry(module, entry)
+    specs = golden.kernel_args(fn)
+    do_check = _has_sync(fn) if check == "auto" else bool(check)
+    ub = np.full(tgt.ub_bytes, ub_init & 0xFF, np.uint8)
+    checker = _PipeChecker(ub) if do_check else None
+    top = _fixed_top(module)
+    ev = _KernelEvaluator(module, ub, checker, -(-top // 256) * 256)
+    scalars = {s.name: values[s.name] for s in specs if s.kind == "scalar"}
+    args: list = []
+    gms: dict[int, golden.GMArray] = {}
+    for s in specs:
+        v = values[s.name]
+        if s.kind == "scalar":
+            try:
+                args.append(golden.coerce_scalar(v, s.type))
+            except (TypeError, ValueError) as e:
+                raise golden.usage_error(f"input '{s.name}': {e}") from None
+        elif s.kind == "gm":
+            shape = golden.gm_shape(fn, s, scalars)
+            arr = golden._check_array(s, v, shape)
+            gm = golden.GMArray(s.name, arr.reshape(-1).copy(), shape)
+            gms[s.index] = gm
+            args.append(gm)
+        else:
+            vr, vc = golden._tile_arg_shape(s, v)
+            arr = golden._check_array(s, v, (vr, vc))
+            tile = ev.place(s.type, None, fn, (vr, vc), key=s.value)
+            fill = ew.fill_value(tile.dtype, s.type.pad.data)
+            if fill is not None:
+                tile.data[...] = fill
+            tile.data[:vr, :vc] = arr
+            args.append(tile)
+    from .executor import _Abort
+
+    aborted = False
+    try:
+        with np.errstate(all="ignore"):
+            results = ev.call(fn, args)
+    except _Abort:  # a deadlock found by the checker: the run stops there
+        aborted, results = True, []
+    outputs: dict[str, np.ndarray] = {}
+    stored = golden._stored_params(fn)
+    for s in specs:
+        gm = gms.get(s.index)
+        if gm is not None and (s.index in stored or gm.written):
+            outputs[s.name] = gm.data.reshape(gm.shape)
+    for i, v in enumerate(results):
+        if isinstance(v, golden.Tile):
+            outputs[f"result{i}"] = v.region().copy()
+        else:
+            outputs[f"result{i}"] = np.asarray(v).copy()
+    findings = list(checker.findings) if checker is not None else []
+    result = KernelResult(outputs, findings, ev.counts, ub, checker is not None)
+    if findings or aborted:
+        raise ExecutionError(findings, result)
+    return result
+
+
+def run_vf_kernel(module: ModuleOp, inputs=None, target=None, **kwargs) -> dict[str, np.ndarray]:
+    """``ptoc --run`` for a kernel written in ``vf``: returns the outputs by name (see
+    :func:`run_vf_kernel_result` for the options and errors; nothing is compared)."""
+    return run_vf_kernel_result(module, inputs, target, **kwargs).outputs
+
+
+def uses_vf(module: ModuleOp) -> bool:
+    """Does the module launch VFs (so the tile-level golden model cannot run it)?"""
+    return any(isinstance(op, vf.VfCallOp) for op in module.walk())
