@@ -466,6 +466,7 @@ class _FnLowering:
     # ---- walking -----------------------------------------------------------------------------
     def run(self) -> list:
         self.lower_block(self.fn.body.blocks[0])
+        self.set_origin(self.fn)
         self.restore_mask()
         return self.body
 
@@ -941,8 +942,7 @@ class _FnLowering:
         else:
             self.fail(f"Mode 1 needs a broadcast buffer, but bcast_source = \"{source}\"")
         bc = Opnd(buf, 32, 0, d.esize, blk=0)
-        if R < 256:
-            self.set_mask(FULL)
+        if R < 256:  # (vbrcb ignores the vector mask)
             self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=ceil_div(R, 8), dst_blk_stride=1,
                       dst_rep_stride=8)
             body(bc, R, 0)
@@ -955,7 +955,6 @@ class _FnLowering:
             self.restore_mask()
             node, c = self.loop("c", 0, nfull)
             outer = self.in_body(node.body)
-        self.set_mask(FULL)
         self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, ex_mul(c, chunk * x.esize)),
                   repeat=chunk // 8, dst_blk_stride=1, dst_rep_stride=8)
         body(bc, chunk, ex_mul(c, chunk))
@@ -964,7 +963,6 @@ class _FnLowering:
             self.restore_mask()
             self.body = outer
         if tail:
-            self.set_mask(FULL)
             self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, nfull * chunk * x.esize),
                       repeat=ceil_div(tail, 8), dst_blk_stride=1, dst_rep_stride=8)
             body(bc, tail, nfull * chunk)
