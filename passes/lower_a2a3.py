@@ -304,11 +304,18 @@ class _FnLowering:
         return ins
 
     def loop(self, stem: str, start, stop, step=1):
-        """Context manager-free loop builder: returns (Loop, var, saved body)."""
+        """Appends a scalar loop and returns (Loop, its variable); the caller fills ``node.body``
+        (``in_body``) and closes it with :meth:`end_loop`.  The mask state is unknown inside (a
+        later trip starts with what the previous one left) and after it (it may run no trip)."""
         var = self.fresh(stem)
         node = Loop(var, start, stop, step, [], self.origin)
         self.body.append(node)
+        self.mask = None
         return node, Var(var)
+
+    def end_loop(self, outer: list):
+        self.body = outer
+        self.mask = None
 
     def in_body(self, body: list):
         outer = self.body
@@ -795,7 +802,7 @@ class _FnLowering:
         addrs = {nm: ex_add(o.base, col_lo * o.esize if o.chunk else 0, ex_mul(r, o.row)) for nm, o in opnds.items()}
         self.emit(opcode, dtype, **args_for(addrs, reps, blks, 1))
         if node is not None:
-            self.body = outer
+            self.end_loop(outer)
         self.emit("set_mask_norm")
         self.mask = ("norm", 0, count)
 
@@ -961,7 +968,7 @@ class _FnLowering:
         self.emit("pipe_barrier", pipe="V")
         if node is not None:
             self.restore_mask()
-            self.body = outer
+            self.end_loop(outer)
         if tail:
             self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, nfull * chunk * x.esize),
                       repeat=ceil_div(tail, 8), dst_blk_stride=1, dst_rep_stride=8)
@@ -986,7 +993,7 @@ class _FnLowering:
         scalar = ex_mul(_fold(BinOp("%", Var(reg), 256)), 257) if packed else Var(reg)
         self.emit("vector_dup", "u16" if packed else dtype, dst=d.elem(r, 0), scalar=scalar, repeat=1,
                   dst_rep_stride=8)
-        self.body = outer
+        self.end_loop(outer)
         self.emit("set_mask_norm")
         self.mask = ("norm", 0, count)
         self.flag("S", "V")
@@ -1004,7 +1011,7 @@ class _FnLowering:
         node, r = self.loop("r", 0, R)
         outer = self.in_body(node.body)
         self.emit("copy_ubuf_to_ubuf", dst=d.elem(r, 0), src=s.addr, n_burst=1, len_burst=blocks)
-        self.body = outer
+        self.end_loop(outer)
 
     def tile_mov(self, op):
         if len(op.ins) != 1:
@@ -1196,7 +1203,7 @@ class _FnLowering:
             outer = self.in_body(node.body)
             self.emit(opcode, dtype, dst=ex_add(dst, ex_mul(r, dst_rep * e)), src=ex_add(src, ex_mul(r, src_row)),
                       repeat=1, src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=8)
-            self.body = outer
+            self.end_loop(outer)
             return
         for r0 in range(0, rows, REPEAT_MAX):
             n = min(REPEAT_MAX, rows - r0)
@@ -1277,7 +1284,7 @@ class _FnLowering:
                 self.emit("ld_ub", dtype, dst=Var(tmp), addr=ex_add(row, lane * e))
                 self.emit(salu, dtype, dst=Var(acc), src0=Var(acc), src1=Var(tmp))
             self.emit("st_ub", dtype, addr=d.elem(ex_add(r, p), 0), src=Var(acc))
-            self.body = outer
+            self.end_loop(outer)
             self.flag("S", "V")
 
     def rowsum_f16_via_f32(self, op, s, d, R, C, dstride):
@@ -1337,7 +1344,7 @@ class _FnLowering:
                 self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(s.elem(i, 0), s.row_bytes, 128, 2)}, 1, C,
                          lanes=64, extra=conv, flat_ok=False)
                 self.vec("vadd", "f32", {"dst": a_o, "src0": a_o, "src1": u_o}, 1, C, flat_ok=False)
-                self.body = outer
+                self.end_loop(outer)
             self.vec("vconv", "f16", {"dst": Opnd(d.addr, d.row_bytes, 128, 2), "src": a_o}, 1, C, lanes=64,
                      extra={"src_dtype": "f32", "round": "r"}, flat_ok=False)
             return
@@ -1349,7 +1356,7 @@ class _FnLowering:
         d_o = Opnd(d.addr, d.row_bytes, L * e, e)
         self.vec(vop, dtype, {"dst": d_o, "src0": d_o, "src1": Opnd(s.elem(i, 0), s.row_bytes, L * e, e)}, 1, C,
                  flat_ok=False)
-        self.body = outer
+        self.end_loop(outer)
 
     def tile_pairreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
@@ -1371,7 +1378,7 @@ class _FnLowering:
                 self.emit("vcpadd", dtype, dst=ex_add(d.addr, k * 128, ex_mul(r, d.row_bytes)),
                           src=ex_add(s.addr, k * 256, ex_mul(r, s.row_bytes)), repeat=1, src_blk_stride=1,
                           dst_rep_stride=4, src_rep_stride=8)
-                self.body = outer
+                self.end_loop(outer)
                 continue
             for r0 in range(0, R, REPEAT_MAX):
                 n = min(REPEAT_MAX, R - r0)
@@ -1392,7 +1399,7 @@ class _FnLowering:
             self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, C - 1))
             self.emit("sadd", dtype, dst=Var(reg), src0=Var(reg), src1=0)
             self.emit("st_ub", dtype, addr=d.elem(r, C // 2), src=Var(reg))
-            self.body = outer
+            self.end_loop(outer)
             self.flag("S", "V")
 
 
