@@ -109,7 +109,12 @@ def _is_int(x) -> bool:
 def ex_add(*xs):
     acc = 0
     for x in xs:
-        acc = _fold(BinOp("+", acc, x))
+        if is_const(x) and isinstance(acc, BinOp) and acc.op == "+" and is_const(acc.rhs):
+            acc = ex_add(acc.lhs, acc.rhs + x)  # (e + c1) + c2 -> e + (c1 + c2)
+        elif is_const(acc) and not is_const(x):
+            acc = _fold(BinOp("+", x, acc)) if acc else x  # constants on the right
+        else:
+            acc = _fold(BinOp("+", acc, x))
     return acc
 
 
@@ -120,6 +125,10 @@ def ex_sub(a, b):
 def ex_mul(a, b):
     if (_is_int(a) and a == 0) or (_is_int(b) and b == 0):
         return 0
+    if is_const(a) and not is_const(b):
+        a, b = b, a
+    if is_const(b) and isinstance(a, BinOp) and a.op == "*" and is_const(a.rhs):
+        return ex_mul(a.lhs, a.rhs * b)  # (e * c1) * c2 -> e * (c1 * c2)
     return _fold(BinOp("*", a, b))
 
 
