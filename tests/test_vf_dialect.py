@@ -175,3 +175,196 @@ def test_vf_call_round_trip_and_lookup():
     call = next(o for o in m.walk() if isinstance(o, vf.VfCallOp))
     assert call.resolve() is not None and call.callee_name == "copy"
     assert api.parse_printed(api.print_module(m)).is_structurally_equivalent(m)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verifier errors, located at the offending op (api.parse + api.verify)
+# ---------------------------------------------------------------------------------------------
+
+from pto_compiler.diagnostics import PtocError  # noqa: E402
+from pto_compiler.targets import A2A3  # noqa: E402
+
+T16 = "!pto.tile_buf<vec, 1x128xf16>"
+TI32 = "!pto.tile_buf<vec, 1x64xi32>"
+
+
+def first_error(text: str, target=ASCEND950):
+    m = api.parse(text, "bad.pto")
+    with pytest.raises(PtocError) as e:
+        api.verify(m, target)
+    return e.value.diagnostics
+
+
+def located(text: str, marker: str):
+    """(line, column) of ``marker`` in text (1-based): where a diagnostic must point."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if marker in line:
+            return i, line.index(marker) + 1
+    raise AssertionError(marker)
+
+
+def vf_text(body: str, params: str = f"%s: {F32_TILE}, %h: {T16}, %k: {TI32}, %n: i32") -> str:
+    return f"vf.func @f({params}) {{\n  %m = vf.create_mask ALL : f32\n  %v = vf.load_align %s[0]\n{body}\n}}\n"
+
+
+VERIFY_ERRORS = [
+    # (body, marker (the op name the error points at), message fragment)
+    ("  %w = vf.load_align %h[0]\n  %r = vf.reduce_min %v, %m, merge_mode = MERGING, dst = %w",
+     "vf.reduce_min", "dst type must equal src type: dst is !vf.reg<128xf16>, the result is !vf.reg<64xf32>"),
+    ("  %w = vf.load_align %h[0]\n  %r = vf.add %v, %w, %m",
+     "vf.add", "dst type must equal src type: source #1 is !vf.reg<128xf16>"),
+    ("  %m16 = vf.create_mask ALL : f16\n  %r = vf.add %v, %v, %m16",
+     "vf.add", "mask lane width b16 does not match the 32-bit lanes of !vf.reg<64xf32> (use !vf.mask<b32>)"),
+    ("  %m16 = vf.create_mask ALL : f16\n  %r = vf.reduce_min %v, %m16",
+     "vf.reduce_min", "mask lane width b16 does not match"),
+    ("  %mi = vf.create_mask ALL : i32\n  %w = vf.load_align %k[0]\n  %r = vf.div %w, %w, %mi",
+     "vf.div", "element type i32 is not supported (supported: f16, f32)"),
+    ("  %mi = vf.create_mask ALL : i32\n  %w = vf.load_align %k[0]\n  %r = vf.exp %w, %mi",
+     "vf.exp", "element type i32 is not supported"),
+    ("  %r = vf.add %v, %v, %m, dst = %v",
+     "vf.add", "`dst` (the register whose lanes MERGING keeps) needs merge_mode = MERGING"),
+    ("  %x = vf.create_mask VL128 : f32",
+     "vf.create_mask", "pattern VL128 selects more lanes than a !vf.mask<b32> has (64)"),
+    ("  %b = vf.load_align %s[0], dist = BRC_B16",
+     "vf.load_align", "dist BRC_B16 broadcasts 16-bit elements, but the tile holds f32 (use BRC_B32)"),
+    ("  vf.store_unalign %s[3], %v, count = 1",
+     "vf.store_unalign", "vf.store_unalign to %s is never flushed"),
+    ("  vf.store_unalign_post %s",
+     "vf.store_unalign_post", "vf.store_unalign_post of %s has no vf.store_unalign before it"),
+    ("  vf.store_unalign %s[3], %v, count = 65\n  vf.store_unalign_post %s",
+     "vf.store_unalign", "count must be 1..64 (the register's lanes), got 65"),
+    ("  %h2 = arith.constant 1.0 : f16\n  %r = vf.adds %v, %h2, %m",
+     "vf.adds", "scalar operand has type f16, but the f32 lanes need f32"),
+    ("  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n  %big = arith.constant 70000 : index\n"
+     "  scf.for %i = %c0 to %big step %c1 {\n    %q = vf.create_mask ALL : f32\n  }",
+     "vf.func", "runs 70000 trips, more than 65535 (uint16 trip count)"),
+    ("  %t = arith.constant true\n  scf.if %t {\n    %q = vf.create_mask ALL : f32\n  }",
+     "vf.func", "scf.if at 5:3 is a branch; __simd_vf__ code has no branches"),
+]
+
+
+@pytest.mark.parametrize("body,marker,message", VERIFY_ERRORS, ids=[m[:40] for _, _, m in VERIFY_ERRORS])
+def test_verifier_errors_are_located(body, marker, message):
+    text = vf_text(body)
+    diags = first_error(text)
+    hit = [d for d in diags if message in d.message]
+    assert hit, [d.message for d in diags]
+    if marker == "vf.func":
+        want = (1, 1)
+    else:  # the last op of that name in the text (the preamble also makes a mask and a load)
+        want = [(i, line.index(marker + " ") + 1) for i, line in enumerate(text.splitlines(), 1)
+                if marker + " " in line][-1]
+    assert (hit[0].filename, hit[0].line, hit[0].column) == ("bad.pto", *want), hit[0]
+
+
+def test_vf_op_outside_a_vf_func():
+    text = "func.func @k() {\n  %m = vf.create_mask ALL : f32\n  return\n}\n"
+    d = first_error(text)[0]
+    assert (d.line, d.column) == (2, 8)
+    assert "vf.create_mask may only appear inside a vf.func" in d.message
+
+
+def test_vf_func_takes_ub_tile_buffers_and_scalars():
+    d = first_error("vf.func @f(%t: !pto.tile<1x64xf32>) {\n}\n")[0]
+    assert (d.line, d.column) == (1, 1) and "a VF takes UB tile buffers" in d.message
+
+
+def test_no_pto_ops_or_calls_inside_a_vf_func():
+    text = f"vf.func @f(%a: {F32_TILE}, %b: {F32_TILE}) {{\n  pto.tadd ins(%a, %a : {F32_TILE}, {F32_TILE}) " \
+           f"outs(%b : {F32_TILE})\n}}\n"
+    d = first_error(text)[0]
+    assert "pto.tadd at 2:3 is not allowed in a vf.func" in d.message
+
+
+CALLS = f"""
+func.func @k(%p: !pto.ptr<f32>) {{
+  vf.func @g(%s: {F32_TILE}, %n: i32) {{
+    %m = vf.create_mask ALL : f32
+  }}
+  %a = pto.alloc_tile : {F32_TILE}
+  %h = pto.alloc_tile : {T16}
+  %n = arith.constant 3 : i32
+  %i = arith.constant 3 : index
+  CALL
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("call,message", [
+    ("vf.call @nosuch(%a, %n)", "no vf.func named @nosuch is visible here"),
+    ("vf.call @g(%h, %n)", "argument #0 has type !pto.tile_buf<vec, 1x128xf16>, but @g takes !pto.tile_buf<vec, 1x64xf32>"),
+    ("vf.call @g(%a, %i)", "argument #1 has type index, but @g takes i32"),
+    ("vf.call @g(%a)", "@g takes 2 argument(s), 1 given"),
+])
+def test_vf_call_errors(call, message):
+    text = CALLS.replace("CALL", call)
+    d = first_error(text)[0]
+    assert message in d.message and (d.line, d.column) == located(text, "vf.call"), d
+
+
+def test_vf_call_inside_a_vf_func_is_rejected():
+    text = f"vf.func @f(%s: {F32_TILE}) {{\n  vf.call @f(%s)\n}}\n"
+    msgs = [d.message for d in first_error(text)]
+    assert any("a VF cannot launch another VF" in m for m in msgs)
+
+
+def test_vf_ops_are_rejected_on_a2a3_at_their_location():
+    text = vf_text("  %r = vf.reduce_min %v, %m")
+    diags = first_error(text, A2A3)
+    hit = [d for d in diags if d.message.startswith("'vf.reduce_min' op vf.reduce_min is not available on a2a3")]
+    assert hit and (hit[0].filename, hit[0].line, hit[0].column) == ("bad.pto", 4, 8)
+    assert located(text, "vf.reduce_min") == (4, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Front-end (PTO-AS) errors
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body,message", [
+    ("  %r = vf.frobnicate %v", "unknown operation 'vf.frobnicate'"),
+    ("  %r = vf.add %v, %v, %m, colour = red", "'vf.add' has no option 'colour'"),
+    ("  %r = vf.add %v, %v, %m, merge_mode = SOMETIMES", "merge_mode must be one of ZEROING, MERGING, got 'SOMETIMES'"),
+    ("  %x = vf.create_mask ALL", "'vf.create_mask' needs the element type its mask is for"),
+    ("  %x = vf.create_mask EVERYTHING : f32", "'vf.create_mask' needs a pattern"),
+    ("  %r = vf.add %v, %m", "'vf.add' expects `%r = vf.add %a, %b, %mask`"),
+    ("  %r = vf.add %v, %v, %m : f16", "the registers hold f32, but the signature says f16"),
+    ("  %b = vf.load_align %s[0], dist = WIDE", "dist must be one of NORM, BRC_B8, BRC_B16, BRC_B32, BLK"),
+    ("  %b = vf.load_align %n[0]", "%n is not a tile"),
+    ("  %b = vf.load_align %s[1, 2]", "a VF address takes one element offset"),
+    ("  %r = vf.add %q, %v, %m", "undefined value %q"),
+    ("  %r = vf.reduce_sum %v, %m, datablock = 3", "datablock must be true or false"),
+    ("  %z = vf.dup 1.0", "'vf.dup' of a literal needs the element type"),
+])
+def test_front_end_errors_are_located(body, message):
+    text = vf_text(body)
+    with pytest.raises(PtocError) as e:
+        api.parse(text, "bad.pto")
+    d = e.value.diagnostics[0]
+    assert message in d.message, d.message
+    assert d.filename == "bad.pto" and d.line == 4 + body.count("\n")
+
+
+def test_vf_func_body_is_isolated_from_the_kernel():
+    text = f"""
+func.func @k() {{
+  %outer = arith.constant 3 : i32
+  vf.func @f(%s: {F32_TILE}) {{
+    %m, %r = vf.update_mask %outer : f32
+  }}
+  return
+}}
+"""
+    with pytest.raises(PtocError) as e:
+        api.parse(text, "iso.pto")
+    assert "undefined value %outer" in e.value.diagnostics[0].message
+
+
+def test_offsets_and_counts_of_other_integer_types_are_converted():
+    text = f"vf.func @f(%s: {F32_TILE}, %o: i32, %n: index) {{\n" \
+           "  %m, %rest = vf.update_mask %n : f32\n  %v = vf.load_align %s[%o]\n}\n"
+    m = parse_ok(text)
+    names = [op.name for op in m.walk()]
+    assert names.count("arith.index_cast") == 2
+    upd = next(o for o in m.walk() if isinstance(o, vf.UpdateMaskOp))
+    assert str(upd.count_in.type) == "i32"
