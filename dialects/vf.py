@@ -494,10 +494,12 @@ class VfOp(IRDLOperation):
 
     PYPTO: ClassVar[str] = ""
     """The Ascend C / ISA name, for messages and docs."""
+    PROPS: ClassVar[frozenset[str]] = frozenset()
+    """The option properties this op takes (the others are rejected by the verifier)."""
 
-    def __init__(self, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+    def __init__(self, operands: Sequence[SSAValue | Operation], result_types: Sequence[Attribute],
                  properties: dict[str, Attribute] | None = None, attributes: dict[str, Attribute] | None = None):
-        super().__init__(operands=[list(operands)], result_types=[list(result_types)],
+        super().__init__(operands=[[SSAValue.get(v) for v in operands]], result_types=[list(result_types)],
                          properties={k: v for k, v in (properties or {}).items() if v is not None},
                          attributes=attributes or {})
 
@@ -521,6 +523,9 @@ class VfOp(IRDLOperation):
             a = self.properties.get(key)
             if a is not None and a.data not in allowed:
                 raise VerifyException(f"{key} must be ZEROING or MERGING, got '{a.data}'")
+        extra = sorted(set(self.properties) - self.PROPS)
+        if extra:
+            raise VerifyException(f"{self.name} has no option '{extra[0]}'")
         self.verify_vf()
 
     def verify_vf(self) -> None:
@@ -555,6 +560,7 @@ class CreateMaskOp(VfOp):
 
     name = "vf.create_mask"
     PYPTO: ClassVar[str] = "CreateMask/pset"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"pattern"})
 
     def __init__(self, pattern: str, result_type: MaskType, attributes=None):
         super().__init__([], [result_type], _props(pattern=pattern), attributes)
@@ -688,11 +694,12 @@ class LoadAlignOp(_MemOp):
 
     name = "vf.load_align"
     PYPTO: ClassVar[str] = "LoadAlign/vlds"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"dist", "offset"})
 
     def __init__(self, tile: SSAValue, offset: SSAValue | int | None = None, dist: str = "NORM", attributes=None,
                  static_offset: int = 0):
         dyn, static = _split_offset(offset, static_offset)
-        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(tile.type.element_type)],
+        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(SSAValue.get(tile).type.element_type)],
                          _props(dist=dist, offset=static), attributes)
 
     @property
@@ -740,11 +747,12 @@ class LoadUnalignOp(_MemOp):
 
     name = "vf.load_unalign"
     PYPTO: ClassVar[str] = "LoadUnAlign/vldus"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"offset"})
 
     def __init__(self, tile: SSAValue, offset: SSAValue | int | None = None, attributes=None,
                  static_offset: int = 0):
         dyn, static = _split_offset(offset, static_offset)
-        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(tile.type.element_type)],
+        super().__init__([tile] + ([dyn] if dyn is not None else []), [RegType(SSAValue.get(tile).type.element_type)],
                          _props(offset=static), attributes)
 
     def print(self, printer: Printer) -> None:
@@ -774,6 +782,7 @@ class StoreAlignOp(_MemOp):
 
     name = "vf.store_align"
     PYPTO: ClassVar[str] = "StoreAlign/vsts"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"dist", "offset"})
 
     def __init__(self, tile: SSAValue, offset: SSAValue | int | None, value: SSAValue, mask: SSAValue,
                  dist: str = "NORM", attributes=None, static_offset: int = 0):
@@ -833,6 +842,7 @@ class StoreUnalignOp(_MemOp):
 
     name = "vf.store_unalign"
     PYPTO: ClassVar[str] = "StoreUnAlign/vstus"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"count", "offset"})
 
     def __init__(self, tile: SSAValue, offset: SSAValue | int | None, value: SSAValue, count: int = 1,
                  attributes=None, static_offset: int = 0):
@@ -924,8 +934,8 @@ class StoreUnalignPostOp(_MemOp):
 
 def _split_offset(offset: SSAValue | int | None, static_offset: int) -> tuple[SSAValue | None, int]:
     """(dynamic index operand or None, static element offset): ``offset`` is an index value or an int."""
-    if isinstance(offset, SSAValue):
-        return offset, int(static_offset)
+    if isinstance(offset, (SSAValue, Operation)):
+        return SSAValue.get(offset), int(static_offset)
     return None, int(offset or 0) + int(static_offset)
 
 
@@ -972,6 +982,7 @@ class _ComputeOp(VfOp):
     N_SRC: ClassVar[int] = 2
     HAS_SCALAR: ClassVar[bool] = False
     DTYPES: ClassVar[frozenset[str]] = ARITH_DTYPES
+    PROPS: ClassVar[frozenset[str]] = frozenset({"merge_mode"})
 
     def __init__(self, sources: Sequence[SSAValue], mask: SSAValue | None, result_type: RegType,
                  merge_mode: str = "ZEROING", dst: SSAValue | None = None, datablock: bool = False,
@@ -1308,6 +1319,7 @@ class ReduceOp(_ComputeOp):
     N_SRC: ClassVar[int] = 1
     DTYPES: ClassVar[frozenset[str]] = REDUCE_DTYPES
     KIND: ClassVar[str] = ""
+    PROPS: ClassVar[frozenset[str]] = frozenset({"merge_mode", "datablock"})
 
     def verify_vf(self) -> None:
         super().verify_vf()
@@ -1405,6 +1417,10 @@ class VfFuncOp(IRDLOperation):
             raise VerifyException("block arguments do not match the function type")
         if enclosing_vf_func(self) is not None:
             raise VerifyException("a vf.func may not be nested in another vf.func")
+        parent = self.parent_block()
+        if parent is not None and any(isinstance(o, VfFuncOp) and o is not self and o.sym_name == self.sym_name
+                                      for o in parent.ops):
+            raise VerifyException(f"another vf.func named @{self.sym_name.data} is defined in the same block")
         for i, a in enumerate(block.args):
             t = a.type
             if isinstance(t, TileLikeType):
@@ -1594,16 +1610,13 @@ class _StmtBuilder:
         unknown = sorted(set(self.stmt.kwargs) - self.used)
         if unknown:
             raise self.err(f"'{self.stmt.opname}' has no option '{unknown[0]}'")
-        leftover = [w for w in self.words if w not in self._literal_words()]
+        leftover = list(self.words)
         if leftover:
             raise self.err(f"unexpected '{leftover[0]}' in '{self.stmt.opname}'")
         if self.stmt.attrs:
             for k, v in self.stmt.attrs.items():
                 op.attributes[k] = v
         return [*self.pre, self.located(op)]
-
-    def _literal_words(self) -> set[str]:
-        return getattr(self, "_consumed_literals", set())
 
     def annotated_elt(self) -> Attribute | None:
         """The element type a trailing `: T` names (T = an element type), if any."""
@@ -1674,16 +1687,11 @@ class _StmtBuilder:
         return op.results[0]
 
     def scalar_literal(self) -> Any | None:
-        """A literal or INF/NEG_INF/... word written among the operands, if any."""
-        lit = self.stmt.literal
-        consumed = set()
-        if lit is not None and not isinstance(lit, str):
-            for w in self.words:
-                consumed.add(w)
-                break
-            self._consumed_literals = consumed
-            return lit
-        for w in self.words:
+        """A number or INF/NEG_INF/NAN/MAX/MIN word written among the operands, if any (consumed)."""
+        for w in list(self.words):
+            if _is_number(w):
+                self.words.remove(w)
+                return self.stmt.literal if self.stmt.literal is not None else _number(w)
             if w.upper() in SCALAR_WORDS:
                 self.words.remove(w)
                 return w
@@ -1710,6 +1718,21 @@ class _StmtBuilder:
             return tile, o
         v = self.b.value(self.scope, o)
         return tile, self.cast(v, INDEX, f"offset %{o.name}", o.pos)
+
+
+def _is_number(word: str) -> bool:
+    try:
+        _number(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _number(word: str) -> int | float:
+    try:
+        return int(word, 0)
+    except ValueError:
+        return float(word) if any(c.isdigit() for c in word) else float("x")
 
 
 def _plain(operand):
@@ -1906,7 +1929,6 @@ def _b_binary(sb: _StmtBuilder) -> list[Operation]:
 
 
 def _b_scalar(sb: _StmtBuilder) -> list[Operation]:
-    ops = sb.stmt.operands
     lit = sb.scalar_literal()
     if lit is None:
         a, s, m = _n_operands(sb, 3, f"%r = {sb.stmt.opname} %a, %scalar, %mask")
@@ -1915,11 +1937,7 @@ def _b_scalar(sb: _StmtBuilder) -> list[Operation]:
     va = sb.value(a)
     rt = _reg_of(sb, va, a)
     _check_annotation(sb, rt)
-    if lit is None:
-        sv = sb.value(s)
-    else:
-        sv = sb.constant(lit, rt.element_type, sb.stmt.pos)
-    del ops
+    sv = sb.value(s) if lit is None else sb.constant(lit, rt.element_type, sb.stmt.pos)
     mode, dv = _merge_and_dst(sb)
     cls = SCALAR_OPS[sb.stmt.opname]
     return sb.finish(cls([va, sv], sb.value(m), rt, mode, dv))
@@ -1958,7 +1976,7 @@ def _b_dup(sb: _StmtBuilder) -> list[Operation]:
             elt = src.type
     if dtype_name(elt) not in REG_DTYPES:
         raise sb.err(f"{dtype_name(elt)} has no vector register type")
-    if not isinstance(src.type, RegType) and src.type != elt and _scalar_fits(src.type, elt) is False:
+    if not isinstance(src.type, RegType) and not _scalar_fits(src.type, elt):
         raise sb.err(f"scalar source has type {_tname(src.type)}, but the lanes are {dtype_name(elt)}")
     mask = sb.value(mask_ops[0]) if mask_ops else None
     mode, dv = _merge_and_dst(sb)

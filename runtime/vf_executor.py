@@ -31,8 +31,8 @@ Machine model (reference/vector_isa.md §2, seeds/001, seeds/002)
 Memory (UB bytes; offsets are in elements of the tile's type)
 -------------------------------------------------------------
 * ``load_align`` NORM: 256 bytes at a 32-byte aligned address; BRC_Bn: the element at an
-  element-aligned address (vector_isa.md §4.3: the headers use element offsets) copied to every
-  lane; BLK: the 32-byte block at a 32-byte aligned address repeated 8 times (lane i = element
+  element-aligned address copied to every lane (vector_isa.md §2.4 and open point 3: [VD] asks
+  for 32 bytes, the A5 headers use element offsets); BLK: the 32-byte block at a 32-byte aligned address repeated 8 times (lane i = element
   ``i mod (32/E)``).  Loads read whole registers without a mask: seeds/001 loads the tail chunk
   unmasked ("尾部多读后续屏蔽") and masks it later, so a load may read past its tile; it must stay
   in the UB.

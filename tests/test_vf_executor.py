@@ -632,3 +632,59 @@ def test_check_true_forces_the_race_checker_on_an_unsynchronised_kernel():
     with pytest.raises(ExecutionError) as e:
         vx.run_vf_kernel(m, None, check=True)
     assert {f.kind for f in e.value.findings} == {"race"} and len(e.value.findings) == 2  # MTE2->V, V->MTE3
+
+
+def test_built_with_python_constructors_like_a_lowering():
+    """What pto-lower-vf would build for a Mode-1 TROWEXPANDMAX (vector_isa.md §3.1, A5 2-D path):
+    per row i: vlds BRC of s_i; per chunk j: plt(C), vlds NORM, vmax ZEROING, vsts NORM.  Built with
+    the op constructors, verified, printed, read back and run."""
+    from xdsl.dialects import arith, scf
+    from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, IntegerType, ModuleOp
+    from xdsl.ir import Block, Region
+
+    f32, idx, i32 = Float32Type(), IndexType(), IntegerType(32)
+    R, C, COLS = 3, 100, 128
+    from pto_compiler.dialects.pto import TileBufType
+
+    src_t, col_t = TileBufType(f32, [R, COLS]), TileBufType(f32, [R, 1], blayout="col_major")
+    fn = vf.VfFuncOp("trowexpandmax_m1", [src_t, col_t, src_t])
+    src, col, dst = fn.args
+    blk = fn.block
+
+    def add(op):
+        blk.add_op(op)
+        return op.results[0] if op.results else None
+
+    c = {v: add(arith.ConstantOp(IntegerAttr(v, idx))) for v in (0, 1, R, 2, 64, COLS)}
+    cC = add(arith.ConstantOp(IntegerAttr(C, i32)))
+    rows = Block(arg_types=[idx])
+    i = rows.args[0]
+    s = vf.LoadAlignOp(col, i, dist="BRC_B32")  # Src1 Cols = 1: element offset i
+    rows.add_op(s)
+    chunks = Block(arg_types=[idx, i32])
+    j, count = chunks.args
+    upd = vf.UpdateMaskOp(count, vf.mask_type(f32))
+    roff = arith.MuliOp(i, c[COLS])
+    coff = arith.MuliOp(j, c[64])
+    off = arith.AddiOp(roff, coff)
+    x = vf.LoadAlignOp(src, off)
+    mx = vf.MaxOp([x.results[0], s.results[0]], upd.results[0], vf.RegType(f32))
+    st = vf.StoreAlignOp(dst, off, mx.results[0], upd.results[0])
+    for op in (upd, roff, coff, off, x, mx, st, scf.YieldOp(upd.results[1])):
+        chunks.add_op(op)
+    rows.add_op(scf.ForOp(c[0], c[2], c[1], [cC], Region(chunks)))
+    rows.add_op(scf.YieldOp())
+    add(scf.ForOp(c[0], c[R], c[1], [], Region(rows)))
+    module = ModuleOp([fn])
+    module.verify()
+    again = api.parse_printed(api.print_module(module))
+    assert again.is_structurally_equivalent(module)
+
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-3, 3, (R, COLS)).astype(np.float32)
+    scol = np.array([[-1.0], [0.5], [2.0]], np.float32)
+    out = vx.execute_vf(next(o for o in again.walk() if isinstance(o, vf.VfFuncOp)),
+                        {"arg0": a, "arg1": scol, "arg2": np.full((R, COLS), 9.0, np.float32)})["arg2"]
+    for r in range(R):
+        assert list(out[r, :C]) == [max(float(v), float(scol[r, 0])) for v in a[r, :C]]
+        assert (out[r, C:] == 9.0).all()  # lanes past the valid columns: masked, untouched
