@@ -1618,13 +1618,20 @@ class _StmtBuilder:
                 op.attributes[k] = v
         return [*self.pre, self.located(op)]
 
-    def annotated_elt(self) -> Attribute | None:
-        """The element type a trailing `: T` names (T = an element type), if any."""
+    def annotated_elt(self, allow_mask: bool = False) -> Attribute | None:
+        """The element type a trailing `: T` names (an element type, or a !vf.reg / !vf.mask type
+        once the Lark converter reads them), if any."""
         types = [t.attr for t in self.stmt.in_types + self.stmt.out_types]
         elts = [t for t in types if not isinstance(t, TileLikeType)]
         if not elts:
             return None
         t = elts[0]
+        if isinstance(t, RegType):
+            return t.element_type
+        if isinstance(t, MaskType):
+            if allow_mask:
+                return t
+            raise self.err(f"'{self.stmt.opname}' takes a register type here, not {t}")
         if dtype_name(t) not in REG_DTYPES:
             raise self.err(f"'{self.stmt.opname}' names its register type by element type (`: f32`), got {t}")
         return t
@@ -1823,8 +1830,11 @@ def _b_create_mask(sb: _StmtBuilder) -> list[Operation]:
     return sb.finish(CreateMaskOp(pattern, mask_type(elt)))
 
 
-def _mask_elt(sb: _StmtBuilder, form: str) -> Attribute:
-    elt = sb.annotated_elt()
+def _mask_elt(sb: _StmtBuilder, form: str) -> Attribute | int:
+    """The element type (or, from a !vf.mask<bN> annotation, the lane width) a mask is made for."""
+    elt = sb.annotated_elt(allow_mask=True)
+    if isinstance(elt, MaskType):
+        return elt.bits
     dt = sb.kwarg("dtype")
     if dt is not None:
         from pto_compiler.frontend import ELEMENT_TYPES
@@ -1835,6 +1845,8 @@ def _mask_elt(sb: _StmtBuilder, form: str) -> Attribute:
         elt = ELEMENT_TYPES[name]
     if elt is None:
         raise sb.err(f"'{sb.stmt.opname}' needs the element type its mask is for: `{form}`")
+    if isinstance(elt, int):
+        return elt
     if dtype_name(elt) not in REG_DTYPES:
         raise sb.err(f"{dtype_name(elt)} has no vector register type")
     return elt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, Signedness
 
@@ -368,3 +369,57 @@ def test_offsets_and_counts_of_other_integer_types_are_converted():
     assert names.count("arith.index_cast") == 2
     upd = next(o for o in m.walk() if isinstance(o, vf.UpdateMaskOp))
     assert str(upd.count_in.type) == "i32"
+
+
+# ---------------------------------------------------------------------------------------------
+# Ready for the front end to read !vf types: vf.type_from_text is the hook tree_to_stmts needs
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def vf_types_in_pto_as(monkeypatch):
+    """Emulate the proposed 4-line hook in tree_to_stmts.Converter.dialect_type."""
+    import pto_compiler.tree_to_stmts as t2s
+
+    orig = t2s.Converter.dialect_type
+
+    def dialect_type(self, node):
+        name = str(node.children[0])[1:]
+        if name.startswith("vf."):
+            try:
+                return vf.type_from_text(name, self.raw_body(node.children[0]))
+            except ValueError as e:
+                raise self.err(str(e), node) from None
+        return orig(self, node)
+
+    monkeypatch.setattr(t2s.Converter, "dialect_type", dialect_type)
+
+
+def test_printed_types_are_accepted_by_the_builder(vf_types_in_pto_as):
+    from pto_compiler.runtime import vf_executor as vx
+
+    text = f"""
+vf.func @acc(%x: !pto.tile_buf<vec, 1x256xf32>, %z: {F32_TILE}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %m = vf.create_mask ALL : !vf.mask<b32>
+  %zero = vf.dup 0.0 : !vf.reg<64xf32>
+  %acc = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %zero) -> (!vf.reg<64xf32>) {{
+    %o = arith.muli %i, %c64 : index
+    %v = vf.load_align %x[%o] : !pto.tile_buf<vec, 1x256xf32>
+    %a2 = vf.add %a, %v, %m, merge_mode = MERGING : !vf.reg<64xf32>
+    scf.yield %a2 : !vf.reg<64xf32>
+  }}
+  vf.store_align %z[0], %acc, %m : {F32_TILE}
+}}
+"""
+    m = parse_ok(text)
+    fn = next(o for o in m.walk() if isinstance(o, vf.VfFuncOp))
+    x = np.arange(256, dtype=np.float32)
+    out = vx.execute_vf(fn, {"x": x})["z"].reshape(-1)
+    assert list(out) == [float(sum(x[j::64])) for j in range(64)]
+    with pytest.raises(PtocError) as e:
+        api.parse(text.replace("-> (!vf.reg<64xf32>)", "-> (!vf.reg<32xf32>)"), "bad.pto")
+    d = e.value.diagnostics[0]
+    assert "a register holds 64 x f32 (256 bytes), not 32" in d.message and d.line == 9
