@@ -21,4 +21,21 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return BufferizePass
 
-    return {"pto-verify-target": verify_target, "pto-bufferize": bufferize}
+    def select_expand_mode():
+        from pto_compiler.passes.select_expand_mode import SelectExpandModePass
+
+        return SelectExpandModePass
+
+    def tmp_strategy():
+        from pto_compiler.passes.tmp_strategy import TmpStrategyPass
+
+        return TmpStrategyPass
+
+    def plan_memory():
+        from pto_compiler.passes.plan_memory import PlanMemoryPass
+
+        return PlanMemoryPass
+
+    return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
+            "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
+            "pto-plan-memory": plan_memory}

@@ -1,0 +1,228 @@
+"""What each op reads and writes, on which pipe: the facts pto-plan-memory and pto-insert-sync share.
+
+The a2a3 lowering can use the same helpers (``pipe_of``, ``root_alloc``, ``ub_range``), so that
+the placement, the syncs and the emitted micro-instructions agree on one model:
+
+* **Pipes** (reference/pto_isa.md §2 "event classes", ptoas_peer.md §1.5): ``pto.tload`` runs
+  on ``PIPE_MTE2`` (GM -> UB), ``pto.tstore`` on ``PIPE_MTE3`` (UB -> GM), every other tile op
+  on ``PIPE_V``; the scalar ops that touch a tile or GM (``pto.tgetval``, ``pto.tsetval``,
+  ``pto.load_scalar``, ``pto.store_scalar``) on ``PIPE_S``.
+* **Reads / writes.** A tile op reads its ``ins`` tiles and writes its ``outs`` tiles.  A
+  *tmp* operand (the last ``ins`` operand of TROWEXPAND*, TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN,
+  TRSQRT, TCVT when present) is scratch the op overwrites before reading it: it counts as
+  written (and, for hazards, read too).  An a2a3 Mode-1 TROWEXPAND* with
+  ``bcast_source = "scratch"`` (pto-tmp-strategy) writes and reads the hidden
+  ``TMP_UB_OFFSET`` buffer ``[184 KiB, 192 KiB)`` (reference/vector_isa.md §1.12).
+* **Buffers.** Every tile_buf value comes from one ``pto.alloc_tile``: directly, through a
+  ``pto.tassign`` result, an ``scf.for`` iter_arg / result (its init operand) or an ``scf.if``
+  result (its yielded values).  pto-plan-memory gives all values linked that way ONE buffer,
+  so :func:`root_alloc` may follow any one of the links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+
+from pto_compiler.dialects import pto
+
+PIPE_S = "PIPE_S"
+PIPE_V = "PIPE_V"
+PIPE_MTE2 = "PIPE_MTE2"
+PIPE_MTE3 = "PIPE_MTE3"
+PIPES = (PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3)
+
+UB_ADDR = "ub_addr"
+"""Attribute pto-plan-memory sets on every vec ``pto.alloc_tile``: i64 byte address in UB."""
+
+# families whose last `ins` operand, when present beyond the sources, is a tmp tile
+_TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1}
+
+# families whose dst valid region is written completely (a "full write" when valid == shape)
+_FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast",
+               "colbroadcast", "cvt", "mov", "load"}
+
+# families that may write dst in place over a source (same index read then written)
+_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov"}
+
+_SCALAR_READ = {"pto.tgetval", "pto.load_scalar"}
+_SCALAR_WRITE = {"pto.tsetval", "pto.store_scalar"}
+
+
+def is_tile_buf(value: SSAValue) -> bool:
+    return isinstance(value.type, pto.TileBufType)
+
+
+def is_vec_buf(value: SSAValue) -> bool:
+    t = value.type
+    return isinstance(t, pto.TileBufType) and t.loc.data == "vec"
+
+
+def is_gm_view(value: SSAValue) -> bool:
+    return isinstance(value.type, (pto.PartitionTensorViewType, pto.TensorViewType, pto.PtrType))
+
+
+def pipe_of(op: Operation) -> str | None:
+    """The pipe an op's memory accesses run on, or None for an op that touches no tile/GM."""
+    if isinstance(op, pto.TLoadOp):
+        return PIPE_MTE2
+    if isinstance(op, pto.TStoreOp):
+        return PIPE_MTE3
+    if isinstance(op, pto.TileOp):
+        return PIPE_V
+    if isinstance(op, pto.GenericPtoOp) and (op.name in _SCALAR_READ | _SCALAR_WRITE or any(
+            is_tile_buf(v) for v in op.operands)):
+        return PIPE_S
+    return None
+
+
+def tmp_operands(op: Operation) -> list[SSAValue]:
+    """The tmp tile operand(s) of a tile op (scratch the op overwrites)."""
+    if not isinstance(op, pto.TileOp):
+        return []
+    at = _TMP_AT.get(op.FAMILY)
+    if at is None or len(op.ins) <= at:
+        return []
+    return [v for v in op.ins[at:] if is_tile_buf(v)]
+
+
+def tile_reads(op: Operation) -> list[SSAValue]:
+    """Tile buffers whose data the op reads (tmp operands excluded)."""
+    if isinstance(op, pto.TileOp):
+        tmps = tmp_operands(op)
+        return [v for v in op.ins if is_tile_buf(v) and v not in tmps]
+    if isinstance(op, pto.GenericPtoOp):
+        if op.name in _SCALAR_WRITE:
+            return []
+        return [v for v in op.operands if is_tile_buf(v)]
+    return []
+
+
+def tile_writes(op: Operation) -> list[SSAValue]:
+    """Tile buffers the op writes: its ``outs`` tiles and its tmp operands."""
+    if isinstance(op, pto.TileOp):
+        return [v for v in op.outs if is_tile_buf(v)] + tmp_operands(op)
+    if isinstance(op, pto.GenericPtoOp):
+        if op.name in _SCALAR_READ:
+            return []
+        return [v for v in op.operands if is_tile_buf(v)]
+    return []
+
+
+def gm_reads(op: Operation) -> list[SSAValue]:
+    if isinstance(op, pto.TLoadOp):
+        return [v for v in op.ins if is_gm_view(v)]
+    if isinstance(op, pto.GenericPtoOp) and op.name in _SCALAR_READ:
+        return [v for v in op.operands if is_gm_view(v)]
+    return []
+
+
+def gm_writes(op: Operation) -> list[SSAValue]:
+    if isinstance(op, pto.TStoreOp):
+        return [v for v in op.outs if is_gm_view(v)]
+    if isinstance(op, pto.GenericPtoOp) and op.name in _SCALAR_WRITE:
+        return [v for v in op.operands if is_gm_view(v)]
+    return []
+
+
+def uses_scratch(op: Operation) -> bool:
+    """The op broadcasts through the hidden a2a3 TMP_UB_OFFSET scratch (pto-tmp-strategy)."""
+    a = op.attributes.get("bcast_source")
+    return a is not None and getattr(a, "data", None) == "scratch"
+
+
+def full_write(op: Operation, value: SSAValue) -> bool:
+    """True when the op overwrites all of ``value``'s buffer (its old contents are dead)."""
+    if not isinstance(op, pto.TileOp) or value not in op.outs:
+        return False
+    t = value.type
+    if not isinstance(t, pto.TileBufType) or t.valid_shape != (t.rows, t.cols):
+        return False
+    fam = op.FAMILY
+    if fam in _FULL_WRITE:
+        return True
+    if fam == "rowreduce":
+        return t.cols == 1
+    if fam == "colreduce":
+        return t.rows == 1
+    return False
+
+
+def in_place_safe(op: Operation) -> bool:
+    """The op may write its dst over one of its sources (element (i, j) read before written)."""
+    if not isinstance(op, pto.TileOp) or op.FAMILY not in _IN_PLACE_SAFE:
+        return False
+    if op.FAMILY == "cvt":
+        return False
+    return True
+
+
+def constant_int(value: SSAValue) -> int | None:
+    """The integer an ``arith.constant`` defines, else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _yields(region_op: Operation) -> Iterator[scf.YieldOp]:
+    for region in region_op.regions:
+        for block in region.blocks:
+            last = block.last_op
+            if isinstance(last, scf.YieldOp):
+                yield last
+
+
+def root_alloc(value: SSAValue, _seen: set | None = None) -> pto.AllocTileOp | None:
+    """The ``pto.alloc_tile`` whose buffer ``value`` is (see the module docstring), or None."""
+    seen = _seen if _seen is not None else set()
+    if value in seen:
+        return None
+    seen.add(value)
+    if isinstance(value, OpResult):
+        owner = value.op
+        if isinstance(owner, pto.AllocTileOp):
+            return owner
+        if isinstance(owner, pto.TAssignOp) and owner.tile:
+            return root_alloc(owner.tile[0], seen)
+        if isinstance(owner, scf.ForOp):
+            return root_alloc(owner.iter_args[value.index], seen)
+        if isinstance(owner, scf.IfOp):
+            for y in _yields(owner):
+                found = root_alloc(y.operands[value.index], seen)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(value, BlockArgument):
+        block: Block = value.block
+        parent = block.parent_op()
+        if isinstance(parent, scf.ForOp) and value.index >= 1:
+            k = value.index - 1
+            found = root_alloc(parent.iter_args[k], seen)
+            if found is None:
+                y = block.last_op
+                if isinstance(y, scf.YieldOp) and k < len(y.operands):
+                    found = root_alloc(y.operands[k], seen)
+            return found
+    return None
+
+
+def ub_range(value: SSAValue) -> tuple[int, int] | None:
+    """``[ub_addr, ub_addr + nbytes)`` of a placed vec tile, else None."""
+    if not is_vec_buf(value):
+        return None
+    alloc = root_alloc(value)
+    if alloc is None:
+        return None
+    a = alloc.attributes.get(UB_ADDR)
+    if not isinstance(a, IntegerAttr):
+        return None
+    start = a.value.data
+    return (start, start + value.type.nbytes)
+
+
+def value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a tile"
