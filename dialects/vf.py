@@ -93,7 +93,10 @@ omitted (inferred) or written as the element type; a mask pattern, dist mode or 
 may be a bare word (``vf.create_mask ALL``, ``vf.add %a, %b, %m, MERGING``); a scalar
 operand may be a literal or ``INF``/``NEG_INF``/``NAN``/``MAX``/``MIN`` (the element type's
 values; an arith.constant is made); an integer offset or count of another integer type is
-converted with ``arith.index_cast``/``arith.trunci`` first.
+converted with ``arith.index_cast``/``arith.trunci`` first.  Loop-carried registers need their
+type in ``scf.for ... -> (...)`` and ``scf.yield``: until the Lark converter reads ``!vf`` types
+(``vf.type_from_text`` is the hook), write such VFs in the printed (xDSL) form, or give the
+count only (``-> (f32)``, which the front end checks by number).
 
 Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
 ======================================================
@@ -104,7 +107,7 @@ Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
   any signedness of the same width);
 * reductions: element types f16 f32 i16 ui16 i32 ui32 i64 ui64; ``datablock = true`` only for
   i16, ui16, f16, i32, ui32, f32 (64-bit types reduce the whole register);
-* ``div`` and ``exp`` take float types (f16, f32; ``exp`` also bf16 is rejected);
+* ``div`` and ``exp`` take f16 and f32 only; the other element ops every register type;
 * NORM/BLK loads and NORM stores need 32-byte aligned addresses, BRC loads, ONEPT stores and
   unaligned ones element alignment (checked at run time: offsets are dynamic);
 * ``create_mask VLn`` must fit the mask's lanes; ``store_unalign`` count 1..VL;
