@@ -36,6 +36,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PlanMemoryPass
 
+    def lower_a2a3():
+        from pto_compiler.passes.lower_a2a3 import LowerA2A3Pass
+
+        return LowerA2A3Pass
+
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
-            "pto-plan-memory": plan_memory}
+            "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3}

@@ -107,14 +107,21 @@ def _is_int(x) -> bool:
 
 
 def ex_add(*xs):
-    acc = 0
+    """Sum with the constant term first (``0x1000+%i*256``: a base address, then offsets)."""
+    const, terms = 0, []
     for x in xs:
-        if is_const(x) and isinstance(acc, BinOp) and acc.op == "+" and is_const(acc.rhs):
-            acc = ex_add(acc.lhs, acc.rhs + x)  # (e + c1) + c2 -> e + (c1 + c2)
-        elif is_const(acc) and not is_const(x):
-            acc = _fold(BinOp("+", x, acc)) if acc else x  # constants on the right
-        else:
-            acc = _fold(BinOp("+", acc, x))
+        stack = [x]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, BinOp) and t.op == "+":
+                stack.extend((t.rhs, t.lhs))
+            elif is_const(t):
+                const = const + t
+            else:
+                terms.append(t)
+    acc = const
+    for t in terms:
+        acc = _fold(BinOp("+", acc, t))
     return acc
 
 
@@ -129,6 +136,9 @@ def ex_mul(a, b):
         a, b = b, a
     if is_const(b) and isinstance(a, BinOp) and a.op == "*" and is_const(a.rhs):
         return ex_mul(a.lhs, a.rhs * b)  # (e * c1) * c2 -> e * (c1 * c2)
+    if is_const(b) and isinstance(a, BinOp) and a.op in "+-":
+        return _fold(BinOp(a.op, ex_mul(a.lhs, b), ex_mul(a.rhs, b))) if a.op == "-" \
+            else ex_add(ex_mul(a.lhs, b), ex_mul(a.rhs, b))  # (x + y) * c -> x*c + y*c
     return _fold(BinOp("*", a, b))
 
 
@@ -1441,20 +1451,19 @@ def _exact_reciprocal(s, dtype: str):
 # Same-pipe ordering: insert the pipe barriers a program needs, drop the ones it does not
 # --------------------------------------------------------------------------------------------
 
-_UB_BLOCKS_MAX = 1 << 16
-
-
 class _BarrierState:
-    def __init__(self, nblocks: int):
-        self.nblocks = nblocks
-        self.ub = {p: np.zeros(nblocks, bool) for p in ("V", "MTE2", "MTE3")}
+    """Per pipe: the UB bytes and GM byte ranges written since the pipe's last barrier."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self.ub = {p: np.zeros(nbytes, bool) for p in ("V", "MTE2", "MTE3")}
         self.gm = {p: [] for p in ("V", "MTE2", "MTE3")}  # (arg, lo, hi) byte ranges
         self.any = {p: False for p in ("V", "MTE2", "MTE3")}
         self.mask = FULL
 
     def copy(self):
         n = _BarrierState.__new__(_BarrierState)
-        n.nblocks = self.nblocks
+        n.nbytes = self.nbytes
         n.ub = {p: a.copy() for p, a in self.ub.items()}
         n.gm = {p: list(a) for p, a in self.gm.items()}
         n.any = dict(self.any)
@@ -1475,35 +1484,46 @@ class _BarrierState:
         self.any[p] = False
 
 
-def _blocks_of(base: int, nrep: int, rep: int, blk: int, blocks_per_rep, nblocks):
-    r = np.arange(nrep, dtype=np.int64)[:, None] * rep
-    b = np.asarray(blocks_per_rep, dtype=np.int64)[None, :] * blk
-    return (base // 32 + r + b).reshape(-1)
-
-
-def _active_blocks(mask, lanes: int, esize: int, repeat: int):
-    """(number of repeats, blocks (0..7) touched per repeat, last repeat's blocks) under a mask."""
+def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes=None):
+    """UB byte addresses of the given lanes over ``nrep`` repeats (vector_isa.md §1.1:
+    ``X + (r*repStride + b*blkStride)*32 + e*E``); ``last_lanes`` replaces ``lanes`` in the last
+    repeat (count mode)."""
     epb = 32 // esize
-    nblk = max(1, lanes // epb)
-    if mask is None:
-        return repeat, list(range(8)), None
+    parts = []
+    for n, ls, r0 in ((nrep if last_lanes is None else nrep - 1, lanes, 0),
+                      (1 if last_lanes is not None else 0, last_lanes, nrep - 1)):
+        if n <= 0 or ls is None or len(ls) == 0:
+            continue
+        ls = np.asarray(ls, dtype=np.int64)
+        off = (ls // epb) * (blk * 32) + (ls % epb) * esize
+        r = (r0 + np.arange(n, dtype=np.int64))[:, None, None] * (rep * 32)
+        parts.append((base + r + off[None, :, None] + np.arange(esize)[None, None, :]).reshape(-1))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _active_lanes(mask, lanes: int, repeat: int):
+    """(repeats run, active lanes of each repeat, active lanes of the last repeat or None)."""
     mode, hi, lo = mask
     if mode == "count":
         if not _is_int(lo):
             return None
         nrep = ceil_div(lo, lanes)
-        tail = lo - (nrep - 1) * lanes
-        return nrep, list(range(nblk)), list(range(ceil_div(tail, epb)))
+        tail = lo - (nrep - 1) * lanes if nrep else 0
+        return nrep, np.arange(lanes), (np.arange(tail) if tail != lanes else None)
     bits = (lo & M64) | ((hi & M64) << 64)
     bits &= (1 << lanes) - 1
-    blocks = sorted({lane // epb for lane in range(lanes) if bits >> lane & 1})
-    return repeat, blocks, None
+    act = np.array([lane for lane in range(lanes) if bits >> lane & 1], dtype=np.int64)
+    return repeat, act, None
+
+
+def _byte_range(lo, hi):
+    return np.arange(lo, hi, dtype=np.int64)
 
 
 def _footprint(ins: Instr, a: dict, mask):
-    """UB blocks read / written and GM byte ranges (arg, lo, hi) read / written; None = unknown."""
-    spec = ins.spec
-    fam = spec.family
+    """(UB bytes read, UB bytes written, GM ranges read, GM ranges written) of one instruction,
+    as the executor counts them; None when it cannot be known statically."""
+    fam = ins.spec.family
     dt = a.get("dtype")
     reads, writes, gr, gw = [], [], [], []
     if fam in ("binary", "scalar", "unary", "dup", "conv"):
@@ -1513,63 +1533,59 @@ def _footprint(ins: Instr, a: dict, mask):
         else:
             esz = None
             lanes = 256 // DTYPE_SIZES[dt]
+        act = _active_lanes(mask, lanes, a["repeat"])
+        if act is None:
+            return None
+        nrep, ls, last = act
         ops = {"binary": ("dst", "src0", "src1"), "scalar": ("dst", "src"), "unary": ("dst", "src"),
                "dup": ("dst",), "conv": ("dst", "src")}[fam]
         for o in ops:
             e = esz[o] if esz else DTYPE_SIZES[dt]
-            act = _active_blocks(mask, lanes, e, a["repeat"])
-            if act is None:
-                return None
-            nrep, blocks, last = act
-            idx = _blocks_of(a[o], nrep, a[f"{o}_rep_stride"], a[f"{o}_blk_stride"], blocks, 0)
-            if last is not None and nrep:
-                idx = np.concatenate([_blocks_of(a[o], nrep - 1, a[f"{o}_rep_stride"], a[f"{o}_blk_stride"], blocks, 0),
-                                      _blocks_of(a[o] + (nrep - 1) * a[f"{o}_rep_stride"] * 32, 1, 0,
-                                                 a[f"{o}_blk_stride"], last, 0)])
+            idx = _lanes_bytes(a[o], nrep, a[f"{o}_rep_stride"], a[f"{o}_blk_stride"], ls, e, last)
             (writes if o == "dst" else reads).append(idx)
     elif fam == "vbrcb":
         e = DTYPE_SIZES[dt]
         n = a["repeat"]
         blk = a["dst_blk_stride"] or 1
-        writes.append(_blocks_of(a["dst"], n, a["dst_rep_stride"], blk, range(8), 0))
-        lo, hi = a["src"], a["src"] + n * 8 * e
-        reads.append(np.arange(lo // 32, ceil_div(hi, 32)))
+        writes.append(_lanes_bytes(a["dst"], n, a["dst_rep_stride"], blk, np.arange(256 // e), e))
+        reads.append(_byte_range(a["src"], a["src"] + n * 8 * e))
     elif fam in ("reduce", "greduce", "pair"):
         e = DTYPE_SIZES[dt]
         lanes = 256 // e
-        act = _active_blocks(mask, lanes, e, a["repeat"])
+        act = _active_lanes(mask, lanes, a["repeat"])
         if act is None:
             return None
-        nrep, blocks, last = act
-        reads.append(_blocks_of(a["src"], nrep, a["src_rep_stride"], a["src_blk_stride"], range(8), 0))
+        nrep, ls, last = act
+        reads.append(_lanes_bytes(a["src"], nrep, a["src_rep_stride"], a["src_blk_stride"], ls, e, last))
         r = np.arange(nrep, dtype=np.int64)
         if fam == "reduce":
             width = 2 if a.get("order") == "value_index" else 1
-            lo = a["dst"] + r * a["dst_rep_stride"] * e
-            hi = lo + width * e
+            starts, length = a["dst"] + r * a["dst_rep_stride"] * e, width * e
         elif fam == "greduce":
-            lo = a["dst"] + r * a["dst_rep_stride"] * 8 * e
-            hi = lo + 8 * e
-        else:
-            lo = a["dst"] + r * a["dst_rep_stride"] * 32
-            hi = lo + (lanes // 2) * e
-        writes.append(np.unique(np.concatenate([np.arange(l // 32, ceil_div(h, 32)) for l, h in zip(lo, hi)]))
-                      if nrep else np.zeros(0, np.int64))
+            starts, length = a["dst"] + r * a["dst_rep_stride"] * 8 * e, 8 * e
+        else:  # vcpadd: only the pairs with an active lane are written
+            starts = a["dst"] + r * a["dst_rep_stride"] * 32
+            pairs = np.unique(np.asarray(ls, dtype=np.int64) // 2)
+            writes.append((starts[:, None, None] + pairs[None, :, None] * e
+                           + np.arange(e)[None, None, :]).reshape(-1))
+            return reads, writes, gr, gw
+        writes.append((starts[:, None] + np.arange(length)[None, :]).reshape(-1))
     elif fam == "copy_ub":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
-        reads.append(_blocks_of(a["src"], n, ln + sg, 1, range(ln), 0))
-        writes.append(_blocks_of(a["dst"], n, ln + dg, 1, range(ln), 0))
+        k = np.arange(n, dtype=np.int64)[:, None]
+        reads.append((a["src"] + k * (ln + sg) * 32 + np.arange(ln * 32)[None, :]).reshape(-1))
+        writes.append((a["dst"] + k * (ln + dg) * 32 + np.arange(ln * 32)[None, :]).reshape(-1))
     elif fam == "copy_in":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
-        nb = ceil_div(ln, 32)
-        extra = 1 if a.get("right_pad") and (ln % 32 == 0) else 0
-        writes.append(_blocks_of(a["dst"], n, nb + dg, 1, range(nb + extra), 0))
+        pad = a.get("right_pad", 0) * DTYPE_SIZES.get(dt or "", 0) if a.get("right_pad") else 0
+        k = np.arange(n, dtype=np.int64)[:, None]
+        writes.append((a["dst"] + k * (ceil_div(ln, 32) + dg) * 32 + np.arange(ln + pad)[None, :]).reshape(-1))
         g = a["src"]
         gr.append((g.arg, g.offset, g.offset + (n - 1) * (ln + sg) + ln))
     elif fam == "copy_out":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
-        nb = ceil_div(ln, 32)
-        reads.append(_blocks_of(a["src"], n, nb + sg, 1, range(nb), 0))
+        k = np.arange(n, dtype=np.int64)[:, None]
+        reads.append((a["src"] + k * (ceil_div(ln, 32) + sg) * 32 + np.arange(ln)[None, :]).reshape(-1))
         g = a["dst"]
         gw.append((g.arg, g.offset, g.offset + (n - 1) * (ln + dg) + ln))
     else:
@@ -1592,7 +1608,7 @@ class _BarrierPass:
     MAX_TRIPS = 4096
 
     def __init__(self, ub_bytes: int, scalars: dict):
-        self.nblocks = ub_bytes // 32
+        self.nbytes = ub_bytes
         self.need_before: set = set()   # id(instr) needing a barrier before it
         self.barrier_used: set = set()  # id(barrier) that ordered something
         self.env = dict(scalars)
@@ -1600,7 +1616,7 @@ class _BarrierPass:
         self.env.setdefault("block_num", 1)
 
     def run(self, body):
-        st = _BarrierState(self.nblocks)
+        st = _BarrierState(self.nbytes)
         self.walk(body, st)
 
     def walk(self, body, st: _BarrierState):
@@ -1679,7 +1695,7 @@ class _BarrierPass:
         pend = st.ub[p]
         hit = False
         for idx in reads + writes:
-            idx = idx[(idx >= 0) & (idx < self.nblocks)]
+            idx = idx[(idx >= 0) & (idx < self.nbytes)]
             if idx.size and pend[idx].any():
                 hit = True
                 break
@@ -1690,7 +1706,7 @@ class _BarrierPass:
             self.need_before.add(id(ins))
             st.clear(p)
         for idx in writes:
-            idx = idx[(idx >= 0) & (idx < self.nblocks)]
+            idx = idx[(idx >= 0) & (idx < self.nbytes)]
             if idx.size:
                 st.ub[p][idx] = True
                 st.any[p] = True
@@ -1699,19 +1715,22 @@ class _BarrierPass:
             st.any[p] = True
 
     def _args(self, ins: Instr):
+        """The operands that decide the footprint, evaluated (values such as scalars and
+        registers are left as they are); None when one depends on an unknown variable."""
         a = ins.args
         if all(_plain(v) for v in a.values()):
             return a
+        kinds = ins.spec.kinds
+        out = {}
         try:
-            out = {}
             for k, v in a.items():
-                if isinstance(v, str) or (k == "dst" and isinstance(v, Var) and ins.spec.kinds.get(k) == "reg"):
+                if isinstance(v, str) or kinds.get(k) in ("scalar", "reg") or k in ("src0", "src1") and \
+                        ins.spec.family == "salu":
                     out[k] = v
                 else:
                     out[k] = evaluate(v, self.env)
-            for k, v in out.items():
-                if isinstance(v, float) and k not in ("scalar", "pad_value", "src0", "src1", "src") :
-                    return None
+                    if isinstance(out[k], float):
+                        return None
             return out
         except (NameError, TypeError, ValueError, ZeroDivisionError):
             return None
