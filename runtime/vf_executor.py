@@ -85,7 +85,8 @@ Kernels (:func:`run_vf_kernel`)
 Inputs, GM shapes, outputs and their names follow the golden model's I/O conventions
 (runtime/reference.py: GM arguments named after the kernel's arguments, outputs = the GM
 arguments a tstore writes).  Tiles are placed in a UB byte array of the target's size:
-``pto.alloc_tile addr = %a`` / ``pto.tassign`` at the given address, the others after the
+``pto.alloc_tile addr = %a``, ``pto.tassign`` or pto-plan-memory's ``ub_addr`` attribute at
+the given address, the others after the
 highest given address, each 256-byte aligned, in order of first allocation (tile arguments of
 the kernel first).  ``tload``, ``tstore`` and other tile ops run with the golden model's
 semantics on tiles that are views of those UB bytes; ``vf.call`` runs the VF on the same bytes.
@@ -111,7 +112,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pto_compiler.diagnostics import PtocError, op_error
@@ -706,7 +707,7 @@ class _KernelEvaluator(golden.Evaluator):
             vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
             if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
                 raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
-            addr = int(env[op.addr]) if op.addr is not None else None
+            addr = int(env[op.addr]) if op.addr is not None else _planned_addr(op)
             env[op.result] = self.place(t, addr, op, (vr, vc))
             return
         if isinstance(op, pto.TAssignOp):
@@ -779,6 +780,12 @@ def _view(ub: np.ndarray, addr: int, t: pto.TileLikeType) -> np.ndarray:
     return flat.reshape(t.rows, t.cols) if t.is_row_major else flat.reshape(t.cols, t.rows).T
 
 
+def _planned_addr(op: Operation) -> int | None:
+    """The address pto-plan-memory wrote on an alloc_tile (``ub_addr``), if any."""
+    a = op.attributes.get("ub_addr") or op.properties.get("ub_addr")
+    return a.value.data if isinstance(a, IntegerAttr) else None
+
+
 def _fixed_top(fn: Operation) -> int:
     """End of the highest explicitly placed tile (alloc_tile addr = const, tassign @tile(ADDR))."""
     top = 0
@@ -790,6 +797,8 @@ def _fixed_top(fn: Operation) -> int:
             if isinstance(owner, arith.ConstantOp):
                 addr = owner.value.value.data
             t = op.result.type
+        elif isinstance(op, pto.AllocTileOp) and _planned_addr(op) is not None:
+            addr, t = _planned_addr(op), op.result.type
         elif isinstance(op, pto.TAssignOp):
             addr = op.static_addr
             if addr is None and op.addr_value and isinstance(op.addr_value[0].owner, arith.ConstantOp):

@@ -688,3 +688,17 @@ def test_built_with_python_constructors_like_a_lowering():
     for r in range(R):
         assert list(out[r, :C]) == [max(float(v), float(scol[r, 0])) for v in a[r, :C]]
         assert (out[r, C:] == 9.0).all()  # lanes past the valid columns: masked, untouched
+
+
+def test_planned_ub_addr_is_honoured():
+    """After pto-plan-memory every vec alloc_tile carries ``ub_addr``; the runner puts the tile there."""
+    from xdsl.dialects.builtin import IntegerAttr, IntegerType
+
+    src = (ROOT / "examples" / "reduce_min_f32.pto").read_text()
+    src = src.replace("pto.alloc_tile addr = %addr_out :", "pto.alloc_tile :")
+    m = api.parse(src, "planned.pto")
+    alloc = [o for o in m.walk() if o.name == "pto.alloc_tile"][1]
+    alloc.attributes["ub_addr"] = IntegerAttr(0x2000, IntegerType(64))
+    r = vx.run_vf_kernel_result(m, {"a": np.arange(64, 0, -1, dtype=np.float32)})
+    assert r.ub[0x2000:0x2004].view(np.float32)[0] == 1.0  # the result tile sits at 0x2000
+    assert r.outputs["out"].reshape(-1)[0] == 1.0
