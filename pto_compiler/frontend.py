@@ -769,8 +769,9 @@ def parse_module(text: str, filename: str = "<stdin>") -> ModuleOp:
 def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: str, converter=None) -> ModuleOp:
     b = Builder(filename)
     b.converter = converter
-    funcs = [s for s in top if s.opname in ("func.func", "func")]
-    bare = [s for s in top if s.opname not in ("func.func", "func")]
+    top_level = ("func.func", "func", "vf.func")
+    funcs = [s for s in top if s.opname in top_level]
+    bare = [s for s in top if s.opname not in top_level]
     root = Scope()
     ops: list[Operation] = []
     for s in funcs:

@@ -173,6 +173,13 @@ class Converter:
             return cls(dims, elt)
         if name.startswith("pto.") and name[4:] in pto.RAW_TYPES:
             return pto.raw_type(name[4:], self.raw_body(name_tok))
+        if name.startswith("vf."):
+            from pto_compiler.dialects import vf
+
+            try:
+                return vf.type_from_text(name, self.raw_body(name_tok))
+            except ValueError as e:
+                raise self.err(str(e), node) from None
         raise self.err(f"unknown type '!{name}'", node)
 
     def tile_type(self, node: Tree) -> Attribute:

@@ -169,3 +169,24 @@ def test_mutations_give_located_errors_only():
     assert not stats.crashes, stats.crashes[0]
     assert stats.unlocated_errors == 0
     assert stats.slowest_s < 2.0
+
+
+def test_top_level_vf_func_and_vf_types():
+    src = """vf.func @k(%src: !pto.tile_buf<vec, 1x64xf32>, %dst: !pto.tile_buf<vec, 1x64xf32>) {
+  %all = vf.create_mask ALL : !vf.mask<b32>
+  %v = vf.load_align %src[0], dist = NORM : !pto.tile_buf<vec, 1x64xf32>
+  %r = vf.reduce_min %v, %all : !vf.reg<64xf32>
+  vf.store_align %dst[0], %r, %all : !pto.tile_buf<vec, 1x64xf32>
+}
+"""
+    module = api.parse(src, "vf.pto")
+    assert [op.name for op in module.body.block.ops] == ["vf.func"]
+    _round_trip(src, "vf.pto")
+
+
+def test_bad_vf_type_is_located():
+    src = "vf.func @k(%a: !vf.reg<65xf32>) {\n}\n"
+    with pytest.raises(PtocError) as info:
+        api.parse(src, "vf.pto")
+    d = info.value.diagnostics[0]
+    assert (d.line, d.column) == (1, 16)
