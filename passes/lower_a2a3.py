@@ -286,6 +286,7 @@ class _FnLowering:
         self.op: Operation | None = None
         self.gm_args: list[GmArg] = []
         self.scalar_args: list[ScalarArg] = []
+        self.trip_bounds: dict = {}
         self._free = None
         specs = golden.kernel_args(fn)
         for s in specs:
@@ -322,14 +323,17 @@ class _FnLowering:
         self.body.append(ins)
         return ins
 
-    def loop(self, stem: str, start, stop, step=1):
+    def loop(self, stem: str, start, stop, step=1, bound: int | None = None):
         """Appends a scalar loop and returns (Loop, its variable); the caller fills ``node.body``
         (``in_body``) and closes it with :meth:`end_loop`.  The mask state is unknown inside (a
-        later trip starts with what the previous one left) and after it (it may run no trip)."""
+        later trip starts with what the previous one left) and after it (it may run no trip).
+        ``bound``: the most trips a loop with a run-time ``stop`` can run (for the barrier pass)."""
         var = self.fresh(stem)
         node = Loop(var, start, stop, step, [], self.origin)
         self.body.append(node)
         self.mask = None
+        if bound is not None and not _is_int(stop):
+            self.trip_bounds[id(node)] = bound
         return node, Var(var)
 
     def end_loop(self, outer: list):
@@ -753,7 +757,7 @@ class _FnLowering:
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
-            if t.row_major and (rows is None or rows > 1) and t.row_bytes % 32:
+            if t.row_major and (rows is None or not _is_int(rows) or rows > 1) and t.row_bytes % 32:
                 raise _Unsupported(f"a row of {t.t.rows}x{t.t.cols}x{t.t.dtype} is {t.row_bytes} bytes, "
                                    "not a multiple of 32 (vector repeat strides are in 32-byte blocks)")
 
@@ -761,8 +765,10 @@ class _FnLowering:
         return Opnd(t.addr, t.row_bytes, lanes * t.esize, t.esize)
 
     # -- the region driver ------------------------------------------------------------------------
-    def vec(self, opcode, dtype, opnds: dict, R, C, *, lanes=None, extra=None, col_lo=0, flat_ok=True):
-        """Emits ``opcode`` over rows x cols [col_lo, C) of the operands (see the module doc)."""
+    def vec(self, opcode, dtype, opnds: dict, R, C, *, lanes=None, extra=None, col_lo=0, flat_ok=True,
+            row_bound: int | None = None):
+        """Emits ``opcode`` over rows x cols [col_lo, C) of the operands (see the module doc);
+        ``row_bound``: the most rows a run-time R can be (the tile's rows)."""
         extra = dict(extra or {})
         L = lanes or 256 // DTYPE_SIZES[dtype]
         static = _is_int(R) and _is_int(C)
@@ -816,7 +822,7 @@ class _FnLowering:
         r = 0
         node = None
         if not (_is_int(R) and R == 1):
-            node, r = self.loop("r", 0, R)
+            node, r = self.loop("r", 0, R, bound=row_bound)
             outer = self.in_body(node.body)
         addrs = {nm: ex_add(o.base, col_lo * o.esize if o.chunk else 0, ex_mul(r, o.row)) for nm, o in opnds.items()}
         self.emit(opcode, dtype, **args_for(addrs, reps, blks, 1))
@@ -832,13 +838,14 @@ class _FnLowering:
         self._rows_aligned(a, b, d, rows=d.vr)
         L = 256 // d.esize
         self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src0": self.opnd(a, L),
-                                              "src1": self.opnd(b, L)}, d.vr, d.vc)
+                                              "src1": self.opnd(b, L)}, d.vr, d.vc, row_bound=d.t.rows)
 
     def tile_unary(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         self._rows_aligned(s, d, rows=d.vr)
         L = 256 // d.esize
-        self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(s, L)}, d.vr, d.vc)
+        self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(s, L)}, d.vr, d.vc,
+                 row_bound=d.t.rows)
 
     def scalar_operand(self, v: SSAValue, dtype: str, negate=False):
         """The scalar field for a tile-scalar op on ``dtype`` (converted as the golden model does)."""
@@ -1005,7 +1012,7 @@ class _FnLowering:
         packed = d.esize == 1
         count = ex_div(ex_add(C, 1), 2) if packed else C
         self.set_mask(("count", 0, count))
-        node, r = self.loop("r", 0, R)
+        node, r = self.loop("r", 0, R, bound=d.t.rows)
         outer = self.in_body(node.body)
         reg = self.fresh("s")
         self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, 0))
@@ -1027,7 +1034,7 @@ class _FnLowering:
         if _is_int(R) and R == 1:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=blocks)
             return
-        node, r = self.loop("r", 0, R)
+        node, r = self.loop("r", 0, R, bound=d.t.rows)
         outer = self.in_body(node.body)
         self.emit("copy_ubuf_to_ubuf", dst=d.elem(r, 0), src=s.addr, n_burst=1, len_burst=blocks)
         self.end_loop(outer)
@@ -1607,7 +1614,8 @@ class _BarrierPass:
 
     MAX_TRIPS = 4096
 
-    def __init__(self, ub_bytes: int, scalars: dict):
+    def __init__(self, ub_bytes: int, scalars: dict, trip_bounds: dict | None = None):
+        self.trip_bounds = trip_bounds or {}
         self.nbytes = ub_bytes
         self.need_before: set = set()   # id(instr) needing a barrier before it
         self.barrier_used: set = set()  # id(barrier) that ordered something
@@ -1637,6 +1645,12 @@ class _BarrierPass:
             trips = range(int(start), int(stop), int(step)) if step else range(0)
         except (NameError, TypeError, ValueError, ZeroDivisionError):
             trips = None
+            if id(n) in self.trip_bounds:  # at most `bound` trips: simulate all of them
+                try:
+                    start, step = int(evaluate(n.start, self.env)), int(evaluate(n.step, self.env))
+                    trips = range(start, start + step * self.trip_bounds[id(n)], step)
+                except (NameError, TypeError, ValueError):
+                    trips = None
         saved = self.env.get(n.var, None)
         if trips is None or len(trips) > self.MAX_TRIPS:
             # unknown trips: two passes with the variable unknown (footprints fall back to "all")
@@ -1742,9 +1756,10 @@ def _plain(v) -> bool:
     return isinstance(v, GmAddr) and isinstance(v.offset, int)
 
 
-def complete_barriers(program: Program, scalars: dict | None = None) -> Program:
-    """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place)."""
-    bp = _BarrierPass(A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024, scalars or {})
+def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds: dict | None = None) -> Program:
+    """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place).
+    ``trip_bounds`` maps ``id(loop)`` to the most trips a loop with a run-time bound runs."""
+    bp = _BarrierPass(A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024, scalars or {}, trip_bounds)
     bp.run(program.body)
 
     def rebuild(body):
@@ -1775,8 +1790,9 @@ def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None 
                      scalars: dict | None = None, barriers: bool = True) -> Program:
     """The a2a3 program of the placed module's entry function (see the module doc).
 
-    ``scalars`` gives integer kernel scalars by name, for sizing GM arguments whose views depend
-    on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
+    depend on them (the instructions never depend on their values).  Raises a located
+    ``PtocError`` for an op with no a2a3 lowering."""
     from pto_compiler.runtime import reference as golden
 
     if not target.mode1_needs_broadcast_buffer:
@@ -1790,14 +1806,8 @@ def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None 
     prog = Program(target="a2a3", gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
                    name=fn.sym_name.data)
     if barriers:
-        known = {}
-        for s in low.scalar_args:
-            if scalars and s.name in scalars:
-                try:
-                    known[s.name] = int(scalars[s.name])
-                except (TypeError, ValueError):
-                    pass
-        complete_barriers(prog, known)
+        # the barriers do not depend on the values of kernel scalars: one program for all inputs
+        complete_barriers(prog, {}, low.trip_bounds)
     return prog
 
 
