@@ -1,4 +1,4 @@
-"""Library API (DESIGN.md §7): parse, verify, print. Later: lower, run, reference.
+"""Library API (DESIGN.md §7): parse, verify, print, reference, lower, run.
 
 Errors are raised as :class:`pto_compiler.diagnostics.PtocError`.
 """
@@ -85,3 +85,37 @@ def reference(module, seed: int = 0, inputs=(), entry: str | None = None, save_d
     if save_dir is not None:
         golden.save_outputs(outputs, save_dir)
     return outputs, golden.describe_outputs(outputs)
+
+
+def lower(module, target: Target | str = "a2a3", entry: str | None = None, manual: bool = False,
+          scalars: dict | None = None):
+    """The a2a3 micro-instruction :class:`~pto_compiler.runtime.program.Program` of ``module``'s
+    entry function, through the default pipeline (verify, pto-bufferize for L1, expand mode, tmp
+    strategy, plan memory, insert sync, pto-lower-a2a3; see pto_compiler.pipeline).  ``module`` is
+    not changed.  ``scalars`` (integer kernel scalars by name) size GM arguments whose views depend
+    on them.  ``program.to_text()`` is what ``ptoc --emit program`` prints."""
+    from pto_compiler import pipeline
+    from pto_compiler.diagnostics import Diagnostic
+    from pto_compiler.targets import lookup_target
+
+    if isinstance(target, str):
+        t = lookup_target(target)
+        if t is None:
+            raise PtocError([Diagnostic(f"unknown target '{target}'")], exit_code=2)
+        target = t
+    return pipeline.compile_module(module, target, entry, manual=manual, scalars=scalars)
+
+
+def run(program, inputs: dict, scalars: dict | None = None, blocks: int = 1, check: bool = True):
+    """Execute ``program`` on the NumPy executor: returns ``(outputs, stats)``, the GM arrays by
+    argument name after the run and the cycle model's
+    :class:`~pto_compiler.runtime.cycles.CycleStats`.  A data race or deadlock found by the hazard
+    checker (``check``) raises :class:`~pto_compiler.runtime.executor.ExecutionError` (a PtocError,
+    exit code 4) carrying the findings."""
+    from pto_compiler import pipeline
+    from pto_compiler.runtime.executor import ExecutionError
+
+    res = pipeline.run_program(program, inputs, scalars, blocks=blocks, check=check)
+    if res.findings:
+        raise ExecutionError(res.findings, res.exec_result)
+    return res.outputs, res.stats

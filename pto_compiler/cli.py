@@ -30,9 +30,8 @@ EXIT_HAZARD = 4
 EXIT_INTERNAL = 70  # EX_SOFTWARE from sysexits.h
 
 EMIT_LEVELS = ("pto", "placed", "vf", "program")
-IMPLEMENTED_EMIT = ("pto",)
-# TODO(backend): the default becomes "program" once backend emission lands (DESIGN.md §7).
-DEFAULT_EMIT = "pto"
+IMPLEMENTED_EMIT = ("pto", "placed", "program")
+DEFAULT_EMIT = "program"
 
 # Canonical target names and their aliases, duplicated here (and checked against
 # pto_compiler.targets by tests/test_cli.py) so that building the parser does not
@@ -134,8 +133,8 @@ def _named_input(text: str) -> tuple[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     p = _ArgumentParser(
         prog=PROG,
-        description="Compile a PTO-AS kernel for one target (and, later, run it on the "
-                    "bundled NumPy executor).",
+        description="Compile a PTO-AS kernel for one target; with --run, execute the emitted "
+                    "program on the bundled NumPy executor and check it against the golden model.",
         epilog="exit codes: 0 ok, 1 diagnostic in the input, 2 usage or I/O error, "
                "3 --run mismatch, 4 data race or deadlock, 70 internal error",
     )
@@ -194,31 +193,28 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 # Options that need a stage that does not exist yet, in the order they are reported.
 _NOT_YET = (
-    ("run", "--run"),
-    ("reference", "--reference"),
-    ("stats", "--stats"),
-    ("trace", "--trace"),
-    ("save_outputs", "--save-outputs"),
-    ("input", "--input"),
-    ("seed", "--seed"),
-    ("blocks", "--blocks"),
     ("vf_opt", "--vf-opt"),
-    ("manual", "--manual"),
 )
 
-
-_REFERENCE_OPTIONS = {"reference", "input", "seed", "save_outputs"}
+# Options that only make sense when something runs (--run, --reference, --stats, --trace).
+_RUN_OPTIONS = (("input", "--input"), ("seed", "--seed"), ("save_outputs", "--save-outputs"),
+                ("blocks", "--blocks"))
 
 
 def _check_implemented(args: argparse.Namespace) -> None:
     for dest, flag in _NOT_YET:
-        if args.reference and dest in _REFERENCE_OPTIONS:
-            continue
         value = getattr(args, dest)
         if value not in (None, False):
             raise UsageError(f"{flag} is not implemented yet")
     if args.emit is not None and args.emit not in IMPLEMENTED_EMIT:
         raise UsageError(f"--emit {args.emit} is not implemented yet")
+    runs = args.run or args.reference or args.stats or args.trace
+    for dest, flag in _RUN_OPTIONS:
+        if getattr(args, dest) not in (None, False) and not runs:
+            raise UsageError(f"{flag} needs --run, --reference, --stats or --trace")
+    if args.reference and (args.run or args.stats or args.trace or args.blocks):
+        raise UsageError("--reference runs only the golden model; it cannot be combined with "
+                         "--run, --stats, --trace or --blocks")
 
 
 def _read_input(path: str) -> tuple[str, str]:
@@ -312,10 +308,90 @@ def _compile(args: argparse.Namespace) -> int:
         raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
     if args.reference:
         return _reference(args, module)
-    emit = args.emit or DEFAULT_EMIT
-    assert emit == "pto"
-    _write_output(args.output, api.print_module(module))
+    if args.run or args.stats or args.trace:
+        return _execute(args, module, target)
+    _write_output(args.output, _emit(args, module, target))
     return EXIT_OK
+
+
+def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) -> str:
+    """The text of the ``--emit`` level (default: the program listing)."""
+    from pto_compiler import api, pipeline
+
+    emit = args.emit or DEFAULT_EMIT
+    if emit == "pto":
+        return api.print_module(module)
+    if emit == "placed":
+        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after="placed")
+        return api.print_module(placed)
+    if program is None:
+        kernels = _kernels_to_emit(args, module)
+        if len(kernels) > 1:
+            # several functions and no entry: the program of each, in order
+            from pto_compiler.passes.lower_a2a3 import lower_to_program
+
+            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after="placed")
+            return "\n".join(lower_to_program(placed, target, name).to_text() for name in kernels)
+        program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
+    return program.to_text()
+
+
+def _kernels_to_emit(args: argparse.Namespace, module) -> list[str]:
+    """The functions ``--emit program`` prints: the entry (``--entry``, ``pto.entry``, the only
+    function), or every function with a body when there are several and none is marked."""
+    if args.entry is not None:
+        return [args.entry]
+    funcs = [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
+    if len(funcs) > 1 and not any("pto.entry" in f.attributes for f in funcs):
+        return [f.sym_name.data for f in funcs]
+    return []
+
+
+def _execute(args: argparse.Namespace, module, target) -> int:
+    """``--run`` / ``--stats`` / ``--trace``: compile, execute on seeded or given inputs, compare
+    with the golden model (``--run``), report the cycle model."""
+    import json
+
+    from pto_compiler import pipeline
+    from pto_compiler.diagnostics import format_diagnostic
+    from pto_compiler.passes.lower_a2a3 import float_sum_outputs
+    from pto_compiler.runtime import reference as golden
+
+    values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry)
+    scalars = pipeline.kernel_scalars(module, values, args.entry)
+    program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
+    out: list[str] = []
+    if args.emit is not None:
+        out.append(_emit(args, module, target, scalars, program))
+    res = pipeline.run_program(program, pipeline.gm_inputs(values), scalars, blocks=args.blocks or 1,
+                               stats=bool(args.stats or args.trace))
+    code = EXIT_OK
+    saved = res.outputs
+    if args.run:
+        want = golden.evaluate(module, values, args.entry)
+        comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, args.entry))
+        out.extend(c.line() + "\n" for c in comparisons)
+        if not all(c.ok for c in comparisons):
+            code = EXIT_MISMATCH
+        saved = {name: res.outputs[name] for name in want if name in res.outputs}
+    if args.save_outputs:
+        golden.save_outputs(saved, args.save_outputs)
+    if args.stats:
+        out.append((res.stats.to_json() if args.stats == "json" else res.stats.to_text()) + "\n")
+    if args.trace:
+        try:
+            with open(args.trace, "w", encoding="utf-8") as f:
+                json.dump(res.stats.chrome_trace(), f)
+        except OSError as e:
+            raise UsageError(f"cannot write '{args.trace}': {e.strerror or e}") from None
+    _write_output(args.output, "".join(out))
+    if res.findings:
+        from pto_compiler.runtime.executor import ExecutionError
+
+        for diag in ExecutionError(res.findings).diagnostics:
+            sys.stderr.write(format_diagnostic(diag) + "\n")
+        code = EXIT_HAZARD
+    return code
 
 
 def _reference(args: argparse.Namespace, module) -> int:
@@ -333,6 +409,10 @@ def _print_ptoc_error(err) -> None:
 
     if not err.diagnostics:
         sys.stderr.write("error: " + (str(err.args[0]) if err.args else "error") + "\n")
+        return
+    if err.exit_code == EXIT_USAGE and all(not d.located and d.filename == "<unknown>" for d in err.diagnostics):
+        for diag in err.diagnostics:  # a usage error raised by the library: one `ptoc: error:` line
+            sys.stderr.write(f"{PROG}: error: {diag.message}\n")
         return
     for diag in err.diagnostics:
         sys.stderr.write(format_diagnostic(diag) + "\n")

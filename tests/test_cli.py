@@ -133,10 +133,10 @@ def test_emit_pto_stdout(fe, kfile, capsys):
     assert fe.parsed == [(SOURCE, str(kfile))]
 
 
-def test_default_emit_is_pto_for_now(fe, kfile, capsys):
-    assert cli.DEFAULT_EMIT == "pto"
+def test_default_emit_is_the_program(fe, kfile, capsys):
+    assert cli.DEFAULT_EMIT == "program"
     assert cli.main([str(kfile)]) == 0
-    assert "func.func @kern()" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith(".kernel @kern target=a2a3\n")
 
 
 def test_output_file(fe, kfile, tmp_path, capsys):
@@ -144,7 +144,7 @@ def test_output_file(fe, kfile, tmp_path, capsys):
     assert cli.main([str(kfile), "-o", str(out_path)]) == 0
     out, err = capsys.readouterr()
     assert out == "" and err == ""
-    assert "func.func @kern()" in out_path.read_text()
+    assert ".kernel @kern" in out_path.read_text()
 
 
 def test_stdin(fe, monkeypatch, capsys):
@@ -172,7 +172,7 @@ def test_stdin(fe, monkeypatch, capsys):
 )
 def test_target_selection(fe, kfile, capsys, cli_target, arch, expected):
     fe.target_arch = arch
-    argv = [str(kfile)] + (["--target", cli_target] if cli_target else [])
+    argv = [str(kfile), "--emit", "pto"] + (["--target", cli_target] if cli_target else [])
     assert cli.main(argv) == 0
     assert fe.verified_for == [expected]
     assert capsys.readouterr().err == ""
@@ -180,7 +180,7 @@ def test_target_selection(fe, kfile, capsys, cli_target, arch, expected):
 
 def test_target_disagreement_warns_and_cli_wins(fe, kfile, capsys):
     fe.target_arch = "a5"
-    assert cli.main([str(kfile), "--target", "a2a3"]) == 0
+    assert cli.main([str(kfile), "--target", "a2a3", "--emit", "pto"]) == 0
     assert fe.verified_for == ["a2a3"]
     out, err = capsys.readouterr()
     lines = err.splitlines()
@@ -200,7 +200,7 @@ def test_unknown_target_arch_is_an_input_error(fe, kfile, capsys):
 
 def test_unknown_target_arch_overridden_by_target(fe, kfile, capsys):
     fe.target_arch = "a9"
-    assert cli.main([str(kfile), "--target", "a5"]) == 0
+    assert cli.main([str(kfile), "--target", "a5", "--emit", "pto"]) == 0
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "warning:" in err
     assert fe.verified_for == ["ascend950"]
@@ -276,19 +276,14 @@ def test_ptoc_error_exit_code_is_respected(fe, kfile, capsys):
         (["{k}", "--blocks", "0"], "argument --blocks: expected a positive integer, got '0'"),
         (["{k}", "--input", "x.npy"], "argument --input: expected NAME=FILE.npy, got 'x.npy'"),
         (["{k}", "--vf-opt", "max"], "argument --vf-opt: invalid choice: 'max'"),
-        (["{k}", "--emit", "placed"], "--emit placed is not implemented yet"),
         (["{k}", "--emit", "vf"], "--emit vf is not implemented yet"),
-        (["{k}", "--emit", "program"], "--emit program is not implemented yet"),
-        (["{k}", "--run"], "--run is not implemented yet"),
-        (["--stats", "{k}"], "--stats is not implemented yet"),  # --stats never eats FILE
-        (["{k}", "--stats", "json"], "--stats is not implemented yet"),
-        (["{k}", "--trace", "t.json"], "--trace is not implemented yet"),
-        (["{k}", "--save-outputs", "d"], "--save-outputs is not implemented yet"),
-        (["{k}", "--input", "a=a.npy"], "--input is not implemented yet"),
-        (["{k}", "--seed", "3"], "--seed is not implemented yet"),
-        (["{k}", "--blocks", "2"], "--blocks is not implemented yet"),
+        (["{k}", "--save-outputs", "d"], "--save-outputs needs --run, --reference, --stats or --trace"),
+        (["{k}", "--input", "a=a.npy"], "--input needs --run, --reference, --stats or --trace"),
+        (["{k}", "--seed", "3"], "--seed needs --run, --reference, --stats or --trace"),
+        (["{k}", "--blocks", "2"], "--blocks needs --run, --reference, --stats or --trace"),
+        (["{k}", "--reference", "--run"], "--reference runs only the golden model"),
         (["{k}", "--vf-opt", "none"], "--vf-opt is not implemented yet"),
-        (["{k}", "--manual"], "--manual is not implemented yet"),
+        (["{k}", "--target", "a5"], "program emission for ascend950 (the vf backend) is not implemented yet"),
     ],
 )
 def test_usage_errors_are_one_line(fe, kfile, capsys, argv, message):
@@ -540,9 +535,9 @@ def test_script_ptoc_usage_errors(tmp_path):
     r = _run(ptoc, "examples/vadd.pto", "--target", "nosuch")
     assert r.returncode == 2
     assert "unknown target 'nosuch'" in _one_error_line(r.stderr)
-    r = _run(ptoc, "examples/vadd.pto", "--run")
+    r = _run(ptoc, "examples/vadd.pto", "--emit", "vf")
     assert r.returncode == 2
-    assert _one_error_line(r.stderr) == "ptoc: error: --run is not implemented yet"
+    assert _one_error_line(r.stderr) == "ptoc: error: --emit vf is not implemented yet"
 
 
 def test_version_imports_no_heavy_modules():
