@@ -64,9 +64,14 @@ non-default ones are printed), then ``:`` and the one type the op needs to be re
                                                            (count is an i32, read as unsigned)
 ``%v = vf.load_align %t[%off], dist = BRC_B32 : TILE``     dist NORM (default), BRC_B8/B16/B32 (one
                                                            element broadcast), BLK (one 32-byte block
-                                                           repeated over the 8 VLanes)
+                                                           repeated over the 8 VLanes), UNPK_B8/B16/B32
+                                                           (128 bytes; element i zero-extended into
+                                                           the double-width lane i, i.e. lane 2i)
 ``%v = vf.load_unalign %t[%off] : TILE``                    256 bytes from an element-aligned address
-``vf.store_align %t[%off], %v, %m, dist = ONEPT : TILE``   dist NORM (active lanes), ONEPT (lane 0)
+``vf.store_align %t[%off], %v, %m, dist = ONEPT : TILE``   dist NORM (active lanes), ONEPT (lane 0),
+                                                           PK_B16/B32/B64 (the low half of each active
+                                                           16/32/64-bit lane, packed contiguously; the
+                                                           mask is !vf.mask<bN>)
 ``vf.store_unalign %t[%off], %v, count = N : TILE``        the low N lanes, through the unaligned-
                                                            store buffer of ``%t``
 ``vf.store_unalign_post %t : TILE``                        flushes that buffer; must follow (the
@@ -75,7 +80,13 @@ non-default ones are printed), then ``:`` and the one type the op needs to be re
                                                            also ``sub mul div max min``
 ``%r = vf.adds %a, %s, %m[, ...] : !vf.reg<64xf32>, f32``  also ``muls maxs mins``; %s a scalar of
                                                            the element type
-``%r = vf.exp %a, %m[, ...] : !vf.reg<64xf32>``             float types only
+``%r = vf.exp %a, %m[, ...] : !vf.reg<64xf32>``             also ``ln sqrt rsqrt rec`` (float types),
+                                                           ``abs relu`` (every type)
+``%r = vf.pair_reduce_sum %a, %m : !vf.reg<64xf32>``       vcpadd: r[k] = a[2k] + a[2k+1] (inactive
+                                                           lanes +0), upper half 0; f16/f32, ZEROING
+``%r = vf.cvt %a, %m[, round = R][, part = EVEN|ODD]``     vcvt; ``: !vf.reg<128xf16> -> !vf.reg<64xf32>``;
+                                                           widening takes lanes 2i+p, narrowing writes
+                                                           lanes 2i+p; mask of the wider lanes
 ``%r = vf.dup %s[, %m][, ...] : !vf.reg<64xf32>, f32``     a scalar to every (active) lane, or lane 0
                                                            of a register source (vdup POS_LOWEST)
 ``%r = vf.reduce_min %v, %m[, datablock = true][, merge_mode = MERGING][, dst = %d] : !vf.reg<64xf32>``
@@ -107,7 +118,9 @@ Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
   any signedness of the same width);
 * reductions: element types f16 f32 i16 ui16 i32 ui32 i64 ui64; ``datablock = true`` only for
   i16, ui16, f16, i32, ui32, f32 (64-bit types reduce the whole register);
-* ``div`` and ``exp`` take f16 and f32 only; the other element ops every register type;
+* ``div``, ``exp``, ``ln``, ``sqrt``, ``rsqrt``, ``rec`` take f16, bf16 and f32 (bf16 as the A5 tile
+  ISA lists it for TDIV/TEXP...; the math is runtime/elementwise.py's), ``pair_reduce_sum`` f16
+  and f32; the other element ops every register type; ``cvt`` lane-width ratio 1 or 2;
 * NORM/BLK loads and NORM stores need 32-byte aligned addresses, BRC loads, ONEPT stores and
   unaligned ones element alignment (checked at run time: offsets are dynamic);
 * ``create_mask VLn`` must fit the mask's lanes; ``store_unalign`` count 1..VL;
@@ -176,13 +189,16 @@ HW_LOOP_MAX = 65535
 REG_DTYPES = ("i8", "ui8", "i16", "ui16", "i32", "ui32", "i64", "ui64", "f16", "bf16", "f32")
 REDUCE_DTYPES = frozenset({"f16", "f32", "i16", "ui16", "i32", "ui32", "i64", "ui64"})
 DATABLOCK_DTYPES = ("i16", "ui16", "f16", "i32", "ui32", "f32")
-FLOAT_DTYPES = frozenset({"f16", "f32"})
+FLOAT_DTYPES = frozenset({"f16", "bf16", "f32"})
 ARITH_DTYPES = frozenset(REG_DTYPES)
+PAIR_DTYPES = frozenset({"f16", "f32"})
 
 MASK_PATTERNS = ("ALL", "ALLF", "VL1", "VL2", "VL3", "VL4", "VL8", "VL16", "VL32", "VL64", "VL128",
                  "H", "Q", "M3", "M4")
-LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK")
-STORE_DISTS = ("NORM", "ONEPT")
+LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK", "UNPK_B8", "UNPK_B16", "UNPK_B32")
+STORE_DISTS = ("NORM", "ONEPT", "PK_B16", "PK_B32", "PK_B64")
+ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
+CVT_PARTS = ("EVEN", "ODD")
 MERGE_MODES = ("ZEROING", "MERGING")
 
 
@@ -494,6 +510,8 @@ class VfOp(IRDLOperation):
     pattern = opt_prop_def(StringAttr)
     offset = opt_prop_def(IntegerAttr)
     count = opt_prop_def(IntegerAttr)
+    rmode = opt_prop_def(StringAttr)
+    part = opt_prop_def(StringAttr)
 
     PYPTO: ClassVar[str] = ""
     """The Ascend C / ISA name, for messages and docs."""
@@ -740,6 +758,9 @@ class LoadAlignOp(_MemOp):
         if d.startswith("BRC_B") and int(d[5:]) != 8 * t.elem_bytes:
             raise VerifyException(f"dist {d} broadcasts {d[5:]}-bit elements, but the tile holds {t.dtype} "
                                   f"(use BRC_B{8 * t.elem_bytes})")
+        if d.startswith("UNPK_B") and int(d[6:]) != 8 * t.elem_bytes:
+            raise VerifyException(f"dist {d} unpacks {d[6:]}-bit elements, but the tile holds {t.dtype} "
+                                  f"(use UNPK_B{8 * t.elem_bytes})")
         if len(self.res) != 1 or self.res[0].type != RegType(t.element_type):
             raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")
 
@@ -826,15 +847,26 @@ class StoreAlignOp(_MemOp):
         elt = tt.element_type
         t = parser.resolve_operand(tile, tt)
         v = parser.resolve_operand(extra[0], RegType(elt))
-        m = parser.resolve_operand(extra[1], mask_type(elt))
+        m = parser.resolve_operand(extra[1], mask_type(int(dist[4:]) if dist.startswith("PK_B") else elt))
         return cls(t, parser.resolve_operand(dyn, INDEX) if dyn is not None else None, v, m, dist, attrs,
                    static_offset=static)
 
     def verify_vf(self) -> None:
-        self._check_tile()
-        self._check_rest("reg", "mask")
-        if self.dist_name not in STORE_DISTS:
-            raise VerifyException(f"dist must be NORM or ONEPT, got '{self.dist_name}'")
+        t = self._check_tile()
+        d = self.dist_name
+        if d not in STORE_DISTS:
+            raise VerifyException(f"dist must be one of {', '.join(STORE_DISTS)}, got '{d}'")
+        if d.startswith("PK_B"):
+            # pack: the low half of each PK_Bn lane; the mask selects the n-bit lanes
+            if int(d[4:]) != 16 * t.elem_bytes:
+                raise VerifyException(f"dist {d} packs {d[4:]}-bit lanes to {int(d[4:]) // 2}-bit elements, but "
+                                      f"the tile holds {t.dtype} (use PK_B{16 * t.elem_bytes})")
+            rest = self.rest
+            if len(rest) != 2 or rest[0].type != RegType(t.element_type) or rest[1].type != mask_type(int(d[4:])):
+                raise VerifyException(f"dist {d} stores a {RegType(t.element_type)} under a "
+                                      f"{mask_type(int(d[4:]))}")
+        else:
+            self._check_rest("reg", "mask")
         if self.res:
             raise VerifyException("vf.store_align has no results")
 
@@ -1225,15 +1257,196 @@ class MinsOp(ScalarOp):
     FN: ClassVar[str] = "minimum"
 
 
+class UnaryOp(_ComputeOp):
+    """``%r = vf.OP %a, %m[, merge_mode = MERGING][, dst = %d] : !vf.reg<..>`` (one source)."""
+
+    N_SRC: ClassVar[int] = 1
+    FN: ClassVar[str] = ""
+    """Element function name in runtime/elementwise.py."""
+
+
 @irdl_op_definition
-class ExpOp(_ComputeOp):
+class ExpOp(UnaryOp):
     """``%r = vf.exp %a, %m[, ...] : !vf.reg<..>`` (float types)."""
 
     name = "vf.exp"
     PYPTO: ClassVar[str] = "Exp/vexp"
-    N_SRC: ClassVar[int] = 1
     DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
     FN: ClassVar[str] = "exp"
+
+
+@irdl_op_definition
+class LnOp(UnaryOp):
+    name = "vf.ln"
+    PYPTO: ClassVar[str] = "Ln/vln"
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+    FN: ClassVar[str] = "log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "vf.sqrt"
+    PYPTO: ClassVar[str] = "Sqrt/vsqrt"
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+    FN: ClassVar[str] = "sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    name = "vf.rsqrt"
+    PYPTO: ClassVar[str] = "Rsqrt/vrsqrt"
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+    FN: ClassVar[str] = "rsqrt"
+
+
+@irdl_op_definition
+class RecOp(UnaryOp):
+    name = "vf.rec"
+    PYPTO: ClassVar[str] = "Reciprocal/vrec"
+    DTYPES: ClassVar[frozenset[str]] = FLOAT_DTYPES
+    FN: ClassVar[str] = "recip"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "vf.abs"
+    PYPTO: ClassVar[str] = "Abs/vabs"
+    FN: ClassVar[str] = "abs_"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "vf.relu"
+    PYPTO: ClassVar[str] = "Relu/vrelu"
+    FN: ClassVar[str] = "relu"
+
+
+@irdl_op_definition
+class PairReduceSumOp(_ComputeOp):
+    """``%r = vf.pair_reduce_sum %a, %m : !vf.reg<..>`` (PairReduceElem / vcpadd, ZEROING only).
+
+    ``r[k] = a[2k] + a[2k+1]`` for k < VL/2 (the low half), inactive source lanes read as +0,
+    lanes VL/2.. are 0 (reference/vector_isa.md §2.6; the [VD] "prefix sum" page is wrong)."""
+
+    name = "vf.pair_reduce_sum"
+    PYPTO: ClassVar[str] = "PairReduceElem/vcpadd"
+    N_SRC: ClassVar[int] = 1
+    DTYPES: ClassVar[frozenset[str]] = PAIR_DTYPES
+    PROPS: ClassVar[frozenset[str]] = frozenset()
+
+
+@irdl_op_definition
+class CvtOp(_ComputeOp):
+    """``%r = vf.cvt %a, %m[, round = R][, part = EVEN|ODD][, merge_mode = MERGING, dst = %d]
+    : !vf.reg<SRC> -> !vf.reg<DST>`` (Cast / vcvt).
+
+    Element conversion (runtime/elementwise.py ``convert``, round modes RINT ROUND FLOOR CEIL
+    TRUNC ODD NONE; float -> int saturates, int -> int wraps).  Same lane width: lane i -> lane
+    i.  Widening by 2 (f16 -> f32, i8 -> i16, ...): dst lane i = cvt(src lane 2i + p), p = 0
+    for ``part = EVEN`` (the default), 1 for ODD (vcvt PART_EVEN/PART_ODD; with a
+    ``load_align dist = UNPK_Bn`` source, whose element i sits in lane 2i, EVEN converts
+    elements 0..VL/2-1 in order).  Narrowing by 2 (f32 -> f16, ...): dst lane 2i + p = cvt(src
+    lane i), the other dst lanes 0 (ZEROING) or kept from ``dst`` (MERGING); ``store_align dist
+    = PK_Bn`` then stores the converted lanes contiguously.  The mask has one lane per lane of
+    the *wider* type."""
+
+    name = "vf.cvt"
+    PYPTO: ClassVar[str] = "Cast/vcvt"
+    N_SRC: ClassVar[int] = 1
+    PROPS: ClassVar[frozenset[str]] = frozenset({"merge_mode", "rmode", "part"})
+
+    def __init__(self, source: SSAValue, mask: SSAValue, result_type: RegType, round_mode: str = "RINT",
+                 part: str = "EVEN", merge_mode: str = "ZEROING", dst: SSAValue | None = None, attributes=None):
+        super().__init__([source], mask, result_type, merge_mode, dst, attributes=attributes)
+        if round_mode not in (None, "RINT"):
+            self.properties["rmode"] = StringAttr(round_mode)
+        if part not in (None, "EVEN"):
+            self.properties["part"] = StringAttr(part)
+
+    @property
+    def round_name(self) -> str:
+        return self.rmode.data if self.rmode is not None else "RINT"
+
+    @property
+    def part_name(self) -> str:
+        return self.part.data if self.part is not None else "EVEN"
+
+    @property
+    def src_type(self) -> RegType:
+        return self.args[0].type  # type: ignore[return-value]
+
+    @property
+    def wide_bits(self) -> int:
+        return 8 * max(self.src_type.elem_bytes, self.reg_type.elem_bytes)
+
+    @property
+    def merge_source(self) -> SSAValue:
+        d = self.dst_operand
+        return d if d is not None else self.args[0]
+
+    def _options(self) -> list[tuple[str, Any]]:
+        items: list[tuple[str, Any]] = []
+        if self.round_name != "RINT":
+            items.append(("round", self.round_name))
+        if self.part_name != "EVEN":
+            items.append(("part", self.part_name))
+        return items + super()._options()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.args[0], self.mask_operand], printer.print_operand)
+        _print_options(printer, self._options())
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.src_type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.reg_type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operands, options = _parse_options(parser, first=True)
+        rnd = _take_word(parser, options, "round", ROUND_MODES, "RINT")
+        part = _take_word(parser, options, "part", CVT_PARTS, "EVEN")
+        mode = _take_word(parser, options, "merge_mode", MERGE_MODES, "ZEROING")
+        dst = options.pop("dst", None)
+        options.pop("dst@pos", None)
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = _parse_anchor(parser, "reg")
+        parser.parse_punctuation("->")
+        rt = _parse_anchor(parser, "reg")
+        if len(operands) != 2:
+            parser.raise_error("'vf.cvt' expects `%src, %mask`")
+        wide = max(st.elem_bytes, rt.elem_bytes)
+        src = parser.resolve_operand(operands[0], st)
+        m = parser.resolve_operand(operands[1], mask_type(8 * wide))
+        dv = parser.resolve_operand(dst, rt) if dst is not None else None
+        return cls(src, m, rt, rnd, part, mode, dv, attrs)
+
+    def verify_vf(self) -> None:
+        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+            raise VerifyException("expects one !vf.reg result")
+        if not self.args or not isinstance(self.args[0].type, RegType):
+            raise VerifyException("expects a register source")
+        a, b = self.src_type.elem_bytes, self.reg_type.elem_bytes
+        if max(a, b) != min(a, b) and max(a, b) != 2 * min(a, b):
+            raise VerifyException(f"converts between lane widths of ratio 1 or 2 only ({self.src_type} -> "
+                                  f"{self.reg_type})")
+        if self.round_name not in ROUND_MODES:
+            raise VerifyException(f"round must be one of {', '.join(ROUND_MODES)}")
+        if self.part_name not in CVT_PARTS:
+            raise VerifyException("part must be EVEN or ODD")
+        m = self.mask_operand
+        if m is None or not isinstance(m.type, MaskType) or m.type.bits != self.wide_bits:
+            raise VerifyException(f"expects a !vf.mask<b{self.wide_bits}> (one lane per lane of the wider type)")
+        d = self.dst_operand
+        if d is not None:
+            if self.mode != "MERGING":
+                raise VerifyException("`dst` (the register whose lanes MERGING keeps) needs merge_mode = MERGING")
+            if d.type != self.reg_type:
+                raise VerifyException(f"dst must have the result type {self.reg_type}")
+        elif self.mode == "MERGING" and self.src_type != self.reg_type:
+            raise VerifyException("MERGING across types needs `dst = %d` (the register whose lanes are kept)")
 
 
 @irdl_op_definition
@@ -1566,6 +1779,7 @@ SCALAR_WORDS = ("INF", "NEG_INF", "NAN", "MAX", "MIN")
 
 BINARY_OPS: dict[str, type[BinaryOp]] = {c.name: c for c in (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp)}
 SCALAR_OPS: dict[str, type[ScalarOp]] = {c.name: c for c in (AddsOp, MulsOp, MaxsOp, MinsOp)}
+UNARY_OPS: dict[str, type[UnaryOp]] = {c.name: c for c in (ExpOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp)}
 REDUCE_OPS: dict[str, type[ReduceOp]] = {c.name: c for c in (ReduceMinOp, ReduceMaxOp, ReduceSumOp)}
 
 
@@ -1958,13 +2172,34 @@ def _b_scalar(sb: _StmtBuilder) -> list[Operation]:
     return sb.finish(cls([va, sv], sb.value(m), rt, mode, dv))
 
 
-def _b_exp(sb: _StmtBuilder) -> list[Operation]:
-    a, m = _n_operands(sb, 2, "%r = vf.exp %a, %mask")
+def _b_unary(sb: _StmtBuilder) -> list[Operation]:
+    a, m = _n_operands(sb, 2, f"%r = {sb.stmt.opname} %a, %mask")
     va = sb.value(a)
     rt = _reg_of(sb, va, a)
     _check_annotation(sb, rt)
     mode, dv = _merge_and_dst(sb)
-    return sb.finish(ExpOp([va], sb.value(m), rt, mode, dv))
+    return sb.finish(UNARY_OPS[sb.stmt.opname]([va], sb.value(m), rt, mode, dv))
+
+
+def _b_pair(sb: _StmtBuilder) -> list[Operation]:
+    a, m = _n_operands(sb, 2, "%r = vf.pair_reduce_sum %a, %mask")
+    va = sb.value(a)
+    rt = _reg_of(sb, va, a)
+    _check_annotation(sb, rt)
+    return sb.finish(PairReduceSumOp([va], sb.value(m), rt))
+
+
+def _b_cvt(sb: _StmtBuilder) -> list[Operation]:
+    a, m = _n_operands(sb, 2, "%r = vf.cvt %a, %mask[, round = R][, part = EVEN|ODD] : DST_ELEMENT_TYPE")
+    va = sb.value(a)
+    _reg_of(sb, va, a)
+    elt = sb.annotated_elt()
+    if elt is None:
+        raise sb.err("'vf.cvt' needs the result element type: `%r = vf.cvt %a, %m : f32`")
+    rnd = sb.word_option("round", ROUND_MODES, "RINT")
+    part = sb.word_option("part", CVT_PARTS, "EVEN")
+    mode, dv = _merge_and_dst(sb)
+    return sb.finish(CvtOp(va, sb.value(m), RegType(elt), rnd, part, mode, dv))
 
 
 def _b_dup(sb: _StmtBuilder) -> list[Operation]:
@@ -2022,7 +2257,8 @@ _BUILDERS = {
     "vf.store_align": _b_store_align, "vf.store_unalign": _b_store_unalign,
     "vf.store_unalign_post": _b_store_unalign_post,
     **{n: _b_binary for n in BINARY_OPS}, **{n: _b_scalar for n in SCALAR_OPS},
-    "vf.exp": _b_exp, "vf.dup": _b_dup, **{n: _b_reduce for n in REDUCE_OPS},
+    **{n: _b_unary for n in UNARY_OPS}, "vf.dup": _b_dup, **{n: _b_reduce for n in REDUCE_OPS},
+    "vf.pair_reduce_sum": _b_pair, "vf.cvt": _b_cvt,
 }
 
 
@@ -2046,7 +2282,7 @@ def type_from_text(name: str, body: str, parse_error=None) -> Attribute:
 OPS: tuple[type[IRDLOperation], ...] = (
     VfFuncOp, VfCallOp, CreateMaskOp, UpdateMaskOp, LoadAlignOp, LoadUnalignOp, StoreAlignOp, StoreUnalignOp,
     StoreUnalignPostOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, AddsOp, MulsOp, MaxsOp, MinsOp, ExpOp, DupOp,
-    ReduceMinOp, ReduceMaxOp, ReduceSumOp,
+    ReduceMinOp, ReduceMaxOp, ReduceSumOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp, PairReduceSumOp, CvtOp,
 )
 
 VF = Dialect("vf", list(OPS), [RegType, MaskType])

@@ -307,7 +307,8 @@ class VfCallResult:
     """Executed ops per name (loop bodies per trip)."""
 
 
-_FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp")}
+_FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp", "log", "sqrt",
+                                             "rsqrt", "recip", "abs_", "relu")}
 
 
 class VfRunner:
@@ -441,6 +442,12 @@ def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
         reg = r._read(op, addr, REG, 32, "NORM load").copy()
     elif d == "BLK":
         reg = np.tile(r._read(op, addr, 32, 32, "BLK load"), REG // 32)
+    elif d.startswith("UNPK_B"):
+        # 128 bytes; element i zero-extended into the double-width lane i (narrow lanes 2i, 2i+1 = 0)
+        half = r._read(op, addr, REG // 2, 32, f"{d} load").reshape(-1, e)
+        reg = np.zeros((REG // (2 * e), 2, e), np.uint8)
+        reg[:, 0, :] = half
+        reg = reg.reshape(-1)
     else:
         reg = np.tile(r._read(op, addr, e, e, f"{d} load"), REG // e)
     env[op.res[0]] = reg
@@ -458,6 +465,14 @@ def _h_store_align(r: VfRunner, op: vf.StoreAlignOp, env: dict) -> None:
         r._check(op, addr, e, e, "ONEPT store")
         if act[0]:
             r._write(op, tile, addr + np.arange(e), reg[:e])
+        return
+    if op.dist_name.startswith("PK_B"):
+        # pack: the low half (E bytes) of each active 2E-byte lane i goes to addr + i*E
+        r._check(op, addr, REG // 2, 32, f"{op.dist_name} store")
+        low = reg.reshape(-1, 2 * e)[:, :e]
+        keep = np.repeat(act, e)
+        idx = addr + np.flatnonzero(keep)
+        r._write(op, tile, idx, low.reshape(-1)[keep])
         return
     r._check(op, addr, REG, 32, "NORM store")
     keep = np.repeat(act, e)
@@ -505,9 +520,50 @@ def _h_scalar(r: VfRunner, op: vf.ScalarOp, env: dict) -> None:
     _finish(op, env, to_reg(_FN[op.FN](a, np.broadcast_to(s, a.shape))), env[op.mask_operand])
 
 
-def _h_exp(r: VfRunner, op: vf.ExpOp, env: dict) -> None:
+def _h_unary(r: VfRunner, op: vf.UnaryOp, env: dict) -> None:
     dt = _dtype_of(op)
-    _finish(op, env, to_reg(ew.exp(lanes(env[op.sources[0]], dt))), env[op.mask_operand])
+    _finish(op, env, to_reg(_FN[op.FN](lanes(env[op.sources[0]], dt))), env[op.mask_operand])
+
+
+def pair_reduce_sum(src: np.ndarray, act: np.ndarray, dtype) -> np.ndarray:
+    """``vf.pair_reduce_sum`` (vcpadd): r[k] = a[2k] + a[2k+1] (inactive lanes +0), upper half 0."""
+    dt = np.dtype(dtype)
+    x = np.where(act, lanes(src, dt), np.zeros((), dt))
+    out = np.zeros(x.size, dt)
+    out[: x.size // 2] = ew.add(x[0::2], x[1::2])
+    return to_reg(out)
+
+
+def _h_pair(r: VfRunner, op: vf.PairReduceSumOp, env: dict) -> None:
+    env[op.res[0]] = pair_reduce_sum(env[op.sources[0]], env[op.mask_operand], _dtype_of(op))
+
+
+def convert(src: np.ndarray, act: np.ndarray, src_dtype, dst_dtype, round_mode: str = "RINT", part: str = "EVEN",
+            mode: str = "ZEROING", old: np.ndarray | None = None) -> np.ndarray:
+    """``vf.cvt`` (see dialects/vf.py CvtOp): act has one lane per lane of the wider type."""
+    sd, dd = np.dtype(src_dtype), np.dtype(dst_dtype)
+    p = 0 if part == "EVEN" else 1
+    x = lanes(src, sd)
+    mode_name = round_mode
+    if sd.itemsize == dd.itemsize:
+        res = to_reg(ew.convert(x, dd, mode_name))
+        return merge(res, act, mode, old)
+    if sd.itemsize < dd.itemsize:  # widening: dst lane i <- src lane 2i + p
+        res = to_reg(ew.convert(x[p::2], dd, mode_name))
+        return merge(res, act, mode, old)
+    # narrowing: dst lane 2i + p <- src lane i
+    vals = ew.convert(x, dd, mode_name)
+    out = np.zeros(REG // dd.itemsize, dd)
+    out[p::2] = vals
+    dact = np.zeros(out.size, bool)
+    dact[p::2] = act
+    return merge(to_reg(out), dact, mode, old)
+
+
+def _h_cvt(r: VfRunner, op: vf.CvtOp, env: dict) -> None:
+    old = env[op.merge_source] if op.mode == "MERGING" else None
+    env[op.res[0]] = convert(env[op.args[0]], env[op.mask_operand], np_dtype(op.src_type.element_type),
+                             np_dtype(op.reg_type.element_type), op.round_name, op.part_name, op.mode, old)
 
 
 def _h_dup(r: VfRunner, op: vf.DupOp, env: dict) -> None:
@@ -536,7 +592,8 @@ _HANDLERS = {
     vf.StoreAlignOp: _h_store_align, vf.StoreUnalignOp: _h_store_unalign,
     vf.StoreUnalignPostOp: _h_store_unalign_post,
     **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
-    vf.ExpOp: _h_exp, vf.DupOp: _h_dup, **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
+    **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
+    **{c: _h_reduce for c in vf.REDUCE_OPS.values()}, vf.PairReduceSumOp: _h_pair, vf.CvtOp: _h_cvt,
 }
 
 

@@ -219,7 +219,7 @@ VERIFY_ERRORS = [
     ("  %m16 = vf.create_mask ALL : f16\n  %r = vf.reduce_min %v, %m16",
      "vf.reduce_min", "mask lane width b16 does not match"),
     ("  %mi = vf.create_mask ALL : i32\n  %w = vf.load_align %k[0]\n  %r = vf.div %w, %w, %mi",
-     "vf.div", "element type i32 is not supported (supported: f16, f32)"),
+     "vf.div", "element type i32 is not supported (supported: f16, bf16, f32)"),
     ("  %mi = vf.create_mask ALL : i32\n  %w = vf.load_align %k[0]\n  %r = vf.exp %w, %mi",
      "vf.exp", "element type i32 is not supported"),
     ("  %r = vf.add %v, %v, %m, dst = %v",
