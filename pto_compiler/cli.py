@@ -368,7 +368,7 @@ def _execute(args: argparse.Namespace, module, target) -> int:
     code = EXIT_OK
     saved = res.outputs
     if args.run:
-        want = golden.evaluate(module, values, args.entry)
+        want = pipeline.golden_outputs(module, values, args.entry, args.blocks or 1)
         comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, args.entry))
         out.extend(c.line() + "\n" for c in comparisons)
         if not all(c.ok for c in comparisons):

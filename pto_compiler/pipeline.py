@@ -218,3 +218,43 @@ def kernel_scalars(module, values: dict, entry: str | None = None) -> dict:
 
 def gm_inputs(values: dict) -> dict:
     return {k: v for k, v in values.items() if isinstance(v, np.ndarray) and v.ndim > 0}
+
+
+def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1) -> dict:
+    """The golden model's outputs for ``--run``; with ``blocks`` > 1 (or a kernel that reads
+    ``pto.get_block_idx``/``get_block_num``) the kernel is evaluated once per block, in turn, on
+    one GM, as the executor runs it.  (runtime/reference.py has no semantics for the block ops
+    itself; an Evaluator subclass supplies them here.)"""
+    from pto_compiler.runtime import reference as golden
+
+    uses_blocks = any(op.name in ("pto.get_block_idx", "pto.get_block_num") for op in module.walk())
+    if blocks == 1 and not uses_blocks:
+        return golden.evaluate(module, values, entry)
+
+    base = golden.Evaluator
+
+    class _BlockEvaluator(base):
+        block = 0
+
+        def _eval_op(self, op, env):
+            if op.name == "pto.get_block_idx":
+                env[op.results[0]] = type(self).block
+                return
+            if op.name == "pto.get_block_num":
+                env[op.results[0]] = blocks
+                return
+            super()._eval_op(op, env)
+
+    current = dict(values)
+    out: dict = {}
+    golden.Evaluator = _BlockEvaluator
+    try:
+        for b in range(blocks):
+            _BlockEvaluator.block = b
+            out = golden.evaluate(module, current, entry)
+            for name, arr in out.items():
+                if name in current and not name.startswith("result"):
+                    current[name] = arr
+    finally:
+        golden.Evaluator = base
+    return out
