@@ -813,6 +813,22 @@ class _FnLowering:
                     self.emit(opcode, dtype, **args_for(addrs, reps, blks, n))
             return
         # count mode, one row per trip (dynamic shapes, or rows wider than 255 blocks)
+        if col_lo % L and _is_int(C):
+            # the head chunk starts inside a repeat: a norm-mode lane mask, one repeat per row
+            k0 = col_lo // L
+            self.set_mask(self.mask_lanes(col_lo - k0 * L, min(C - k0 * L, L), L))
+            reps0 = {n: o.chunk // 32 for n, o in opnds.items()}
+            r0, node0 = 0, None
+            if not (_is_int(R) and R == 1):
+                node0, r0 = self.loop("r", 0, R, bound=row_bound)
+                outer0 = self.in_body(node0.body)
+            self.emit(opcode, dtype, **args_for({nm: ex_add(o.base, k0 * o.chunk, ex_mul(r0, o.row))
+                                                 for nm, o in opnds.items()}, reps0, blks, 1))
+            if node0 is not None:
+                self.end_loop(outer0)
+            col_lo = (k0 + 1) * L
+            if C <= col_lo:
+                return
         for o in opnds.values():
             if (col_lo * o.esize) % 32 or (o.chunk and o.chunk % 32):
                 raise _Unsupported("a column range that does not start on a 32-byte block")

@@ -1,0 +1,275 @@
+"""pto-lower-a2a3 beyond the matrix: wide rows (count mode), dynamic valid rows, mixed row
+strides, the barrier completion pass, and the located errors of the lowering."""
+
+from __future__ import annotations
+
+import pytest
+import a2a3_harness as H
+from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
+from pto_compiler.dialects import pto
+from pto_compiler.passes.lower_a2a3 import complete_barriers, lower_to_program
+from pto_compiler.runtime.program import Instr, Program, parse_program
+from pto_compiler.targets import A2A3
+
+
+def _k(op_line: str, args: str, rt: str) -> str:
+    return f"func.func @k({args}) -> {rt} {{\n  {op_line}\n  return %d : {rt}\n}}\n"
+
+
+WIDE = {
+    # rows of 16 KiB: repeat strides > 255 blocks, so count mode one row per trip
+    "add": _k("%d = pto.tadd %a, %b : !pto.tile<2x4096xf32, valid=2x4000>, !pto.tile<2x4096xf32, valid=2x4000> "
+              "-> !pto.tile<2x4096xf32, valid=2x4000>",
+              "%a: !pto.tile<2x4096xf32, valid=2x4000>, %b: !pto.tile<2x4096xf32, valid=2x4000>",
+              "!pto.tile<2x4096xf32, valid=2x4000>"),
+    "rowsum": _k("%d = pto.trowsum %a : !pto.tile<3x4096xf32, valid=3x4001> -> !pto.tile<3x1xf32, blayout=col_major>",
+                 "%a: !pto.tile<3x4096xf32, valid=3x4001>", "!pto.tile<3x1xf32, blayout=col_major>"),
+    "rowmax_i16": _k("%d = pto.trowmax %a : !pto.tile<3x8192xi16, valid=3x8001> -> !pto.tile<3x1xi16, blayout=col_major>",
+                     "%a: !pto.tile<3x8192xi16, valid=3x8001>", "!pto.tile<3x1xi16, blayout=col_major>"),
+    "rowexpandmax": _k("%d = pto.trowexpandmax %a, %b : !pto.tile<3x4096xf32, valid=3x4001>, "
+                       "!pto.tile<3x1xf32, blayout=col_major> -> !pto.tile<3x4096xf32, valid=3x4001>",
+                       "%a: !pto.tile<3x4096xf32, valid=3x4001>, %b: !pto.tile<3x1xf32, blayout=col_major>",
+                       "!pto.tile<3x4096xf32, valid=3x4001>"),
+    "pairreduce": _k("%d = pto.tpairreducesum %a : !pto.tile<3x4096xf32, valid=3x4001> -> !pto.tile<3x4096xf32, valid=3x4001>",
+                     "%a: !pto.tile<3x4096xf32, valid=3x4001>", "!pto.tile<3x4096xf32, valid=3x4001>"),
+    "colsum_f16": _k("%d = pto.tcolsum %a : !pto.tile<3x8192xf16, valid=3x8001> -> !pto.tile<1x8192xf16, valid=1x8001>",
+                     "%a: !pto.tile<3x8192xf16, valid=3x8001>", "!pto.tile<1x8192xf16, valid=1x8001>"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIDE))
+def test_rows_wider_than_255_blocks(name):
+    prog = H.assert_pass(WIDE[name], seed=1)
+    assert "set_mask_count" in prog.to_text() or name == "pairreduce"
+
+
+def test_f16_rowsum_into_a_rowmajor_dst():
+    H.assert_pass(_k("%d = pto.trowsum %a : !pto.tile<40x256xf16, valid=40x200> -> !pto.tile<40x16xf16, valid=40x1>",
+                     "%a: !pto.tile<40x256xf16, valid=40x200>", "!pto.tile<40x16xf16, valid=40x1>"))
+
+
+def test_mode2_expanded_rows_wider_than_one_block():
+    # src0 expanded, Mode 2 operand with a 64-byte row stride (valid 16 of 32 f16)
+    H.assert_pass(_k("%d = pto.trowexpandmul %b, %a : !pto.tile<20x32xf16, valid=20x16>, "
+                     "!pto.tile<20x64xf16, valid=20x50> -> !pto.tile<20x64xf16, valid=20x50>",
+                     "%a: !pto.tile<20x64xf16, valid=20x50>, %b: !pto.tile<20x32xf16, valid=20x16>",
+                     "!pto.tile<20x64xf16, valid=20x50>"))
+
+
+DYNAMIC = """
+module {
+  func.func @dyn(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c40 = arith.constant 40 : index
+    %two = arith.constant 2.0 : f32
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c40], strides = [%c40, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c40], strides = [%c40, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%n, %c40] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x40xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%n, %c40] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x40xf32>
+    %t = pto.alloc_tile valid_row = %n valid_col = %c40 : !pto.tile_buf<vec, 16x64xf32, valid=?x?>
+    %u = pto.alloc_tile valid_row = %n valid_col = %c40 : !pto.tile_buf<vec, 16x64xf32, valid=?x?>
+    pto.tload ins(%xp : !pto.partition_tensor_view<?x40xf32>) outs(%t : !pto.tile_buf<vec, 16x64xf32, valid=?x?>)
+    pto.texp ins(%t : !pto.tile_buf<vec, 16x64xf32, valid=?x?>) outs(%u : !pto.tile_buf<vec, 16x64xf32, valid=?x?>)
+    pto.tmuls ins(%u, %two : !pto.tile_buf<vec, 16x64xf32, valid=?x?>, f32) outs(%u : !pto.tile_buf<vec, 16x64xf32, valid=?x?>)
+    pto.tstore ins(%u : !pto.tile_buf<vec, 16x64xf32, valid=?x?>) outs(%yp : !pto.partition_tensor_view<?x40xf32>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 7, 16])
+def test_dynamic_valid_rows(n):
+    prog = H.assert_pass(DYNAMIC, given={"n": n})
+    text = prog.to_text()
+    assert "n_burst=%n" in text and "loop %r" in text and "to %n" in text
+
+
+def test_the_program_does_not_depend_on_scalar_values():
+    m = H.parse(DYNAMIC)
+    placed = H.place(m)
+    texts = {lower_to_program(placed, A2A3, scalars={"n": n}).to_text() for n in (1, 16)}
+    assert len(texts) == 1
+
+
+# ---- the barrier completion pass -------------------------------------------------------------
+
+HDR = ".kernel @t target=a2a3\n"
+
+
+def _barriers(text: str) -> list[str]:
+    prog = complete_barriers(parse_program(HDR + text))
+    return [str(i) for i in prog.instructions()]
+
+
+def test_raw_on_the_same_pipe_gets_a_barrier():
+    out = _barriers("V vadd.f32 dst=0x0 src0=0x100 src1=0x200 repeat=1\n"
+                    "V vexp.f32 dst=0x300 src=0x0 repeat=1\n")
+    assert out[1] == "V    pipe_barrier V"
+
+
+def test_disjoint_lanes_of_one_block_need_no_barrier():
+    # two writes to different bytes of the same 32-byte block (the executor checks bytes)
+    out = _barriers("V set_vector_mask hi=0 lo=0xf\n"
+                    "V vector_dup.f32 dst=0x0 scalar=1.0 repeat=1\n"
+                    "V set_vector_mask hi=0 lo=0xf0\n"
+                    "V vector_dup.f32 dst=0x0 scalar=2.0 repeat=1\n")
+    assert not any("pipe_barrier" in s for s in out)
+
+
+def test_redundant_barrier_is_dropped_and_needed_one_kept():
+    out = _barriers("V pipe_barrier V\n"
+                    "V vadd.f32 dst=0x0 src0=0x100 src1=0x200 repeat=1\n"
+                    "V pipe_barrier V\n"
+                    "V vexp.f32 dst=0x300 src=0x0 repeat=1\n")
+    assert [s for s in out if "barrier" in s] == ["V    pipe_barrier V"]
+    assert out.index("V    pipe_barrier V") == 1
+
+
+def test_loop_carried_write_gets_a_barrier_inside_the_loop():
+    out = _barriers("S loop %i = 0 to 4 step 1 {\n"
+                    "V   vadd.f32 dst=0x0 src0=0x0 src1=0x200 repeat=1\n"
+                    "S }\n")
+    assert out[0] == "V    pipe_barrier V"  # the second trip reads what the first wrote
+
+
+def test_war_on_the_same_pipe_needs_no_barrier():
+    out = _barriers("V vexp.f32 dst=0x100 src=0x0 repeat=1\n"
+                    "V vexp.f32 dst=0x0 src=0x200 repeat=1\n")
+    assert not any("barrier" in s for s in out)
+
+
+def test_gm_waw_on_the_same_pipe_gets_a_barrier():
+    prog = complete_barriers(parse_program(HDR + ".gm @g f32[64]\n"
+                                           "MTE3 copy_ubuf_to_gm dst=@g src=0x0 n_burst=1 len_burst=64\n"
+                                           "MTE3 copy_ubuf_to_gm dst=@g+0x20 src=0x100 n_burst=1 len_burst=64\n"))
+    assert [str(i) for i in prog.instructions()][1] == "MTE3 pipe_barrier MTE3"
+
+
+# ---- located errors -----------------------------------------------------------------------------
+
+def _placed(text: str):
+    return H.place(H.parse(text))
+
+
+def test_tile_without_address_is_located():
+    m = H.parse(_k("%d = pto.texp %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+                   "%a: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"))
+    placed = H.place(m)
+    for op in placed.walk():
+        if isinstance(op, pto.AllocTileOp):
+            del op.attributes["ub_addr"]
+            break
+    with pytest.raises(PtocError) as info:
+        lower_to_program(placed, A2A3)
+    d = info.value.diagnostics[0]
+    assert "has no UB address" in d.message and d.line > 0
+
+
+def test_l1_module_needs_bufferize():
+    m = H.parse(_k("%d = pto.texp %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+                   "%a: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"))
+    with pytest.raises(PtocError) as info:
+        lower_to_program(m, A2A3)
+    assert "run pto-bufferize" in info.value.diagnostics[0].message
+
+
+def test_loop_carried_tile_at_another_address_is_an_error():
+    from test_sync_proof import ACCUMULATE
+
+    placed = _placed(ACCUMULATE)
+    yielded = None
+    for op in placed.walk():
+        if op.name == "scf.yield":
+            yielded = op.operands[0]
+    # re-home the tile the loop yields: the lowering must refuse, not silently diverge
+    allocs = [op for op in placed.walk() if isinstance(op, pto.AllocTileOp)]
+    acc = [a for a in allocs if a.result is yielded or any(u.operation.name == "scf.for" for u in a.result.uses)][0]
+    other = [a for a in allocs if a is not acc][0]
+    for op in placed.walk():
+        if op.name == "scf.for":
+            body = op.body.blocks[0]
+            for inner in body.ops:
+                if isinstance(inner, pto.TileOp) and inner.outs and inner.outs[0] is body.args[1]:
+                    inner.operands = [*inner.operands[:-1], other.result]
+                    break
+    ylast = [op for op in placed.walk() if op.name == "scf.yield"][0]
+    ylast.operands = [other.result]
+    with pytest.raises(PtocError) as info:
+        lower_to_program(placed, A2A3)
+    assert "must share a buffer" in info.value.diagnostics[0].message
+
+
+def test_unsupported_op_error_is_located():
+    with pytest.raises(PtocError) as info:
+        H.compile_text(_k("%d = pto.trem %a, %b : !pto.tile<8x64xf32>, !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+                          "%a: !pto.tile<8x64xf32>, %b: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"),
+                       filename="t.pto")
+    d = info.value.diagnostics[0]
+    assert (d.filename, d.line, d.column) == ("t.pto", 2, 8)
+    assert d.message == "'pto.trem' op has no a2a3 lowering: no rule for this instruction"
+
+
+def test_every_instruction_has_an_origin():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "layernorm.pto"
+    _, prog = H.compile_text(path.read_text(), str(path))
+    for ins in prog.instructions():
+        assert ins.origin is not None and ins.origin.line > 0, ins
+
+
+def test_lower_pass_leaves_ir_unchanged():
+    from pto_compiler.passes.lower_a2a3 import LowerA2A3Pass
+
+    placed = _placed(_k("%d = pto.texp %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+                        "%a: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"))
+    before = api.print_module(placed)
+    LowerA2A3Pass().apply(api.context(), placed)
+    assert api.print_module(placed) == before
+
+
+def test_program_round_trips_through_its_text():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "rowscale300.pto"
+    _, prog = H.compile_text(path.read_text(), str(path))
+    again = parse_program(prog.to_text())
+    assert again.to_text() == prog.to_text()
+
+
+def test_instr_origin_kept_on_inserted_barriers():
+    prog = parse_program(HDR + "V vadd.f32 dst=0x0 src0=0x100 src1=0x200 repeat=1  ; a.pto:3:5 pto.tadd\n"
+                               "V vexp.f32 dst=0x300 src=0x0 repeat=1  ; a.pto:4:5 pto.texp\n")
+    complete_barriers(prog)
+    b = [i for i in prog.instructions() if i.opcode == "pipe_barrier"][0]
+    assert str(b.origin) == "a.pto:4:5 pto.texp"
+    assert isinstance(b, Instr) and isinstance(prog, Program)
+
+
+def test_manual_address_binding_is_used():
+    m = H.parse("""
+func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %a0 = arith.constant 8192 : i64
+  %xv = pto.make_tensor_view %x, shape = [%c8, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %yv = pto.make_tensor_view %y, shape = [%c8, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x64xf32>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c8, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x64xf32>
+  %t = pto.alloc_tile addr = %a0 : !pto.tile_buf<vec, 8x64xf32>
+  pto.tload ins(%xp : !pto.partition_tensor_view<8x64xf32>) outs(%t : !pto.tile_buf<vec, 8x64xf32>)
+  pto.tabs ins(%t : !pto.tile_buf<vec, 8x64xf32>) outs(%t : !pto.tile_buf<vec, 8x64xf32>)
+  pto.tstore ins(%t : !pto.tile_buf<vec, 8x64xf32>) outs(%yp : !pto.partition_tensor_view<8x64xf32>)
+  return
+}
+""")
+    prog = lower_to_program(H.place(m), A2A3)
+    assert "vabs.f32 dst=0x2000 src=0x2000" in prog.to_text()
+    cmp, findings, _, _ = H.run_and_compare(m, prog)
+    assert not findings and all(c.ok for c in cmp)
