@@ -363,7 +363,9 @@ class _Machine:
         if not const:
             kinds = ins.spec.kinds
             try:
-                args = {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else evaluate(v, self.env))
+                args = {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else
+                            tuple(evaluate(x, self.env) for x in v) if kinds.get(k) == "list" else
+                            evaluate(v, self.env))
                         for k, v in args.items()}
             except NameError as e:
                 self.findings.append(Finding("invalid", f"'{ins}': {e}", (ins,)))
@@ -727,6 +729,8 @@ class _Machine:
 def _is_const_arg(v) -> bool:
     if isinstance(v, (int, float, str)):
         return True
+    if isinstance(v, tuple):
+        return all(_is_const_arg(x) for x in v)
     return isinstance(v, GmAddr) and isinstance(v.offset, int)
 
 
@@ -1177,7 +1181,15 @@ def _block(m: _Machine, d: _Dyn, p: int, te):
     m.env[d.args["dst"].name] = m.block if d.ins.opcode == "get_block_idx" else m.blocks
 
 
+def _vf_call(m: _Machine, d: _Dyn, p: int, te):
+    """ascend950 ``vf_call``: runs the callee on the UB (runtime/vf_executor.py)."""
+    from .vf_executor import exec_vf_call
+
+    exec_vf_call(m, d, p, te)
+
+
 _HANDLERS = {
+    "vf": _vf_call,
     "binary": _elementwise, "scalar": _elementwise, "unary": _elementwise, "dup": _elementwise,
     "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,

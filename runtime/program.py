@@ -528,6 +528,10 @@ _add(OpSpec("set_flag", None, "sync", ("src_pipe", "dst_pipe", "event_id"),
 _add(OpSpec("wait_flag", None, "sync", ("src_pipe", "dst_pipe", "event_id"),
             {"src_pipe": "pipe", "dst_pipe": "pipe", "event_id": "int"}, dtype="none"))
 
+# ascend950: one VF launch (asc_vf_call) on the V pipe; `callee` names a vf.func the program
+# carries (Program.vf_funcs), `args` are its arguments: UB byte addresses of its tile buffers and
+# scalar values (PB parameters), in the callee's order.
+_add(OpSpec("vf_call", "V", "vf", ("callee", "args"), {"callee": "sym", "args": "list"}, dtype="none"))
 _add(OpSpec("ld_ub", "S", "sload", ("dst", "addr"), {"dst": "reg", "addr": "ub_elem"}))
 _add(OpSpec("st_ub", "S", "sstore", ("addr", "src"), {"addr": "ub_elem", "src": "scalar"}))
 _add(OpSpec("smov", "S", "smov", ("dst", "src"), {"dst": "reg", "src": "expr"}, dtype="optional"))
@@ -657,6 +661,8 @@ class Program:
     body: list
     scalar_args: list[ScalarArg] = field(default_factory=list)
     name: str = "kernel"
+    vf_funcs: dict = field(default_factory=dict)
+    """ascend950: name -> ``vf.func`` op (dialects/vf.py) that ``vf_call`` instructions launch."""
 
     def to_text(self) -> str:
         return format_program(self)
@@ -724,6 +730,10 @@ def _fmt_field(spec: OpSpec, name: str, v) -> str:
         return hex(v & ((1 << 64) - 1))
     if kind == "reg":
         return f"%{v.name}" if isinstance(v, Var) else str(v)
+    if kind == "sym":
+        return f"@{v}"
+    if kind == "list":
+        return ",".join(format_expr(x, hexints=True) for x in v)
     return _fmt_value(kind, v)
 
 
@@ -799,8 +809,50 @@ def format_program(p: Program) -> str:
         out.append(f".gm @{g.name} {g.dtype}[{','.join(str(s) for s in g.shape)}]")
     for s in p.scalar_args:
         out.append(f".scalar %{s.name} {s.dtype}")
+    for name, fn in p.vf_funcs.items():
+        out.append(f".vf @{name}")
+        out.extend("  " + line for line in _print_op(fn).splitlines())
     _format_body(p.body, 0, out)
     return "\n".join(out) + "\n"
+
+
+def _print_op(op) -> str:
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    buf = StringIO()
+    Printer(stream=buf).print_op(op)
+    return buf.getvalue()
+
+
+def _parse_vf(text: str):
+    """A ``vf.func`` from its printed text (the ``.vf`` sections of a program)."""
+    from pto_compiler import api
+    from pto_compiler.dialects import vf
+
+    m = api.parse_printed(text)
+    fns = [o for o in m.walk() if isinstance(o, vf.VfFuncOp)]
+    if len(fns) != 1:
+        raise ValueError("a .vf section holds exactly one vf.func")
+    fn = fns[0]
+    fn.detach()
+    return fn
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at the commas outside parentheses (``args=0x0,min(1,%n)``)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    out.append(cur)
+    return [x for x in out if x != ""]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -840,7 +892,30 @@ def parse_program(text: str, filename: str = "<program>", validate: bool = True)
     def err(msg, ln):
         return ProgramSyntaxError(msg, filename, ln)
 
+    vf_name, vf_lines, vf_line = None, [], 0
+
+    def end_vf():
+        nonlocal vf_name, vf_lines
+        if vf_name is not None:
+            try:
+                prog.vf_funcs[vf_name] = _parse_vf("\n".join(vf_lines))
+            except Exception as e:  # noqa: BLE001 - xDSL parse errors
+                raise err(f".vf @{vf_name}: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
+                          vf_line) from None
+        vf_name, vf_lines = None, []
+
     for ln, raw in enumerate(text.splitlines(), start=1):
+        if vf_name is not None:
+            if raw.startswith((" ", "\t")) or not raw.strip():
+                vf_lines.append(raw)
+                continue
+            end_vf()
+        if raw.startswith(".vf"):
+            m = re.match(r"^\.vf\s+@(?P<name>[\w.$]+)\s*$", raw.strip())
+            if not m:
+                raise err("expected `.vf @name` followed by the indented vf.func", ln)
+            vf_name, vf_line = m["name"], ln
+            continue
         code, comment = _split_comment(raw)
         s = code.strip()
         if not s or s.startswith("#") or s.startswith("//"):
@@ -921,6 +996,7 @@ def parse_program(text: str, filename: str = "<program>", validate: bool = True)
             raise err(str(e.args[0]) if e.args else str(e), ln) from None
         ins.line = ln
         body.append(ins)
+    end_vf()
     if stack:
         node = stack[-1][0]
         raise err(f"{'loop' if isinstance(node, Loop) else 'if'} opened here is never closed",
@@ -990,6 +1066,12 @@ def _parse_instr(text: str, pipe: str | None, origin) -> Instr:
             if not re.fullmatch(r"%[A-Za-z_][\w.$]*", v):
                 raise ValueError(f"'{k}' must be a scalar register %name, got '{v}'")
             given[k] = Var(v[1:])
+        elif kind == "sym":
+            if not re.fullmatch(r"@[\w.$]+", v):
+                raise ValueError(f"'{k}' must be a symbol @name, got '{v}'")
+            given[k] = v[1:]
+        elif kind == "list":
+            given[k] = tuple(parse_expr(x) for x in _split_top(v))
         else:
             given[k] = parse_expr(v)
     if opcode == "pipe_barrier" and "pipe" not in given:
@@ -1086,6 +1168,12 @@ def _check_instr(ins: Instr, gm, defined: set, problems):
         elif kind.startswith("enum:"):
             if v not in kind[5:].split("|"):
                 problems.append((ins, f"operand '{f}' must be one of {kind[5:]}"))
+        elif kind == "sym":
+            if not isinstance(v, str):
+                problems.append((ins, f"operand '{f}' must be a symbol"))
+        elif kind == "list":
+            for x in v:
+                _check_vars(ins, x, defined, problems)
         else:
             if isinstance(v, GmAddr):
                 problems.append((ins, f"operand '{f}' is a UB operand, not a GM address"))

@@ -955,3 +955,51 @@ def run_vf_kernel(module: ModuleOp, inputs=None, target=None, **kwargs) -> dict[
 def uses_vf(module: ModuleOp) -> bool:
     """Does the module launch VFs (so the tile-level golden model cannot run it)?"""
     return any(isinstance(op, vf.VfCallOp) for op in module.walk())
+
+
+# ---------------------------------------------------------------------------------------------
+# ascend950 programs: the executor's ``vf_call`` instruction
+# ---------------------------------------------------------------------------------------------
+
+def exec_vf_call(m, d, p: int, te) -> None:
+    """Run one ``vf_call`` of a program (runtime/executor.py ``_Machine``): the callee from
+    ``Program.vf_funcs`` on the machine's UB, then its UB reads and writes through the hazard
+    checker.  VF launches on the V pipe complete in order (a VF starts after the previous one
+    ends), so a VF never races with an earlier VF; reads are counted within the tile buffers it
+    is given (a tail chunk's load reads the whole register, the masked lanes past the buffer are
+    not data the VF uses).  Faults (alignment, bounds, loop limit) stop the run."""
+    from .executor import _Acc
+
+    a = d.args
+    name = a["callee"]
+    fn = m.p.vf_funcs.get(name) if m.p is not None else None
+    if fn is None:
+        m.fail("invalid", f"vf_call: the program has no vf.func @{name}", d)
+    vals = list(a["args"])
+    if len(vals) != len(fn.args):
+        m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(fn.args)}", d)
+    args, inside = [], np.zeros(m.ub.size, bool)
+    for prm, v in zip(fn.args, vals):
+        t = prm.type
+        if isinstance(t, pto.TileLikeType):
+            addr, n = int(v), t.rows * t.cols * t.elem_bytes
+            args.append(TileRef(addr, n))
+            inside[max(addr, 0):max(addr + n, 0)] = True
+        else:
+            args.append(v)
+    runner = VfRunner(m.ub)
+    try:
+        res = runner.call(fn, args)
+    except VfFault as f:
+        m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
+    if te is not None:
+        te.repeats = sum(n for k, n in res.counts.items() if k.startswith("vf."))
+        te.vf_counts = dict(res.counts)
+    m.vf_counts = getattr(m, "vf_counts", {})
+    for k, n in res.counts.items():
+        m.vf_counts[k] = m.vf_counts.get(k, 0) + n
+    m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
+    reads = np.flatnonzero(res.reads & inside)
+    writes = np.flatnonzero(res.writes)
+    m._accesses(d, p, [_Acc("UB", False, 1, idx=reads, what="its source"),
+                       _Acc("UB", True, 1, idx=writes, what="its destination")])

@@ -1,0 +1,1040 @@
+"""``pto-lower-vf`` (ascend950): tile ops -> ``vf.func`` + ``vf.call``, and the ascend950 program.
+
+Design (DESIGN.md §2 "target" level, §5 pass 7).  On ascend950 the vector unit runs
+register-level vector functions (VF, ``__simd_vf__``); the target level is the ``vf`` dialect
+(dialects/vf.py).  The pass replaces every vector tile op of the placed module (after
+pto-plan-memory and pto-insert-sync) by one ``vf.call @K_OP_N(tiles..., scalars...)`` and adds
+the callee ``vf.func @K_OP_N`` at module level: **one VF launch per tile op** (the naive form of
+seeds/001; the VF optimisation passes of DESIGN.md §5.8 fuse launches later).  ``pto.tload`` /
+``pto.tstore`` stay tile ops: MTE2/MTE3 copies (``copy_gm_to_ubuf`` / ``copy_ubuf_to_gm`` in the
+program, the ``copy_gm_to_ubuf_align_v2`` of the A5 headers); syncs, ``scf`` and ``arith`` stay
+as they are.  ``ptoc --emit vf`` prints the module after this pass.
+
+Every VF follows the A5 header skeletons (reference/vector_isa.md §3, pto_isa.md §4-5) in the
+seed's style (seeds/001): a hardware loop over rows, an inner loop over 256-byte chunks whose
+mask comes from ``vf.update_mask`` on the count of columns still to do (UpdateMask/plt: the
+tail chunk is masked, its load reads the whole register unmasked), ``vf.load_align`` NORM,
+the op under that mask (ZEROING), ``vf.store_align`` NORM under the same mask.  When every
+operand's rows are contiguous (valid cols == tile cols) the region is one flat run (the
+headers' 1-D path).  Per family:
+
+* **Elementwise** (tadd..tmin, texp tlog tsqrt trsqrt trecip tabs trelu, tmov): the matching
+  ``vf`` op.  **Tile-scalar**: ``vf.adds/muls/maxs/mins`` with the scalar as a VF (PB)
+  parameter; tsubs / tdivs: ``vf.dup`` of the scalar once, then ``vf.sub`` / ``vf.div``
+  (``s / x`` for the scalar-first form).  **texpands**: ``vf.dup`` + stores.
+* **TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}** (seeds/000; vector_isa.md §3.1 A5 2-D path):
+  per row, Mode 1 loads the row's scalar with ``load_align dist = BRC_Bn`` at the element
+  offset of the ColMajor column (no tmp; a given tmp is accepted and unused), Mode 2 loads the
+  row's 32-byte block with ``dist = BLK``; then per chunk: NORM load of the full operand, the op
+  (operand order kept: src0 expanded gives ``OP(b, x)``), store.  EXPDIF = ``vf.sub`` +
+  ``vf.exp`` (the golden model's ``exp(sub(a, b))``).
+* **TCOLEXPAND{...}**: per row and chunk, the op on the full row and the chunk of row 0 of the
+  expanded operand.  **TROWEXPAND** (pure): per row a BRC load (64-bit types: ``load_unalign``
+  + ``vf.dup`` of lane 0, the header's 1-D form), stores.  **TCOLEXPAND**: row 0's chunk
+  stored to every row.
+* **Row reductions** (vector_isa.md §3.3 A5): per row, per chunk ``reduce_sum/max/min`` under
+  the chunk mask, accumulated into lane 0 with ``vf.add/max/min`` under a one-lane mask
+  (``create_mask VL1``), stored with ``store_align dist = ONEPT``.  **Sum order**: a pairwise
+  tree within each 256-byte chunk (reduce_sum), then the chunk sums left to right.  f16 sums
+  accumulate in f32 (``load_align dist = UNPK_B16`` + ``vf.cvt`` EVEN, 64 elements a chunk,
+  one ``vf.cvt`` back to f16 at the end), as the a2a3 backend does (f16 arithmetic cannot meet
+  the float-sum tolerance).  i8/ui8 max/min widen to 16-bit lanes (UNPK_B8 + cvt, as the A5
+  header does with vcvt PART_EVEN/ODD), reduce, and narrow back.
+* **Column reductions** (vector_isa.md §3.4): per chunk, row 0 loaded, rows 1..R-1 folded in
+  order with the elementwise op, stored.  f16/bf16 sums fold in f32 (UNPK + cvt) and store
+  back with ``vf.cvt`` + ``store_align dist = PK_B32``.  Sum order: row by row from row 0.
+* **TPAIRREDUCESUM** (seeds/004): per row, zeros stored over columns ceil(C/2)..C-1 (from the
+  32-byte block holding ceil(C/2)), then per 256-byte source chunk ``vf.pair_reduce_sum``
+  (vcpadd) under the chunk mask (inactive lanes read as 0, so an odd C gives
+  ``src[i, C-1] + 0`` last) and a store of the pair sums at half the offset under a mask of the
+  pairs still to write (later chunks overwrite the zero lanes an earlier store wrote past its
+  pairs).
+* **TCVT**: lane-width ratio 1: NORM load, ``vf.cvt``, NORM store; widening: ``UNPK`` load +
+  ``vf.cvt`` EVEN; narrowing: ``vf.cvt`` EVEN + ``store_align dist = PK_Bn`` (the A5
+  vcvt PART_EVEN + pack-store pattern); rounding per ``rmode``.
+
+Results equal the golden model bit for bit except float sums (TROWSUM/TCOLSUM, issue 4's
+tolerance).  Valid shapes known only at run time are passed to the VF as index parameters for
+the elementwise families; the other families need static valid shapes (located error).
+
+:func:`lower_to_program` emits the ascend950 :class:`~pto_compiler.runtime.program.Program`
+from the module after this pass: the a2a3 emission of loops, ifs, scalar arithmetic, syncs and
+copies, with each ``vf.call`` a ``vf_call`` instruction on the V pipe that the executor runs
+through :class:`~pto_compiler.runtime.vf_executor.VfRunner` (the program carries the VF
+definitions).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, Signedness, StringAttr,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from pto_compiler.diagnostics import PtocError, op_error
+from pto_compiler.dialects import pto, vf
+from pto_compiler.passes import lower_a2a3 as A
+from pto_compiler.runtime import elementwise as E
+from pto_compiler.runtime.program import Instr, Loop, If, Program
+from pto_compiler.targets import ASCEND950, Target
+
+__all__ = ["LowerVfPass", "lower_module", "lower_to_program"]
+
+INDEX = IndexType()
+I32 = IntegerType(32)
+REG = vf.REG_BYTES
+
+
+class _Unsupported(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------------------------
+# Tiles inside a VF
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _T:
+    """A tile argument of the VF being built."""
+    arg: SSAValue
+    t: pto.TileLikeType
+
+    @property
+    def e(self) -> int:
+        return self.t.elem_bytes
+
+    @property
+    def elt(self):
+        return self.t.element_type
+
+    @property
+    def dt(self) -> str:
+        return pto.dtype_name(self.elt)
+
+    @property
+    def rm(self) -> bool:
+        return self.t.is_row_major
+
+    @property
+    def stride(self) -> int:
+        """Elements from the start of one line (row of a RowMajor, column of a ColMajor tile) to the next."""
+        return self.t.cols if self.rm else self.t.rows
+
+
+class _B:
+    """Builds one vf.func: a prelude of constants and invariant masks, then the body."""
+
+    def __init__(self, name: str, arg_types, loc=None):
+        self.fn = vf.VfFuncOp(name, list(arg_types))
+        self.cur: Block = self.fn.block
+        self.prelude: list[Operation] = []
+        self._const: dict = {}
+        self._masks: dict = {}
+        self.loc = loc
+
+    # ---- ops ------------------------------------------------------------------------------
+    def op(self, op: Operation):
+        self.cur.add_op(op)
+        return op.results[0] if len(op.results) == 1 else (list(op.results) if op.results else None)
+
+    def pre(self, op: Operation):
+        self.prelude.append(op)
+        return op.results[0] if len(op.results) == 1 else list(op.results)
+
+    def c(self, v: int, t=INDEX) -> SSAValue:
+        key = (int(v), str(t))
+        if key not in self._const:
+            self._const[key] = self.pre(arith.ConstantOp(IntegerAttr(int(v), t)))
+        return self._const[key]
+
+    def cf(self, v: float, t) -> SSAValue:
+        key = ("f", repr(float(v)), str(t))
+        if key not in self._const:
+            self._const[key] = self.pre(arith.ConstantOp(FloatAttr(float(v), t)))
+        return self._const[key]
+
+    def ssa(self, v) -> SSAValue:
+        return self.c(v) if isinstance(v, int) else v
+
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if isinstance(a, int) and a == 0:
+            return b
+        if isinstance(b, int) and b == 0:
+            return a
+        return self.op(arith.AddiOp(self.ssa(a), self.ssa(b)))
+
+    def mul(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if (isinstance(a, int) and a == 0) or (isinstance(b, int) and b == 0):
+            return 0
+        if isinstance(a, int) and a == 1:
+            return b
+        if isinstance(b, int) and b == 1:
+            return a
+        return self.op(arith.MuliOp(self.ssa(a), self.ssa(b)))
+
+    def ceildiv(self, a, k: int):
+        if isinstance(a, int):
+            return -(-a // k)
+        return self.op(arith.CeilDivUIOp(a, self.c(k)))
+
+    def i32(self, v) -> SSAValue:
+        if isinstance(v, int):
+            return self.c(v, I32)
+        return self.op(arith.IndexCastOp(v, I32))
+
+    # ---- loops ------------------------------------------------------------------------------
+    def loop(self, n, body, carried=()):
+        """``for i in 0..n`` (a hardware loop; inline when n is 1) carrying ``carried``; body(i, *carried)
+        returns the new carried values.  Returns the final carried values."""
+        carried = list(carried)
+        if isinstance(n, int):
+            if n <= 0:
+                return carried
+            if n == 1:
+                return list(body(0, *carried) or [])
+            if n > vf.HW_LOOP_MAX:
+                raise _Unsupported(f"a hardware loop of {n} trips exceeds {vf.HW_LOOP_MAX} (uint16)")
+        blk = Block(arg_types=[INDEX] + [v.type for v in carried])
+        saved, self.cur = self.cur, blk
+        out = list(body(blk.args[0], *blk.args[1:]) or [])
+        blk.add_op(scf.YieldOp(*out))
+        self.cur = saved
+        f = scf.ForOp(self.c(0), self.ssa(n), self.c(1), carried, Region(blk))
+        self.cur.add_op(f)
+        return list(f.results)
+
+    def chunks(self, C, lanes: int, mask_elt, body, carried=()):
+        """Per chunk of ``lanes`` columns: ``m, count = update_mask(count)`` (count starts at C) and
+        body(first column, m, *carried) -> new carried."""
+        n = self.ceildiv(C, lanes)
+        count0 = self.i32(C)
+
+        def step(j, cnt, *car):
+            m, rest = self.op(vf.UpdateMaskOp(cnt, vf.mask_type(mask_elt)))
+            return [rest, *(body(self.mul(j, lanes), m, *car) or [])]
+
+        return self.loop(n, step, [count0, *carried])[1:]
+
+    # ---- masks --------------------------------------------------------------------------------
+    def mask(self, pattern: str, elt_or_bits) -> SSAValue:
+        mt = vf.mask_type(elt_or_bits)
+        key = (pattern, str(mt))
+        if key not in self._masks:
+            self._masks[key] = self.pre(vf.CreateMaskOp(pattern, mt))
+        return self._masks[key]
+
+    def finish(self) -> vf.VfFuncOp:
+        blk = self.fn.block
+        first = blk.first_op
+        for op in self.prelude:
+            if first is None:
+                blk.add_op(op)
+            else:
+                blk.insert_op_before(op, first)
+        return self.fn
+
+
+def _elem(b: _B, t: _T, line, k):
+    """Element offset of element k of line ``line`` of t (lines: rows of RowMajor, columns of ColMajor)."""
+    return b.add(b.mul(line, t.stride), k)
+
+
+def _rc(b: _B, t: _T, i, j):
+    """Element offset of (i, j)."""
+    if t.rm:
+        return b.add(b.mul(i, t.t.cols), j)
+    return b.add(b.mul(j, t.t.rows), i)
+
+
+def _reg(elt) -> vf.RegType:
+    return vf.RegType(elt)
+
+
+def _lanes(elt) -> int:
+    return REG // pto.element_bytes(elt)
+
+
+def _load(b: _B, t: _T, off, dist="NORM"):
+    return b.op(vf.LoadAlignOp(t.arg, off, dist))
+
+
+def _store(b: _B, t: _T, off, v, m, dist="NORM"):
+    b.op(vf.StoreAlignOp(t.arg, off, v, m, dist))
+
+
+# --------------------------------------------------------------------------------------------
+# The pass: one vf.func per tile op
+# --------------------------------------------------------------------------------------------
+
+_UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
+          "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp}
+_BIN = {"vadd": vf.AddOp, "vsub": vf.SubOp, "vmul": vf.MulOp, "vdiv": vf.DivOp, "vmax": vf.MaxOp,
+        "vmin": vf.MinOp}
+_SCAL = {"pto.tadds": vf.AddsOp, "pto.tmuls": vf.MulsOp, "pto.tmaxs": vf.MaxsOp, "pto.tmins": vf.MinsOp}
+_RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
+
+
+def _attr_int(op, key):
+    a = op.attributes.get(key) or op.properties.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else None
+
+
+class _OpLowering:
+    """Builds the vf.func for one tile op and replaces the op by a vf.call."""
+
+    def __init__(self, op: pto.TileOp, name: str, target: Target):
+        self.op = op
+        self.name = name
+        self.target = target
+        self.kargs: list[SSAValue] = []     # vf.call operands
+        self.types: list = []
+        self.tiles: dict = {}               # kernel tile value -> _T (filled once the VF exists)
+
+    # ---- arguments ------------------------------------------------------------------------------
+    def arg(self, v: SSAValue) -> int:
+        for i, k in enumerate(self.kargs):
+            if k is v:
+                return i
+        t = v.type
+        if isinstance(t, pto.TileLikeType):
+            if not isinstance(t, pto.TileBufType) or t.loc.data != "vec":
+                raise _Unsupported(f"operand {v} is not a vec tile buffer in UB")
+        self.kargs.append(v)
+        self.types.append(t)
+        return len(self.kargs) - 1
+
+    def valid(self, v: SSAValue):
+        """(rows, cols) of a kernel tile value's valid region: ints, or kernel index values (then
+        passed as VF parameters)."""
+        from pto_compiler.passes.tile_access import root_alloc
+
+        t = v.type
+        out = []
+        for k, static in (("valid_row", t.valid_row), ("valid_col", t.valid_col)):
+            if static >= 0:
+                out.append(static)
+                continue
+            alloc = root_alloc(v)
+            dyn = getattr(alloc, k, None) if alloc is not None else None
+            if dyn is None:
+                raise _Unsupported(f"the valid {k[6:]}s of {v} are not known (no alloc_tile operand)")
+            out.append(("dyn", dyn))
+        return out
+
+    # ---- driver -----------------------------------------------------------------------------------
+    def run(self):
+        op = self.op
+        fam = type(op).FAMILY
+        handler = getattr(self, f"f_{fam}", None)
+        if handler is None or not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
+            raise _Unsupported("no rule for this instruction")
+        plan = handler()      # registers the arguments, returns the body generator
+        b = _B(self.name, self.types)
+        b.fn.location = op.location
+        b.fn.attributes["tile_op"] = StringAttr(op.name)
+        args = b.fn.args
+        for k, a in zip(self.kargs, args):
+            if k.name_hint:
+                a.name_hint = k.name_hint
+        self.b = b
+        self.vals = {}
+        for k, a in zip(self.kargs, args):
+            self.vals[k] = _T(a, k.type) if isinstance(k.type, pto.TileLikeType) else a
+        plan()
+        fn = b.finish()
+        call = vf.VfCallOp(self.name, list(self.kargs))
+        call.location = op.location
+        return fn, call
+
+    def tile(self, v) -> _T:
+        return self.vals[v]
+
+    def dims(self, d):
+        """A valid dim inside the VF: int, or the VF parameter for a kernel value."""
+        if isinstance(d, tuple):
+            return self.vals[d[1]]
+        return d
+
+    def dyn_args(self, *dims):
+        for d in dims:
+            if isinstance(d, tuple):
+                self.arg(d[1])
+
+    @staticmethod
+    def _static(*dims):
+        for d in dims:
+            if isinstance(d, tuple):
+                raise _Unsupported("valid shapes known only at run time are supported only by the "
+                                   "elementwise families on ascend950")
+
+    @staticmethod
+    def _aligned(*tiles_and_lines):
+        for t, lines in tiles_and_lines:
+            if (t.stride * t.e) % 32 and not (isinstance(lines, int) and lines <= 1):
+                raise _Unsupported(f"a line of {t.t} is {t.stride * t.e} bytes, not a multiple of 32 "
+                                   "(NORM loads and stores need 32-byte aligned addresses)")
+
+    # ---- the generic region map ---------------------------------------------------------------
+    def map_region(self, tiles: list, dst_v, R, C, elt, chunk, row_pre=None, lane_bytes=None):
+        """Over the valid region (R x C of dst): per line, per chunk of 256 bytes: ``chunk(line, k, m,
+        ctx)`` with ``ctx = row_pre(line)``.  ``tiles``: the kernel tile values whose lines are indexed
+        by (line, k) (all of dst's layout).  Contiguous operands run as one flat line."""
+        b = self.b
+        d = self.tile(dst_v)
+        lanes = REG // (lane_bytes or pto.element_bytes(elt))
+        rm = d.rm
+        nlines, llen = (R, C) if rm else (C, R)
+        ts = [self.tile(v) for v in tiles]
+        flat = row_pre is None and isinstance(nlines, int) and isinstance(llen, int) and (
+            nlines == 1 or all(t.stride == llen and t.rm == rm for t in ts))
+        if flat:
+            b.chunks(b.mul(nlines, llen), lanes, elt, lambda k, m: chunk(0, k, m, None))
+            return
+
+        def line(i):
+            ctx = row_pre(i) if row_pre else None
+            b.chunks(llen, lanes, elt, lambda k, m: chunk(i, k, m, ctx))
+            return []
+
+        b.loop(nlines, line)
+
+    # ---- families -----------------------------------------------------------------------------
+    def _same_layout(self, *vs):
+        rm = {v.type.is_row_major for v in vs}
+        if len(rm) > 1:
+            raise _Unsupported("operands of different layouts (RowMajor and ColMajor)")
+
+    def f_binary(self):
+        a, bb = self.op.ins[0], self.op.ins[1]
+        d = self.op.outs[0]
+        self._same_layout(a, bb, d)
+        R, C = self.valid(d)
+        for v in (a, bb, d):
+            self.arg(v)
+        self.dyn_args(R, C)
+        cls = _BIN[type(self.op).A2A3_VOP]
+
+        def plan():
+            b = self.b
+            ta, tb, td = self.tile(a), self.tile(bb), self.tile(d)
+            self._aligned((ta, R), (tb, R), (td, R))
+            rt = _reg(td.elt)
+
+            def chunk(i, k, m, _):
+                x = _load(b, ta, _elem(b, ta, i, k))
+                y = _load(b, tb, _elem(b, tb, i, k))
+                _store(b, td, _elem(b, td, i, k), b.op(cls([x, y], m, rt)), m)
+            self.map_region([a, bb, d], d, self.dims(R), self.dims(C), td.elt, chunk)
+        return plan
+
+    def f_unary(self):
+        s, d = self.op.ins[0], self.op.outs[0]
+        self._same_layout(s, d)
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
+        cls = _UNARY[self.op.name]
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R), (td, R))
+            rt = _reg(td.elt)
+
+            def chunk(i, k, m, _):
+                x = _load(b, ts, _elem(b, ts, i, k))
+                _store(b, td, _elem(b, td, i, k), b.op(cls([x], m, rt)), m)
+            self.map_region([s, d], d, self.dims(R), self.dims(C), td.elt, chunk)
+        return plan
+
+    def f_mov(self):
+        if len(self.op.ins) != 1:
+            raise _Unsupported("tmov with extra operands")
+        s, d = self.op.ins[0], self.op.outs[0]
+        if s.type.elem_bytes != d.type.elem_bytes or s.type.element_type != d.type.element_type:
+            raise _Unsupported("tmov between different element types")
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
+        mixed = s.type.is_row_major != d.type.is_row_major
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if mixed:
+                # a single row or column on both sides: one contiguous run each
+                if not (isinstance(R, int) and isinstance(C, int) and (R == 1 or C == 1)):
+                    raise _Unsupported("tmov between a RowMajor and a ColMajor tile")
+                n = R * C
+                b.chunks(n, _lanes(td.elt), td.elt,
+                         lambda k, m: _store(b, td, k, _load(b, ts, k), m))
+                return
+            self._aligned((ts, R), (td, R))
+            self.map_region([s, d], d, self.dims(R), self.dims(C), td.elt,
+                            lambda i, k, m, _: _store(b, td, _elem(b, td, i, k), _load(b, ts, _elem(b, ts, i, k)), m))
+        return plan
+
+    def _scalar_in_vf(self, v: SSAValue, elt):
+        """The VF parameter for kernel scalar v, converted to the lane type when it differs."""
+        b = self.b
+        s = self.vals[v]
+        t = s.type
+        if vf._scalar_fits(t, elt):
+            return s
+        if pto.is_float(elt) and pto.is_float(t):
+            cls = arith.TruncFOp if pto.element_bytes(t) > pto.element_bytes(elt) else arith.ExtFOp
+            return b.op(cls(s, elt))
+        if isinstance(t, (IntegerType, IndexType)) and isinstance(elt, IntegerType):
+            sl = IntegerType(elt.width.data)
+            if isinstance(t, IndexType):
+                return b.op(arith.IndexCastOp(s, sl))
+            if t.width.data > elt.width.data:
+                return b.op(arith.TruncIOp(s, sl))
+            return b.op(arith.ExtSIOp(s, sl))
+        raise _Unsupported(f"a scalar of type {t} on {pto.dtype_name(elt)} lanes")
+
+    def f_scalar(self):
+        op = self.op
+        (tv,) = op.tile_ins()
+        (sv,) = op.scalar_ins()
+        d = op.outs[0]
+        self._same_layout(tv, d)
+        R, C = self.valid(d)
+        self.arg(tv)
+        self.arg(d)
+        self.arg(sv)
+        self.dyn_args(R, C)
+        name = op.name
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(tv), self.tile(d)
+            self._aligned((ts, R), (td, R))
+            rt = _reg(td.elt)
+            s = self._scalar_in_vf(sv, td.elt)
+            if name in _SCAL:
+                cls = _SCAL[name]
+                compute = lambda x, m: b.op(cls([x, s], m, rt))  # noqa: E731
+            else:
+                sreg = b.op(vf.DupOp([s], None, rt))
+                vcls = vf.SubOp if name == "pto.tsubs" else vf.DivOp
+                if name == "pto.tdivs" and op.scalar_first:
+                    compute = lambda x, m: b.op(vcls([sreg, x], m, rt))  # noqa: E731
+                else:
+                    compute = lambda x, m: b.op(vcls([x, sreg], m, rt))  # noqa: E731
+
+            def chunk(i, k, m, _):
+                x = _load(b, ts, _elem(b, ts, i, k))
+                _store(b, td, _elem(b, td, i, k), compute(x, m), m)
+            self.map_region([tv, d], d, self.dims(R), self.dims(C), td.elt, chunk)
+        return plan
+
+    def f_expands(self):
+        op = self.op
+        d = op.outs[0]
+        sv = op.ins[0]
+        R, C = self.valid(d)
+        self.arg(d)
+        self.arg(sv)
+        self.dyn_args(R, C)
+
+        def plan():
+            b = self.b
+            td = self.tile(d)
+            self._aligned((td, R))
+            s = self._scalar_in_vf(sv, td.elt)
+            reg = b.op(vf.DupOp([s], None, _reg(td.elt)))
+            self.map_region([d], d, self.dims(R), self.dims(C), td.elt,
+                            lambda i, k, m, _: _store(b, td, _elem(b, td, i, k), reg, m))
+        return plan
+
+    def f_rowexpand(self):
+        op = self.op
+        expanded = _attr_int(op, "expanded_operand")
+        mode = _attr_int(op, "expand_mode")
+        if expanded is None or mode is None:
+            expanded, mode = op.expand_analysis()
+        d = op.outs[0]
+        full_v, x_v = op.ins[1 - expanded], op.ins[expanded]
+        R, C = self.valid(d)
+        self._static(R, C)
+        for v in (op.ins[0], op.ins[1], d):
+            self.arg(v)
+        vop = type(op).A2A3_VOP
+        expdif = op.name.endswith("expdif")
+        cls = _BIN[vop]
+
+        def plan():
+            b = self.b
+            td, tf, tx = self.tile(d), self.tile(full_v), self.tile(x_v)
+            self._aligned((td, R), (tf, R))
+            rt = _reg(td.elt)
+            if mode == 2:
+                self._aligned((tx, R))
+
+            def row_pre(i):
+                if mode == 1:
+                    if tx.rm:
+                        raise _Unsupported("Mode 1 needs a ColMajor expanded operand")
+                    return _load(b, tx, _rc(b, tx, i, 0), f"BRC_B{8 * tx.e}")
+                return _load(b, tx, _rc(b, tx, i, 0), "BLK")
+
+            def chunk(i, k, m, bc):
+                x = _load(b, tf, _elem(b, tf, i, k))
+                pair = [bc, x] if expanded == 0 else [x, bc]
+                r = b.op(cls(pair, m, rt))
+                if expdif:
+                    r = b.op(vf.ExpOp([r], m, rt))
+                _store(b, td, _elem(b, td, i, k), r, m)
+            self.map_region([full_v, d], d, R, C, td.elt, chunk, row_pre=row_pre)
+        return plan
+
+    def f_colexpand(self):
+        op = self.op
+        a, bv = op.ins[0], op.ins[1]
+        d = op.outs[0]
+        R, C = self.valid(d)
+        self._static(R, C)
+        for v in (a, bv, d):
+            self.arg(v)
+        cls = _BIN[type(op).A2A3_VOP]
+        expdif = op.name.endswith("expdif")
+
+        def plan():
+            b = self.b
+            ta, tb, td = self.tile(a), self.tile(bv), self.tile(d)
+            if not (ta.rm and td.rm and tb.rm):
+                raise _Unsupported("TCOLEXPAND* on ColMajor tiles")
+            self._aligned((ta, R), (td, R))
+            rt = _reg(td.elt)
+
+            def chunk(i, k, m, _):
+                x = _load(b, ta, _elem(b, ta, i, k))
+                y = _load(b, tb, k)
+                r = b.op(cls([x, y], m, rt))
+                if expdif:
+                    r = b.op(vf.ExpOp([r], m, rt))
+                _store(b, td, _elem(b, td, i, k), r, m)
+            self.map_region([a, d], d, R, C, td.elt, chunk, row_pre=lambda i: None)
+        return plan
+
+    def f_rowbroadcast(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if not td.rm:
+                raise _Unsupported("TROWEXPAND into a ColMajor tile")
+            self._aligned((td, R))
+
+            def row_pre(i):
+                off = _rc(b, ts, i, 0)
+                if ts.e == 8:
+                    u = b.op(vf.LoadUnalignOp(ts.arg, off))
+                    return b.op(vf.DupOp([u], None, _reg(ts.elt)))
+                return _load(b, ts, off, f"BRC_B{8 * ts.e}")
+            self.map_region([d], d, self.dims(R), self.dims(C), td.elt,
+                            lambda i, k, m, bc: _store(b, td, _elem(b, td, i, k), bc, m), row_pre=row_pre)
+        return plan
+
+    def f_colbroadcast(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if not (td.rm and ts.rm):
+                raise _Unsupported("TCOLEXPAND on ColMajor tiles")
+            self._aligned((td, R))
+            self.map_region([d], d, self.dims(R), self.dims(C), td.elt,
+                            lambda i, k, m, _: _store(b, td, _elem(b, td, i, k), _load(b, ts, k), m),
+                            row_pre=lambda i: None)
+        return plan
+
+    def f_rowreduce(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(s)
+        self._static(R, C)
+        self.arg(s)
+        self.arg(d)
+        kind = op.name[len("pto.trow"):]
+        red_cls, acc_cls = _RED[kind]
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if not ts.rm:
+                raise _Unsupported("a row reduction of a ColMajor tile")
+            self._aligned((ts, R))
+            if R <= 0 or C <= 0:
+                return
+            elt = ts.elt
+            dt = ts.dt
+            widen = (dt == "f16" and kind == "sum") or dt in ("i8", "ui8")
+            if widen:
+                welt = _wide_type(elt)
+                lanes = _lanes(welt)
+                dist = f"UNPK_B{8 * ts.e}"
+            else:
+                welt, lanes, dist = elt, _lanes(elt), "NORM"
+            rt = _reg(welt)
+            pd = b.mask("VL1", welt)
+            full_w = b.mask("ALL", welt)
+
+            def chunk_red(i, k, m):
+                v = _load(b, ts, _rc(b, ts, i, k), dist)
+                if widen:
+                    v = b.op(vf.CvtOp(v, full_w, rt))
+                return b.op(red_cls([v], m, rt))
+
+            def row(i):
+                def step(k, m, *acc):
+                    r = chunk_red(i, k, m)
+                    if not acc:
+                        return [r]
+                    return [b.op(acc_cls([acc[0], r], pd, rt))]
+                # chunk 0 starts the accumulator; chunks 1.. fold into it (left to right)
+                first_n = min(C, lanes)
+                m0 = b.pre(vf.UpdateMaskOp(b.i32(first_n), vf.mask_type(welt)))[0] if first_n < lanes \
+                    else b.mask("ALL", welt)
+                acc = step(0, m0)[0]
+                if C > lanes:
+                    rest = C - lanes
+                    acc = b.chunks(rest, lanes, welt, lambda k, m, a: step(b.add(k, lanes), m, a), [acc])[0]
+                out = acc
+                if widen:
+                    out = b.op(vf.CvtOp(acc, pd, _reg(elt)))
+                _store(b, td, _rc(b, td, i, 0), out, b.mask("VL1", elt), "ONEPT")
+                return []
+            b.loop(R, row)
+        return plan
+
+    def f_colreduce(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(s)
+        self._static(R, C)
+        self.arg(s)
+        self.arg(d)
+        kind = op.name[len("pto.tcol"):]
+        fold_cls = _RED[kind][1]
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if not (ts.rm and td.rm):
+                raise _Unsupported("a column reduction of ColMajor tiles")
+            self._aligned((ts, R))
+            if R <= 0 or C <= 0:
+                return
+            elt = ts.elt
+            widen = kind == "sum" and ts.dt in ("f16", "bf16")
+            if widen:
+                welt = _wide_type(elt)
+                dist = f"UNPK_B{8 * ts.e}"
+            else:
+                welt, dist = elt, "NORM"
+            lanes = _lanes(welt)
+            rt = _reg(welt)
+            full_w = b.mask("ALL", welt)
+
+            def row_val(i, k):
+                v = _load(b, ts, _rc(b, ts, i, k), dist)
+                return b.op(vf.CvtOp(v, full_w, rt)) if widen else v
+
+            def chunk(k, m):
+                acc = row_val(0, k)
+                acc = b.loop(R - 1, lambda i, a: [b.op(fold_cls([a, row_val(b.add(i, 1), k)], m, rt))], [acc])[0]
+                if widen:
+                    nar = b.op(vf.CvtOp(acc, m, _reg(elt)))
+                    _store(b, td, k, nar, m, f"PK_B{16 * td.e}")
+                else:
+                    _store(b, td, k, acc, m)
+                return []
+            b.chunks(C, lanes, welt, chunk)
+        return plan
+
+    def f_pairreduce(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(d)
+        self._static(R, C)
+        self.arg(s)
+        self.arg(d)
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R), (td, R))
+            if R <= 0 or C <= 0:
+                return
+            elt = td.elt
+            L = _lanes(elt)
+            epb = 32 // td.e
+            rt = _reg(elt)
+            half = -(-C // 2)
+            z0 = half // epb * epb
+            zero = None
+            if half < C:
+                zero = b.op(vf.DupOp([b.cf(0.0, elt)], None, rt))
+
+            def row(i):
+                if zero is not None:
+                    # zeros over [z0, C) (z0: the 32-byte block holding ceil(C/2)); the pair sums below
+                    # overwrite [z0, ceil(C/2))
+                    b.chunks(C - z0, L, elt, lambda k, m: _store(b, td, _rc(b, td, i, b.add(k, z0)), zero, m))
+                h0 = b.i32(half)
+
+                def chunk(k, m, h):
+                    p = b.op(vf.PairReduceSumOp([_load(b, ts, _rc(b, ts, i, k))], m, rt))
+                    mh, _rest = b.op(vf.UpdateMaskOp(h, vf.mask_type(elt)))
+                    kk = b.op(arith.DivUIOp(b.ssa(k), b.c(2))) if not isinstance(k, int) else k // 2
+                    _store(b, td, _rc(b, td, i, kk), p, mh)
+                    return [b.op(arith.SubiOp(h, b.c(L // 2, I32)))]
+                b.chunks(C, L, elt, chunk, [h0])
+                return []
+            b.loop(R, row)
+        return plan
+
+    def f_cvt(self):
+        op = self.op
+        s, d = op.ins[0], op.outs[0]
+        self._same_layout(s, d)
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
+        from pto_compiler.runtime.reference import _attr_body
+
+        mode = E.round_mode(_attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT")
+        sat = _attr_body(op, "sat_mode", "saturation_mode", "satMode")
+        if sat is not None and "ON" in sat.upper():
+            raise _Unsupported("saturating integer conversion")
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R), (td, R))
+            es, ed = ts.e, td.e
+            wide = max(es, ed)
+            if wide != min(es, ed) and wide != 2 * min(es, ed):
+                raise _Unsupported(f"conversions between {8 * es}- and {8 * ed}-bit types (lane-width ratio "
+                                   "other than 1 or 2)")
+            welt = ts.elt if es >= ed else td.elt
+            rt = _reg(td.elt)
+
+            def chunk(i, k, m, _):
+                if es < ed:
+                    v = _load(b, ts, _elem(b, ts, i, k), f"UNPK_B{8 * es}")
+                else:
+                    v = _load(b, ts, _elem(b, ts, i, k))
+                r = b.op(vf.CvtOp(v, m, rt, mode))
+                _store(b, td, _elem(b, td, i, k), r, m, f"PK_B{8 * es}" if es > ed else "NORM")
+            self.map_region([s, d], d, self.dims(R), self.dims(C), welt, chunk, lane_bytes=wide)
+        return plan
+
+
+def _wide_type(elt):
+    """The double-width type a sum or an 8-bit extremum is computed in."""
+    from xdsl.dialects.builtin import Float32Type
+
+    name = pto.dtype_name(elt)
+    if name in ("f16", "bf16"):
+        return Float32Type()
+    if name == "i8":
+        return IntegerType(16)
+    if name == "ui8":
+        return IntegerType(16, Signedness.UNSIGNED)
+    raise _Unsupported(f"no wide type for {name}")
+
+
+def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
+    """Apply pto-lower-vf in place (see the module doc); returns the module."""
+    funcs = [op for op in module.body.blocks[0].ops if isinstance(op, func.FuncOp)]
+    for fn in funcs:
+        if not fn.body.blocks:
+            continue
+        counter = 0
+        base = fn.sym_name.data
+        todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
+                and type(op).FAMILY not in ("load", "store")]
+        for op in todo:
+            if op.res and not op.outs:
+                raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-lower-vf")
+            short = op.name.split(".", 1)[1]
+            name = f"{base}_{short}_{counter}"
+            counter += 1
+            try:
+                vfn, call = _OpLowering(op, name, target).run()
+            except _Unsupported as e:
+                raise op_error(op, f"has no ascend950 lowering: {e}") from None
+            except PtocError:
+                raise
+            parent = op.parent_block()
+            parent.insert_op_before(call, op)
+            parent.erase_op(op)
+            module.body.blocks[0].insert_op_before(vfn, fn)
+    return module
+
+
+@dataclass(frozen=True)
+class LowerVfPass(ModulePass):
+    """``pto-lower-vf{target=ascend950}``: every vector tile op -> a ``vf.func`` + ``vf.call``."""
+
+    name = "pto-lower-vf"
+
+    target: str = "ascend950"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from pto_compiler.targets import lookup_target
+
+        t = lookup_target(self.target) or ASCEND950
+        if not t.has_vf:
+            raise PtocError([_diag(f"pto-lower-vf targets ascend950, not {t.name}")], exit_code=2)
+        lower_module(op, t)
+
+
+def _diag(msg):
+    from pto_compiler.diagnostics import Diagnostic
+
+    return Diagnostic(msg)
+
+
+# --------------------------------------------------------------------------------------------
+# Program emission (ascend950)
+# --------------------------------------------------------------------------------------------
+
+class _VfProgramLowering(A._FnLowering):
+    """The a2a3 emission of loops, ifs, scalars, syncs and copies; ``vf.call`` -> ``vf_call``."""
+
+    def __init__(self, fn, target, scalars=None):
+        super().__init__(fn, target, scalars)
+        self.vf_funcs: dict = {}
+
+    def set_mask(self, want):  # no vector mask register on the VF path
+        self.mask = want
+
+    def restore_mask(self):
+        self.mask = A.FULL
+
+    def unsupported(self, why: str, op=None):
+        raise op_error(op or self.op, f"has no ascend950 lowering: {why}")
+
+    def _lower_op(self, op: Operation):
+        if isinstance(op, vf.VfFuncOp):
+            self.vf_funcs[op.sym_name.data] = op
+            return
+        if isinstance(op, vf.VfCallOp):
+            return self.lower_vf_call(op)
+        return super()._lower_op(op)
+
+    def lower_tile_op(self, op):
+        if type(op).FAMILY in ("load", "store"):
+            return super().lower_tile_op(op)
+        self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
+
+    def lower_vf_call(self, op: vf.VfCallOp):
+        fn = op.resolve()
+        if fn is None:
+            self.fail(f"calls unknown vf.func @{op.callee_name}")
+        self.vf_funcs[op.callee_name] = fn
+        tile_op = fn.attributes.get("tile_op")
+        if isinstance(tile_op, StringAttr) and self.origin is not None:
+            self.origin = A.Origin(self.origin.file, self.origin.line, self.origin.col, tile_op.data)
+        args = []
+        for v in op.arguments:
+            if isinstance(v.type, pto.TileLikeType):
+                args.append(self.tile(v).addr)
+            else:
+                args.append(self.expr(v, op))
+        self.emit("vf_call", callee=op.callee_name, args=tuple(args))
+
+
+class _VfBarrierPass(A._BarrierPass):
+    """Same-pipe barriers of an ascend950 program: VF launches complete in order (a VF starts after
+    the previous one ends), so a ``vf_call`` needs no barrier; MTE2/MTE3 as on a2a3."""
+
+    def instr(self, ins: Instr, st):
+        if ins.opcode == "vf_call":
+            st.clear("V")
+            return
+        super().instr(ins, st)
+
+
+def _complete_barriers(program: Program, trip_bounds: dict) -> Program:
+    bp = _VfBarrierPass(program_ub_bytes(program), {}, trip_bounds)
+    bp.run(program.body)
+
+    def rebuild(body):
+        out = []
+        for n in body:
+            if isinstance(n, Loop):
+                n.body = rebuild(n.body)
+            elif isinstance(n, If):
+                n.then_body = rebuild(n.then_body)
+                n.else_body = rebuild(n.else_body)
+            elif isinstance(n, Instr):
+                if n.opcode == "pipe_barrier" and id(n) not in bp.barrier_used:
+                    continue
+                if id(n) in bp.need_before:
+                    out.append(Instr.make("pipe_barrier", pipe=n.pipe, origin=n.origin))
+            out.append(n)
+        return out
+
+    program.body = rebuild(program.body)
+    return program
+
+
+def program_ub_bytes(program: Program) -> int:
+    from pto_compiler.targets import lookup_target
+
+    t = lookup_target(program.target)
+    return t.ub_bytes if t is not None else ASCEND950.ub_bytes
+
+
+def lower_to_program(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
+                     scalars: dict | None = None, barriers: bool = True) -> Program:
+    """The ascend950 program of a module after pto-lower-vf (its entry function)."""
+    from pto_compiler.runtime import reference as golden
+
+    fn = golden.select_entry(module, entry)
+    low = _VfProgramLowering(fn, target, scalars)
+    body = low.run()
+    prog = Program(target=target.name, gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
+                   name=fn.sym_name.data)
+    prog.vf_funcs = dict(low.vf_funcs)
+    if barriers:
+        _complete_barriers(prog, low.trip_bounds)
+    return prog
+
+
+def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
+    """As the a2a3 backend: outputs that depend on a float TROWSUM/TCOLSUM (run on the original module)."""
+    return A.float_sum_outputs(module, entry)
+
+
+_ = math
