@@ -16,11 +16,13 @@ Mode 2 needs no buffer (a tmp with Mode 2 is an error).  ascend950 broadcasts wi
 **TROWSUM / TROWMAX / TROWMIN** (pto_isa.md §4.5).  On a2a3, float/half rows longer than one
 repeat (valid cols > 256/sizeof(T), or dynamic) fold chunk by chunk into a tmp of
 ``validRow x 256/sizeof(T)`` elements (row stride = the tmp's cols); int16/int32 always
-accumulate through a tmp of at least one 32-byte block.  When the user gave no tmp, this
-pass inserts ``pto.alloc_tile`` for one right before the op (RowMajor, cols = 256/sizeof(T),
-rows = the valid rows, or the source's rows when dynamic, 1 row for integers) and appends it
-as the op's second ``ins`` operand, so that pto-plan-memory places it.  A user tmp that is too
-small is a located error.  ascend950 needs no tmp.
+accumulate through a tmp (the headers need one 32-byte block; ptoc's lowering folds each row
+to one 256-byte repeat first, so it gets the same shape as floats).  When the user gave no
+tmp, this pass inserts ``pto.alloc_tile`` for one right before the op (RowMajor, cols =
+256/sizeof(T), rows = the valid rows, or the source's rows when dynamic) and appends it as the
+op's second ``ins`` operand, so that pto-plan-memory places it.  A user tmp that is too small
+is a located error (float: fewer than validRow rows or rows shorter than 256 bytes; integer:
+less than 32 bytes).  ascend950 needs no tmp.
 
 Attributes set:
 
@@ -153,8 +155,7 @@ def _row_reduce(op: pto.RowReduceOp, target: Target) -> None:
         return
     if not op.outs:
         raise op_error(op, "needs a tmp tile on a2a3; run pto-bufferize first so that one can be allocated")
-    tmp_rows = 1 if is_int else rows
-    tmp_type = pto.TileBufType(src.element_type, [tmp_rows, per_repeat], loc="vec")
+    tmp_type = pto.TileBufType(src.element_type, [rows, per_repeat], loc="vec")
     alloc = pto.AllocTileOp(tmp_type)
     alloc.location = op.location
     alloc.results[0].name_hint = "tmp"

@@ -353,3 +353,481 @@ def test_scratch_overlap_is_located():
     assert f"line {pos(text, 'pto.trowexpandmax')[0]}" in msg
     # with Mode 2 (or ascend950) the same placement is fine
     run(text, "pto-tmp-strategy{target=ascend950},pto-plan-memory{target=ascend950}")
+
+
+# =====================================================================================
+# pto-select-expand-mode
+# =====================================================================================
+
+SEM = "pto-select-expand-mode"
+COL16 = "!pto.tile_buf<vec, 16x1xf32, blayout=col_major>"
+ROW64 = "!pto.tile_buf<vec, 16x64xf32>"
+
+
+def rowexpand(op: str, a: tuple[str, str], b: tuple[str, str], d: tuple[str, str] = ("%d", ROW64),
+              tmp: tuple[str, str] | None = None, attrs: str = "") -> str:
+    ins = [a, b] + ([tmp] if tmp else [])
+    names = ", ".join(n for n, _ in ins)
+    types = ", ".join(t for _, t in ins)
+    return f"  pto.{op} ins({names} : {types}) outs({d[0]} : {d[1]}){attrs}\n"
+
+
+def expand_attrs(module) -> list[tuple]:
+    out = []
+    for op in module.walk():
+        if isinstance(op, (pto.RowExpandBinaryOp, pto.ColExpandBinaryOp)):
+            get = lambda k: op.attributes[k].value.data if k in op.attributes else None  # noqa: E731
+            out.append((op.name, get("expand_mode"), get("expanded_operand")))
+    return out
+
+
+def test_expand_mode_attributes():
+    b8 = "!pto.tile_buf<vec, 16x8xf32>"
+    f16row, f16blk = "!pto.tile_buf<vec, 16x64xf16>", "!pto.tile_buf<vec, 16x16xf16>"
+    body = (alloc("%x", ROW64) + alloc("%s", COL16) + alloc("%b", b8) + alloc("%d", ROW64)
+            + alloc("%h", f16row) + alloc("%k", f16blk) + alloc("%e", f16row)
+            + alloc("%c", "!pto.tile_buf<vec, 1x64xf32>")
+            + rowexpand("trowexpandmax", ("%x", ROW64), ("%s", COL16))          # Mode 1, src1
+            + rowexpand("trowexpandsub", ("%s", COL16), ("%x", ROW64))          # Mode 1, src0
+            + rowexpand("trowexpandadd", ("%x", ROW64), ("%b", b8))             # Mode 2: 32/4 = 8 cols
+            + rowexpand("trowexpanddiv", ("%k", f16blk), ("%h", f16row), ("%e", f16row))  # 32/2 = 16
+            + f"  pto.tcolexpandmax ins(%x, %c : {ROW64}, !pto.tile_buf<vec, 1x64xf32>) outs(%d : {ROW64})\n")
+    got = expand_attrs(run(kernel(body), SEM))
+    assert got == [("pto.trowexpandmax", 1, 1), ("pto.trowexpandsub", 1, 0), ("pto.trowexpandadd", 2, 1),
+                   ("pto.trowexpanddiv", 2, 0), ("pto.tcolexpandmax", None, 1)]
+
+
+def test_expand_mode_is_idempotent_and_keeps_agreeing_attributes():
+    body = alloc("%x", ROW64) + alloc("%s", COL16) + alloc("%d", ROW64) + rowexpand(
+        "trowexpandmax", ("%x", ROW64), ("%s", COL16), attrs=" {expand_mode = 1 : i64}")
+    m = run(kernel(body), SEM + "," + SEM)
+    assert expand_attrs(m) == [("pto.trowexpandmax", 1, 1)]
+
+
+SEM_ERRORS = [
+    # the pass checks the ISA rules itself, on IR no verifier has seen
+    ("both-full", rowexpand("trowexpandmax", ("%b", "!pto.tile_buf<vec, 16x8xf32>"),
+                            ("%b", "!pto.tile_buf<vec, 16x8xf32>"), ("%b", "!pto.tile_buf<vec, 16x8xf32>")),
+     "both do, so the expanded operand is ambiguous"),
+    ("none-full", rowexpand("trowexpandmax", ("%w", "!pto.tile_buf<vec, 16x32xf32>"), ("%s", COL16)),
+     "exactly one of src0 or src1 must have dst's valid shape (16x64); got src0 16x32, src1 16x1"),
+    ("mode1-cols", rowexpand("trowexpandmax", ("%x", ROW64), ("%s2", "!pto.tile_buf<vec, 16x2xf32, blayout=col_major>")),
+     "Mode 1 (ColMajor src1) requires src1 valid cols == 1, got 2"),
+    ("mode2-cols", rowexpand("trowexpandmax", ("%x", ROW64), ("%w16", "!pto.tile_buf<vec, 16x16xf32>")),
+     "Mode 2 (RowMajor src1) requires src1 valid cols == 32/sizeof(f32) = 8, got 16"),
+    ("mode1-rows", rowexpand("trowexpandmax", ("%x", ROW64), ("%s8", "!pto.tile_buf<vec, 8x1xf32, blayout=col_major>")),
+     "Mode 1 requires src1 valid rows == dst valid rows (8 vs 16)"),
+    ("full-colmajor", rowexpand("trowexpandmax", ("%xc", "!pto.tile_buf<vec, 16x64xf32, blayout=col_major>"),
+                                ("%s", COL16)),
+     "the full-size operand (src0) must be RowMajor"),
+    ("tmp-mode2", rowexpand("trowexpandmax", ("%x", ROW64), ("%b", "!pto.tile_buf<vec, 16x8xf32>"),
+                            tmp=("%x", ROW64)),
+     "a tmp operand is only allowed with Mode 1"),
+    ("disagrees", rowexpand("trowexpandmax", ("%x", ROW64), ("%s", COL16), attrs=" {expand_mode = 2 : i64}"),
+     "'expand_mode = 2' disagrees with the operands, which give 1"),
+    ("operand-disagrees", rowexpand("trowexpandmax", ("%x", ROW64), ("%s", COL16),
+                                    attrs=" {expanded_operand = 0 : i64}"),
+     "'expanded_operand = 0' disagrees with the operands, which give 1"),
+]
+
+_SEM_TILES = {"%x": ROW64, "%s": COL16, "%d": ROW64, "%b": "!pto.tile_buf<vec, 16x8xf32>",
+              "%w": "!pto.tile_buf<vec, 16x32xf32>", "%w16": "!pto.tile_buf<vec, 16x16xf32>", "%s2": "!pto.tile_buf<vec, 16x2xf32, blayout=col_major>",
+              "%s8": "!pto.tile_buf<vec, 8x1xf32, blayout=col_major>",
+              "%xc": "!pto.tile_buf<vec, 16x64xf32, blayout=col_major>"}
+
+
+@pytest.mark.parametrize("case", SEM_ERRORS, ids=[c[0] for c in SEM_ERRORS])
+def test_select_expand_mode_errors_are_located(case):
+    _, line, fragment = case
+    body = "".join(alloc(n, t) for n, t in _SEM_TILES.items()) + line
+    text = kernel(body)
+    got = located(text, SEM)
+    assert got[:2] == pos(text, "pto.trowexpandmax"), got
+    assert fragment in got[2], got[2]
+
+
+# =====================================================================================
+# pto-tmp-strategy
+# =====================================================================================
+
+def bcast(module) -> list[tuple]:
+    return [(op.attributes["bcast_source"].data,
+             op.attributes["bcast_bytes"].value.data if "bcast_bytes" in op.attributes else None)
+            for op in module.walk() if isinstance(op, pto.RowExpandBinaryOp)]
+
+
+def mode1(rows: int, tmp_shape: str | None = None, dtype: str = "f32") -> str:
+    x, s = f"!pto.tile_buf<vec, {rows}x32x{dtype}>", f"!pto.tile_buf<vec, {rows}x1x{dtype}, blayout=col_major>"
+    body = alloc("%x", x) + alloc("%s", s)
+    tmp = None
+    if tmp_shape:
+        t = f"!pto.tile_buf<vec, {tmp_shape}x{dtype}>"
+        body += alloc("%t", t)
+        tmp = ("%t", t)
+    return body + rowexpand("trowexpandmax", ("%x", x), ("%s", s), ("%x", x), tmp)
+
+
+@pytest.mark.parametrize("rows,want", [(1, 256), (7, 256), (8, 256), (9, 512), (16, 512), (240, 7680),
+                                       (255, 8192), (256, 7680), (257, 7680), (300, 7680)])
+def test_mode1_broadcast_bytes(rows, want):
+    # ceil(R/8)*256 for R < 256, 7680 (30 repeats of the 240-row loop) for R >= 256
+    assert bcast(run(kernel(mode1(rows)), "pto-tmp-strategy{target=a2a3}")) == [("scratch", want)]
+
+
+def test_mode1_user_tmp_big_enough_is_used():
+    # R = 16 needs 512 bytes; a 2x64xf32 tmp holds exactly 512
+    assert bcast(run(kernel(mode1(16, "2x64")), "pto-tmp-strategy{target=a2a3}")) == [("tmp", 512)]
+
+
+def test_mode1_tmp_is_unused_on_ascend950_and_mode2_needs_none():
+    assert bcast(run(kernel(mode1(16, "1x8")), "pto-tmp-strategy{target=ascend950}")) == [("none", None)]
+    b8 = "!pto.tile_buf<vec, 16x8xf32>"
+    body = alloc("%x", ROW64) + alloc("%b", b8) + rowexpand("trowexpandmax", ("%x", ROW64), ("%b", b8), ("%x", ROW64))
+    assert bcast(run(kernel(body), "pto-tmp-strategy{target=a2a3}")) == [("none", None)]
+
+
+@pytest.mark.parametrize("rows,tmp,need,have", [(16, "16x1", 512, 64), (9, "1x64", 512, 256),
+                                                (300, "16x64", 7680, 4096)])
+def test_mode1_tmp_too_small_is_located(rows, tmp, need, have):
+    text = kernel(mode1(rows, tmp))
+    line, col, msg = located(text, "pto-tmp-strategy{target=a2a3}")
+    assert (line, col) == pos(text, "pto.trowexpandmax")
+    assert f"the tmp tile holds {have} bytes" in msg and f"into {need} bytes" in msg
+    assert "ceil(R/8)*256 bytes for R < 256, 7680 bytes for R >= 256" in msg
+
+
+def test_row_reduce_tmp_insertion_and_placement():
+    wide, col = "!pto.tile_buf<vec, 16x256xf32>", COL16
+    body = (alloc("%x", wide) + alloc("%r", col) + "  %one = arith.constant 1.0 : f32\n"
+            + f"  pto.texpands ins(%one : f32) outs(%x : {wide})\n"
+            + f"  pto.trowmax ins(%x : {wide}) outs(%r : {col})\n" + f"  pto.tprint ins(%r : {col})\n")
+    m = run(kernel(body), "pto-tmp-strategy{target=a2a3},pto-plan-memory{target=a2a3}")
+    (red,) = [op for op in m.walk() if isinstance(op, pto.RowReduceOp)]
+    assert red.attributes["tmp_source"].data == "inserted"
+    tmp = red.ins[1]
+    assert tmp.type == pto.TileBufType(tmp.type.element_type, [16, 64])  # validRow x 256/sizeof(f32)
+    assert tmp.owner.next_op is red and tmp.owner.location == red.location
+    addrs = allocs(m)
+    # x (16 KiB) and the tmp (4 KiB) are live together at the op, then r (64 B)
+    assert addrs == {"x": 0, "r": 16384, "tmp": 16384 + 64}
+
+
+def test_row_reduce_tmp_errors():
+    wide = "!pto.tile_buf<vec, 16x256xf32>"
+    small = "!pto.tile_buf<vec, 16x32xf32>"
+    body = alloc("%x", wide) + alloc("%t", small) + alloc("%r", COL16) + \
+        f"  pto.trowsum ins(%x, %t : {wide}, {small}) outs(%r : {COL16})\n"
+    text = kernel(body)
+    line, col, msg = located(text, "pto-tmp-strategy{target=a2a3}")
+    assert (line, col) == pos(text, "pto.trowsum")
+    assert "validRow x 256/sizeof(T) = 16x64 elements" in msg
+    # ascend950 does not use the tmp
+    run(text, "pto-tmp-strategy{target=ascend950}")
+
+
+def test_tmp_strategy_unknown_target():
+    with pytest.raises(PtocError) as info:
+        run(kernel(mode1(8)), "pto-tmp-strategy{target=a9}")
+    assert "unknown target 'a9'" in str(info.value)
+
+
+# =====================================================================================
+# pto-insert-sync
+# =====================================================================================
+
+FULL = ("pto-select-expand-mode,pto-tmp-strategy{target=a2a3},pto-plan-memory{target=a2a3},"
+        "pto-insert-sync{target=a2a3}")
+SYNC_NAMES = ("pto.set_flag", "pto.wait_flag", "pto.barrier")
+
+
+def _args(op) -> tuple:
+    return tuple(a.body.data for a in op.args.data)
+
+
+def sync_trace(block) -> list:
+    """The block's ops as a list: tile ops by name, syncs as (name, args), loops/ifs nested."""
+    out = []
+    for op in block.ops:
+        if op.name in SYNC_NAMES or op.name in ("pto.record_event", "pto.wait_event"):
+            out.append((op.name.split(".")[1], *_args(op)))
+        elif isinstance(op, scf.ForOp):
+            out.append(("for", sync_trace(op.body.block)))
+        elif isinstance(op, scf.IfOp):
+            out.append(("if", *[sync_trace(r.block) for r in op.regions if r.blocks]))
+        elif isinstance(op, pto.TileOp):
+            out.append(op.name[4:])
+    return out
+
+
+def fn_trace(module) -> list:
+    (fn,) = [op for op in module.walk() if op.name == "func.func"]
+    return sync_trace(fn.body.block)
+
+
+def setf(src, dst, e=0):
+    return ("set_flag", f"PIPE_{src}", f"PIPE_{dst}", f"EVENT_ID{e}")
+
+
+def waitf(src, dst, e=0):
+    return ("wait_flag", f"PIPE_{src}", f"PIPE_{dst}", f"EVENT_ID{e}")
+
+
+def bar(p="V"):
+    return ("barrier", f"PIPE_{p}")
+
+
+SOFTMAX_L1 = """func.func @softmax(%x: !pto.tile<16x64xf32>) -> !pto.tile<16x64xf32> {
+  %m = pto.trowmax %x : !pto.tile<16x64xf32> -> !pto.tile<16x1xf32, blayout=col_major>
+  %s = pto.trowexpandsub %x, %m : !pto.tile<16x64xf32>, !pto.tile<16x1xf32, blayout=col_major> -> !pto.tile<16x64xf32>
+  %e = pto.texp %s : !pto.tile<16x64xf32> -> !pto.tile<16x64xf32>
+  %z = pto.trowsum %e : !pto.tile<16x64xf32> -> !pto.tile<16x1xf32, blayout=col_major>
+  %y = pto.trowexpanddiv %e, %z : !pto.tile<16x64xf32>, !pto.tile<16x1xf32, blayout=col_major> -> !pto.tile<16x64xf32>
+  return %y : !pto.tile<16x64xf32>
+}
+"""
+
+
+def test_softmax_chain_gets_exactly_the_syncs_its_hazards_need():
+    m = run(SOFTMAX_L1, FULL, l1=True)
+    # RAW x: MTE2 -> V before trowmax (trowexpandsub's read of x is then ordered); each V op
+    # reads its predecessor's result: a V barrier before each; RAW y: V -> MTE3 before tstore
+    assert fn_trace(m) == [
+        "tload", setf("MTE2", "V"), waitf("MTE2", "V"), "trowmax", bar(), "trowexpandsub", bar(), "texp", bar(),
+        "trowsum", bar(), "trowexpanddiv", setf("V", "MTE3"), waitf("V", "MTE3"), "tstore"]
+
+
+ACC = f"""func.func @acc(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c64, %c16], strides = [%c16, %c1] : {TV}
+  %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : {TV}
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {TV} -> {PV16}
+  %acc0 = pto.alloc_tile : {T16}
+  %t = pto.alloc_tile : {T16}
+  %n = pto.alloc_tile : {T16}
+  pto.texpands ins(%zero : f32) outs(%acc0 : {T16})
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %acc0) -> ({T16}) {{
+    %row = arith.muli %i, %c16 : index
+    %xp = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c16, %c16] : {TV} -> {PV16}
+    pto.tload ins(%xp : {PV16}) outs(%t : {T16})
+    pto.tadd ins(%acc, %t : {T16}, {T16}) outs(%n : {T16})
+    scf.yield %n : {T16}
+  }}
+  pto.tstore ins(%r : {T16}) outs(%yp : {PV16})
+  return
+}}
+"""
+
+
+def test_loop_accumulation_uses_the_ping_pong_pattern():
+    m = run(ACC, FULL)
+    assert allocs(m)["acc0"] == allocs(m)["n"]  # one buffer for the carried tile
+    assert fn_trace(m) == [
+        "texpands", setf("V", "MTE2"),
+        ("for", [waitf("V", "MTE2"), "tload", setf("MTE2", "V"), waitf("MTE2", "V"), "tadd", setf("V", "MTE2")]),
+        waitf("V", "MTE2"), setf("V", "MTE3"), waitf("V", "MTE3"), "tstore"]
+
+
+IF_IN_LOOP = f"""func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: i32) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0 : i32
+  %fzero = arith.constant 0.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c64, %c16], strides = [%c16, %c1] : {TV}
+  %yv = pto.make_tensor_view %y, shape = [%c64, %c16], strides = [%c16, %c1] : {TV}
+  %t = pto.alloc_tile : {T16}
+  %u = pto.alloc_tile : {T16}
+  pto.texpands ins(%fzero : f32) outs(%u : {T16})
+  %pos = arith.cmpi sgt, %n, %zero : i32
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %row = arith.muli %i, %c16 : index
+    %xp = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c16, %c16] : {TV} -> {PV16}
+    %yp = pto.partition_view %yv, offsets = [%row, %c0], sizes = [%c16, %c16] : {TV} -> {PV16}
+    scf.if %pos {{
+      pto.tload ins(%xp : {PV16}) outs(%t : {T16})
+      pto.texp ins(%t : {T16}) outs(%u : {T16})
+    }}
+    pto.tstore ins(%u : {T16}) outs(%yp : {PV16})
+  }}
+  return
+}}
+"""
+
+
+def test_carried_hazards_inside_an_if_in_a_loop_are_balanced():
+    m = run(IF_IN_LOOP, FULL)
+    assert fn_trace(m) == [
+        "texpands", setf("V", "MTE2"), setf("MTE3", "V"),
+        ("for", [waitf("MTE3", "V"),
+                 ("if", [waitf("V", "MTE2"), "tload", setf("MTE2", "V"), waitf("MTE2", "V"), "texp",
+                         setf("V", "MTE2")], []),
+                 setf("V", "MTE3"), waitf("V", "MTE3"), "tstore", setf("MTE3", "V")]),
+        waitf("V", "MTE2"), waitf("MTE3", "V")]
+
+
+def _flag_balance(trace, counts=None, path="") -> None:
+    """Every wait has a set before it on every path (the trace's nested loops/ifs)."""
+    counts = dict(counts or {})
+
+    def walk(items, c):
+        for it in items:
+            if isinstance(it, tuple) and it[0] == "set_flag":
+                c[it[1:]] = c.get(it[1:], 0) + 1
+            elif isinstance(it, tuple) and it[0] == "wait_flag":
+                assert c.get(it[1:], 0) > 0, f"unmatched {it}"
+                c[it[1:]] -= 1
+            elif isinstance(it, tuple) and it[0] == "for":
+                for _ in range(3):  # three trips
+                    c = walk(it[1], c)
+            elif isinstance(it, tuple) and it[0] == "if":
+                outs = [walk(b, dict(c)) for b in it[1:]] + ([dict(c)] if len(it) == 2 else [])
+                outs = [{k: v for k, v in o.items() if v} for o in outs]
+                assert all(o == outs[0] for o in outs), f"branches leave different flags: {outs}"
+                c = outs[0]
+        return c
+
+    final = walk(trace, counts)
+    assert all(v == 0 for v in final.values()), final
+
+
+@pytest.mark.parametrize("text", [ACC, IF_IN_LOOP], ids=["acc", "if-in-loop"])
+def test_inserted_flags_are_balanced_on_every_path(text):
+    _flag_balance(fn_trace(run(text, FULL)))
+
+
+def test_if_yield_orders_around_the_whole_if():
+    text = f"""func.func @pick(%a: !pto.ptr<f32>, %y: !pto.ptr<f32>, %c: i1) {{
+{prelude(ptrs=("a", "y"))}  %ta = pto.alloc_tile : {T16}
+  %s = pto.alloc_tile : {T16}
+  %d = pto.alloc_tile : {T16}
+  pto.tload ins(%ap : {PV16}) outs(%ta : {T16})
+  %r = scf.if %c -> ({T16}) {{
+    pto.tadd ins(%ta, %ta : {T16}, {T16}) outs(%s : {T16})
+    scf.yield %s : {T16}
+  }} else {{
+    pto.tmax ins(%ta, %ta : {T16}, {T16}) outs(%d : {T16})
+    scf.yield %d : {T16}
+  }}
+  pto.tstore ins(%r : {T16}) outs(%yp : {PV16})
+  return
+}}
+"""
+    m = run(text, FULL)
+    assert allocs(m)["s"] == allocs(m)["d"]
+    assert fn_trace(m) == ["tload", setf("MTE2", "V"), waitf("MTE2", "V"), ("if", ["tadd"], ["tmax"]),
+                           setf("V", "MTE3"), waitf("V", "MTE3"), "tstore"]
+
+
+def test_same_pipe_waw_on_mte2_and_mte3_and_scratch_needs_barriers():
+    body = (alloc("%a") + load("%a") + load("%a", "%outp") + store("%a") + store("%a"))
+    m = run(kernel(body), FULL)
+    # second tload overwrites a (WAW MTE2); both stores write the same GM partition (WAW MTE3)
+    assert fn_trace(m) == ["tload", bar("MTE2"), "tload", setf("MTE2", "MTE3"), waitf("MTE2", "MTE3"), "tstore",
+                           bar("MTE3"), "tstore"]
+
+
+def test_user_syncs_are_kept_and_not_doubled():
+    body = (alloc("%a") + alloc("%b") + load("%a")
+            + "  pto.set_flag [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID3>]\n"
+            + "  pto.wait_flag [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID3>]\n"
+            + "  " + binop("tadd", "%a", "%a", "%b").strip() + "\n"
+            + "  pto.barrier [#pto.pipe<PIPE_V>]\n" + binop("tmul", "%b", "%b", "%b") + store("%b"))
+    m = run(kernel(body), FULL)
+    assert fn_trace(m) == ["tload", setf("MTE2", "V", 3), waitf("MTE2", "V", 3), "tadd", bar(), "tmul",
+                           setf("V", "MTE3"), waitf("V", "MTE3"), "tstore"]
+
+
+def test_insert_sync_is_idempotent():
+    once = api.print_module(run(IF_IN_LOOP, FULL))
+    twice = api.print_module(run(IF_IN_LOOP, FULL + ",pto-insert-sync{target=a2a3}"))
+    assert once == twice
+
+
+def test_event_ids_avoid_user_ids_and_are_reused_when_free():
+    # three loads read later: three MTE2 -> V pairs outstanding at once; the user holds id 0
+    body = "".join(alloc(f"%l{i}") for i in range(3)) + "".join(alloc(f"%o{i}") for i in range(3))
+    body += ("  pto.set_flag [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID0>]\n"
+             "  pto.wait_flag [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID0>]\n")
+    body += "".join(load(f"%l{i}") for i in range(3))
+    body += "".join(f"  pto.texp ins(%l{i} : {T16}) outs(%o{i} : {T16})\n" for i in range(3))
+    body += "".join(f"  pto.tprint ins(%o{i} : {T16})\n" for i in range(3))
+    tr = fn_trace(run(kernel(body), FULL))
+    ids = [t[3] for t in tr if isinstance(t, tuple) and t[0] == "set_flag"]
+    assert ids == ["EVENT_ID0", "EVENT_ID1", "EVENT_ID2", "EVENT_ID3"]
+
+
+def test_more_than_eight_outstanding_events_is_located():
+    n = 9
+    body = "".join(alloc(f"%l{i}") for i in range(n)) + "".join(alloc(f"%o{i}") for i in range(n))
+    body += "".join(load(f"%l{i}") for i in range(n))
+    body += "".join(f"  pto.texp ins(%l{i} : {T16}) outs(%o{i} : {T16})\n" for i in range(n))
+    body += "".join(f"  pto.tprint ins(%o{i} : {T16})\n" for i in range(n))
+    text = kernel(body)
+    line, col, msg = located(text, FULL)
+    assert (line, col) == pos(text, "pto.texp ins(%l8")
+    assert "needs more than the 8 free event ids of PIPE_MTE2 -> PIPE_V" in msg
+
+
+USER_WAIT_ERRORS = [
+    ("no-set", "  pto.wait_flag [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID1>]\n",
+     "pto.wait_flag", "waits for PIPE_MTE2 -> PIPE_V EVENT_ID1, but no matching set"),
+    ("set-after", "  pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]\n"
+                  "  pto.record_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]\n",
+     "pto.wait_event", "waits for PIPE_MTE2 -> PIPE_V EVENT_ID0"),
+    ("set-in-one-branch", "  scf.if %c {\n"
+                          "    pto.set_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID2>]\n  }\n"
+                          "  pto.wait_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID2>]\n",
+     "pto.wait_flag", "PIPE_V -> PIPE_MTE3 EVENT_ID2"),
+    ("other-event", "  pto.set_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID2>]\n"
+                    "  pto.wait_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID4>]\n",
+     "pto.wait_flag", "EVENT_ID4"),
+    ("second-wait-in-loop", "  %c4 = arith.constant 4 : index\n"
+                            "  pto.set_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID2>]\n"
+                            "  scf.for %i = %c0 to %c4 step %c1 {\n"
+                            "    pto.wait_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID2>]\n  }\n",
+     "pto.wait_flag", "EVENT_ID2"),
+]
+
+
+@pytest.mark.parametrize("case", USER_WAIT_ERRORS, ids=[c[0] for c in USER_WAIT_ERRORS])
+def test_user_wait_without_set_is_located(case):
+    _, body, needle, fragment = case
+    text = kernel(body, extra_args=", %c: i1")
+    line, col, msg = located(text, "pto-insert-sync{target=a2a3}")
+    assert (line, col) == pos(text, needle), msg
+    assert fragment in msg, msg
+
+
+def test_user_ping_pong_in_a_loop_is_accepted():
+    body = ("  %c4 = arith.constant 4 : index\n"
+            "  pto.set_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE2>, #pto.event<EVENT_ID1>]\n"
+            "  scf.for %i = %c0 to %c4 step %c1 {\n"
+            "    pto.wait_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE2>, #pto.event<EVENT_ID1>]\n"
+            "    pto.set_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE2>, #pto.event<EVENT_ID1>]\n  }\n"
+            "  pto.wait_flag [#pto.pipe<PIPE_V>, #pto.pipe<PIPE_MTE2>, #pto.event<EVENT_ID1>]\n")
+    run(kernel(body), "pto-insert-sync{target=a2a3}")
+
+
+def test_insert_sync_rejects_l1_ops():
+    line, col, msg = located(SOFTMAX_L1, "pto-insert-sync{target=a2a3}")
+    assert (line, col) == pos(SOFTMAX_L1, "pto.trowmax") and "run pto-bufferize and pto-plan-memory" in msg
+
+
+# ---- the executor is the proof: no race, no deadlock, right results ------------------------
+
+H = pytest.importorskip("a2a3_harness")
+
+
+@pytest.mark.parametrize("text,given", [
+    (SOFTMAX_L1, {}), (ACC, {}), (IF_IN_LOOP, {"n": 3}), (IF_IN_LOOP, {"n": -3}),
+], ids=["softmax", "acc", "if-in-loop-taken", "if-in-loop-skipped"])
+def test_executor_finds_no_race_or_deadlock(text, given):
+    assert H.use_real_pipeline()
+    H.assert_pass(text, given=given)
