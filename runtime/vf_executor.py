@@ -348,7 +348,11 @@ class VfRunner:
             self.counts[op.name] = self.counts.get(op.name, 0) + 1
             h = _HANDLERS.get(type(op))
             if h is not None:
-                h(self, op, env)
+                px = getattr(op, "_vfx", None)
+                if px is None:
+                    px = _Decoded(op)
+                    op._vfx = px
+                h(self, px, env)
             elif op.name.startswith("arith."):
                 try:
                     vals = golden._eval_arith(op, env)
@@ -371,12 +375,14 @@ class VfRunner:
             raise _fault("invalid", op, f"hardware loop runs {trips} trips, more than {vf.HW_LOOP_MAX} (uint16)")
         vals = [env[v] for v in op.iter_args]
         body = op.body.blocks[0]
+        args = list(body.args)
         for i in range(lb, ub, step):
-            inner = dict(env)
-            inner[body.args[0]] = i
-            for a, v in zip(body.args[1:], vals):
-                inner[a] = v
-            vals = self.run_block(body, inner)
+            # SSA values are defined once: the body's values of one trip overwrite the previous
+            # trip's in the same environment (nothing outside the loop can name them)
+            env[args[0]] = i
+            for a, v in zip(args[1:], vals):
+                env[a] = v
+            vals = self.run_block(body, env)
         for r, v in zip(op.results, vals):
             env[r] = v
 
@@ -424,6 +430,19 @@ class VfRunner:
 
 
 # ---- handlers ----------------------------------------------------------------------------------
+
+class _Decoded:
+    """An op whose properties (operand views, options) are looked up once and then cached: the
+    handlers read them on every execution, and xDSL's accessors are slow."""
+
+    def __init__(self, op):
+        self.__dict__["_op"] = op
+
+    def __getattr__(self, key):
+        v = getattr(self.__dict__["_op"], key)
+        self.__dict__[key] = v
+        return v
+
 
 def _h_create_mask(r: VfRunner, op: vf.CreateMaskOp, env: dict) -> None:
     env[op.res[0]] = mask_of(op.pattern_name, op.res[0].type.nlanes)
