@@ -41,6 +41,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerA2A3Pass
 
+    def lower_vf():
+        from pto_compiler.passes.lower_vf import LowerVfPass
+
+        return LowerVfPass
+
     def insert_sync():
         from pto_compiler.passes.insert_sync import InsertSyncPass
 
@@ -48,4 +53,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
-            "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync}
+            "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
+            "pto-lower-vf": lower_vf}

@@ -30,7 +30,7 @@ EXIT_HAZARD = 4
 EXIT_INTERNAL = 70  # EX_SOFTWARE from sysexits.h
 
 EMIT_LEVELS = ("pto", "placed", "vf", "program")
-IMPLEMENTED_EMIT = ("pto", "placed", "program")
+IMPLEMENTED_EMIT = ("pto", "placed", "vf", "program")
 DEFAULT_EMIT = "program"
 
 # Canonical target names and their aliases, duplicated here (and checked against
@@ -321,17 +321,16 @@ def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) 
     emit = args.emit or DEFAULT_EMIT
     if emit == "pto":
         return api.print_module(module)
-    if emit == "placed":
-        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after="placed")
+    if emit in ("placed", "vf"):
+        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after=emit)
         return api.print_module(placed)
     if program is None:
         kernels = _kernels_to_emit(args, module)
         if len(kernels) > 1:
             # several functions and no entry: the program of each, in order
-            from pto_compiler.passes.lower_a2a3 import lower_to_program
-
-            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after="placed")
-            return "\n".join(lower_to_program(placed, target, name).to_text() for name in kernels)
+            level = "vf" if target.has_vf else "placed"
+            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after=level)
+            return "\n".join(pipeline.lower_placed(placed, target, name).to_text() for name in kernels)
         program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
     return program.to_text()
 
@@ -358,6 +357,8 @@ def _execute(args: argparse.Namespace, module, target) -> int:
     from pto_compiler.runtime import reference as golden
 
     values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry)
+    if target.has_vf and _uses_vf(module):
+        return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
     program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
     out: list[str] = []
@@ -391,6 +392,45 @@ def _execute(args: argparse.Namespace, module, target) -> int:
         for diag in ExecutionError(res.findings).diagnostics:
             sys.stderr.write(format_diagnostic(diag) + "\n")
         code = EXIT_HAZARD
+    return code
+
+
+def _uses_vf(module) -> bool:
+    from pto_compiler.runtime.vf_executor import uses_vf
+
+    return uses_vf(module)
+
+
+def _execute_vf_kernel(args: argparse.Namespace, module, target, values) -> int:
+    """``--run`` of a kernel written with ``vf`` ops (no tile-level golden model): run it with
+    ``run_vf_kernel``, summarise and save its outputs, compare nothing (exit 0; 4 on a race)."""
+    from pto_compiler.diagnostics import format_diagnostic
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime import vf_executor as vx
+    from pto_compiler.runtime.executor import ExecutionError
+
+    if args.stats or args.trace or (args.blocks or 1) > 1:
+        raise UsageError("--stats, --trace and --blocks are not available for kernels written in vf")
+    if args.emit is not None:
+        raise UsageError("--emit with --run is not available for kernels written in vf")
+    code = EXIT_OK
+    try:
+        res = vx.run_vf_kernel_result(module, values, target, entry=args.entry)
+        findings = []
+    except ExecutionError as e:
+        if e.result is None:
+            raise
+        res, findings = e.result, e.findings
+        code = EXIT_HAZARD
+    out = [line + "\n" for line in golden.describe_outputs(res.outputs)]
+    out.append("nothing compared: a kernel written in vf has no tile-level golden model "
+               "(outputs above were computed by the VF executor)\n")
+    if args.save_outputs:
+        golden.save_outputs(res.outputs, args.save_outputs)
+    _write_output(args.output, "".join(out))
+    if findings:
+        for diag in ExecutionError(findings).diagnostics:
+            sys.stderr.write(format_diagnostic(diag) + "\n")
     return code
 
 

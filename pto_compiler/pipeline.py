@@ -5,6 +5,10 @@ a2a3 (DESIGN.md §2, §5)::
     verify -> pto-bufferize (L1 functions only) -> pto-select-expand-mode -> pto-tmp-strategy
            -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 (program emission)
 
+ascend950: the same passes (plan memory at 256 KiB, no broadcast scratch), then ``pto-lower-vf``
+(one ``vf.func`` + ``vf.call`` per vector tile op; ``stop_after="vf"`` returns that module, what
+``ptoc --emit vf`` prints) and the program emission of passes/lower_vf.py (``vf_call`` on V).
+
 :func:`compile_module` returns the module at a level (``"pto"``: verified, unchanged;
 ``"placed"``: after pto-plan-memory and pto-insert-sync, what ``ptoc --emit placed`` prints) or,
 by default, the a2a3 :class:`~pto_compiler.runtime.program.Program`.  The input module is never
@@ -28,7 +32,7 @@ import numpy as np
 from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.targets import A2A3, Target
 
-LEVELS = ("pto", "placed", "program")
+LEVELS = ("pto", "placed", "vf", "program")
 
 PIPELINES = {
     "a2a3": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),
@@ -80,9 +84,9 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
 
     if stop_after not in (None, *LEVELS):
         raise ValueError(f"unknown level '{stop_after}' (expected one of {', '.join(LEVELS)})")
-    if stop_after in (None, "program") and not target.mode1_needs_broadcast_buffer:
-        raise _usage(f"program emission for {target.name} (the vf backend) is not implemented yet; "
-                     "use --target a2a3, or --emit placed")
+    if stop_after == "vf" and not target.has_vf:
+        raise _usage(f"the vf level exists only on ascend950 (--emit vf needs --target ascend950, "
+                     f"not {target.name})")
     module = module.clone()
     api.verify(module, target)
     if stop_after == "pto":
@@ -94,6 +98,19 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         _make_pass(name, target, manual).apply(ctx, module)
     if stop_after == "placed":
         return module
+    if target.has_vf:
+        _make_pass("pto-lower-vf", target, manual).apply(ctx, module)
+        if stop_after == "vf":
+            return module
+    return lower_placed(module, target, entry, scalars=scalars)
+
+
+def lower_placed(module, target: Target, entry: str | None = None, scalars: dict | None = None):
+    """The program of a placed module (a2a3) or of a module after pto-lower-vf (ascend950)."""
+    if target.has_vf:
+        from pto_compiler.passes.lower_vf import lower_to_program
+
+        return lower_to_program(module, target, entry, scalars=scalars)
     from pto_compiler.passes.lower_a2a3 import lower_to_program
 
     return lower_to_program(module, target, entry, scalars=scalars)
