@@ -136,6 +136,8 @@ class _B:
         self.prelude: list[Operation] = []
         self._const: dict = {}
         self._masks: dict = {}
+        self._arith: dict = {}
+        self.scopes: list[Block] = [self.cur]
         self.loc = loc
 
     # ---- ops ------------------------------------------------------------------------------
@@ -162,6 +164,17 @@ class _B:
     def ssa(self, v) -> SSAValue:
         return self.c(v) if isinstance(v, int) else v
 
+    def _memo(self, kind, a, b, make):
+        """Index arithmetic computed once: reuse a value made in this block or an enclosing one."""
+        key = (kind, a if isinstance(a, int) else id(a), b if isinstance(b, int) else id(b))
+        blocks = {id(blk) for blk in self.scopes}
+        for where, v in self._arith.get(key, ()):
+            if where in blocks:
+                return v
+        v = self.op(make(self.ssa(a), self.ssa(b)))
+        self._arith.setdefault(key, []).append((id(self.cur), v))
+        return v
+
     def add(self, a, b):
         if isinstance(a, int) and isinstance(b, int):
             return a + b
@@ -169,7 +182,9 @@ class _B:
             return b
         if isinstance(b, int) and b == 0:
             return a
-        return self.op(arith.AddiOp(self.ssa(a), self.ssa(b)))
+        if isinstance(a, int):
+            a, b = b, a
+        return self._memo("add", a, b, arith.AddiOp)
 
     def mul(self, a, b):
         if isinstance(a, int) and isinstance(b, int):
@@ -180,7 +195,9 @@ class _B:
             return b
         if isinstance(b, int) and b == 1:
             return a
-        return self.op(arith.MuliOp(self.ssa(a), self.ssa(b)))
+        if isinstance(a, int):
+            a, b = b, a
+        return self._memo("mul", a, b, arith.MuliOp)
 
     def ceildiv(self, a, k: int):
         if isinstance(a, int):
@@ -206,8 +223,10 @@ class _B:
                 raise _Unsupported(f"a hardware loop of {n} trips exceeds {vf.HW_LOOP_MAX} (uint16)")
         blk = Block(arg_types=[INDEX] + [v.type for v in carried])
         saved, self.cur = self.cur, blk
+        self.scopes.append(blk)
         out = list(body(blk.args[0], *blk.args[1:]) or [])
         blk.add_op(scf.YieldOp(*out))
+        self.scopes.pop()
         self.cur = saved
         f = scf.ForOp(self.c(0), self.ssa(n), self.c(1), carried, Region(blk))
         self.cur.add_op(f)
@@ -403,6 +422,8 @@ class _OpLowering:
 
         def line(i):
             ctx = row_pre(i) if row_pre else None
+            for t in ts:
+                b.mul(i, t.stride)  # each operand's line offset, once per line
             b.chunks(llen, lanes, elt, lambda k, m: chunk(i, k, m, ctx))
             return []
 
