@@ -1,0 +1,246 @@
+"""pto-lower-vf and the ascend950 program: the new vf ops' semantics (expected values written by
+hand from vector_isa.md §2.4-2.6), the program text form with its .vf sections, hazards through
+vf_call, located errors, dynamic valid shapes, the examples on ascend950, ptoc's CLI."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from pto_compiler import api, cli, pipeline
+from pto_compiler.diagnostics import PtocError
+from pto_compiler.dialects import vf
+from pto_compiler.passes import lower_vf
+from pto_compiler.runtime import reference as golden
+from pto_compiler.runtime import vf_executor as vx
+from pto_compiler.runtime.executor import ExecutionError, execute
+from pto_compiler.runtime.program import parse_program
+from pto_compiler.targets import ASCEND950
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.pto"))
+VF_EXAMPLES = {"reduce_min_f32.pto", "reduce_min_i64.pto"}
+
+
+# ---- register semantics of the ops pto-lower-vf added ------------------------------------------
+
+def test_pair_reduce_sum_adds_neighbours_inactive_lanes_are_zero():
+    x = np.arange(1, 65, dtype=np.float32)            # 1, 2, ..., 64
+    act = np.arange(64) < 7                            # 7 active lanes: the last pair is x[6] + 0
+    r = vx.lanes(vx.pair_reduce_sum(vx.to_reg(x), act, np.float32), np.float32)
+    assert list(r[:4]) == [1 + 2, 3 + 4, 5 + 6, 7 + 0]
+    assert (r[4:] == 0).all()                          # pairs with no active lane, and the upper half
+    neg0 = np.full(64, -0.0, np.float32)
+    r = vx.lanes(vx.pair_reduce_sum(vx.to_reg(neg0), np.arange(64) < 1, np.float32), np.float32)
+    assert not np.signbit(r[0])                        # -0 + (+0) = +0, as the golden model's src + 0
+
+
+def test_cvt_widening_takes_even_or_odd_lanes():
+    x = np.arange(128, dtype=np.float16)
+    act = np.ones(64, bool)
+    even = vx.lanes(vx.convert(vx.to_reg(x), act, np.float16, np.float32, "RINT", "EVEN"), np.float32)
+    odd = vx.lanes(vx.convert(vx.to_reg(x), act, np.float16, np.float32, "RINT", "ODD"), np.float32)
+    assert list(even[:3]) == [0.0, 2.0, 4.0] and list(odd[:3]) == [1.0, 3.0, 5.0]
+
+
+def test_cvt_narrowing_writes_even_lanes_and_rounds():
+    x = np.array([1.5, 2.5, -1.5, 70000.0] + [0.0] * 60, dtype=np.float32)
+    act = np.arange(64) < 4
+    r = vx.lanes(vx.convert(vx.to_reg(x), act, np.float32, np.int16, "RINT", "EVEN"), np.int16)
+    assert list(r[:8]) == [2, 0, 2, 0, -2, 0, 32767, 0]  # nearest-even, saturating float -> int
+    t = vx.lanes(vx.convert(vx.to_reg(x), act, np.float32, np.int16, "TRUNC", "ODD"), np.int16)
+    assert list(t[:8]) == [0, 1, 0, 2, 0, -1, 0, 32767]
+
+
+def _fn(text: str) -> vf.VfFuncOp:
+    m = api.parse_printed(text)
+    m.verify()
+    return next(o for o in m.walk() if isinstance(o, vf.VfFuncOp))
+
+
+def test_unpk_load_and_pk_store_round_trip_through_f32():
+    fn = _fn("""
+vf.func @k(%a: !pto.tile_buf<vec, 1x128xf16>, %b: !pto.tile_buf<vec, 1x128xf16>) {
+  %m = vf.create_mask ALL : !vf.mask<b32>
+  %x = vf.load_align %a[64], dist = UNPK_B16 : !pto.tile_buf<vec, 1x128xf16>
+  %w = vf.cvt %x, %m : !vf.reg<128xf16> -> !vf.reg<64xf32>
+  %d = vf.adds %w, %s, %m : !vf.reg<64xf32>, f32
+  %n = vf.cvt %d, %m : !vf.reg<64xf32> -> !vf.reg<128xf16>
+  vf.store_align %b[0], %n, %m, dist = PK_B32 : !pto.tile_buf<vec, 1x128xf16>
+}""".replace("%s, %m : !vf.reg<64xf32>, f32", "%c, %m : !vf.reg<64xf32>, f32").replace(
+        "%m = vf.create_mask ALL : !vf.mask<b32>",
+        "%m = vf.create_mask ALL : !vf.mask<b32>\n  %c = arith.constant 0.5 : f32"))
+    a = np.arange(128, dtype=np.float16).reshape(1, 128)
+    out = vx.execute_vf(fn, {"a": a, "b": np.full((1, 128), 7, np.float16)})["b"]
+    assert list(out[0, :64]) == [float(v) + 0.5 for v in range(64, 128)]  # elements 64..127, packed
+    assert (out[0, 64:] == 7).all()                                        # PK writes 64 halves only
+
+
+def test_cvt_verifier_rules():
+    with pytest.raises(Exception, match="ratio 1 or 2"):
+        _fn("""
+vf.func @k(%a: !pto.tile_buf<vec, 1x256xi8>) {
+  %m = vf.create_mask ALL : !vf.mask<b32>
+  %x = vf.load_align %a[0] : !pto.tile_buf<vec, 1x256xi8>
+  %w = vf.cvt %x, %m : !vf.reg<256xi8> -> !vf.reg<64xf32>
+}""")
+    with pytest.raises(Exception, match="PK_B32"):
+        _fn("""
+vf.func @k(%a: !pto.tile_buf<vec, 1x128xf16>) {
+  %m = vf.create_mask ALL : !vf.mask<b16>
+  %x = vf.load_align %a[0] : !pto.tile_buf<vec, 1x128xf16>
+  vf.store_align %a[0], %x, %m, dist = PK_B16 : !pto.tile_buf<vec, 1x128xf16>
+}""")
+
+
+# ---- the program ----------------------------------------------------------------------------------
+
+def _compile(text: str, filename: str = "k.pto"):
+    m = api.parse(text, filename)
+    return m, pipeline.compile_module(m, ASCEND950)
+
+
+def _run(m, prog, seed=0, given=None):
+    values = golden.make_inputs(m, seed, None, given or {})
+    want = golden.evaluate(m, values)
+    res = pipeline.run_program(prog, pipeline.gm_inputs(values), pipeline.kernel_scalars(m, values), stats=False)
+    return pipeline.compare_outputs(res.outputs, want, lower_vf.float_sum_outputs(m)), res, values
+
+
+def test_program_text_round_trips_with_vf_sections():
+    m, prog = _compile((ROOT / "examples" / "softmax.pto").read_text())
+    text = prog.to_text()
+    assert ".vf @softmax_trowmax_0" in text and "vf_call callee=@softmax_trowmax_0 args=" in text
+    again = parse_program(text)
+    assert again.to_text() == text
+    values = golden.make_inputs(m, 1, None, {})
+    a = execute(prog, pipeline.gm_inputs(values)).outputs["y"]
+    b = execute(again, pipeline.gm_inputs(values)).outputs["y"]
+    assert a.tobytes() == b.tobytes()
+
+
+def test_vf_calls_carry_the_tile_op_origin():
+    _, prog = _compile((ROOT / "examples" / "softmax.pto").read_text(), "softmax.pto")
+    calls = [i for i in prog.instructions() if i.opcode == "vf_call"]
+    assert [c.origin.op for c in calls] == ["pto.trowmax", "pto.trowexpandsub", "pto.texp", "pto.trowsum",
+                                            "pto.trowexpanddiv"]
+    assert all(c.origin.file == "softmax.pto" for c in calls)
+
+
+def test_a_missing_flag_is_a_race_at_the_vf_call():
+    m, prog = _compile((ROOT / "examples" / "vadd.pto").read_text(), "vadd.pto")
+    # drop the MTE2 -> V flag pair: the VF reads what the loads wrote, unordered
+    prog.body = [n for n in prog.body if not (getattr(n, "opcode", "") in ("set_flag", "wait_flag")
+                                               and n.args["dst_pipe"] == "V")]
+    values = golden.make_inputs(m, 0, None, {})
+    with pytest.raises(ExecutionError) as e:
+        execute(prog, pipeline.gm_inputs(values))
+    races = [f for f in e.value.findings if f.kind == "race"]
+    assert races and "vf_call" in races[0].message and races[0].origin.op == "pto.tadd"
+
+
+def test_vf_launches_need_no_barrier_between_them():
+    _, prog = _compile((ROOT / "examples" / "softmax.pto").read_text())
+    assert not any(i.opcode == "pipe_barrier" for i in prog.instructions())
+
+
+def test_dynamic_valid_shapes_are_vf_parameters():
+    text = """
+func.func @dyn(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %xv = pto.make_tensor_view %x, shape = [%c8, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %yv = pto.make_tensor_view %y, shape = [%c8, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%n, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x64xf32>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%n, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x64xf32>
+  %t = pto.alloc_tile valid_row = %n : !pto.tile_buf<vec, 8x64xf32, valid=?x64>
+  pto.tload ins(%xp : !pto.partition_tensor_view<?x64xf32>) outs(%t : !pto.tile_buf<vec, 8x64xf32, valid=?x64>)
+  pto.texp ins(%t : !pto.tile_buf<vec, 8x64xf32, valid=?x64>) outs(%t : !pto.tile_buf<vec, 8x64xf32, valid=?x64>)
+  pto.tstore ins(%t : !pto.tile_buf<vec, 8x64xf32, valid=?x64>) outs(%yp : !pto.partition_tensor_view<?x64xf32>)
+  return
+}
+"""
+    m = api.parse(text, "dyn.pto")
+    vfm = pipeline.compile_module(m, ASCEND950, stop_after="vf")
+    fn = next(o for o in vfm.walk() if isinstance(o, vf.VfFuncOp))
+    assert len(fn.args) == 2 and str(fn.args[1].type) == "index"  # the valid rows: a PB parameter
+    prog = pipeline.compile_module(m, ASCEND950, scalars={"n": 5})
+    cmp, res, _ = _run(m, prog, given={"n": 5})
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+def test_an_op_without_an_ascend950_lowering_is_a_located_error():
+    text = """func.func @k(%a: !pto.tile<8x64xi8>) -> !pto.tile<8x64xf32> {
+  %d = pto.tcvt %a {rmode = #pto<round_mode CAST_RINT>} : !pto.tile<8x64xi8> -> !pto.tile<8x64xf32>
+  return %d : !pto.tile<8x64xf32>
+}
+"""
+    m = api.parse(text, "cvt4.pto")
+    with pytest.raises(PtocError) as e:
+        pipeline.compile_module(m, ASCEND950)
+    d = e.value.diagnostics[0]
+    assert "has no ascend950 lowering" in d.message and "ratio other than 1 or 2" in d.message
+    assert (d.filename, d.line, d.column) == ("cvt4.pto", 2, 8)
+
+
+def test_ptoc_opt_runs_pto_lower_vf():
+    m = api.parse((ROOT / "examples" / "vadd.pto").read_text(), "vadd.pto")
+    placed = pipeline.compile_module(m, ASCEND950, stop_after="placed")
+    from pto_compiler.passes import get_all_passes
+
+    get_all_passes()["pto-lower-vf"]()().apply(api.context(), placed)
+    placed.verify()
+    names = [o.name for o in placed.walk()]
+    assert "vf.call" in names and "pto.tadd" not in names
+    again = api.parse_printed(api.print_module(placed))
+    assert again.is_structurally_equivalent(placed)
+
+
+# ---- examples and the CLI ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [n for n in EXAMPLES if n not in VF_EXAMPLES])
+def test_every_tile_level_example_passes_on_ascend950(name, capsys):
+    assert cli.main([str(ROOT / "examples" / name), "--target", "ascend950", "--run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out and all(line.startswith("PASS ") for line in out), out
+
+
+@pytest.mark.parametrize("name", sorted(VF_EXAMPLES))
+def test_vf_kernels_run_and_compare_nothing(name, tmp_path, capsys):
+    code = cli.main([str(ROOT / "examples" / name), "--target", "ascend950", "--run",
+                     "--save-outputs", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "nothing compared" in out
+    assert (tmp_path / "out.npy").exists()
+
+
+def test_emit_vf_and_program(capsys):
+    assert cli.main([str(ROOT / "examples" / "softmax.pto"), "--target", "ascend950", "--emit", "vf"]) == 0
+    vf_text = capsys.readouterr().out
+    assert vf_text.count("vf.func @softmax_") == 5 and "pto.trowmax" not in vf_text.replace('"pto.trowmax"', "")
+    assert cli.main([str(ROOT / "examples" / "softmax.pto"), "--target", "ascend950"]) == 0
+    prog = capsys.readouterr().out
+    assert prog.startswith(".kernel @softmax target=ascend950") and prog.count("vf_call") == 5
+
+
+def test_mismatch_exits_3_on_ascend950(monkeypatch, capsys):
+    real = vx.pair_reduce_sum
+
+    def broken(src, act, dtype):  # a wrong vcpadd: the result shifted by one lane
+        r = real(src, act, dtype)
+        return np.roll(r, np.dtype(dtype).itemsize)
+    monkeypatch.setattr(vx, "pair_reduce_sum", broken)
+    text = "func.func @k(%a: !pto.tile<4x64xf32>) -> !pto.tile<4x64xf32> {\n" \
+           "  %d = pto.tpairreducesum %a : !pto.tile<4x64xf32> -> !pto.tile<4x64xf32>\n" \
+           "  return %d : !pto.tile<4x64xf32>\n}\n"
+    p = ROOT / "tests" / "_tmp_pair.pto"
+    try:
+        p.write_text(text)
+        assert cli.main([str(p), "--target", "ascend950", "--run"]) == 3
+    finally:
+        p.unlink()
+    assert capsys.readouterr().out.startswith("FAIL result0")
