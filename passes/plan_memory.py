@@ -33,7 +33,8 @@ buffer under two names (manual code, e.g. PyPTO's level-3 output, writes a resha
 loop-carried value that way; the CPU simulator aliases them too, pto_isa.md §4.8); a partial
 overlap with a tile live at the same time is an error.  Each address is copied into the alloc's ``ub_addr`` and the
 ``pto.tassign`` op is **erased** (uses of a result ``%t1`` become uses of ``%t``), so that
-``ub_addr`` is the single source of truth for the lowering.
+``ub_addr`` is the single source of truth for the lowering.  An alloc that already carries
+``ub_addr`` (written by hand, or by an earlier run: the pass is idempotent) is fixed there too.
 
 **The a2a3 scratch.**  An op with ``bcast_source = "scratch"`` (pto-tmp-strategy) writes the
 8 KiB ``TMP_UB_OFFSET`` buffer ``[184 KiB, 192 KiB)``: no tile live across such an op (or used
@@ -171,6 +172,9 @@ class _Planner:
                     v = self._new_var(op.result, "alloc", op)
                     if op.addr is not None:
                         self.vars[v].fixed.append((self._address(op, op.addr, "the 'addr' operand"), op))
+                    placed = op.attributes.get(UB_ADDR)
+                    if isinstance(placed, IntegerAttr):  # an earlier run's (or the user's) placement
+                        self.vars[v].fixed.append((placed.value.data, op))
             elif isinstance(op, pto.TAssignOp):
                 tile = op.tile[0]
                 if not is_vec_buf(tile):
