@@ -68,7 +68,6 @@ from pto_compiler.dialects import pto
 from pto_compiler.passes.tile_access import (
     PIPE_MTE2,
     PIPE_MTE3,
-    PIPE_S,
     PIPE_V,
     PIPES,
     constant_int,

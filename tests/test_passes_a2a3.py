@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.passes import PassPipeline
 
 from pto_compiler import api
@@ -1001,3 +1000,30 @@ def test_random_kernels_run_race_free_and_right(block):
             assert not findings, (seed, n, [str(f) for f in findings][:2], text)
             assert all(c.ok for c in cmp), (seed, n, [c.line() for c in cmp if not c.ok], text)
     assert rejected < 25
+
+
+def test_loop_dependent_tassign_address_is_located():
+    # PTOAS test/basic/tassign_level3_loop_rebind.pto: the address alternates per trip
+    body = ("  %a0 = arith.constant 0 : i64\n  %a1 = arith.constant 32768 : i64\n  %c2 = arith.constant 2 : index\n"
+            + alloc("%t", addr="%a0")
+            + "  scf.for %i = %c0 to %c2 step %c1 {\n"
+            + "    %first = arith.cmpi eq, %i, %c0 : index\n"
+            + "    %addr = scf.if %first -> (i64) {\n      scf.yield %a0 : i64\n    } else {\n"
+            + "      scf.yield %a1 : i64\n    }\n"
+            + f"    %ti = pto.tassign %t, %addr : {T16} -> {T16}\n"
+            + f"    pto.tprint ins(%ti : {T16})\n  }}\n")
+    text = kernel(body)
+    line, col, msg = located(text, PM)
+    assert (line, col) == pos(text, "%ti = pto.tassign")
+    assert "loop-dependent UB address is not supported by pto-plan-memory yet" in msg
+
+
+def test_mode1_dynamic_rows_use_the_bound_over_the_tile_rows():
+    def k(rows):
+        x = f"!pto.tile_buf<vec, {rows}x32xf32, valid=?x32>"
+        s = f"!pto.tile_buf<vec, {rows}x1xf32, valid=?x1, blayout=col_major>"
+        return kernel(f"  %x = pto.alloc_tile valid_row = %r : {x}\n  %s = pto.alloc_tile valid_row = %r : {s}\n"
+                      + rowexpand("trowexpandmax", ("%x", x), ("%s", s), ("%x", x)), extra_args=", %r: index")
+    # R <= 16: at most ceil(16/8)*256; R <= 300: R = 249..255 needs 32 repeats = 8192 bytes
+    assert bcast(run(k(16), "pto-tmp-strategy{target=a2a3}")) == [("scratch", 512)]
+    assert bcast(run(k(300), "pto-tmp-strategy{target=a2a3}")) == [("scratch", 8192)]
