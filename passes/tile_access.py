@@ -71,7 +71,7 @@ def pipe_of(op: Operation) -> str | None:
         return PIPE_MTE2
     if isinstance(op, pto.TStoreOp):
         return PIPE_MTE3
-    if isinstance(op, pto.TileOp):
+    if isinstance(op, pto.TileOp) or op.name == "vf.call":
         return PIPE_V
     if isinstance(op, pto.GenericPtoOp) and (op.name in _SCALAR_READ | _SCALAR_WRITE or any(
             is_tile_buf(v) for v in op.operands)):
@@ -98,11 +98,16 @@ def tile_reads(op: Operation) -> list[SSAValue]:
         if op.name in _SCALAR_WRITE:
             return []
         return [v for v in op.operands if is_tile_buf(v)]
+    if op.name == "vf.call":  # a VF launch (V pipe) may read every tile it is given
+        return [v for v in op.operands if is_tile_buf(v)]
     return []
 
 
 def tile_writes(op: Operation) -> list[SSAValue]:
-    """Tile buffers the op writes: its ``outs`` tiles and its tmp operands."""
+    """Tile buffers the op writes: its ``outs`` tiles and its tmp operands (a ``vf.call``: every
+    tile it is given)."""
+    if op.name == "vf.call":
+        return [v for v in op.operands if is_tile_buf(v)]
     if isinstance(op, pto.TileOp):
         return [v for v in op.outs if is_tile_buf(v)] + tmp_operands(op)
     if isinstance(op, pto.GenericPtoOp):

@@ -244,3 +244,19 @@ def test_mismatch_exits_3_on_ascend950(monkeypatch, capsys):
     finally:
         p.unlink()
     assert capsys.readouterr().out.startswith("FAIL result0")
+
+
+@pytest.mark.parametrize("name", sorted(VF_EXAMPLES))
+def test_vf_kernels_compile_to_a_synchronised_program(name):
+    """A kernel written in vf goes through the same pipeline: pto-insert-sync sees vf.call as a V-pipe
+    op on its tiles, so the program has its MTE2->V and V->MTE3 flags, runs race-free and computes
+    what run_vf_kernel computes."""
+    m = api.parse((ROOT / "examples" / name).read_text(), name)
+    prog = pipeline.compile_module(m, ASCEND950)
+    flags = [(i.opcode, i.args["src_pipe"], i.args["dst_pipe"]) for i in prog.instructions()
+             if i.opcode in ("set_flag", "wait_flag")]
+    assert ("set_flag", "MTE2", "V") in flags and ("set_flag", "V", "MTE3") in flags
+    values = golden.make_inputs(m, 0, None, {})
+    got = execute(prog, pipeline.gm_inputs(values)).outputs["out"]
+    want = vx.run_vf_kernel(m, values)["out"]
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
