@@ -96,7 +96,14 @@ st_ub                                     S     addr src: scalar write of one el
 smov                                      S     dst src   (an expression)
 sadd ssub smul sdiv smax smin             S     dst src0 src1: scalar arithmetic in the element type
 get_block_idx get_block_num               S     dst
+vf_call                                   V     callee(@name) args(comma list: tile UB addresses, scalars)
 ========================================  ====  ===================================================
+
+ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n``
+runs ``vf.func @k_texp_2`` (dialects/vf.py) with those arguments on the UB.  The program
+carries the functions it launches (``Program.vf_funcs``); the text form prints each after the
+header as a ``.vf @name`` line followed by the function's printed MLIR, indented by two
+spaces (read back with xDSL's parser).
 
 All vector operands are UB byte addresses; vector and copy operand starts must be 32-byte aligned,
 except the destination of the whole-repeat and per-block reductions (vcadd/vcmax/vcmin,
