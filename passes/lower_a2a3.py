@@ -1772,10 +1772,14 @@ def _plain(v) -> bool:
     return isinstance(v, GmAddr) and isinstance(v.offset, int)
 
 
-def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds: dict | None = None) -> Program:
+def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds: dict | None = None,
+                      barrier_pass: type | None = None, ub_bytes: int | None = None) -> Program:
     """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place).
-    ``trip_bounds`` maps ``id(loop)`` to the most trips a loop with a run-time bound runs."""
-    bp = _BarrierPass(A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024, scalars or {}, trip_bounds)
+    ``trip_bounds`` maps ``id(loop)`` to the most trips a loop with a run-time bound runs;
+    ``barrier_pass`` lets a backend refine the analysis (pto-lower-vf's VF launches)."""
+    if ub_bytes is None:
+        ub_bytes = A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024
+    bp = (barrier_pass or _BarrierPass)(ub_bytes, scalars or {}, trip_bounds)
     bp.run(program.body)
 
     def rebuild(body):

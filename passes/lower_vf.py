@@ -1007,27 +1007,8 @@ class _VfBarrierPass(A._BarrierPass):
 
 
 def _complete_barriers(program: Program, trip_bounds: dict) -> Program:
-    bp = _VfBarrierPass(program_ub_bytes(program), {}, trip_bounds)
-    bp.run(program.body)
-
-    def rebuild(body):
-        out = []
-        for n in body:
-            if isinstance(n, Loop):
-                n.body = rebuild(n.body)
-            elif isinstance(n, If):
-                n.then_body = rebuild(n.then_body)
-                n.else_body = rebuild(n.else_body)
-            elif isinstance(n, Instr):
-                if n.opcode == "pipe_barrier" and id(n) not in bp.barrier_used:
-                    continue
-                if id(n) in bp.need_before:
-                    out.append(Instr.make("pipe_barrier", pipe=n.pipe, origin=n.origin))
-            out.append(n)
-        return out
-
-    program.body = rebuild(program.body)
-    return program
+    return A.complete_barriers(program, {}, trip_bounds, barrier_pass=_VfBarrierPass,
+                               ub_bytes=program_ub_bytes(program))
 
 
 def program_ub_bytes(program: Program) -> int:
