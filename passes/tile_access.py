@@ -228,6 +228,3 @@ def ub_range(value: SSAValue) -> tuple[int, int] | None:
     start = a.value.data
     return (start, start + value.type.nbytes)
 
-
-def value_name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "a tile"

@@ -40,7 +40,8 @@ def print_module(module) -> str:
 
 
 def context():
-    """An xDSL Context with every dialect ptoc prints (builtin, func, arith, scf, memref, pto, vf)."""
+    """An xDSL Context with every dialect ptoc prints (builtin, func, arith, scf, memref, pto, vf,
+    a2a3)."""
     from xdsl.context import Context
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
@@ -48,10 +49,11 @@ def context():
     from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
 
+    from pto_compiler.dialects.a2a3 import A2A3
     from pto_compiler.dialects.pto import PTO
 
     ctx = Context()
-    for dialect in (Builtin, Func, Arith, Scf, MemRef, PTO):
+    for dialect in (Builtin, Func, Arith, Scf, MemRef, PTO, A2A3):
         ctx.load_dialect(dialect)
     try:
         from pto_compiler.dialects.vf import VF

@@ -724,14 +724,6 @@ def _memref_alloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     return [b.located(memref.AllocOp(dyn, [], t), stmt.pos)]
 
 
-def _generic_named(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
-    name = stmt.opname if "." in stmt.opname else "pto." + stmt.opname
-    cls = pto.GENERIC_OPS.get(name)
-    if cls is None:
-        raise b.err(f"unknown operation '{name}'", stmt.pos)
-    return [b.generic_op(cls, stmt, scope)]
-
-
 SPECIAL = {
     "arith.constant": _constant,
     "func.func": _func, "func": _func,

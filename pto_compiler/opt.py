@@ -5,8 +5,8 @@
 
 An ``xDSLOptMain`` subclass (reference/xdsl_guide.md §4.2). On top of ``xdsl-opt``:
 
-* dialects ``pto`` (``pto_compiler.dialects.pto.PTO``) and ``vf``
-  (``pto_compiler.dialects.vf.VF``) are registered lazily, each only if its module exists;
+* dialects ``pto`` (``pto_compiler.dialects.pto.PTO``), ``vf``
+  (``pto_compiler.dialects.vf.VF``) and ``a2a3`` (``pto_compiler.dialects.a2a3.A2A3``) are registered lazily, each only if its module exists;
 * passes come from ``pto_compiler.passes.get_all_passes()`` (name -> zero-argument factory
   returning the pass class), if that function exists;
 * ``--target T`` (a ptoc target or alias: a2a3, ascend950, a5, ...) is handed to every pass
@@ -39,6 +39,7 @@ PROG = "ptoc-opt"
 _DIALECTS = (
     ("pto", "pto_compiler.dialects.pto", "PTO"),
     ("vf", "pto_compiler.dialects.vf", "VF"),
+    ("a2a3", "pto_compiler.dialects.a2a3", "A2A3"),
 )
 
 

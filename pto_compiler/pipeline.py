@@ -147,11 +147,10 @@ def _fmt(x) -> str:
     return str(x)
 
 
-FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
-
-
 def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
     """One :class:`Comparison` per golden output (see the module doc for the rule)."""
+    from pto_compiler.runtime import reference as golden
+
     out = []
     for name, w in want.items():
         w = np.asarray(w)
@@ -175,7 +174,7 @@ def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset
         if np.isnan(diff).any() or np.isinf(diff).any():
             max_err = math.inf
         if is_float and name in tolerant:
-            rtol = FLOAT_SUM_RTOL.get(w.dtype.name, 1e-3)
+            rtol = golden.FLOAT_SUM_RTOL.get(w.dtype.name, 1e-3)
             bad = ~((diff <= rtol * (np.abs(wf) + 1)) | both_nan | same_inf)
             rule = f"float sum, rtol {rtol:g}"
         else:
@@ -238,40 +237,15 @@ def gm_inputs(values: dict) -> dict:
 
 
 def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1) -> dict:
-    """The golden model's outputs for ``--run``; with ``blocks`` > 1 (or a kernel that reads
-    ``pto.get_block_idx``/``get_block_num``) the kernel is evaluated once per block, in turn, on
-    one GM, as the executor runs it.  (runtime/reference.py has no semantics for the block ops
-    itself; an Evaluator subclass supplies them here.)"""
+    """The golden model's outputs for ``--run``: the kernel evaluated once per block, in turn, on
+    one GM, as the executor runs it."""
     from pto_compiler.runtime import reference as golden
-
-    uses_blocks = any(op.name in ("pto.get_block_idx", "pto.get_block_num") for op in module.walk())
-    if blocks == 1 and not uses_blocks:
-        return golden.evaluate(module, values, entry)
-
-    base = golden.Evaluator
-
-    class _BlockEvaluator(base):
-        block = 0
-
-        def _eval_op(self, op, env):
-            if op.name == "pto.get_block_idx":
-                env[op.results[0]] = type(self).block
-                return
-            if op.name == "pto.get_block_num":
-                env[op.results[0]] = blocks
-                return
-            super()._eval_op(op, env)
 
     current = dict(values)
     out: dict = {}
-    golden.Evaluator = _BlockEvaluator
-    try:
-        for b in range(blocks):
-            _BlockEvaluator.block = b
-            out = golden.evaluate(module, current, entry)
-            for name, arr in out.items():
-                if name in current and not name.startswith("result"):
-                    current[name] = arr
-    finally:
-        golden.Evaluator = base
+    for b in range(blocks):
+        out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks)
+        for name, arr in out.items():
+            if name in current and not name.startswith("result"):
+                current[name] = arr
     return out

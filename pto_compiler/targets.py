@@ -19,11 +19,6 @@ class Target:
     """The hidden TMP_UB_OFFSET scratch the 3-operand Mode-1 form uses (a2a3 only)."""
     scratch_bytes: int = 0
 
-    @property
-    def dtype_key(self) -> str:
-        """Key of the per-target dtype sets in the op definitions (dialects/pto.py)."""
-        return self.name
-
 
 A2A3 = Target("a2a3", ub_bytes=192 * 1024, has_vf=False, mode1_needs_broadcast_buffer=True,
               scratch_offset=184 * 1024, scratch_bytes=8 * 1024)

@@ -42,58 +42,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pto_compiler.dialects.a2a3 import OPCODES, OpCost
+
 PIPE_ORDER = ("S", "V", "MTE2", "MTE3")
 
 
-@dataclass(frozen=True)
-class OpCost:
-    """Cost of one instruction: busy = issue + per_unit * units; complete = busy end + latency."""
-    issue: float
-    per_unit: float = 0.0
-    latency: float = 0.0
-    unit: str = "repeat"
-    """'repeat' (vector repeats run), 'byte' (bytes copied), 'burst' or 'none'."""
-    per_burst: float = 0.0
-
-
 def _a2a3_table() -> dict:
-    t: dict[str, OpCost] = {}
-    # [P] Simple vector ops: 256 B per repeat per cycle (the repeat is the vector width,
-    # vector_isa.md §1.1); 2 cycles of issue overhead and an 8-cycle pipeline before the
-    # result is visible to a dependent instruction after a barrier.
-    for op in ("vadd", "vsub", "vmul", "vmax", "vmin", "vadds", "vmuls", "vmaxs", "vmins",
-               "vabs", "vrelu", "vector_dup", "vbrcb", "vconv"):
-        t[op] = OpCost(issue=2, per_unit=1, latency=8)
-    # [P] Division and the transcendental unit: several passes per repeat (iterative /
-    # table-based); 4 cycles per repeat and a longer pipeline.
-    for op in ("vdiv", "vexp", "vln", "vsqrt", "vrsqrt", "vrec"):
-        t[op] = OpCost(issue=2, per_unit=4, latency=16)
-    # [P] Whole-repeat reductions: a log2(lanes)-deep tree per repeat; 2 cycles per repeat,
-    # long latency (6-7 tree levels).
-    for op in ("vcadd", "vcmax", "vcmin"):
-        t[op] = OpCost(issue=2, per_unit=2, latency=20)
-    # [P] Per-block reductions and pair adds: a 3-4 level tree inside each block.
-    for op in ("vcgadd", "vcgmax", "vcgmin", "vcpadd"):
-        t[op] = OpCost(issue=2, per_unit=1, latency=12)
-    # [P] UB -> UB copy on the vector pipe: UB bandwidth of 256 B/cycle (one repeat's width).
-    t["copy_ubuf_to_ubuf"] = OpCost(issue=4, per_unit=1 / 256, latency=8, unit="byte", per_burst=1)
-    # [P] GM <-> UB DMA: ~32 B/cycle per core (an HBM share of ~1.6 TB/s over ~24 cores at
-    # ~1.8 GHz is ~37 B/cycle), a ~60-cycle descriptor set-up, ~1 cycle per burst and a
-    # ~200-cycle GM round trip before the data lands.
-    t["copy_gm_to_ubuf"] = OpCost(issue=60, per_unit=1 / 32, latency=200, unit="byte", per_burst=1)
-    t["copy_ubuf_to_gm"] = OpCost(issue=60, per_unit=1 / 32, latency=200, unit="byte", per_burst=1)
-    # [P] Mask and mode registers: one scalar-side write each.
-    for op in ("set_vector_mask", "set_vector_count", "set_mask_norm", "set_mask_count"):
-        t[op] = OpCost(issue=1, unit="none")
-    # [P] Sync: one cycle to issue; flag_latency (below) for the signal to cross pipes.
-    for op in ("pipe_barrier", "set_flag", "wait_flag"):
-        t[op] = OpCost(issue=1, unit="none")
-    # [P] Scalar unit: 1 cycle per ALU op; a UB load by the scalar unit ~10 cycles.
-    for op in ("smov", "sadd", "ssub", "smul", "smax", "smin", "get_block_idx", "get_block_num"):
-        t[op] = OpCost(issue=1, unit="none")
-    t["sdiv"] = OpCost(issue=8, unit="none")
-    t["ld_ub"] = OpCost(issue=10, unit="none")
-    t["st_ub"] = OpCost(issue=2, unit="none")
+    """The a2a3 costs of the a2a3 dialect's opcode table, plus a scalar loop trip."""
+    t = {op: spec.cost for op, spec in OPCODES.items() if spec.cost is not None}
     t["loop_trip"] = OpCost(issue=2, unit="none")  # [P] compare, branch, increment
     return t
 

@@ -69,36 +69,19 @@ from .program import (
     DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate,
 )
 
-try:  # the CLI formats findings as diagnostics; keep the executor importable without xDSL
-    from pto_compiler.diagnostics import Diagnostic, PtocError
-except Exception:  # pragma: no cover
-    Diagnostic = None
-
-    class PtocError(Exception):  # type: ignore[no-redef]
-        def __init__(self, diagnostics=None, exit_code=1):
-            super().__init__("error")
-            self.diagnostics, self.exit_code = diagnostics or [], exit_code
+from pto_compiler.diagnostics import Diagnostic, PtocError
+from pto_compiler.dialects.a2a3 import OPCODES
+from pto_compiler.targets import lookup_target
 
 # ---------------------------------------------------------------------------------------------
 # The one table from opcodes to element functions (runtime/elementwise.py, by name)
 # ---------------------------------------------------------------------------------------------
 
-ELEMENT_FUNCTIONS = {
-    "vadd": "add", "vsub": "sub", "vmul": "mul", "vdiv": "div", "vmax": "maximum", "vmin": "minimum",
-    "vadds": "add", "vmuls": "mul", "vmaxs": "maximum", "vmins": "minimum",
-    "vexp": "exp", "vln": "log", "vsqrt": "sqrt", "vrsqrt": "rsqrt", "vrec": "recip",
-    "vabs": "abs_", "vrelu": "relu",
-    "vcadd": "add", "vcgadd": "add", "vcpadd": "add",
-    "vcmax": "maximum", "vcgmax": "maximum", "vcmin": "minimum", "vcgmin": "minimum",
-    "vconv": "convert",
-    "sadd": "add", "ssub": "sub", "smul": "mul", "sdiv": "div", "smax": "maximum", "smin": "minimum",
-}
-"""opcode -> name of its element function in ``runtime/elementwise.py``."""
+ELEMENT_FUNCTIONS = {op: spec.semantics for op, spec in OPCODES.items() if spec.semantics}
+"""opcode -> name of its element function in ``runtime/elementwise.py`` (the a2a3 dialect's table)."""
 
 _FN = {op: getattr(ew, name) for op, name in ELEMENT_FUNCTIONS.items()}
 _ROUND = {"r": "RINT", "a": "ROUND", "f": "FLOOR", "c": "CEIL", "z": "TRUNC", "o": "ODD"}
-
-UB_BYTES = {"a2a3": 192 * 1024, "ascend950": 256 * 1024}
 
 _PIPE_IDX = {"S": 0, "V": 1, "MTE2": 2, "MTE3": 3}
 _PIPE_NAMES = ("S", "V", "MTE2", "MTE3")
@@ -138,18 +121,13 @@ class ExecutionError(PtocError):
         self.findings = list(findings)
         self.result = result
         diags = []
-        if Diagnostic is not None:
-            for f in self.findings:
-                o = f.origin
-                if o is not None:
-                    diags.append(Diagnostic(f"{f.kind}: {f.message}", o.file, o.line, o.col))
-                else:
-                    diags.append(Diagnostic(f"{f.kind}: {f.message}"))
-        try:
-            super().__init__(diags, 4)
-        except TypeError:  # pragma: no cover
-            Exception.__init__(self, str(self))
-            self.diagnostics, self.exit_code = diags, 4
+        for f in self.findings:
+            o = f.origin
+            if o is not None:
+                diags.append(Diagnostic(f"{f.kind}: {f.message}", o.file, o.line, o.col))
+            else:
+                diags.append(Diagnostic(f"{f.kind}: {f.message}"))
+        super().__init__(diags, 4)
         self.exit_code = 4
 
     def __str__(self) -> str:
@@ -1239,14 +1217,10 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     the UB size) overrides the first bytes of the initial UB of every block (for tests).
     """
     tname = target or program.target
-    try:
-        from pto_compiler.targets import lookup_target
-        t = lookup_target(tname)
-        ub_bytes = t.ub_bytes if t is not None else UB_BYTES.get(tname)
-    except Exception:  # noqa: BLE001
-        ub_bytes = UB_BYTES.get(tname)
-    if ub_bytes is None:
+    t = lookup_target(tname)
+    if t is None:
         raise ValueError(f"unknown target '{tname}'")
+    ub_bytes = t.ub_bytes
     gm = make_inputs(program, inputs)
     sc = dict(scalars or {})
     missing = [s.name for s in program.scalar_args if s.name not in sc]

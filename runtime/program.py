@@ -122,12 +122,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Union
 
+from pto_compiler.dialects.a2a3 import EVENT_IDS, OPCODES, PIPES, VECTOR_FAMILIES, OpSpec  # noqa: F401
+
 # ---------------------------------------------------------------------------------------------
 # Pipes, dtypes
 # ---------------------------------------------------------------------------------------------
 
-PIPES = ("S", "V", "MTE2", "MTE3")
-"""The pipes of an a2a3 vector core that a program uses."""
 
 _PIPE_ALIASES = {p: p for p in PIPES}
 _PIPE_ALIASES.update({f"PIPE_{p}": p for p in PIPES})
@@ -145,8 +145,6 @@ _DTYPE_ALIASES.update({"ui8": "u8", "ui16": "u16", "ui32": "u32", "ui64": "u64",
 
 FLOAT_DTYPES = ("f16", "bf16", "f32")
 
-EVENT_IDS = 8
-"""Event ids 0..7 per (source pipe, destination pipe) pair."""
 
 
 def canonical_dtype(name: str) -> str:
@@ -428,127 +426,6 @@ def parse_expr(text: str):
     return _ExprParser(text).parse()
 
 
-# ---------------------------------------------------------------------------------------------
-# The opcode table
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class OpSpec:
-    """What the text form, the validator and the executor know about one opcode."""
-    name: str
-    pipe: str | None
-    """The pipe that executes it (None: given by the operands, for flags and barriers)."""
-    family: str
-    fields: tuple[str, ...]
-    """Operand fields in ISA order (printed in this order)."""
-    kinds: dict
-    """field -> 'ub' (32 B-aligned UB byte address), 'ub_elem' (element-aligned UB address),
-    'gm', 'int', 'scalar' (a number in the element type), 'reg' (a scalar register written),
-    'expr', 'enum:a|b', 'pipe'."""
-    defaults: dict = field(default_factory=dict)
-    blk: tuple[str, ...] = ()
-    rep: tuple[str, ...] = ()
-    dtype: str = "required"
-    """'required', 'optional' or 'none'."""
-
-
-def _strides(ops):
-    return tuple(f"{o}_blk_stride" for o in ops), tuple(f"{o}_rep_stride" for o in ops)
-
-
-def _mk_vec(name, family, addr_ops, extra=(), extra_kinds=None, blk_ops=None, rep_ops=None,
-            rep_defaults=None, defaults=None, dst_kind="ub"):
-    blk_ops = addr_ops if blk_ops is None else blk_ops
-    rep_ops = addr_ops if rep_ops is None else rep_ops
-    blk, _ = _strides(blk_ops)
-    _, rep = _strides(rep_ops)
-    kinds = {o: "ub" for o in addr_ops}
-    if "dst" in kinds:
-        kinds["dst"] = dst_kind
-    kinds.update(extra_kinds or {})
-    kinds["repeat"] = "int"
-    for f in blk + rep:
-        kinds[f] = "int"
-    d = {"repeat": 1}
-    d.update({f: 1 for f in blk})
-    d.update({f: 8 for f in rep})
-    d.update(rep_defaults or {})
-    d.update(defaults or {})
-    enums = tuple(f for f in extra if (extra_kinds or {}).get(f, "").startswith("enum:"))
-    plain = tuple(f for f in extra if f not in enums)
-    fields = tuple(addr_ops) + plain + ("repeat",) + blk + rep + enums
-    return OpSpec(name, "V", family, fields, kinds, d, blk, rep)
-
-
-OPCODES: dict[str, OpSpec] = {}
-
-
-def _add(spec: OpSpec):
-    OPCODES[spec.name] = spec
-
-
-for _n in ("vadd", "vsub", "vmul", "vdiv", "vmax", "vmin"):
-    _add(_mk_vec(_n, "binary", ("dst", "src0", "src1")))
-for _n in ("vadds", "vmuls", "vmaxs", "vmins"):
-    _add(_mk_vec(_n, "scalar", ("dst", "src"), extra=("scalar",), extra_kinds={"scalar": "scalar"}))
-for _n in ("vexp", "vln", "vsqrt", "vrsqrt", "vrec", "vabs", "vrelu"):
-    _add(_mk_vec(_n, "unary", ("dst", "src")))
-_add(_mk_vec("vector_dup", "dup", ("dst",), extra=("scalar",), extra_kinds={"scalar": "scalar"}))
-_add(_mk_vec("vbrcb", "vbrcb", ("dst", "src"), blk_ops=("dst",), rep_ops=("dst",)))
-for _n in ("vcadd", "vcmax", "vcmin"):
-    _add(_mk_vec(_n, "reduce", ("dst", "src"), blk_ops=("src",), rep_ops=("dst", "src"),
-                 rep_defaults={"dst_rep_stride": 1}, dst_kind="ub_elem",
-                 **({"extra": ("order",), "extra_kinds": {"order": "enum:value|value_index"},
-                     "defaults": {"order": "value"}} if _n != "vcadd" else {})))
-for _n in ("vcgadd", "vcgmax", "vcgmin"):
-    _add(_mk_vec(_n, "greduce", ("dst", "src"), blk_ops=("src",), rep_ops=("dst", "src"),
-                 rep_defaults={"dst_rep_stride": 1}, dst_kind="ub_elem"))
-_add(_mk_vec("vcpadd", "pair", ("dst", "src"), blk_ops=("src",), rep_ops=("dst", "src"),
-             rep_defaults={"dst_rep_stride": 4}))
-_add(_mk_vec("vconv", "conv", ("dst", "src"), extra=("round",),
-             extra_kinds={"round": "enum:r|a|f|c|z|o"}, defaults={"round": "r"}))
-
-_add(OpSpec("copy_gm_to_ubuf", "MTE2", "copy_in",
-            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap", "right_pad", "pad_value"),
-            {"dst": "ub", "src": "gm", "n_burst": "int", "len_burst": "int", "src_gap": "int",
-             "dst_gap": "int", "right_pad": "int", "pad_value": "scalar"},
-            {"n_burst": 1, "src_gap": 0, "dst_gap": 0, "right_pad": 0, "pad_value": 0},
-            dtype="optional"))
-_add(OpSpec("copy_ubuf_to_gm", "MTE3", "copy_out",
-            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
-            {"dst": "gm", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
-             "dst_gap": "int"},
-            {"n_burst": 1, "src_gap": 0, "dst_gap": 0}, dtype="optional"))
-_add(OpSpec("copy_ubuf_to_ubuf", "V", "copy_ub",
-            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
-            {"dst": "ub", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
-             "dst_gap": "int"},
-            {"n_burst": 1, "src_gap": 0, "dst_gap": 0}, dtype="optional"))
-
-_add(OpSpec("set_vector_mask", "V", "mask", ("hi", "lo"), {"hi": "int", "lo": "int"}, dtype="none"))
-_add(OpSpec("set_vector_count", "V", "mask", ("count",), {"count": "int"}, dtype="none"))
-_add(OpSpec("set_mask_norm", "V", "mask", (), {}, dtype="none"))
-_add(OpSpec("set_mask_count", "V", "mask", (), {}, dtype="none"))
-_add(OpSpec("pipe_barrier", None, "sync", ("pipe",), {"pipe": "pipe"}, dtype="none"))
-_add(OpSpec("set_flag", None, "sync", ("src_pipe", "dst_pipe", "event_id"),
-            {"src_pipe": "pipe", "dst_pipe": "pipe", "event_id": "int"}, dtype="none"))
-_add(OpSpec("wait_flag", None, "sync", ("src_pipe", "dst_pipe", "event_id"),
-            {"src_pipe": "pipe", "dst_pipe": "pipe", "event_id": "int"}, dtype="none"))
-
-# ascend950: one VF launch (asc_vf_call) on the V pipe; `callee` names a vf.func the program
-# carries (Program.vf_funcs), `args` are its arguments: UB byte addresses of its tile buffers and
-# scalar values (PB parameters), in the callee's order.
-_add(OpSpec("vf_call", "V", "vf", ("callee", "args"), {"callee": "sym", "args": "list"}, dtype="none"))
-_add(OpSpec("ld_ub", "S", "sload", ("dst", "addr"), {"dst": "reg", "addr": "ub_elem"}))
-_add(OpSpec("st_ub", "S", "sstore", ("addr", "src"), {"addr": "ub_elem", "src": "scalar"}))
-_add(OpSpec("smov", "S", "smov", ("dst", "src"), {"dst": "reg", "src": "expr"}, dtype="optional"))
-for _n in ("sadd", "ssub", "smul", "sdiv", "smax", "smin"):
-    _add(OpSpec(_n, "S", "salu", ("dst", "src0", "src1"),
-                {"dst": "reg", "src0": "scalar", "src1": "scalar"}))
-for _n in ("get_block_idx", "get_block_num"):
-    _add(OpSpec(_n, "S", "block", ("dst",), {"dst": "reg"}, dtype="none"))
-
-VECTOR_FAMILIES = ("binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv")
 
 # ---------------------------------------------------------------------------------------------
 # The program tree
@@ -686,13 +563,6 @@ class Program:
             if a.name == name:
                 return a
         raise KeyError(name)
-
-    def static_counts(self) -> dict[str, int]:
-        """Instructions per opcode as written (loop bodies counted once)."""
-        out: dict[str, int] = {}
-        for i in self.instructions():
-            out[i.opcode] = out.get(i.opcode, 0) + 1
-        return out
 
 
 def _walk(body, depth):

@@ -101,7 +101,7 @@ __all__ = [
     "prepare_inputs", "save_outputs", "parse_scalar", "FLOAT_SUM_RTOL",
 ]
 
-FLOAT_SUM_RTOL = {"f32": 1e-3, "f16": 1e-2, "bf16": 1e-2}
+FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
 """Float sums (row/col reductions) compare as ``|got - ref| <= rtol * (|ref| + 1)`` (issue 4)."""
 
 MAX_CALL_DEPTH = 64
@@ -578,10 +578,6 @@ def _eval_arith(op: Operation, env: Mapping[SSAValue, object]) -> list:
 # --------------------------------------------------------------------------------------
 
 
-class _Return(Exception):
-    pass
-
-
 def _attr_body(op: Operation, *keys: str) -> str | None:
     for k in keys:
         a = op.attributes.get(k) or op.properties.get(k)
@@ -600,10 +596,12 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
 class Evaluator:
     """Walks a module's functions; one instance per ``evaluate`` call."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1):
         self.module = module
         self.funcs = {_fname(f): f for f in _functions(module)}
         self.depth = 0
+        self.block = (block_idx, block_num)
+        """What ``pto.get_block_idx``/``get_block_num`` read: the kernel runs once per block."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -697,6 +695,9 @@ class Evaluator:
             return
         if type(op) in pto.SYNC_OPS.values():
             return  # events, flags and barriers: no effect on values
+        if name in ("pto.get_block_idx", "pto.get_block_num"):
+            env[op.results[0]] = self.block[name == "pto.get_block_num"]
+            return
         raise op_error(op, "has no semantics in ptoc yet")
 
     def eval_for(self, op: scf.ForOp, env: dict) -> None:
@@ -1076,8 +1077,10 @@ def _tile_arg_shape(spec: ArgSpec, value=None) -> tuple[int, int]:
     return (vr, vc)
 
 
-def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None) -> dict[str, np.ndarray]:
-    """Run the golden model on one kernel; returns outputs by name (GM outputs, then ``resultN``).
+def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
+             block_idx: int = 0, block_num: int = 1) -> dict[str, np.ndarray]:
+    """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
+    by name (GM outputs, then ``resultN``).
 
     ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
     the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
@@ -1121,7 +1124,7 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
                     tile.data[...] = pad
                 tile.data[:vr, :vc] = arr
             args.append(tile)
-    ev = Evaluator(module)
+    ev = Evaluator(module, block_idx, block_num)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}

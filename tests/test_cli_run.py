@@ -143,8 +143,8 @@ def test_mismatch_exits_3_with_first_mismatch(monkeypatch, capsys):
 
     real = reference.evaluate
 
-    def off_by_one(module, values, entry=None):
-        out = real(module, values, entry)
+    def off_by_one(module, values, entry=None, **blocks):
+        out = real(module, values, entry, **blocks)
         out["z"] = out["z"].copy()
         out["z"][1, 2] += 1
         return out

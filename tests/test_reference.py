@@ -784,10 +784,13 @@ def test_opaque_ops_raise_located_no_semantics(op):
     assert f"'pto.{op}' op has no semantics in ptoc yet" in str(e.value) and e.value.exit_code == 1
 
 
-def test_generic_op_raises_no_semantics():
-    m = parse('func.func @k() {\n  %i = "pto.get_block_idx"() : () -> index\n  func.return\n}')
-    with pytest.raises(PtocError, match="'pto.get_block_idx' op has no semantics in ptoc yet"):
-        R.evaluate(m, {})
+def test_block_ids_are_passed_in():
+    m = parse('func.func @k() -> (index, index) {\n  %i = "pto.get_block_idx"() : () -> index\n'
+              '  %n = "pto.get_block_num"() : () -> index\n  func.return %i, %n : index, index\n}')
+    out = R.evaluate(m, {}, block_idx=2, block_num=3)
+    assert (int(out["result0"]), int(out["result1"])) == (2, 3)
+    out = R.evaluate(m, {})
+    assert (int(out["result0"]), int(out["result1"])) == (0, 1)
 
 
 def test_entry_selection():

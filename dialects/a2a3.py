@@ -1,0 +1,426 @@
+"""The ``a2a3`` dialect: the A2/A3 vector core's micro-instructions, one op per opcode.
+
+As xDSL's ``riscv`` and ``x86`` dialects model an ISA at the assembly level, every op here is
+one instruction of reference/vector_isa.md §1.  The ops are generated from one table,
+:data:`OPCODES`, whose row for an opcode holds everything known about it: the pipe that runs it,
+its operand fields in ISA order (UB/GM addresses, repeat, block and repeat strides, mask or
+rounding options), the element function that gives its semantics (by name, in
+``runtime/elementwise.py``: the dialect does not import the runtime) and its cycle cost.  The
+program text (``runtime/program.py``), the executor and the cycle model read the same rows.
+
+Operands are SSA values, so loops and address arithmetic are ``scf``/``arith`` around the ops:
+integer fields (addresses, counts, strides) are ``index`` values, element-typed scalars any
+type, GM operands a kernel argument plus an ``index`` byte offset, and a scalar register an
+instruction writes is its result.  Pipes, enum options and the element type are properties.
+
+Assembly format (readable back by xDSL's parser)::
+
+    a2a3.vmax dst=%d src0=%a src1=%b repeat=%c16 blk=%c1,%c1,%c0 rep=%c8,%c8,%c1 : f32
+    a2a3.vadds dst=%d src=%a scalar=(%s : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+    a2a3.copy_gm_to_ubuf dst=%u src=(%x : !pto.ptr<f32>)+%off n_burst=%n ... : f32
+    a2a3.set_flag MTE2 -> V id=%c0
+    a2a3.pipe_barrier V
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IndexType, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute, Dialect, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AnyAttr, IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+PIPES = ("S", "V", "MTE2", "MTE3")
+"""The pipes of an a2a3 vector core that a program uses."""
+
+REPEAT_MAX = 255
+EVENT_IDS = 8
+"""Event ids 0..7 per (source pipe, destination pipe) pair."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpCost:
+    """Cost of one instruction: busy = issue + per_unit * units; complete = busy end + latency."""
+    issue: float
+    per_unit: float = 0.0
+    latency: float = 0.0
+    unit: str = "repeat"
+    """'repeat' (vector repeats run), 'byte' (bytes copied), 'burst' or 'none'."""
+    per_burst: float = 0.0
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One row of the opcode table."""
+    name: str
+    pipe: str | None
+    """The pipe that executes it (None: given by the operands, for flags and barriers)."""
+    family: str
+    fields: tuple[str, ...]
+    """Operand fields in ISA order (printed in this order)."""
+    kinds: dict
+    """field -> 'ub' (32 B-aligned UB byte address), 'ub_elem' (element-aligned UB address),
+    'gm', 'int', 'scalar' (a number in the element type), 'reg' (a scalar register written),
+    'expr', 'enum:a|b', 'pipe', 'sym', 'list'."""
+    defaults: dict = field(default_factory=dict)
+    blk: tuple[str, ...] = ()
+    rep: tuple[str, ...] = ()
+    dtype: str = "required"
+    """'required', 'optional' or 'none'."""
+    semantics: str | None = None
+    """Name of the element function in runtime/elementwise.py that computes it."""
+    cost: OpCost | None = None
+    """Cycle cost on a2a3 (runtime/cycles.py); every number is a placeholder [P]."""
+
+
+def _strides(ops):
+    return tuple(f"{o}_blk_stride" for o in ops), tuple(f"{o}_rep_stride" for o in ops)
+
+
+def _mk_vec(name, family, addr_ops, cost, semantics=None, extra=(), extra_kinds=None, blk_ops=None,
+            rep_ops=None, rep_defaults=None, defaults=None, dst_kind="ub"):
+    blk_ops = addr_ops if blk_ops is None else blk_ops
+    rep_ops = addr_ops if rep_ops is None else rep_ops
+    blk, _ = _strides(blk_ops)
+    _, rep = _strides(rep_ops)
+    kinds = {o: "ub" for o in addr_ops}
+    if "dst" in kinds:
+        kinds["dst"] = dst_kind
+    kinds.update(extra_kinds or {})
+    kinds["repeat"] = "int"
+    for f in blk + rep:
+        kinds[f] = "int"
+    d = {"repeat": 1}
+    d.update({f: 1 for f in blk})
+    d.update({f: 8 for f in rep})
+    d.update(rep_defaults or {})
+    d.update(defaults or {})
+    enums = tuple(f for f in extra if (extra_kinds or {}).get(f, "").startswith("enum:"))
+    plain = tuple(f for f in extra if f not in enums)
+    fields = tuple(addr_ops) + plain + ("repeat",) + blk + rep + enums
+    return OpSpec(name, "V", family, fields, kinds, d, blk, rep, semantics=semantics, cost=cost)
+
+
+# [P] Simple vector ops: 256 B per repeat per cycle (the repeat is the vector width,
+# vector_isa.md §1.1); 2 cycles of issue overhead and an 8-cycle pipeline before the result is
+# visible to a dependent instruction after a barrier.
+_SIMPLE = OpCost(issue=2, per_unit=1, latency=8)
+# [P] Division and the transcendental unit: several passes per repeat (iterative / table-based);
+# 4 cycles per repeat and a longer pipeline.
+_LONG = OpCost(issue=2, per_unit=4, latency=16)
+# [P] Whole-repeat reductions: a log2(lanes)-deep tree per repeat; 2 cycles per repeat, long
+# latency (6-7 tree levels).
+_TREE = OpCost(issue=2, per_unit=2, latency=20)
+# [P] Per-block reductions and pair adds: a 3-4 level tree inside each block.
+_BLOCK_TREE = OpCost(issue=2, per_unit=1, latency=12)
+# [P] GM <-> UB DMA: ~32 B/cycle per core (an HBM share of ~1.6 TB/s over ~24 cores at ~1.8 GHz
+# is ~37 B/cycle), a ~60-cycle descriptor set-up, ~1 cycle per burst and a ~200-cycle GM round
+# trip before the data lands.
+_DMA = OpCost(issue=60, per_unit=1 / 32, latency=200, unit="byte", per_burst=1)
+# [P] UB -> UB copy on the vector pipe: UB bandwidth of 256 B/cycle (one repeat's width).
+_UB_COPY = OpCost(issue=4, per_unit=1 / 256, latency=8, unit="byte", per_burst=1)
+# [P] Mask/mode registers, sync (flag_latency in the cycle model for crossing pipes) and the
+# scalar ALU: one cycle each.
+_ONE = OpCost(issue=1, unit="none")
+
+OPCODES: dict[str, OpSpec] = {}
+
+
+def _add(spec: OpSpec):
+    OPCODES[spec.name] = spec
+
+
+for _n, _fn in (("vadd", "add"), ("vsub", "sub"), ("vmul", "mul"), ("vdiv", "div"),
+                ("vmax", "maximum"), ("vmin", "minimum")):
+    _add(_mk_vec(_n, "binary", ("dst", "src0", "src1"), _LONG if _n == "vdiv" else _SIMPLE, _fn))
+for _n, _fn in (("vadds", "add"), ("vmuls", "mul"), ("vmaxs", "maximum"), ("vmins", "minimum")):
+    _add(_mk_vec(_n, "scalar", ("dst", "src"), _SIMPLE, _fn, extra=("scalar",),
+                 extra_kinds={"scalar": "scalar"}))
+for _n, _fn, _c in (("vexp", "exp", _LONG), ("vln", "log", _LONG), ("vsqrt", "sqrt", _LONG),
+                    ("vrsqrt", "rsqrt", _LONG), ("vrec", "recip", _LONG), ("vabs", "abs_", _SIMPLE),
+                    ("vrelu", "relu", _SIMPLE)):
+    _add(_mk_vec(_n, "unary", ("dst", "src"), _c, _fn))
+_add(_mk_vec("vector_dup", "dup", ("dst",), _SIMPLE, extra=("scalar",), extra_kinds={"scalar": "scalar"}))
+_add(_mk_vec("vbrcb", "vbrcb", ("dst", "src"), _SIMPLE, blk_ops=("dst",), rep_ops=("dst",)))
+for _n, _fn in (("vcadd", "add"), ("vcmax", "maximum"), ("vcmin", "minimum")):
+    _add(_mk_vec(_n, "reduce", ("dst", "src"), _TREE, _fn, blk_ops=("src",), rep_ops=("dst", "src"),
+                 rep_defaults={"dst_rep_stride": 1}, dst_kind="ub_elem",
+                 **({"extra": ("order",), "extra_kinds": {"order": "enum:value|value_index"},
+                     "defaults": {"order": "value"}} if _n != "vcadd" else {})))
+for _n, _fn in (("vcgadd", "add"), ("vcgmax", "maximum"), ("vcgmin", "minimum")):
+    _add(_mk_vec(_n, "greduce", ("dst", "src"), _BLOCK_TREE, _fn, blk_ops=("src",),
+                 rep_ops=("dst", "src"), rep_defaults={"dst_rep_stride": 1}, dst_kind="ub_elem"))
+_add(_mk_vec("vcpadd", "pair", ("dst", "src"), _BLOCK_TREE, "add", blk_ops=("src",),
+             rep_ops=("dst", "src"), rep_defaults={"dst_rep_stride": 4}))
+_add(_mk_vec("vconv", "conv", ("dst", "src"), _SIMPLE, "convert", extra=("round",),
+             extra_kinds={"round": "enum:r|a|f|c|z|o"}, defaults={"round": "r"}))
+
+_add(OpSpec("copy_gm_to_ubuf", "MTE2", "copy_in",
+            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap", "right_pad", "pad_value"),
+            {"dst": "ub", "src": "gm", "n_burst": "int", "len_burst": "int", "src_gap": "int",
+             "dst_gap": "int", "right_pad": "int", "pad_value": "scalar"},
+            {"n_burst": 1, "src_gap": 0, "dst_gap": 0, "right_pad": 0, "pad_value": 0},
+            dtype="optional", cost=_DMA))
+_add(OpSpec("copy_ubuf_to_gm", "MTE3", "copy_out",
+            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
+            {"dst": "gm", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
+             "dst_gap": "int"},
+            {"n_burst": 1, "src_gap": 0, "dst_gap": 0}, dtype="optional", cost=_DMA))
+_add(OpSpec("copy_ubuf_to_ubuf", "V", "copy_ub",
+            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
+            {"dst": "ub", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
+             "dst_gap": "int"},
+            {"n_burst": 1, "src_gap": 0, "dst_gap": 0}, dtype="optional", cost=_UB_COPY))
+
+_add(OpSpec("set_vector_mask", "V", "mask", ("hi", "lo"), {"hi": "int", "lo": "int"}, dtype="none",
+            cost=_ONE))
+_add(OpSpec("set_vector_count", "V", "mask", ("count",), {"count": "int"}, dtype="none", cost=_ONE))
+_add(OpSpec("set_mask_norm", "V", "mask", (), {}, dtype="none", cost=_ONE))
+_add(OpSpec("set_mask_count", "V", "mask", (), {}, dtype="none", cost=_ONE))
+_add(OpSpec("pipe_barrier", None, "sync", ("pipe",), {"pipe": "pipe"}, dtype="none", cost=_ONE))
+for _n in ("set_flag", "wait_flag"):
+    _add(OpSpec(_n, None, "sync", ("src_pipe", "dst_pipe", "event_id"),
+                {"src_pipe": "pipe", "dst_pipe": "pipe", "event_id": "int"}, dtype="none", cost=_ONE))
+
+# ascend950: one VF launch (asc_vf_call) on the V pipe; `callee` names a vf.func, `args` are its
+# arguments: UB byte addresses of its tile buffers and scalar values (PB parameters), in the
+# callee's order.  Its cost is the ascend950 cycle table's.
+_add(OpSpec("vf_call", "V", "vf", ("callee", "args"), {"callee": "sym", "args": "list"}, dtype="none"))
+# [P] Scalar unit: 1 cycle per ALU op; a UB load by the scalar unit ~10 cycles, a division 8.
+_add(OpSpec("ld_ub", "S", "sload", ("dst", "addr"), {"dst": "reg", "addr": "ub_elem"},
+            cost=OpCost(issue=10, unit="none")))
+_add(OpSpec("st_ub", "S", "sstore", ("addr", "src"), {"addr": "ub_elem", "src": "scalar"},
+            cost=OpCost(issue=2, unit="none")))
+_add(OpSpec("smov", "S", "smov", ("dst", "src"), {"dst": "reg", "src": "expr"}, dtype="optional",
+            cost=_ONE))
+for _n, _fn in (("sadd", "add"), ("ssub", "sub"), ("smul", "mul"), ("sdiv", "div"), ("smax", "maximum"),
+                ("smin", "minimum")):
+    _add(OpSpec(_n, "S", "salu", ("dst", "src0", "src1"), {"dst": "reg", "src0": "scalar", "src1": "scalar"},
+                semantics=_fn, cost=OpCost(issue=8, unit="none") if _n == "sdiv" else _ONE))
+for _n in ("get_block_idx", "get_block_num"):
+    _add(OpSpec(_n, "S", "block", ("dst",), {"dst": "reg"}, dtype="none", cost=_ONE))
+
+VECTOR_FAMILIES = ("binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv")
+
+
+# ---------------------------------------------------------------------------------------------
+# The ops, generated from the table
+# ---------------------------------------------------------------------------------------------
+
+_TYPED_KINDS = ("scalar", "expr", "gm")
+"""Operand kinds whose type is printed with the operand (the others are ``index``)."""
+
+
+class A2A3Op(IRDLOperation):
+    """Base of the generated ops: the table row is ``SPEC``."""
+    SPEC: ClassVar[OpSpec]
+
+    def field_value(self, name: str):
+        """The SSA value or property of one field (a GM field: (pointer, offset))."""
+        kind = self.SPEC.kinds[name]
+        if kind == "gm":
+            return getattr(self, name), getattr(self, f"{name}_offset")
+        if kind in ("pipe", "sym") or kind.startswith("enum:"):
+            attr = self.properties.get(name)
+            return None if attr is None else (attr.string_value() if isinstance(attr, SymbolRefAttr)
+                                              else attr.data)
+        return getattr(self, name)
+
+    def verify_(self) -> None:
+        for f, kind in self.SPEC.kinds.items():
+            if kind == "pipe":
+                v = self.properties[f].data
+                if v not in PIPES and not (f == "pipe" and v == "ALL"):
+                    raise VerifyException(f"{f}: unknown pipe '{v}'")
+            elif kind.startswith("enum:") and f in self.properties:
+                if self.properties[f].data not in kind[5:].split("|"):
+                    raise VerifyException(f"{f} must be one of {kind[5:].replace('|', ', ')}")
+        if self.SPEC.name in ("set_flag", "wait_flag") and \
+                self.properties["src_pipe"] == self.properties["dst_pipe"]:
+            raise VerifyException(f"{self.SPEC.name} needs two different pipes")
+        if self.SPEC.dtype == "required" and "dtype" not in self.properties:
+            raise VerifyException(f"{self.name} needs an element type")
+
+    # ---- assembly format ------------------------------------------------------------------
+    def print(self, printer: Printer) -> None:
+        spec, p = self.SPEC, self.properties
+        if spec.family == "sync":
+            if spec.name == "pipe_barrier":
+                printer.print_string(f" {p['pipe'].data}")
+            else:
+                printer.print_string(f" {p['src_pipe'].data} -> {p['dst_pipe'].data} id=")
+                printer.print_operand(self.event_id)
+            return
+        grouped = set(spec.blk) | set(spec.rep)
+        for f in spec.fields:
+            kind = spec.kinds[f]
+            if f in grouped or kind == "reg" or kind == "pipe":
+                continue
+            if kind.startswith("enum:"):
+                continue
+            printer.print_string(f" {f}=")
+            if kind == "sym":
+                printer.print_attribute(p[f])
+            elif kind == "list":
+                printer.print_string("[")
+                printer.print_list(self.args, lambda v: _print_typed(printer, v))
+                printer.print_string("]")
+            elif kind == "gm":
+                _print_typed(printer, getattr(self, f))
+                printer.print_string("+")
+                printer.print_operand(getattr(self, f"{f}_offset"))
+            elif kind in _TYPED_KINDS:
+                _print_typed(printer, getattr(self, f))
+            else:
+                printer.print_operand(getattr(self, f))
+        for key, group in (("blk", spec.blk), ("rep", spec.rep)):
+            if group:
+                printer.print_string(f" {key}=")
+                printer.print_list((getattr(self, f) for f in group), printer.print_operand)
+        for f in spec.fields:  # enum options (order=, round=) after the stride groups
+            if spec.kinds[f].startswith("enum:") and f in p:
+                printer.print_string(f" {f}={p[f].data}")
+        types = [p[k] for k in ("src_dtype", "dtype") if k in p]
+        if self.results:
+            types.append(self.results[0].type)
+        if types:
+            printer.print_string(" : ")
+            printer.print_list(types, printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> A2A3Op:
+        spec = cls.SPEC
+        operands: dict = {}
+        props: dict = {}
+        idx = IndexType()
+        if spec.family == "sync":
+            if spec.name == "pipe_barrier":
+                props["pipe"] = StringAttr(parser.parse_identifier())
+            else:
+                props["src_pipe"] = StringAttr(parser.parse_identifier())
+                parser.parse_punctuation("->")
+                props["dst_pipe"] = StringAttr(parser.parse_identifier())
+                parser.parse_keyword("id")
+                parser.parse_punctuation("=")
+                operands["event_id"] = parser.resolve_operand(parser.parse_unresolved_operand(), idx)
+            return cls.build_from(operands, props, None)
+        grouped = set(spec.blk) | set(spec.rep)
+        keys = {f for f, k in spec.kinds.items() if f not in grouped and k not in ("reg", "pipe")}
+        keys |= {g for g, group in (("blk", spec.blk), ("rep", spec.rep)) if group}
+        while (key := parser.parse_optional_keyword_in(keys)) is not None:
+            parser.parse_punctuation("=")
+            if key in ("blk", "rep"):
+                group = spec.blk if key == "blk" else spec.rep
+                vals = parser.parse_comma_separated_list(
+                    parser.Delimiter.NONE, lambda: parser.resolve_operand(parser.parse_unresolved_operand(), idx))
+                if len(vals) != len(group):
+                    parser.raise_error(f"'{key}=' of {spec.name} takes {len(group)} value(s)")
+                operands.update(zip(group, vals))
+                continue
+            kind = spec.kinds[key]
+            if kind.startswith("enum:"):
+                props[key] = StringAttr(parser.parse_identifier())
+            elif kind == "sym":
+                props[key] = parser.parse_attribute()
+            elif kind == "list":
+                operands[key] = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_typed(parser))
+            elif kind == "gm":
+                operands[key] = _parse_typed(parser)
+                parser.parse_punctuation("+")
+                operands[f"{key}_offset"] = parser.resolve_operand(parser.parse_unresolved_operand(), idx)
+            elif kind in _TYPED_KINDS:
+                operands[key] = _parse_typed(parser)
+            else:
+                operands[key] = parser.resolve_operand(parser.parse_unresolved_operand(), idx)
+        result_type = None
+        if parser.parse_optional_punctuation(":") is not None:
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            if any(spec.kinds[f] == "reg" for f in spec.fields):
+                result_type = types.pop()
+            if spec.family == "conv" and len(types) == 2:
+                props["src_dtype"] = types.pop(0)
+            if types:
+                props["dtype"] = types[0]
+        return cls.build_from(operands, props, result_type)
+
+    @classmethod
+    def build_from(cls, operands: dict, props: dict, result_type: Attribute | None) -> A2A3Op:
+        """An op from operand values and properties by field name (omitted operands: none)."""
+        defs = [n for n, _ in cls.get_irdl_definition().operands]
+        missing = [n for n in defs if n not in operands and n != "args"]
+        if missing:
+            raise VerifyException(f"'{cls.name}' is missing operand(s): {', '.join(missing)}")
+        return cls.create(operands=[v for n in defs for v in (operands.get(n, ()) if n == "args"
+                                                                else (operands[n],))],
+                          properties=props, result_types=[result_type] if result_type else [])
+
+
+def _print_typed(printer: Printer, v: SSAValue) -> None:
+    printer.print_string("(")
+    printer.print_operand(v)
+    printer.print_string(" : ")
+    printer.print_attribute(v.type)
+    printer.print_string(")")
+
+
+def _parse_typed(parser: Parser) -> SSAValue:
+    parser.parse_punctuation("(")
+    u = parser.parse_unresolved_operand()
+    parser.parse_punctuation(":")
+    t = parser.parse_type()
+    parser.parse_punctuation(")")
+    return parser.resolve_operand(u, t)
+
+
+def _class_name(opcode: str) -> str:
+    return "".join(w.capitalize() for w in opcode.split("_")) + "Op"
+
+
+def _make_op(spec: OpSpec) -> type[A2A3Op]:
+    ns: dict = {"name": f"a2a3.{spec.name}", "SPEC": spec, "__module__": __name__,
+                "__qualname__": _class_name(spec.name),
+                "__annotations__": {"SPEC": ClassVar[OpSpec]}}
+    for f in spec.fields:
+        kind = spec.kinds[f]
+        if kind == "reg":
+            ns[f] = result_def(AnyAttr())
+        elif kind == "list":
+            ns[f] = var_operand_def(AnyAttr())
+        elif kind == "pipe":
+            ns[f] = prop_def(StringAttr)
+        elif kind == "sym":
+            ns[f] = prop_def(SymbolRefAttr)
+        elif kind.startswith("enum:"):
+            ns[f] = opt_prop_def(StringAttr)
+        elif kind == "gm":
+            ns[f] = operand_def(AnyAttr())
+            ns[f"{f}_offset"] = operand_def(IndexType)
+        elif kind in _TYPED_KINDS:
+            ns[f] = operand_def(AnyAttr())
+        else:
+            ns[f] = operand_def(IndexType)
+    if spec.dtype != "none":
+        ns["dtype"] = opt_prop_def(TypeAttribute)
+    if spec.family == "conv":
+        ns["src_dtype"] = opt_prop_def(TypeAttribute)
+    return irdl_op_definition(type(ns["__qualname__"], (A2A3Op,), ns))
+
+
+OPS: dict[str, type[A2A3Op]] = {name: _make_op(spec) for name, spec in OPCODES.items()}
+"""opcode -> op class."""
+
+globals().update({cls.__qualname__: cls for cls in OPS.values()})
+
+A2A3 = Dialect("a2a3", list(OPS.values()), [])
