@@ -1,12 +1,14 @@
-"""``pto-lower-a2a3``: tile ops -> a2a3 repeat-vector micro-instructions, emitted as a Program.
+"""``pto-lower-a2a3``: tile ops -> ``a2a3`` micro-instructions (dialects/a2a3.py), in place.
 
-Design (DESIGN.md §2, §5.6): the a2a3 micro-instruction level is not an xDSL dialect; the
-lowering *is* the backend emission.  :func:`lower_to_program` walks the placed module (every
-vec tile has a UB address, sync ops are explicit) and returns a
-:class:`~pto_compiler.runtime.program.Program`.  The ModulePass ``pto-lower-a2a3`` exists so
-that ``ptoc-opt -p ...,pto-lower-a2a3`` pipelines can check that a module lowers: it runs the
-lowering (raising the located error of the first op that has no a2a3 lowering) and leaves the
-IR unchanged; ``ptoc --emit program`` prints the program itself.
+Design (DESIGN.md §2, §5.6): the pass rewrites every tile, DMA and sync op of a placed module
+(every vec tile has a UB address, sync ops are explicit) into ``a2a3`` ops, one pattern per
+tile-op family keyed by the family's op class (:data:`_FAMILY_RULES`); the UB addresses and
+counts the instructions take are ``arith`` on ``index`` values, the loops a rule needs (count
+mode, 240-row chunks, ...) ``scf.for`` (``a2a3.max_trips`` bounds a run-time trip count), and
+the kernel's own ``scf``/``arith`` stay as they are.  :func:`program_of` is the listing printer:
+it reads the lowered module into a :class:`~pto_compiler.runtime.program.Program` (per-pipe
+streams, scalar-unit code for the kernel's scalar arithmetic and loop-carried values) and
+completes the same-pipe barriers; :func:`lower_to_program` does both on a clone.
 
 How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa.md §4-5):
 
@@ -75,12 +77,17 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type, FileLineColLoc, FloatAttr, IndexType, IntAttr, IntegerAttr, IntegerType, ModuleOp, NameLoc,
+    Signedness, StringAttr, SymbolRefAttr, f16, f32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.diagnostics import PtocError, location_of, op_error
-from pto_compiler.dialects import pto
+from pto_compiler.dialects import a2a3, pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
@@ -96,6 +103,15 @@ N_BURST_MAX = 4095
 INTERNAL_EVENT = 0  # V<->S flags inside one op (TRowMax.hpp uses EVENT_ID0)
 M64 = (1 << 64) - 1
 FULL = ("norm", M64, M64)
+MAX_TRIPS = "a2a3.max_trips"
+"""Attribute of an ``scf.for`` the lowering made: the most trips its run-time bound allows."""
+
+
+def _xdsl_type(dtype: str):
+    """The xDSL element type of a program dtype name (``f32``, ``u16``, ...)."""
+    if dtype in ("f16", "f32", "bf16"):
+        return {"f16": f16, "f32": f32, "bf16": BFloat16Type()}[dtype]
+    return IntegerType(int(dtype[1:]), Signedness.UNSIGNED if dtype[0] == "u" else Signedness.SIGNLESS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,10 +288,28 @@ _EVENT_PIPES = {"TLOAD": "MTE2", "TSTORE": "MTE3", "TSTORE_VEC": "MTE3", "TVEC":
 # --------------------------------------------------------------------------------------------
 
 class _FnLowering:
-    def __init__(self, fn: func.FuncOp, target: Target, scalars=None):
+    """Walks one function in program order.  Two modes share the walk (values, masks, loops):
+
+    * ``lowering`` (the pass): each tile or sync op is rewritten in place into ``a2a3`` ops by the
+      pattern of its family (:data:`_FAMILY_RULES`); index arithmetic the instructions need is
+      ``arith``, the loops a rule makes are ``scf.for``; the function's own ``scf``/``arith`` stay.
+    * decoding (the listing printer): a lowered function becomes a :class:`Program`: ``a2a3`` ops
+      -> instructions, ``arith`` on indices -> expressions, on floats -> scalar-unit ALU ops,
+      ``scf.for``/``scf.if`` -> loops and conditionals with their carried values in registers."""
+
+    def __init__(self, fn: func.FuncOp, target: Target, scalars=None, lowering: bool = False):
         from pto_compiler.runtime import reference as golden
 
         self.fn = fn
+        self.lowering = lowering
+        self.ssa: dict = {}
+        """lowering: variable name -> the SSA value it stands for (kernel scalars, loop variables,
+        registers, any value the expressions cannot see through)."""
+        self.ip: InsertPoint | None = None
+        self._loop_ips: dict = {}
+        self._consts: dict = {}
+        self.patterns: GreedyRewritePatternApplier | None = None
+        self.gm_values: dict = {}
         self.target = target
         self.vals: dict = {}
         self.body: list = []
@@ -300,11 +334,13 @@ class _FnLowering:
                 self.gm_args.append(GmArg(s.name, canonical_dtype(pto.dtype_name(s.type.element_type)),
                                           tuple(int(d) for d in shape)))
                 self.vals[s.value] = ("gm", s.name, pto.element_bytes(s.type.element_type))
+                self.gm_values[s.name] = s.value
             elif s.kind == "scalar":
                 t = s.type
                 dt = "i64" if isinstance(t, IndexType) else canonical_dtype(pto.dtype_name(t))
                 self.scalar_args.append(ScalarArg(s.name, dt))
                 self.vals[s.value] = Var(s.name)
+                self.ssa[s.name] = s.value
             else:
                 raise op_error(fn, f"has an L1 tile argument '%{s.name}'; run pto-bufferize before "
                                    "the a2a3 lowering")
@@ -320,8 +356,19 @@ class _FnLowering:
 
     def emit(self, opcode: str, dtype=None, **args) -> Instr:
         ins = Instr.make(opcode, dtype, origin=self.origin, **args)
-        self.body.append(ins)
+        if self.lowering:
+            self.materialise(ins)
+        else:
+            self.body.append(ins)
         return ins
+
+    def leaf(self, v: SSAValue, stem: str) -> Var:
+        """A variable standing for ``v`` (lowering: an SSA value the expressions do not see into)."""
+        var = Var(stem if stem not in self.names else self.fresh(stem))
+        self.names.add(var.name)
+        self.ssa[var.name] = v
+        self.vals[v] = var
+        return var
 
     def loop(self, stem: str, start, stop, step=1, bound: int | None = None):
         """Appends a scalar loop and returns (Loop, its variable); the caller fills ``node.body``
@@ -330,24 +377,43 @@ class _FnLowering:
         ``bound``: the most trips a loop with a run-time ``stop`` can run (for the barrier pass)."""
         var = self.fresh(stem)
         node = Loop(var, start, stop, step, [], self.origin)
-        self.body.append(node)
         self.mask = None
+        if self.lowering:
+            loop = scf.ForOp(*(self.value(e, IndexType()) for e in (start, stop, step)), [],
+                             Region(Block([scf.YieldOp()], arg_types=[IndexType()])))
+            loop.location = self.location()
+            iv = loop.body.block.args[0]
+            iv.name_hint = var
+            self.ssa[var] = iv
+            if bound is not None and not _is_int(stop):
+                loop.attributes[MAX_TRIPS] = IntegerAttr(bound, 64)
+            Rewriter.insert_op(loop, self.ip)
+            self._loop_ips[id(node.body)] = loop
+            return node, Var(var)
+        self.body.append(node)
         if bound is not None and not _is_int(stop):
             self.trip_bounds[id(node)] = bound
         return node, Var(var)
 
     def end_loop(self, outer: list):
-        self.body = outer
+        if self.lowering:
+            self.ip = outer
+        else:
+            self.body = outer
         self.mask = None
 
     def in_body(self, body: list):
+        if self.lowering:
+            outer, loop = self.ip, self._loop_ips[id(body)]
+            self.ip = InsertPoint.before(loop.body.block.last_op)
+            return outer
         outer = self.body
         self.body = body
         return outer
 
     def set_mask(self, want):
-        if self.mask == want:
-            return
+        if self.mask == want or not self.lowering:
+            return  # a lowered module carries its mask ops: decoding adds none
         mode, hi, lo = want
         if self.mask is None or self.mask[0] != mode:
             self.emit("set_mask_norm" if mode == "norm" else "set_mask_count")
@@ -493,6 +559,113 @@ class _FnLowering:
                 else float(attr.value.data)
         raise _Unsupported("non-scalar constant")
 
+    # ---- building a2a3 IR (lowering) -------------------------------------------------------
+    def location(self):
+        o = self.origin
+        return NameLoc(StringAttr(o.op), FileLineColLoc(StringAttr(o.file), IntAttr(o.line), IntAttr(o.col)))
+
+    def constant(self, v, t):
+        """One ``arith.constant`` per value and type, at the top of the function."""
+        key = (repr(v), t)
+        c = self._consts.get(key)
+        if c is None:
+            attr = FloatAttr(float(v), t) if not isinstance(t, (IndexType, IntegerType)) else IntegerAttr(int(v), t)
+            c = arith.ConstantOp(attr)
+            if isinstance(t, IndexType):
+                c.result.name_hint = f"c{v}" if v >= 0 else f"c_{-v}"
+            Rewriter.insert_op(c, InsertPoint.at_start(self.fn.body.blocks[0]))
+            c = self._consts[key] = c.result
+        return c
+
+    def insert(self, op: Operation) -> SSAValue | None:
+        op.location = self.location()
+        Rewriter.insert_op(op, self.ip)
+        return op.results[0] if op.results else None
+
+    _ARITH_INT = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.FloorDivSIOp,
+                  "%": arith.RemSIOp, "min": arith.MinSIOp, "max": arith.MaxSIOp}
+    _ARITH_FLOAT = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp,
+                    "min": arith.MinimumfOp, "max": arith.MaximumfOp}
+
+    def value(self, e, t) -> SSAValue:
+        """The SSA value of expression ``e`` as a ``t`` (index for addresses and counts)."""
+        if isinstance(e, (int, float)) and not isinstance(e, bool):
+            return self.constant(e, t)
+        if isinstance(e, Var):
+            v = self.ssa[e.name]
+            if isinstance(t, IndexType) and isinstance(v.type, IntegerType):
+                v = self.insert(arith.IndexCastOp(v, IndexType()))
+            return v
+        if isinstance(e, (BinOp, Call)):
+            name, args = (e.op, (e.lhs, e.rhs)) if isinstance(e, BinOp) else (e.fn, e.args)
+            floating = not isinstance(t, (IndexType, IntegerType))
+            table = self._ARITH_FLOAT if floating else self._ARITH_INT
+            if name not in table:
+                raise _Unsupported(f"expression {e} has no arith form")
+            a, b = (self.value(x, t) for x in args)
+            return self.insert(table[name](a, b))
+        raise _Unsupported(f"operand {e!r} has no SSA form")
+
+    def materialise(self, ins: Instr):
+        """``ins`` as an ``a2a3`` op at the insertion point."""
+        spec, a = ins.spec, ins.args
+        dt = a.get("dtype")
+        etype = _xdsl_type(dt) if dt else IndexType()
+        operands, props, result_reg = {}, {}, None
+        for f in spec.fields:
+            kind, v = spec.kinds[f], a[f]
+            if kind == "reg":
+                result_reg = v.name
+            elif kind == "pipe" or kind.startswith("enum:"):
+                if v != spec.defaults.get(f):
+                    props[f] = StringAttr(v)
+            elif kind == "sym":
+                props[f] = SymbolRefAttr(v)
+            elif kind == "list":
+                operands[f] = [self.value(x, IndexType()) for x in v]
+            elif kind == "gm":
+                operands[f], operands[f"{f}_offset"] = self.gm_values[v.arg], self.value(v.offset, IndexType())
+            elif kind in ("scalar", "expr"):
+                operands[f] = self.value(v, etype)
+            else:
+                operands[f] = self.value(v, IndexType())
+        if dt:
+            props["dtype"] = etype
+        if spec.family == "conv":
+            props["src_dtype"] = _xdsl_type(a["src_dtype"])
+        op = a2a3.OPS[ins.opcode].build_from(operands, props, etype if result_reg else None)
+        res = self.insert(op)
+        if result_reg is not None:
+            res.name_hint = result_reg
+            self.ssa[result_reg] = res
+
+    # ---- decoding a2a3 IR into instructions ------------------------------------------------
+    def decode(self, op: a2a3.A2A3Op):
+        spec = op.SPEC
+        args: dict = {}
+        for f in spec.fields:
+            kind = spec.kinds[f]
+            if kind == "reg":
+                args[f] = self.leaf(op.results[0], op.results[0].name_hint or "s")
+            elif kind == "list":
+                args[f] = tuple(self.expr(v, op) for v in op.args)
+            elif kind == "gm":
+                ptr, off = op.field_value(f)
+                base = self.vals.get(ptr)
+                if not (isinstance(base, tuple) and base[0] == "gm"):
+                    self.fail(f"GM operand {f} is not a kernel argument")
+                args[f] = GmAddr(base[1], self.expr(off, op))
+            elif kind in ("pipe", "sym") or kind.startswith("enum:"):
+                v = op.field_value(f)
+                if v is not None:
+                    args[f] = v
+            else:
+                args[f] = self.expr(getattr(op, f), op)
+        dt = op.properties.get("dtype")
+        if "src_dtype" in op.properties:
+            args["src_dtype"] = canonical_dtype(pto.dtype_name(op.properties["src_dtype"]))
+        self.emit(spec.name, canonical_dtype(pto.dtype_name(dt)) if dt is not None else None, **args)
+
     # ---- walking -----------------------------------------------------------------------------
     def run(self) -> list:
         self.lower_block(self.fn.body.blocks[0])
@@ -502,20 +675,24 @@ class _FnLowering:
 
     def lower_block(self, block) -> list | None:
         """Lowers the ops of a block; returns the operands of its terminator (yield/return)."""
-        for op in block.ops:
+        for op in list(block.ops):
             if isinstance(op, (scf.YieldOp, func.ReturnOp)):
+                self.ip = InsertPoint.before(op)
                 return list(op.operands)
             self.lower_op(op)
+        self.ip = InsertPoint.at_end(block)
         return None
 
     def set_origin(self, op: Operation):
         f, line, col = location_of(op)
-        self.origin = Origin(f, line, col, op.name)
+        loc = op.location
+        self.origin = Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc) else op.name)
         self.op = op
 
     def lower_op(self, op: Operation):
         saved = (self.origin, self.op)
         self.set_origin(op)
+        self.ip = InsertPoint.before(op)
         try:
             self._lower_op(op)
         except _Unsupported as e:
@@ -526,6 +703,8 @@ class _FnLowering:
     def _lower_op(self, op: Operation):
         if isinstance(op, pto.TileOp):
             return self.lower_tile_op(op)
+        if isinstance(op, a2a3.A2A3Op):
+            return self.decode(op)
         name = op.name
         if name.startswith("arith."):
             return self.lower_arith(op)
@@ -567,15 +746,21 @@ class _FnLowering:
                 src.addr = addr
             return
         if name in ("pto.get_block_idx", "pto.get_block_num"):
-            self.vals[op.results[0]] = Var(name.split("_")[-1] == "idx" and "block_idx" or "block_num")
+            # the launch's values: kept as ops, read as the predefined registers
+            reg = "block_idx" if name == "pto.get_block_idx" else "block_num"
+            if self.lowering:
+                self.leaf(op.results[0], reg)
+            else:
+                self.vals[op.results[0]] = Var(reg)
             return
         if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
                     "pto.set_flag_dyn", "pto.wait_flag_dyn"):
-            return self.lower_flag(op)
+            self.lower_flag(op)
+            return self.lowered(op)
         if name == "pto.barrier":
             pipe = self.pipe_of(op.args.data[0] if op.args.data else None)
             self.emit("pipe_barrier", pipe=pipe)
-            return
+            return self.lowered(op)
         if isinstance(op, func.CallOp):
             self.unsupported("function calls are not inlined yet (call the kernel's body directly)")
         self.unsupported("no rule for this op")
@@ -647,6 +832,8 @@ class _FnLowering:
             self.vals[op.results[0]] = _fold(BinOp(">", ex_add(ops[0], ops[1]), 0))
         elif name == "xori" and op.results[0].type.width.data == 1:
             self.vals[op.results[0]] = _fold(BinOp("!=", ops[0], ops[1]))
+        elif self.lowering:
+            self.leaf(op.results[0], "f")  # scalar-unit arithmetic: the listing's business
         elif name in ("addf", "subf", "mulf", "divf", "maximumf", "minimumf", "maxnumf", "minnumf"):
             salu = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax",
                     "minimumf": "smin", "maxnumf": "smax", "minnumf": "smin"}[name]
@@ -680,22 +867,35 @@ class _FnLowering:
                 if not isinstance(t, TileRef):
                     self.fail(f"iter_arg {init} is not a tile the lowering knows")
                 self.vals[barg] = t
+            elif self.lowering:
+                self.leaf(barg, reg)
             else:
                 self.emit("smov", dst=Var(reg), src=self.expr(init, op))
                 self.vals[barg] = Var(reg)
         self.restore_mask()
-        var = self.fresh(stem) if stem in self.names else stem
-        self.names.add(var)
-        node = Loop(var, lb, ub, step, [], self.origin)
-        self.body.append(node)
-        self.vals[iv] = Var(var)
-        outer = self.in_body(node.body)
+        if self.lowering:  # the loop stays an scf.for; its body is lowered in place
+            self.leaf(iv, stem)
+        else:
+            var = self.fresh(stem) if stem in self.names else stem
+            self.names.add(var)
+            node = Loop(var, lb, ub, step, [], self.origin)
+            self.body.append(node)
+            if MAX_TRIPS in op.attributes:
+                self.trip_bounds[id(node)] = op.attributes[MAX_TRIPS].value.data
+            self.vals[iv] = Var(var)
+            outer = self.in_body(node.body)
         yielded = self.lower_block(body) or []
         self._yield(op, yielded, regs, [self.vals[b] for b in body.args[1:]])
         self.restore_mask()
-        self.body = outer
+        if not self.lowering:
+            self.body = outer
         for res, reg, barg in zip(op.res, regs, body.args[1:]):
-            self.vals[res] = self.vals[barg] if reg is None else Var(reg)
+            if reg is None:
+                self.vals[res] = self.vals[barg]
+            elif self.lowering:
+                self.leaf(res, reg)
+            else:
+                self.vals[res] = Var(reg)
 
     def _yield(self, op, yielded, regs, targets):
         tmps = []
@@ -707,7 +907,7 @@ class _FnLowering:
                 if t.addr != tgt.addr:
                     self.fail(f"yields a tile at UB address {t.addr} where the carried tile is at {tgt.addr}; "
                               "tiles carried through scf.for/scf.if must share a buffer (pto-plan-memory)")
-            else:
+            elif not self.lowering:
                 tmp = self.fresh("t")
                 self.emit("smov", dst=Var(tmp), src=self.expr(v, op))
                 tmps.append((reg, tmp))
@@ -719,10 +919,10 @@ class _FnLowering:
         regs = self._carry_regs(op.output, op)
         self.restore_mask()
         node = If(cond, [], [], self.origin)
-        self.body.append(node)
-        outer = self.in_body(node.then_body)
+        outer = self.body
+        if not self.lowering:
+            self.body.append(node)
         targets = None
-        results = {}
         for branch, region in (("then", op.true_region), ("else", op.false_region)):
             self.body = node.then_body if branch == "then" else node.else_body
             if not region.blocks:
@@ -736,18 +936,31 @@ class _FnLowering:
             self.restore_mask()
         self.body = outer
         for i, res in enumerate(op.output):
-            self.vals[res] = targets[i] if targets is not None else None
+            if self.lowering and regs[i] is not None:
+                self.leaf(res, regs[i])
+            else:
+                self.vals[res] = targets[i] if targets is not None else None
 
     # ---- tile ops -----------------------------------------------------------------------------
+    def lowered(self, op: Operation):
+        """The op is now a2a3 instructions (lowering: erase it)."""
+        if self.lowering:
+            Rewriter.erase_op(op)
+
     def lower_tile_op(self, op: pto.TileOp):
         if op.res and not op.outs:
             self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
         if isinstance(op, pto.OpaqueTileOp) or not type(op).HAS_SEMANTICS:
             self.unsupported("no rule for this instruction")
-        handler = getattr(self, f"tile_{op.FAMILY}", None)
-        if handler is None:
+        if not self.lowering:
+            self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
+        if self.patterns is None:
+            self.patterns = GreedyRewritePatternApplier(
+                [_FamilyPattern(self, family, rule) for family, rule in _FAMILY_RULES.items()], dce_enabled=False)
+        rewriter = PatternRewriter(op)
+        self.patterns.match_and_rewrite(op, rewriter)
+        if not rewriter.has_done_action:
             self.unsupported("no rule for this instruction")
-        handler(op)
 
     def _static_valid(self, *tiles: TileRef):
         for t in tiles:
@@ -884,11 +1097,10 @@ class _FnLowering:
         self._rows_aligned(s, d, rows=d.vr)
         L = 256 // d.esize
         ops = {"dst": self.opnd(d, L), "src": self.opnd(s, L)}
-        name = op.name
-        if name == "pto.tsubs":
+        if isinstance(op, pto.TSubsOp):
             self.vec("vadds", d.dtype, ops, d.vr, d.vc, extra={"scalar": self.scalar_operand(sv, d.dtype, True)})
             return
-        if name != "pto.tdivs":
+        if not isinstance(op, pto.TDivsOp):
             self.vec(type(op).A2A3_VOP, d.dtype, ops, d.vr, d.vc, extra={"scalar": self.scalar_operand(sv, d.dtype)})
             return
         scalar = self.scalar_operand(sv, d.dtype)
@@ -937,7 +1149,7 @@ class _FnLowering:
         vop = type(op).A2A3_VOP
         ops = {"dst": self.opnd(d, L), "src0": self.opnd(a, L), "src1": bc}
         self.vec(vop, d.dtype, ops, d.vr, d.vc)
-        if op.name.endswith("expdif"):
+        if isinstance(op, pto.TColExpandExpdifOp):
             self.vec("vexp", d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(d, L)}, d.vr, d.vc)
 
     def tile_rowexpand(self, op):
@@ -956,7 +1168,7 @@ class _FnLowering:
         R, C = d.vr, d.vc
         L = 256 // d.esize
         vop = type(op).A2A3_VOP
-        expdif = op.name.endswith("expdif")
+        expdif = isinstance(op, pto.TRowExpandExpdifOp)
         dst_o, full_o = self.opnd(d, L), self.opnd(full, L)
 
         def body(bc: Opnd, rows, row0):
@@ -1280,7 +1492,7 @@ class _FnLowering:
             return
         dtype = s.dtype
         e = s.esize
-        kind = op.name[len("pto.trow"):]  # sum | max | min
+        kind = {"vcadd": "sum", "vcmax": "max", "vcmin": "min"}[type(op).A2A3_VOP]
         vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
         red = {"sum": "vcadd", "max": "vcmax", "min": "vcmin"}[kind]
         dstride = self._dst_column(d)
@@ -1369,7 +1581,7 @@ class _FnLowering:
             return
         dtype = s.dtype
         e = s.esize
-        kind = op.name[len("pto.tcol"):]
+        kind = {"vadd": "sum", "vmax": "max", "vmin": "min"}[type(op).A2A3_VOP]
         vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
         L = 256 // e
         if dtype == "f16" and kind == "sum":
@@ -1806,20 +2018,46 @@ def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds
 # Entry points
 # --------------------------------------------------------------------------------------------
 
-def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-                     scalars: dict | None = None, barriers: bool = True) -> Program:
-    """The a2a3 program of the placed module's entry function (see the module doc).
-
-    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
-    depend on them (the instructions never depend on their values).  Raises a located
-    ``PtocError`` for an op with no a2a3 lowering."""
-    from pto_compiler.runtime import reference as golden
-
+def _lowerable(module: ModuleOp, target: Target):
     if not target.mode1_needs_broadcast_buffer:
         from pto_compiler.diagnostics import Diagnostic
 
         raise PtocError([Diagnostic(f"the a2a3 lowering does not target {target.name} "
                                     "(its backend lowers to the vf dialect)")], exit_code=2)
+
+
+def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+                 scalars: dict | None = None) -> None:
+    """Rewrites the placed module's entry function (every function with a body when ``entry`` is
+    None and the module has no single entry) into a2a3 ops, in place.
+
+    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
+    depend on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+    from pto_compiler.runtime import reference as golden
+
+    _lowerable(module, target)
+    fns = [golden.select_entry(module, entry)] if entry is not None or _has_entry(module) else \
+        [f for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
+    for fn in fns:
+        _FnLowering(fn, target, scalars, lowering=True).run()
+
+
+def _has_entry(module: ModuleOp) -> bool:
+    from pto_compiler.runtime import reference as golden
+
+    try:
+        golden.select_entry(module, None)
+    except PtocError:
+        return False
+    return True
+
+
+def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+               scalars: dict | None = None, barriers: bool = True) -> Program:
+    """The listing of a lowered module's entry function: per-pipe instruction streams, with the
+    same-pipe barriers completed (:func:`complete_barriers`)."""
+    from pto_compiler.runtime import reference as golden
+
     fn = golden.select_entry(module, entry)
     low = _FnLowering(fn, target, scalars)
     body = low.run()
@@ -1829,6 +2067,16 @@ def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None 
         # the barriers do not depend on the values of kernel scalars: one program for all inputs
         complete_barriers(prog, {}, low.trip_bounds)
     return prog
+
+
+def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+                     scalars: dict | None = None, barriers: bool = True) -> Program:
+    """The a2a3 program of a placed module's entry function: :func:`lower_module` on a clone, then
+    :func:`program_of`."""
+    _lowerable(module, target)
+    module = module.clone()
+    lower_module(module, target, entry, scalars)
+    return program_of(module, target, entry, scalars, barriers)
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
@@ -1896,11 +2144,42 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
     return out
 
 
+class _FamilyPattern(RewritePattern):
+    """Rewrites the tile ops of one family (a ``pto`` op class) with that family's rule."""
+
+    def __init__(self, low: _FnLowering, family: type, rule):
+        self.low, self.family, self.rule = low, family, rule
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, self.family):
+            self.rule(self.low, op)
+            rewriter.erase(op)
+
+
+_FAMILY_RULES = {
+    pto.ElementwiseBinaryOp: _FnLowering.tile_binary,
+    pto.UnaryOp: _FnLowering.tile_unary,
+    pto.TileScalarOp: _FnLowering.tile_scalar,
+    pto.ExpandScalarOp: _FnLowering.tile_expands,
+    pto.RowExpandBinaryOp: _FnLowering.tile_rowexpand,
+    pto.ColExpandBinaryOp: _FnLowering.tile_colexpand,
+    pto.RowExpandOp: _FnLowering.tile_rowbroadcast,
+    pto.ColExpandOp: _FnLowering.tile_colbroadcast,
+    pto.RowReduceOp: _FnLowering.tile_rowreduce,
+    pto.ColReduceOp: _FnLowering.tile_colreduce,
+    pto.PairReduceOp: _FnLowering.tile_pairreduce,
+    pto.ConvertOp: _FnLowering.tile_cvt,
+    pto.MoveOp: _FnLowering.tile_mov,
+    pto.LoadOp: _FnLowering.tile_load,
+    pto.StoreOp: _FnLowering.tile_store,
+}
+"""One rule per tile-op family, keyed by the family's op class."""
+
+
 @dataclass(frozen=True)
 class LowerA2A3Pass(ModulePass):
-    """``pto-lower-a2a3{target=a2a3 entry=NAME}``: checks that the module lowers to an a2a3
-    program (the located error of the first op that does not, otherwise nothing); the IR is left
-    unchanged: ``ptoc --emit program`` prints the program."""
+    """``pto-lower-a2a3{target=a2a3 entry=NAME}``: tile, sync and DMA ops -> ``a2a3`` ops, one
+    pattern per family (:data:`_FAMILY_RULES`); ``ptoc --emit program`` prints the result."""
 
     name = "pto-lower-a2a3"
 
@@ -1911,4 +2190,4 @@ class LowerA2A3Pass(ModulePass):
         from pto_compiler.targets import lookup_target
 
         t = lookup_target(self.target) or A2A3
-        lower_to_program(op, t, self.entry)
+        lower_module(op, t, self.entry)

@@ -49,6 +49,7 @@ def error_at(message: str, filename: str = "<unknown>", line: int = 0, column: i
 def location_of(op) -> tuple[str, int, int]:
     """(file, line, col) of an xDSL op whose location the front end set, else ("<unknown>", 0, 0)."""
     loc = getattr(op, "location", None)
+    loc = getattr(loc, "location", loc)  # a NameLoc (the origin of a lowered op) wraps one
     filename = getattr(loc, "filename", None)
     if filename is None:
         return ("<unknown>", 0, 0)

@@ -3,7 +3,7 @@
 a2a3 (DESIGN.md §2, §5)::
 
     verify -> pto-bufferize (L1 functions only) -> pto-select-expand-mode -> pto-tmp-strategy
-           -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 (program emission)
+           -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 (a2a3 ops; the program is their listing)
 
 ascend950: the same passes (plan memory at 256 KiB, no broadcast scratch), then ``pto-lower-vf``
 (one ``vf.func`` + ``vf.call`` per vector tile op; ``stop_after="vf"`` returns that module, what
@@ -102,7 +102,11 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         _make_pass("pto-lower-vf", target, manual).apply(ctx, module)
         if stop_after == "vf":
             return module
-    return lower_placed(module, target, entry, scalars=scalars)
+        return lower_placed(module, target, entry, scalars=scalars)
+    from pto_compiler.passes import lower_a2a3
+
+    lower_a2a3.lower_module(module, target, entry, scalars)  # pto-lower-a2a3, on our clone
+    return lower_a2a3.program_of(module, target, entry, scalars)
 
 
 def lower_placed(module, target: Target, entry: str | None = None, scalars: dict | None = None):
