@@ -954,6 +954,16 @@ class _FnLowering:
             self.unsupported("no rule for this instruction")
         if not self.lowering:
             self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
+        self.emit_tile_op(op)
+
+    def emit_tile_op(self, op: pto.TileOp):
+        """The instructions of one tile op by its family's rule: lowering, as a pattern rewrite that
+        replaces the op; else appended to the program (the ascend950 emission of DMA ops)."""
+        if not self.lowering:
+            rule = next((r for family, r in _FAMILY_RULES.items() if isinstance(op, family)), None)
+            if rule is None:
+                self.unsupported("no rule for this instruction")
+            return rule(self, op)
         if self.patterns is None:
             self.patterns = GreedyRewritePatternApplier(
                 [_FamilyPattern(self, family, rule) for family, rule in _FAMILY_RULES.items()], dce_enabled=False)

@@ -975,7 +975,7 @@ class _VfProgramLowering(A._FnLowering):
 
     def lower_tile_op(self, op):
         if type(op).FAMILY in ("load", "store"):
-            return super().lower_tile_op(op)
+            return self.emit_tile_op(op)
         self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
 
     def lower_vf_call(self, op: vf.VfCallOp):
