@@ -68,20 +68,142 @@ class CycleTable:
 
 def _ascend950_table() -> dict:
     t = _a2a3_table()
-    # [P] One VF launch (vf_call, asc_vf_call): the PUSHQ VF hand-over of the launch (~70 cycles
-    # per launch: seeds/001's naive tail_axis case, 1247 PUSHQ VF cycles for 17 launches), then
-    # one cycle per executed VF register instruction (loads, stores, compute: the executor counts
-    # them, loop bodies per trip; TraceEntry.repeats) and a pipeline before the results land.
-    # The study's per-counter numbers (RVECLD/RVECEX/RVECST/PUSH_PB) are not fitted yet.
-    t["vf_call"] = OpCost(issue=70, per_unit=1, latency=16)
+    # The VF launch: its V-pipe time is the PUSHQ VF time that :func:`vf_timing` computes from
+    # the executed VF stream (per-unit issue, latencies, loop costs) with VF_PARAMS below.
+    t["vf_call"] = OpCost(issue=0, unit="none")
+    # GM <-> UB copies, fitted to the study's MTE2/MTE3 sum_cycles (seeds/001: elemwise MTE2 2343
+    # for two 78,000-byte copies, MTE3 1099 for one; reduce MTE2 ~5,300 for 78 row bursts of
+    # 1,000 bytes, MTE3 ~300 for 312 or 1,000 bytes): a fixed ~290 cycles per copy, 53 per extra
+    # row burst, 88 B/cycle in and 96 B/cycle out.  [fitted]
+    t["copy_gm_to_ubuf"] = OpCost(issue=290 - 53, per_unit=1 / 88, unit="byte", per_burst=53)
+    t["copy_ubuf_to_gm"] = OpCost(issue=290 - 53, per_unit=1 / 96, unit="byte", per_burst=53)
     return t
 
 
 CYCLE_TABLES = {
     "a2a3": CycleTable("a2a3", _a2a3_table()),
-    # ascend950: the copies, flags and scalar costs of a2a3 [P], plus the VF launch (vf_call).
+    # ascend950: the flags and scalar costs of a2a3 [P], the fitted copies and the VF launch.
     "ascend950": CycleTable("ascend950", _ascend950_table()),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# ascend950 vector functions: the counters of the SIMD VF study (seeds/001)
+# ---------------------------------------------------------------------------------------------
+
+VF_PARAMS = {
+    # name: (value, source)
+    "launch": (22.0, "fitted: PUSHQ VF of head_axis_1 / mid_axis_1..3 minus their modelled bodies"),
+    "push_pb": (4.0, "study: PUSH_PB sum_cycles 68/17, 68/17, 96/24, 32/8 per launch"),
+    "dispatch_width": (3.0, "fitted: instructions the VF front end dispatches per cycle"),
+    "loop_entry": (4.0, "fitted: bubble of each hardware loop instance entered (tail/head/mid)"),
+    "rveclp": (1.0, "study: RVECLP sum_cycles = loop instances entered (mid_axis 24/96/32/33/97)"),
+    "rvecsu": (1.0, "study: RVECSU sum_cycles = events (tail 34/35, head 34/13/35, mid 48/104/56/49/97)"),
+    "ex_width": (2.0, "fitted: RVECEX IPC up to 1.57 (reduce_max ar baseline)"),
+    "lat_load": (2.0, "fitted"),
+    "lat_mask": (1.0, "fitted"),
+    "lat_max": (1.6, "fitted: reduce_max ra baseline, 312 chained vmax in ~506 cycles"),
+    "lat_add": (2.3, "fitted: reduce_sum ra baseline, 312 chained vadd in ~716 cycles"),
+    "lat_mul": (2.3, "fitted (as add)"),
+    "lat_reduce": (6.0, "fitted"),
+    "occ_reduce": (3.5, "fitted: vcmax/vcadd hold the EX unit (reduce ar unroll)"),
+    "lat_other": (2.0, "fitted"),
+}
+"""The parameters of :func:`vf_timing`, each with where it comes from."""
+
+VF_EVENT_CYCLES = {
+    # RVECLD/RVECEX/RVECST sum_cycles per instruction: the study's "key instruction" columns
+    # (count/sum_cycles), seeds/001: RV_VLD 312/2808, RV_VADD 312/2184, RV_VMAX 312/1872,
+    # RV_VMULS 305/2440, RV_VCADD 78/1716, RV_VCMAX 78/1248, RV_VST 305/4950, RV_VSTUI 78/635;
+    # RV_PLT (update_mask) 6: head_axis RVECEX 2431 = 17 x 11 x (6 + 7).  [study]
+    "vf.load_align": 9, "vf.load_unalign": 9, "vf.add": 7, "vf.sub": 7, "vf.adds": 7,
+    "vf.max": 6, "vf.min": 6, "vf.maxs": 6, "vf.mins": 6, "vf.mul": 8, "vf.muls": 8,
+    "vf.reduce_sum": 22, "vf.reduce_max": 16, "vf.reduce_min": 16, "vf.update_mask": 6,
+    "vf.store_align": 16, "vf.store_unalign": 8, "vf.store_unalign_post": 8,
+}
+
+_VF_UNIT = {"vf.load_align": "LD", "vf.load_unalign": "LD", "vf.store_align": "ST",
+            "vf.store_unalign": "ST", "vf.store_unalign_post": "ST"}
+_VF_LAT = {"vf.load_align": "lat_load", "vf.load_unalign": "lat_load", "vf.update_mask": "lat_mask",
+           "vf.create_mask": "lat_mask", "vf.max": "lat_max", "vf.min": "lat_max", "vf.maxs": "lat_max",
+           "vf.mins": "lat_max", "vf.add": "lat_add", "vf.sub": "lat_add", "vf.adds": "lat_add",
+           "vf.mul": "lat_mul", "vf.muls": "lat_mul", "vf.reduce_sum": "lat_reduce",
+           "vf.reduce_max": "lat_reduce", "vf.reduce_min": "lat_reduce"}
+_VF_OCC = {"vf.reduce_sum": "occ_reduce", "vf.reduce_max": "occ_reduce", "vf.reduce_min": "occ_reduce"}
+
+VF_COUNTERS = ("vf_count", "pushq_vf", "push_pb", "rvecsu", "rveclp", "rvecld", "rvecex", "rvecst")
+"""The study's counter names (VF count, PUSHQ VF, PUSH_PB, RVECSU, RVECLP, RVECLD/EX/ST sum_cycles)."""
+
+
+def vf_timing(log: list, params: dict | None = None) -> dict:
+    """The study's counters of one VF launch from its executed stream (``VfCallResult.log``).
+
+    The front end dispatches ``dispatch_width`` instructions per cycle in program order; loads,
+    stores and compute issue on their units (LD, ST: one per cycle; EX: ``ex_width``) in order,
+    each no earlier than its register operands are ready (issue + latency), so a chain
+    ``acc = max(acc, x)`` waits for each result and independent accumulators fill the gaps.
+    Each hardware loop instance entered costs ``loop_entry`` cycles of the front end; address
+    arithmetic is folded into the loop's address registers (free).  PUSHQ VF = ``launch`` + the
+    time until the last instruction completes."""
+    from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_OP, LOG_TRIP
+
+    P = {k: v for k, (v, _src) in VF_PARAMS.items()}
+    if params:
+        P.update(params)
+    step = 1.0 / P["dispatch_width"]
+    ex = [0.0] * max(1, int(P["ex_width"]))
+    free = {"LD": 0.0, "ST": 0.0}
+    ready: dict = {}
+    pend: dict = {}
+    front = end = 0.0
+    c = dict.fromkeys(VF_COUNTERS, 0.0)
+    for kind, op in log:
+        if kind == LOG_ENTER:
+            c["rveclp"] += P["rveclp"]
+            body = op.body.blocks[0]
+            innermost = not any(o.name == "scf.for" for o in body.ops)
+            top = op.parent_op() is not None and op.parent_op().name == "vf.func"
+            scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
+            c["rvecsu"] += P["rvecsu"] * ((innermost or top) + scalars)
+            front += P["loop_entry"]
+            pend[op] = [ready.get(v, 0.0) for v in op.iter_args]
+        elif kind == LOG_TRIP:
+            args = op.body.blocks[0].args
+            ready[args[0]] = front
+            for a, t in zip(args[1:], pend[op]):
+                ready[a] = t
+        elif kind == LOG_EXIT:
+            for r, t in zip(op.results, pend.pop(op)):
+                ready[r] = t
+        elif op.name == "scf.yield":
+            loop = op.parent_op()
+            if loop in pend:
+                pend[loop] = [ready.get(v, 0.0) for v in op.operands]
+        elif op.name.startswith("vf."):
+            front += step
+            t = max([front] + [ready.get(v, 0.0) for v in op.operands])
+            unit = _VF_UNIT.get(op.name, "EX")
+            occ = P[_VF_OCC[op.name]] if op.name in _VF_OCC else 1.0
+            if unit == "EX":
+                k = min(range(len(ex)), key=ex.__getitem__)
+                t = max(t, ex[k])
+                ex[k] = t + occ
+            else:
+                t = max(t, free[unit])
+                free[unit] = t + occ
+            done = t + P[_VF_LAT.get(op.name, "lat_other")]
+            for r in op.results:
+                ready[r] = done
+            end = max(end, done)
+            c["rvec" + unit.lower()] += VF_EVENT_CYCLES.get(op.name, 1)
+        else:  # arith: scalar address and count arithmetic, ready with its operands
+            t = max([0.0] + [ready.get(v, 0.0) for v in op.operands])
+            for r in op.results:
+                ready[r] = t
+    c["vf_count"] = 1
+    c["pushq_vf"] = P["launch"] + max(end, front)
+    c["push_pb"] = P["push_pb"]
+    return c
 
 
 @dataclass
@@ -101,22 +223,36 @@ class CycleStats:
     blocks: int = 1
     per_block_cycles: list = field(default_factory=list)
     events: list = field(default_factory=list)
-    """(block, pipe, opcode, start, busy_end, complete, origin) per instruction."""
+    """(block, pipe, name, start, busy_end, complete, origin) per instruction."""
     clock_ghz: float = 1.8
+    vf: dict = field(default_factory=dict)
+    """ascend950: the study's counters summed over the VF launches (:data:`VF_COUNTERS`)."""
+    flows: list = field(default_factory=list)
+    """(set_flag event index, wait_flag event index) per flag that was waited on."""
+
+    def utilization(self, s: PipeStats) -> float:
+        """Busy share of the blocks' time: each block's pipe runs within that block's makespan."""
+        span = sum(self.per_block_cycles) or self.total_cycles
+        return s.busy / span if span else 0.0
 
     def to_dict(self) -> dict:
+        cycles = {"total": round(self.total_cycles, 2),
+                  "pipes": {p: round(s.busy, 2) for p, s in self.pipes.items()}}
+        cycles.update({k: round(v, 2) for k, v in self.vf.items()})
         return {
             "target": self.target,
             "total_cycles": round(self.total_cycles, 2),
+            "cycles": cycles,
+            "clock_ghz": self.clock_ghz,
             "blocks": self.blocks,
             "per_block_cycles": [round(c, 2) for c in self.per_block_cycles],
             "pipes": {p: {"busy_cycles": round(s.busy, 2), "instructions": s.instructions,
-                          "utilization": round(s.busy / self.total_cycles, 4) if self.total_cycles else 0.0}
+                          "utilization": round(self.utilization(s), 4)}
                       for p, s in self.pipes.items()},
             "instruction_counts": {k: v for k, v in sorted(self.counts.items()) if k != "loop_trip"},
             "instructions": sum(v for k, v in self.counts.items() if k != "loop_trip"),
             "loop_trips": self.counts.get("loop_trip", 0),
-            "model": "a first per-pipe model; placeholder costs (runtime/cycles.py)",
+            "model": "per-pipe model (runtime/cycles.py); ascend950 VF costs fitted to seeds/001",
         }
 
     def to_json(self) -> str:
@@ -128,8 +264,10 @@ class CycleStats:
                  + (f", {self.blocks} blocks in parallel" if self.blocks > 1 else "")]
         lines.append(f"{'pipe':<6}{'busy':>12}{'util':>8}{'instrs':>9}")
         for p, s in self.pipes.items():
-            u = s.busy / self.total_cycles if self.total_cycles else 0.0
-            lines.append(f"{p:<6}{s.busy:>12,.0f}{u:>8.1%}{s.instructions:>9}")
+            lines.append(f"{p:<6}{s.busy:>12,.0f}{self.utilization(s):>8.1%}{s.instructions:>9}")
+        if self.vf:
+            lines.append("VF (study counters): " + ", ".join(
+                f"{_VF_LABEL[k]} {v:,.0f}" for k, v in self.vf.items()))
         lines.append("instructions: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())
                                                   if k != "loop_trip"))
         if self.counts.get("loop_trip"):
@@ -137,19 +275,35 @@ class CycleStats:
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
-        """Chrome trace events (one thread per pipe, 1 us = 1 cycle) for Perfetto."""
+        """Chrome trace events for Perfetto: one process per block, one thread per pipe,
+        timestamps in microseconds at ``clock_ghz``, flow arrows from set_flag to wait_flag."""
         tids = {p: i for i, p in enumerate(PIPE_ORDER)}
+        us = 1.0 / (self.clock_ghz * 1000.0)
         ev = []
-        for blk, pipe, op, start, end, _complete, origin in self.events:
-            e = {"name": op, "ph": "X", "pid": blk, "tid": tids.get(pipe, 9), "ts": start,
-                 "dur": max(end - start, 0.01)}
+        for blk, pipe, name, start, end, _complete, origin in self.events:
+            e = {"name": name, "ph": "X", "pid": blk, "tid": tids.get(pipe, 9), "ts": start * us,
+                 "dur": max(end - start, 0.01) * us, "args": {"cycles": round(end - start, 2)}}
             if origin is not None:
-                e["args"] = {"origin": str(origin)}
+                e["args"]["origin"] = str(origin)
             ev.append(e)
+        for k, (a, b) in enumerate(self.flows):
+            for ph, i in (("s", a), ("f", b)):
+                blk, pipe, _n, start, end, _c, _o = self.events[i]
+                f = {"name": "flag", "cat": "sync", "ph": ph, "id": k, "pid": blk,
+                     "tid": tids.get(pipe, 9), "ts": (end if ph == "s" else start) * us}
+                if ph == "f":
+                    f["bp"] = "e"
+                ev.append(f)
         for blk in range(self.blocks):
+            ev.append({"name": "process_name", "ph": "M", "pid": blk, "args": {"name": f"block {blk}"}})
             for p, i in tids.items():
                 ev.append({"name": "thread_name", "ph": "M", "pid": blk, "tid": i, "args": {"name": p}})
-        return {"traceEvents": ev, "displayTimeUnit": "ns"}
+        return {"traceEvents": ev, "displayTimeUnit": "ns",
+                "otherData": {"clock_ghz": self.clock_ghz, "timestamps": "microseconds"}}
+
+
+_VF_LABEL = {"vf_count": "VF count", "pushq_vf": "PUSHQ VF", "push_pb": "PUSH_PB", "rvecsu": "RVECSU",
+             "rveclp": "RVECLP", "rvecld": "RVECLD", "rvecex": "RVECEX", "rvecst": "RVECST"}
 
 
 def _units(cost: OpCost, e) -> float:
@@ -171,15 +325,18 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True) -> Cyc
     counts: dict[str, int] = {}
     events: list = []
     per_block: list[float] = []
+    vfc: dict = {}
+    flows: list = []
     blocks = sorted({e.block for e in trace}) or [0]
     for b in blocks:
         entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
-        per_block.append(_schedule_block(entries, table, pipes, counts, events if keep_events else None, b))
+        per_block.append(_schedule_block(entries, table, pipes, counts, events if keep_events else None, b,
+                                         vfc, flows))
     return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
-                      per_block, events, table.clock_ghz)
+                      per_block, events, table.clock_ghz, vfc, flows)
 
 
-def _schedule_block(entries, table: CycleTable, pipes, counts, events, block) -> float:
+def _schedule_block(entries, table: CycleTable, pipes, counts, events, block, vfc, flows) -> float:
     free = dict.fromkeys(PIPE_ORDER, 0.0)       # pipe can start its next instruction
     complete = dict.fromkeys(PIPE_ORDER, 0.0)   # every started instruction of the pipe complete
     signals: dict = {}
@@ -196,11 +353,13 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block) ->
         nonlocal end
         c = cost_of(e)
         start = max(t_issue, free[pipe])
+        setter = None
         if e.opcode == "wait_flag":
             q = signals.get(e.flag)
             if not q:
                 return False
-            start = max(start, q.pop(0) + table.flag_latency)
+            t_sig, setter = q.pop(0)
+            start = max(start, t_sig + table.flag_latency)
         elif e.opcode == "pipe_barrier":
             target = e.flag[0] if e.flag else pipe
             if target == "ALL":
@@ -208,10 +367,21 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block) ->
             else:
                 start = max(start, complete[target])
         busy = c.issue + c.per_unit * _units(c, e) + c.per_burst * (e.bursts if c.unit == "byte" else 0)
+        name = e.opcode
+        log = getattr(e, "vf_log", None)
+        if log is not None:
+            v = vf_timing(log)
+            for k, x in v.items():
+                vfc[k] = vfc.get(k, 0.0) + x
+            busy += v["pushq_vf"]
+            pipes["S"].busy += v["push_pb"]  # the scalar unit pushes the parameters
+            name = getattr(e, "vf_callee", name)
         stop = start + busy
         done = stop + c.latency
+        if events is not None and setter is not None:
+            flows.append((setter, len(events)))
         if e.opcode == "set_flag":
-            signals.setdefault(e.flag, []).append(max(stop, complete[pipe]))
+            signals.setdefault(e.flag, []).append((max(stop, complete[pipe]), len(events) if events is not None else 0))
         if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             for p in PIPE_ORDER:
                 free[p] = max(free[p], stop)
@@ -224,7 +394,7 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block) ->
         counts[e.opcode] = counts.get(e.opcode, 0) + 1
         end = max(end, done)
         if events is not None:
-            events.append((block, pipe, e.opcode, start, stop, done, e.origin))
+            events.append((block, pipe, name, start, stop, done, e.origin))
         return True
 
     def pump():

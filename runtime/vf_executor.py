@@ -305,10 +305,16 @@ class VfCallResult:
     """UB bytes the VF wrote."""
     counts: dict = field(default_factory=dict)
     """Executed ops per name (loop bodies per trip)."""
+    log: list = field(default_factory=list)
+    """The executed stream for the cycle model (runtime/cycles.py ``vf_timing``): ``(LOG_OP, op)``
+    per executed op, ``(LOG_ENTER | LOG_TRIP | LOG_EXIT, for_op)`` around hardware loops."""
 
 
 _FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp", "log", "sqrt",
                                              "rsqrt", "recip", "abs_", "relu")}
+
+
+LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT = range(4)
 
 
 class VfRunner:
@@ -329,6 +335,7 @@ class VfRunner:
         self.writes = np.zeros(self.ub.size, bool)
         self.pending: dict[int, dict[int, int]] = {}
         self.counts = {}
+        self.log: list = []
         env: dict = {}
         for p, a in zip(params, args):
             t = p.type
@@ -339,13 +346,16 @@ class VfRunner:
             else:
                 env[p] = golden.coerce_scalar(a, t)
         self.run_block(fn.block, env)
-        return VfCallResult(self.reads, self.writes, dict(self.counts))
+        return VfCallResult(self.reads, self.writes, dict(self.counts), self.log)
 
     def run_block(self, block: Block, env: dict) -> list:
+        log = self.log
         for op in block.ops:
             if isinstance(op, scf.YieldOp):
+                log.append((LOG_OP, op))
                 return [env[v] for v in op.operands]
             self.counts[op.name] = self.counts.get(op.name, 0) + 1
+            log.append((LOG_OP, op))
             h = _HANDLERS.get(type(op))
             if h is not None:
                 px = getattr(op, "_vfx", None)
@@ -376,13 +386,16 @@ class VfRunner:
         vals = [env[v] for v in op.iter_args]
         body = op.body.blocks[0]
         args = list(body.args)
+        self.log.append((LOG_ENTER, op))
         for i in range(lb, ub, step):
+            self.log.append((LOG_TRIP, op))
             # SSA values are defined once: the body's values of one trip overwrite the previous
             # trip's in the same environment (nothing outside the loop can name them)
             env[args[0]] = i
             for a, v in zip(args[1:], vals):
                 env[a] = v
             vals = self.run_block(body, env)
+        self.log.append((LOG_EXIT, op))
         for r, v in zip(op.results, vals):
             env[r] = v
 
@@ -1014,6 +1027,8 @@ def exec_vf_call(m, d, p: int, te) -> None:
     if te is not None:
         te.repeats = sum(n for k, n in res.counts.items() if k.startswith("vf."))
         te.vf_counts = dict(res.counts)
+        te.vf_log = res.log
+        te.vf_callee = name
     m.vf_counts = getattr(m, "vf_counts", {})
     for k, n in res.counts.items():
         m.vf_counts[k] = m.vf_counts.get(k, 0) + n

@@ -1,0 +1,90 @@
+"""The ascend950 cycle model: the study's counters, dependency bubbles, --stats json, --trace."""
+
+import json
+
+import numpy as np
+
+from pto_compiler import api, pipeline
+from pto_compiler.runtime import cycles
+from pto_compiler.targets import TARGETS
+
+_CHAIN = """
+module attributes {pto.target_arch = "a5"} {
+  func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) attributes {pto.entry} {
+    vf.func @body(%xt: !pto.tile_buf<vec, 16x64xf32>, %zt: !pto.tile_buf<vec, 1x64xf32>) {
+      %m = vf.create_mask ALL : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %c16 = arith.constant 16 : index
+      %ninf = arith.constant -3.0e+38 : f32
+      %init = vf.dup %ninf, %m
+      %r = scf.for %i = %c0 to %c16 step %c1 iter_args(%acc = %init) -> (!vf.reg<64xf32>) {
+        %off = arith.muli %i, %c64 : index
+        %v = vf.load_align %xt[%off]
+        %n = vf.max %acc, %v, %m
+        scf.yield %n : !vf.reg<64xf32>
+      }
+      vf.store_align %zt[0], %r, %m
+    }
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+    %zv = pto.make_tensor_view %z, shape = [%c1, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
+    %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c1, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x64xf32>
+    %xt = pto.alloc_tile : !pto.tile_buf<vec, 16x64xf32>
+    %zt = pto.alloc_tile : !pto.tile_buf<vec, 1x64xf32>
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x64xf32>) outs(%xt : !pto.tile_buf<vec, 16x64xf32>)
+    vf.call @body(%xt, %zt)
+    pto.tstore ins(%zt : !pto.tile_buf<vec, 1x64xf32>) outs(%zp : !pto.partition_tensor_view<1x64xf32>)
+    return
+  }
+}
+"""
+
+
+def _stats(text: str, blocks: int = 1):
+    module = api.parse(text, "k.pto")
+    prog = pipeline.compile_module(module, TARGETS["ascend950"])
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    res = pipeline.run_program(prog, {"x": x, "z": np.zeros((1, 64), np.float32)}, blocks=blocks)
+    return res
+
+
+def test_study_counters_and_chain_bubbles():
+    res = _stats(_CHAIN)
+    np.testing.assert_array_equal(res.outputs["z"][0], np.arange(15 * 64, 16 * 64, dtype=np.float32))
+    v = res.stats.vf
+    assert v["vf_count"] == 1 and v["push_pb"] == cycles.VF_PARAMS["push_pb"][0]
+    assert v["rveclp"] == 1  # one loop instance entered
+    assert v["rvecld"] == 16 * cycles.VF_EVENT_CYCLES["vf.load_align"]
+    # the loop's 16 vmax form one chain: the body waits lat_max per trip, not 1/dispatch_width
+    p = {k: val for k, (val, _s) in cycles.VF_PARAMS.items()}
+    assert v["pushq_vf"] >= p["launch"] + 16 * p["lat_max"]
+    slow = cycles.vf_timing(_log(res), {"lat_max": 10.0})["pushq_vf"]
+    assert slow >= p["launch"] + 16 * 10.0
+
+
+def _log(res):
+    (e,) = [t for t in res.exec_result.trace if t.opcode == "vf_call"]
+    return e.vf_log
+
+
+def test_stats_json_and_trace():
+    res = _stats(_CHAIN, blocks=2)
+    d = res.stats.to_dict()
+    c = d["cycles"]
+    assert {"pushq_vf", "vf_count", "push_pb", "total", "pipes"} <= set(c)
+    assert c["vf_count"] == 2  # one launch per block
+    assert all(0 <= p["utilization"] <= 1 for p in d["pipes"].values())
+    tr = res.stats.chrome_trace()
+    ev = tr["traceEvents"]
+    assert {e["name"] for e in ev if e["ph"] == "X" and e["tid"] == 1} >= {"body"}
+    assert {e["args"]["name"] for e in ev if e.get("name") == "process_name"} == {"block 0", "block 1"}
+    us = 1 / (res.stats.clock_ghz * 1000)
+    (call,) = [e for e in ev if e["name"] == "body" and e["pid"] == 0]
+    assert abs(call["dur"] - call["args"]["cycles"] * us) < 1e-9
+    json.dumps(tr)
