@@ -357,7 +357,7 @@ def _execute(args: argparse.Namespace, module, target) -> int:
     from pto_compiler.runtime import reference as golden
 
     values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry)
-    if target.has_vf and _uses_vf(module):
+    if target.has_vf and _uses_vf(module) and (args.run or args.reference):
         return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
     program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
@@ -410,7 +410,8 @@ def _execute_vf_kernel(args: argparse.Namespace, module, target, values) -> int:
     from pto_compiler.runtime.executor import ExecutionError
 
     if args.stats or args.trace or (args.blocks or 1) > 1:
-        raise UsageError("--stats, --trace and --blocks are not available for kernels written in vf")
+        raise UsageError("--run with --stats, --trace or --blocks is not available for kernels written in vf"
+                         " (--stats alone runs the compiled program)")
     if args.emit is not None:
         raise UsageError("--emit with --run is not available for kernels written in vf")
     code = EXIT_OK
