@@ -1,0 +1,142 @@
+"""Executor, golden model and bare NumPy per element, both targets, measured side by side.
+
+    python bench/exec_speed.py [--repeat 3] [--quick]
+
+Cases (f32): 128x128 TROWEXPANDMAX (Mode 1), 256x256 TROWSUM, softmax 64x256
+(examples/softmax.pto), and a tiled loop of 2,048 trips, each TADD + TEXP of one 32x32 tile
+(2M elements).  Columns: the executor with hazard checking on (as ``ptoc --run`` runs it) and
+off, the golden model (``reference.evaluate`` on the same module), bare NumPy doing the same math;
+ns per element and the ratio to NumPy.  Every executor run is first checked against the golden
+model (the ``--run`` comparison).  ``n/a``: the kernel does not fit the target's UB.
+``--quick`` runs the tiled loop with 64 trips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def median_s(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _l1(name: str, args: str, body: str, result: str) -> str:
+    return f"func.func @{name}({args}) -> {result} {{\n{body}\n  return %d : {result}\n}}\n"
+
+
+ROWEXPANDMAX = _l1(
+    "rowexpandmax", "%x: !pto.tile<128x128xf32>, %s: !pto.tile<128x1xf32, blayout=col_major>",
+    "  %d = pto.trowexpandmax %x, %s : !pto.tile<128x128xf32>, !pto.tile<128x1xf32, blayout=col_major>"
+    " -> !pto.tile<128x128xf32>", "!pto.tile<128x128xf32>")
+ROWSUM = _l1(
+    "rowsum", "%x: !pto.tile<256x256xf32>",
+    "  %d = pto.trowsum %x : !pto.tile<256x256xf32> -> !pto.tile<256x1xf32, blayout=col_major>",
+    "!pto.tile<256x1xf32, blayout=col_major>")
+
+
+def tiled_loop(trips: int) -> str:
+    """z[i] = exp(x[i] + y[i]) over ``trips`` 32x32 tiles of a (trips*32)x32 GM array."""
+    t = "!pto.tile_buf<vec, 32x32xf32>"
+    v = "!pto.tensor_view<?x?xf32>"
+    p = "!pto.partition_tensor_view<32x32xf32>"
+    views = "\n".join(f"    %{n}v = pto.make_tensor_view %{n}, shape = [%rows, %c32], strides = [%c32, %c1] : {v}"
+                      for n in "xyz")
+    parts = "\n".join(f"      %{n}p = pto.partition_view %{n}v, offsets = [%row, %c0], sizes = [%c32, %c32] : {v} -> {p}"
+                      for n in "xyz")
+    return f"""module {{
+  func.func @tiled(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %z: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %trips = arith.constant {trips} : index
+    %rows = arith.constant {trips * 32} : index
+{views}
+    scf.for %i = %c0 to %trips step %c1 {{
+      %row = arith.muli %i, %c32 : index
+{parts}
+      %a = pto.alloc_tile : {t}
+      %b = pto.alloc_tile : {t}
+      pto.tload ins(%xp : {p}) outs(%a : {t})
+      pto.tload ins(%yp : {p}) outs(%b : {t})
+      pto.tadd ins(%a, %b : {t}, {t}) outs(%a : {t})
+      pto.texp ins(%a : {t}) outs(%a : {t})
+      pto.tstore ins(%a : {t}) outs(%zp : {p})
+    }}
+    return
+  }}
+}}
+"""
+
+
+def cases(trips: int):
+    softmax = (REPO / "examples" / "softmax.pto").read_text()
+
+    def np_softmax(v):
+        x = v["x"]
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return [
+        ("trowexpandmax 128x128", ROWEXPANDMAX, lambda v: np.maximum(v["x"], v["s"]), 128 * 128),
+        ("trowsum 256x256", ROWSUM, lambda v: v["x"].sum(axis=1, keepdims=True), 256 * 256),
+        ("softmax 64x256", softmax, np_softmax, 64 * 256),
+        (f"tiled loop {trips} x (tadd+texp 32x32)", tiled_loop(trips),
+         lambda v: np.exp(v["x"] + v["y"]), trips * 1024),
+    ]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+
+    from pto_compiler import api, pipeline
+    from pto_compiler.diagnostics import PtocError
+    from pto_compiler.passes.lower_a2a3 import float_sum_outputs
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.executor import execute
+    from pto_compiler.targets import A2A3, ASCEND950
+
+    print(f"{'case':<38}{'target':<11}{'exec check':>12}{'exec nocheck':>14}{'golden':>10}{'NumPy':>9}"
+          "   ns/elem (x NumPy)")
+    for name, text, np_fn, n in cases(64 if args.quick else 2048):
+        module = api.parse(text, f"<{name}>")
+        values = golden.make_inputs(module, 0)
+        want = golden.evaluate(module, values)
+        t_np = median_s(lambda: np_fn(values), max(args.repeat, 20))
+        t_golden = median_s(lambda: golden.evaluate(module, values), args.repeat)
+        tolerant = float_sum_outputs(module)
+        for target in (A2A3, ASCEND950):
+            try:
+                program = pipeline.compile_module(module, target)
+            except PtocError:
+                row = ("n/a", "n/a")
+            else:
+                gm = pipeline.gm_inputs(values)
+                got = execute(program, gm).outputs
+                bad = [c.line() for c in pipeline.compare_outputs(got, want, tolerant) if not c.ok]
+                assert not bad, bad
+                t_on = median_s(lambda: execute(program, gm, trace=False), args.repeat)
+                t_off = median_s(lambda: execute(program, gm, check=False, trace=False), args.repeat)
+                row = tuple(f"{t / n * 1e9:.0f} ({t / t_np:.0f}x)" for t in (t_on, t_off))
+            gold = f"{t_golden / n * 1e9:.1f} ({t_golden / t_np:.1f}x)"
+            print(f"{name:<38}{target.name:<11}{row[0]:>12}{row[1]:>14}{gold:>16}{t_np / n * 1e9:>9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
