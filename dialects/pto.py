@@ -1493,3 +1493,23 @@ PTO = Dialect(
     [TileType, TileBufType, TensorViewType, PartitionTensorViewType, PtrType, *RAW_ATTRS.values(),
      *RAW_TYPES.values()],
 )
+
+
+def view_root(value: SSAValue) -> SSAValue:
+    """What a GM view or a re-bound tile is made from: follows ``pto.partition_view``,
+    ``pto.make_tensor_view``, ``pto.addptr`` and ``pto.tassign`` results back to the first value
+    that is none of them (a kernel's GM pointer argument when the chain is static)."""
+    for _ in range(32):
+        owner = value.owner
+        if isinstance(owner, PartitionViewOp):
+            value = owner.source[0]
+        elif isinstance(owner, MakeTensorViewOp):
+            value = owner.ptr[0]
+        elif isinstance(owner, GenericPtoOp) and owner.name == "pto.addptr" and owner.operands:
+            value = owner.operands[0]
+        elif isinstance(owner, TAssignOp) and owner.result:
+            value = owner.tile[0]
+        else:
+            break
+    return value
+

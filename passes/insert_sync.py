@@ -273,21 +273,10 @@ class _Program:
         hi = sum((o + z - 1) * s for o, z, s in zip(offsets, sizes, strides)) + 1
         return ("gm", root, lo * esize, max(hi, lo) * esize)
 
-    def _root(self, ptr: SSAValue):
-        seen = 0
-        while seen < 32:
-            seen += 1
-            if isinstance(ptr, BlockArgument):
-                return ptr
-            owner = ptr.owner
-            if isinstance(owner, pto.GenericPtoOp) and owner.name == "pto.addptr" and owner.operands:
-                ptr = owner.operands[0]
-                continue
-            if isinstance(owner, pto.MakeTensorViewOp):
-                ptr = owner.ptr[0]
-                continue
-            return None
-        return None
+    @staticmethod
+    def _root(ptr: SSAValue):
+        root = pto.view_root(ptr)
+        return root if isinstance(root, BlockArgument) else None
 
     @staticmethod
     def _pipe_attr(attr) -> str | None:

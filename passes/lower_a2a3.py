@@ -2098,20 +2098,7 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
     specs = golden.kernel_args(fn)
     tainted: set = set()  # SSA values (tiles, GM pointers) that carry a float sum
 
-    def roots(v):
-        seen = 0
-        while seen < 16 and isinstance(v, SSAValue):
-            seen += 1
-            owner = v.owner
-            if isinstance(owner, pto.PartitionViewOp):
-                v = owner.source[0]
-            elif isinstance(owner, pto.MakeTensorViewOp):
-                v = owner.ptr[0]
-            elif isinstance(owner, pto.TAssignOp) and owner.result:
-                v = owner.tile[0]
-            else:
-                break
-        return v
+    roots = pto.view_root
 
     for _ in range(4):
         before = len(tainted)

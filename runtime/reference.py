@@ -1000,19 +1000,8 @@ class Evaluator:
 
 def _ptr_param(value: SSAValue) -> BlockArgument | None:
     """The block argument (GM pointer) a partition/tensor view was made from, if static."""
-    seen = 0
-    while seen < 16:
-        seen += 1
-        if isinstance(value, BlockArgument):
-            return value
-        owner = value.owner
-        if isinstance(owner, pto.PartitionViewOp):
-            value = owner.source[0]
-        elif isinstance(owner, pto.MakeTensorViewOp):
-            value = owner.ptr[0]
-        else:
-            return None
-    return None
+    root = pto.view_root(value)
+    return root if isinstance(root, BlockArgument) else None
 
 
 def _stored_params(fn: func.FuncOp, depth: int = 0) -> set[int]:
