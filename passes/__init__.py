@@ -41,6 +41,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerA2A3Pass
 
+    def complete_barriers():
+        from pto_compiler.passes.a2a3_complete_barriers import CompleteBarriersPass
+
+        return CompleteBarriersPass
+
     def lower_vf():
         from pto_compiler.passes.lower_vf import LowerVfPass
 
@@ -54,4 +59,4 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
-            "pto-lower-vf": lower_vf}
+            "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf}

@@ -107,6 +107,11 @@ MAX_TRIPS = "a2a3.max_trips"
 """Attribute of an ``scf.for`` the lowering made: the most trips its run-time bound allows."""
 
 
+def location(o: Origin) -> NameLoc:
+    """The location of an a2a3 op: the tile op it came from, at its source position."""
+    return NameLoc(StringAttr(o.op), FileLineColLoc(StringAttr(o.file), IntAttr(o.line), IntAttr(o.col)))
+
+
 def _xdsl_type(dtype: str):
     """The xDSL element type of a program dtype name (``f32``, ``u16``, ...)."""
     if dtype in ("f16", "f32", "bf16"):
@@ -309,6 +314,8 @@ class _FnLowering:
         self._loop_ips: dict = {}
         self._consts: dict = {}
         self.patterns: GreedyRewritePatternApplier | None = None
+        self.op_of: dict = {}
+        """decoding: id of an instruction, loop or if -> the op it was read from."""
         self.gm_values: dict = {}
         self.target = target
         self.vals: dict = {}
@@ -561,8 +568,7 @@ class _FnLowering:
 
     # ---- building a2a3 IR (lowering) -------------------------------------------------------
     def location(self):
-        o = self.origin
-        return NameLoc(StringAttr(o.op), FileLineColLoc(StringAttr(o.file), IntAttr(o.line), IntAttr(o.col)))
+        return location(self.origin)
 
     def constant(self, v, t):
         """One ``arith.constant`` per value and type, at the top of the function."""
@@ -664,7 +670,8 @@ class _FnLowering:
         dt = op.properties.get("dtype")
         if "src_dtype" in op.properties:
             args["src_dtype"] = canonical_dtype(pto.dtype_name(op.properties["src_dtype"]))
-        self.emit(spec.name, canonical_dtype(pto.dtype_name(dt)) if dt is not None else None, **args)
+        ins = self.emit(spec.name, canonical_dtype(pto.dtype_name(dt)) if dt is not None else None, **args)
+        self.op_of[id(ins)] = op
 
     # ---- walking -----------------------------------------------------------------------------
     def run(self) -> list:
@@ -880,6 +887,7 @@ class _FnLowering:
             self.names.add(var)
             node = Loop(var, lb, ub, step, [], self.origin)
             self.body.append(node)
+            self.op_of[id(node)] = op
             if MAX_TRIPS in op.attributes:
                 self.trip_bounds[id(node)] = op.attributes[MAX_TRIPS].value.data
             self.vals[iv] = Var(var)
@@ -922,6 +930,7 @@ class _FnLowering:
         outer = self.body
         if not self.lowering:
             self.body.append(node)
+            self.op_of[id(node)] = op
         targets = None
         for branch, region in (("then", op.true_region), ("else", op.false_region)):
             self.body = node.then_body if branch == "then" else node.else_body
@@ -2036,20 +2045,14 @@ def _lowerable(module: ModuleOp, target: Target):
                                     "(its backend lowers to the vf dialect)")], exit_code=2)
 
 
-def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-                 scalars: dict | None = None) -> None:
-    """Rewrites the placed module's entry function (every function with a body when ``entry`` is
-    None and the module has no single entry) into a2a3 ops, in place.
-
-    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
-    depend on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+def lowered_functions(module: ModuleOp, entry: str | None = None) -> list:
+    """The functions a pass over a module rewrites: the entry (``entry``, ``pto.entry`` or the
+    only function), else every function with a body."""
     from pto_compiler.runtime import reference as golden
 
-    _lowerable(module, target)
-    fns = [golden.select_entry(module, entry)] if entry is not None or _has_entry(module) else \
-        [f for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
-    for fn in fns:
-        _FnLowering(fn, target, scalars, lowering=True).run()
+    if entry is not None or _has_entry(module):
+        return [golden.select_entry(module, entry)]
+    return [f for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
 
 
 def _has_entry(module: ModuleOp) -> bool:
@@ -2062,31 +2065,41 @@ def _has_entry(module: ModuleOp) -> bool:
     return True
 
 
+def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+                 scalars: dict | None = None) -> None:
+    """Rewrites the placed module's :func:`lowered_functions` into a2a3 ops, in place.
+
+    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
+    depend on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+    _lowerable(module, target)
+    for fn in lowered_functions(module, entry):
+        _FnLowering(fn, target, scalars, lowering=True).run()
+
+
 def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-               scalars: dict | None = None, barriers: bool = True) -> Program:
-    """The listing of a lowered module's entry function: per-pipe instruction streams, with the
-    same-pipe barriers completed (:func:`complete_barriers`)."""
+               scalars: dict | None = None) -> Program:
+    """The listing of a lowered module's entry function: per-pipe instruction streams."""
     from pto_compiler.runtime import reference as golden
 
     fn = golden.select_entry(module, entry)
     low = _FnLowering(fn, target, scalars)
     body = low.run()
-    prog = Program(target="a2a3", gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
+    return Program(target="a2a3", gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
                    name=fn.sym_name.data)
-    if barriers:
-        # the barriers do not depend on the values of kernel scalars: one program for all inputs
-        complete_barriers(prog, {}, low.trip_bounds)
-    return prog
 
 
 def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-                     scalars: dict | None = None, barriers: bool = True) -> Program:
-    """The a2a3 program of a placed module's entry function: :func:`lower_module` on a clone, then
-    :func:`program_of`."""
+                     scalars: dict | None = None) -> Program:
+    """The a2a3 program of a placed module's entry function: pto-lower-a2a3 and
+    a2a3-complete-barriers on a clone, then :func:`program_of`."""
+    from pto_compiler.passes.a2a3_complete_barriers import complete_function
+
     _lowerable(module, target)
     module = module.clone()
     lower_module(module, target, entry, scalars)
-    return program_of(module, target, entry, scalars, barriers)
+    for fn in lowered_functions(module, entry):
+        complete_function(fn, target)
+    return program_of(module, target, entry, scalars)
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:

@@ -3,7 +3,8 @@
 a2a3 (DESIGN.md §2, §5)::
 
     verify -> pto-bufferize (L1 functions only) -> pto-select-expand-mode -> pto-tmp-strategy
-           -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 (a2a3 ops; the program is their listing)
+           -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 -> a2a3-complete-barriers
+    (a2a3 ops; the program is their listing)
 
 ascend950: the same passes (plan memory at 256 KiB, no broadcast scratch), then ``pto-lower-vf``
 (one ``vf.func`` + ``vf.call`` per vector tile op; ``stop_after="vf"`` returns that module, what
@@ -105,7 +106,11 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         return lower_placed(module, target, entry, scalars=scalars)
     from pto_compiler.passes import lower_a2a3
 
+    from pto_compiler.passes.a2a3_complete_barriers import complete_function
+
     lower_a2a3.lower_module(module, target, entry, scalars)  # pto-lower-a2a3, on our clone
+    for fn in lower_a2a3.lowered_functions(module, entry):
+        complete_function(fn, target)  # a2a3-complete-barriers
     return lower_a2a3.program_of(module, target, entry, scalars)
 
 

@@ -228,6 +228,7 @@ def test_every_instruction_has_an_origin():
 def test_lower_pass_rewrites_tile_ops_into_a2a3_ops():
     """The pass's output is the a2a3 module; the program is its listing."""
     from pto_compiler.dialects import a2a3
+    from pto_compiler.passes.a2a3_complete_barriers import CompleteBarriersPass
     from pto_compiler.passes.lower_a2a3 import LowerA2A3Pass, program_of
 
     placed = _placed(_k("%d = pto.texp %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
@@ -238,6 +239,7 @@ def test_lower_pass_rewrites_tile_ops_into_a2a3_ops():
     assert not any(isinstance(o, (pto.TileOp, *pto.SYNC_OPS.values())) for o in ops)
     assert [o.name for o in ops if isinstance(o, a2a3.A2A3Op) and o.SPEC.family != "sync"] == \
         ["a2a3.copy_gm_to_ubuf", "a2a3.vexp", "a2a3.copy_ubuf_to_gm"]
+    CompleteBarriersPass().apply(api.context(), placed)
     placed.verify()
     assert program_of(placed, A2A3).to_text() == want
     buf = io.StringIO()
