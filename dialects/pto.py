@@ -18,7 +18,7 @@ Both are printed and parsed by :class:`TileOp` (xDSL custom syntax), so what
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -56,7 +56,6 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.runtime import elementwise
 
 # --------------------------------------------------------------------------------------
 # Element types
@@ -463,7 +462,7 @@ class TileOp(IRDLOperation):
     Class-level facts that subclasses set:
 
     * ``dtypes``: ``{"a2a3": set, "ascend950": set}`` of element type names; ``None`` = not checked.
-    * ``FN``: the element function (NumPy, runtime/elementwise.py) the golden model applies, where one exists.
+    * ``FN``: the name of the element function (NumPy, runtime/elementwise.py) the golden model applies.
     * ``HAS_SEMANTICS``: False for ops ptoc parses and verifies but cannot run.
     """
 
@@ -475,14 +474,13 @@ class TileOp(IRDLOperation):
 
     DTYPES: ClassVar[dict[str, frozenset[str]] | None] = None
     HAS_SEMANTICS: ClassVar[bool] = False
-    FN: ClassVar[Callable | None] = None
-    """The op's element function from ``pto_compiler.runtime.elementwise``, exact per dtype, that the
-    golden model (runtime/reference.py) and the executor both call: ``fn(a, b)`` for the binary,
-    tile-scalar and expand-binary families (``fn(s_i, x)`` when src0 is the expanded operand) and the
-    pair reduction; ``fn(x)`` for unary ops; ``fn(x, axis)`` for reductions; ``fn(x, dtype, mode)`` for
-    TCVT.  None for pure data movement (tload, tstore, tmov, texpands, trowexpand, tcolexpand) and for
-    ops without semantics.  An :class:`~pto_compiler.runtime.elementwise.ElementFn` is not a
-    descriptor, so ``op.FN(...)`` calls it unbound."""
+    FN: ClassVar[str | None] = None
+    """The name of the op's element function in ``runtime/elementwise.py``, exact per dtype (the
+    dialect names it; the runtime owns it): ``fn(a, b)`` for the binary, tile-scalar and
+    expand-binary families (``fn(s_i, x)`` when src0 is the expanded operand) and the pair
+    reduction; ``fn(x)`` for unary ops; ``fn(x, axis)`` for reductions; ``fn(x, dtype, mode)`` for
+    TCVT.  None for pure data movement (tload, tstore, tmov, texpands, trowexpand, tcolexpand) and
+    for ops without semantics."""
     FAMILY: ClassVar[str] = "other"
     A2A3_VOP: ClassVar[str | None] = None
     """The a2a3 repeat-vector instruction the op lowers to (its main one)."""
@@ -1016,7 +1014,7 @@ def _op(name: str, base: type[TileOp], dtypes=None, doc: str = "", **extra) -> t
     return irdl_op_definition(type(cls_name, (base,), ns))
 
 
-# Element functions live in runtime/elementwise.py (NumPy); each op names its own with FN=...
+# Element functions live in runtime/elementwise.py (NumPy); each op names its own with FN="..."
 TILE_OPS: dict[str, type[TileOp]] = {}
 
 
@@ -1026,68 +1024,68 @@ def _define(name: str, base: type[TileOp], dtypes=None, doc: str = "", **extra) 
     return cls
 
 
-TAddOp = _define("tadd", ElementwiseBinaryOp, ARITH, "TADD: dst = src0 + src1.", A2A3_VOP="vadd", FN=elementwise.add)
-TSubOp = _define("tsub", ElementwiseBinaryOp, ARITH, "TSUB: dst = src0 - src1.", A2A3_VOP="vsub", FN=elementwise.sub)
-TMulOp = _define("tmul", ElementwiseBinaryOp, ARITH, "TMUL: dst = src0 * src1.", A2A3_VOP="vmul", FN=elementwise.mul)
+TAddOp = _define("tadd", ElementwiseBinaryOp, ARITH, "TADD: dst = src0 + src1.", A2A3_VOP="vadd", FN="add")
+TSubOp = _define("tsub", ElementwiseBinaryOp, ARITH, "TSUB: dst = src0 - src1.", A2A3_VOP="vsub", FN="sub")
+TMulOp = _define("tmul", ElementwiseBinaryOp, ARITH, "TMUL: dst = src0 * src1.", A2A3_VOP="vmul", FN="mul")
 TDivOp = _define("tdiv", ElementwiseBinaryOp, FLOAT_ONLY, "TDIV: dst = src0 / src1.", A2A3_VOP="vdiv",
-                 FN=elementwise.div)
+                 FN="div")
 TMaxOp = _define("tmax", ElementwiseBinaryOp, ARITH, "TMAX: dst = max(src0, src1) (NaN wins, -0 < +0).",
-                 A2A3_VOP="vmax", FN=elementwise.maximum)
+                 A2A3_VOP="vmax", FN="maximum")
 TMinOp = _define("tmin", ElementwiseBinaryOp, ARITH, "TMIN: dst = min(src0, src1) (NaN wins, -0 < +0).",
-                 A2A3_VOP="vmin", FN=elementwise.minimum)
+                 A2A3_VOP="vmin", FN="minimum")
 
-TExpOp = _define("texp", UnaryOp, FLOAT_ONLY, "TEXP: dst = exp(src).", A2A3_VOP="vexp", FN=elementwise.exp)
-TLogOp = _define("tlog", UnaryOp, FLOAT_ONLY, "TLOG: dst = ln(src).", A2A3_VOP="vln", FN=elementwise.log)
-TSqrtOp = _define("tsqrt", UnaryOp, FLOAT_ONLY, "TSQRT: dst = sqrt(src).", A2A3_VOP="vsqrt", FN=elementwise.sqrt)
+TExpOp = _define("texp", UnaryOp, FLOAT_ONLY, "TEXP: dst = exp(src).", A2A3_VOP="vexp", FN="exp")
+TLogOp = _define("tlog", UnaryOp, FLOAT_ONLY, "TLOG: dst = ln(src).", A2A3_VOP="vln", FN="log")
+TSqrtOp = _define("tsqrt", UnaryOp, FLOAT_ONLY, "TSQRT: dst = sqrt(src).", A2A3_VOP="vsqrt", FN="sqrt")
 TRsqrtOp = _define("trsqrt", UnaryOp, FLOAT_ONLY, "TRSQRT: dst = 1/sqrt(src) (optional tmp).",
-                   A2A3_VOP="vrsqrt", MAX_INS=2, FN=elementwise.rsqrt)
-TRecipOp = _define("trecip", UnaryOp, FLOAT_ONLY, "TRECIP: dst = 1/src.", A2A3_VOP="vrec", FN=elementwise.recip)
+                   A2A3_VOP="vrsqrt", MAX_INS=2, FN="rsqrt")
+TRecipOp = _define("trecip", UnaryOp, FLOAT_ONLY, "TRECIP: dst = 1/src.", A2A3_VOP="vrec", FN="recip")
 TAbsOp = _define("tabs", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TABS: dst = |src|.", A2A3_VOP="vabs",
-                 FN=elementwise.abs_)
+                 FN="abs_")
 TReluOp = _define("trelu", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TRELU: dst = max(src, 0).",
-                  A2A3_VOP="vrelu", FN=elementwise.relu)
+                  A2A3_VOP="vrelu", FN="relu")
 
-TAddsOp = _define("tadds", TileScalarOp, ARITH, "TADDS: dst = src + s.", A2A3_VOP="vadds", FN=elementwise.add)
-TSubsOp = _define("tsubs", TileScalarOp, ARITH, "TSUBS: dst = src - s.", A2A3_VOP="vadds", FN=elementwise.sub)
-TMulsOp = _define("tmuls", TileScalarOp, ARITH, "TMULS: dst = src * s.", A2A3_VOP="vmuls", FN=elementwise.mul)
+TAddsOp = _define("tadds", TileScalarOp, ARITH, "TADDS: dst = src + s.", A2A3_VOP="vadds", FN="add")
+TSubsOp = _define("tsubs", TileScalarOp, ARITH, "TSUBS: dst = src - s.", A2A3_VOP="vadds", FN="sub")
+TMulsOp = _define("tmuls", TileScalarOp, ARITH, "TMULS: dst = src * s.", A2A3_VOP="vmuls", FN="mul")
 TDivsOp = _define("tdivs", TileScalarOp, FLOAT_ONLY, "TDIVS: dst = src / s, or s / src with the scalar first.",
-                  A2A3_VOP="vdivs", SCALAR_FIRST_OK=True, FN=elementwise.div)
-TMaxsOp = _define("tmaxs", TileScalarOp, ARITH, "TMAXS: dst = max(src, s).", A2A3_VOP="vmaxs", FN=elementwise.maximum)
-TMinsOp = _define("tmins", TileScalarOp, ARITH, "TMINS: dst = min(src, s).", A2A3_VOP="vmins", FN=elementwise.minimum)
+                  A2A3_VOP="vdivs", SCALAR_FIRST_OK=True, FN="div")
+TMaxsOp = _define("tmaxs", TileScalarOp, ARITH, "TMAXS: dst = max(src, s).", A2A3_VOP="vmaxs", FN="maximum")
+TMinsOp = _define("tmins", TileScalarOp, ARITH, "TMINS: dst = min(src, s).", A2A3_VOP="vmins", FN="minimum")
 TExpandsOp = _define("texpands", ExpandScalarOp, BROADCAST, "TEXPANDS: dst = s.", A2A3_VOP="vector_dup")
 
 TRowExpandOp = _define("trowexpand", RowExpandOp, BROADCAST)
 TColExpandOp = _define("tcolexpand", ColExpandOp, BROADCAST)
-TRowExpandAddOp = _define("trowexpandadd", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd", FN=elementwise.add)
-TRowExpandSubOp = _define("trowexpandsub", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub", FN=elementwise.sub)
-TRowExpandMulOp = _define("trowexpandmul", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul", FN=elementwise.mul)
-TRowExpandDivOp = _define("trowexpanddiv", RowExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv", FN=elementwise.div)
-TRowExpandMaxOp = _define("trowexpandmax", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax", FN=elementwise.maximum)
-TRowExpandMinOp = _define("trowexpandmin", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin", FN=elementwise.minimum)
+TRowExpandAddOp = _define("trowexpandadd", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd", FN="add")
+TRowExpandSubOp = _define("trowexpandsub", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub", FN="sub")
+TRowExpandMulOp = _define("trowexpandmul", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul", FN="mul")
+TRowExpandDivOp = _define("trowexpanddiv", RowExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv", FN="div")
+TRowExpandMaxOp = _define("trowexpandmax", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax", FN="maximum")
+TRowExpandMinOp = _define("trowexpandmin", RowExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin", FN="minimum")
 TRowExpandExpdifOp = _define("trowexpandexpdif", RowExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vsub",
-                             FN=elementwise.expdif)
-TColExpandAddOp = _define("tcolexpandadd", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd", FN=elementwise.add)
-TColExpandSubOp = _define("tcolexpandsub", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub", FN=elementwise.sub)
-TColExpandMulOp = _define("tcolexpandmul", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul", FN=elementwise.mul)
-TColExpandDivOp = _define("tcolexpanddiv", ColExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv", FN=elementwise.div)
-TColExpandMaxOp = _define("tcolexpandmax", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax", FN=elementwise.maximum)
-TColExpandMinOp = _define("tcolexpandmin", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin", FN=elementwise.minimum)
+                             FN="expdif")
+TColExpandAddOp = _define("tcolexpandadd", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vadd", FN="add")
+TColExpandSubOp = _define("tcolexpandsub", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vsub", FN="sub")
+TColExpandMulOp = _define("tcolexpandmul", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmul", FN="mul")
+TColExpandDivOp = _define("tcolexpanddiv", ColExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vdiv", FN="div")
+TColExpandMaxOp = _define("tcolexpandmax", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmax", FN="maximum")
+TColExpandMinOp = _define("tcolexpandmin", ColExpandBinaryOp, EXPAND_ARITH, A2A3_VOP="vmin", FN="minimum")
 TColExpandExpdifOp = _define("tcolexpandexpdif", ColExpandBinaryOp, EXPAND_FLOAT, A2A3_VOP="vsub",
-                             FN=elementwise.expdif)
+                             FN="expdif")
 
 ROW_SUM_DTYPES = _per_target(A2A3_ARITH, A2A3_ARITH | {"i64", "ui64"})
 ROW_MAXMIN_DTYPES = _per_target(A2A3_ARITH, A2A3_ARITH | {"i64", "ui64", "i8", "ui8"})
 COL_DTYPES = _per_target(A2A3_ARITH, A5_ARITH64)
-TRowSumOp = _define("trowsum", RowReduceOp, ROW_SUM_DTYPES, A2A3_VOP="vcadd", FN=elementwise.reduce_sum)
-TRowMaxOp = _define("trowmax", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmax", FN=elementwise.reduce_max)
-TRowMinOp = _define("trowmin", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmin", FN=elementwise.reduce_min)
-TColSumOp = _define("tcolsum", ColReduceOp, COL_DTYPES, A2A3_VOP="vadd", FN=elementwise.reduce_sum)
-TColMaxOp = _define("tcolmax", ColReduceOp, COL_DTYPES, A2A3_VOP="vmax", FN=elementwise.reduce_max)
-TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin", FN=elementwise.reduce_min)
+TRowSumOp = _define("trowsum", RowReduceOp, ROW_SUM_DTYPES, A2A3_VOP="vcadd", FN="reduce_sum")
+TRowMaxOp = _define("trowmax", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmax", FN="reduce_max")
+TRowMinOp = _define("trowmin", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmin", FN="reduce_min")
+TColSumOp = _define("tcolsum", ColReduceOp, COL_DTYPES, A2A3_VOP="vadd", FN="reduce_sum")
+TColMaxOp = _define("tcolmax", ColReduceOp, COL_DTYPES, A2A3_VOP="vmax", FN="reduce_max")
+TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin", FN="reduce_min")
 TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, F16_F32), A2A3_VOP="vcpadd",
-                           FN=elementwise.add)
+                           FN="add")
 
-TCvtOp = _define("tcvt", ConvertOp, ANY, FN=elementwise.convert)
+TCvtOp = _define("tcvt", ConvertOp, ANY, FN="convert")
 TMovOp = _define("tmov", MoveOp, ANY)
 TLoadOp = _define("tload", LoadOp, ANY)
 TStoreOp = _define("tstore", StoreOp, ANY)

@@ -1,6 +1,6 @@
 """Element functions of the PTO tile instructions, exact per element type (NumPy).
 
-Every tile op in ``dialects/pto.py`` names its element function here (``FN=...`` on
+Every tile op in ``dialects/pto.py`` names its element function here (``FN="..."`` on
 its ``_define`` line).  The golden model (``runtime/reference.py``) and the executor
 both call these same functions, so every op other than the float reductions is
 bit-exact between them by construction.  The rules, for every function below:

@@ -761,18 +761,18 @@ class Evaluator:
 
     @staticmethod
     def fn(op: pto.TileOp):
-        f = type(op).FN
-        if f is None:
+        name = type(op).FN
+        if name is None:
             raise op_error(op, "has no element function (FN) attached")
-        return f
+        return getattr(E, name)
 
     def eval_tile_op(self, op: pto.TileOp, env: dict) -> None:
         if not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
             raise op_error(op, "has no semantics in ptoc yet")
-        handler = getattr(self, f"family_{op.FAMILY}", None)
+        handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
         if handler is None:
             raise op_error(op, "has no semantics in ptoc yet")
-        handler(op, env)
+        handler(self, op, env)
         for r in op.res:
             t = env.get(r)
             if isinstance(t, Tile):
@@ -1064,6 +1064,18 @@ def _tile_arg_shape(spec: ArgSpec, value=None) -> tuple[int, int]:
     if vr > t.rows or vc > t.cols:
         raise usage_error(f"input '{spec.name}' of shape {vr}x{vc} does not fit its {t.rows}x{t.cols} tile")
     return (vr, vc)
+
+
+_FAMILIES = {
+    pto.ElementwiseBinaryOp: Evaluator.family_binary, pto.UnaryOp: Evaluator.family_unary,
+    pto.TileScalarOp: Evaluator.family_scalar, pto.ExpandScalarOp: Evaluator.family_expands,
+    pto.RowExpandBinaryOp: Evaluator.family_rowexpand, pto.ColExpandBinaryOp: Evaluator.family_colexpand,
+    pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
+    pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
+    pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
+    pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
+}
+"""The golden model's rule per tile-op family, keyed by the family's op class."""
 
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
