@@ -278,9 +278,9 @@ class Builder:
         elif name.startswith("arith."):
             ops = [self.arith_op(name, stmt, scope)]
         elif name.startswith("vf."):
-            from pto_compiler.dialects import vf
+            from pto_compiler import vf_builder
 
-            ops = vf.build_from_stmt(self, stmt, scope)
+            ops = vf_builder.build_from_stmt(self, stmt, scope)
         else:
             raise self.err(f"unknown operation '{name}'", stmt.pos)
         if ops and stmt.results and ops[-1].results:

@@ -122,7 +122,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Union
 
-from pto_compiler.dialects.a2a3 import EVENT_IDS, OPCODES, PIPES, VECTOR_FAMILIES, OpSpec  # noqa: F401
+from pto_compiler.dialects.a2a3 import EVENT_IDS, OPCODES, PIPES, OpSpec
 
 # ---------------------------------------------------------------------------------------------
 # Pipes, dtypes
