@@ -59,7 +59,8 @@ How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa
 * **Same-pipe ordering** (:func:`complete_barriers`): after emission, a static pass over the
   program inserts ``pipe_barrier P`` before any V/MTE2/MTE3 instruction that reads or overwrites
   UB (32 B blocks) or GM bytes an earlier instruction of the same pipe wrote since the last
-  barrier, and drops barriers that order nothing (loops are analysed trip by trip).  So the
+  barrier, and drops barriers that order nothing (loops of up to 16 trips are analysed trip by
+  trip, longer ones by a fixed point over the body).  So the
   intra-op barriers (after vbrcb, between fold steps) are exact and pto-insert-sync's barriers
   are kept only where needed.
 * **Internal temporaries** (f16 sums, tdivs, reductions without a usable tmp) live in UB that
@@ -91,7 +92,7 @@ from pto_compiler.dialects import a2a3, pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
-    canonical_dtype, evaluate, is_const,
+    canonical_dtype, evaluate, expr_vars, is_const,
 )
 from pto_compiler.targets import A2A3, Target
 
@@ -1706,12 +1707,16 @@ def _exact_reciprocal(s, dtype: str):
 # --------------------------------------------------------------------------------------------
 
 class _BarrierState:
-    """Per pipe: the UB bytes and GM byte ranges written since the pipe's last barrier."""
+    """Per pipe: the UB bytes and GM byte ranges written since the pipe's last barrier.
+
+    A GM range is ``(arg, lo, hi, a, dmin, dmax, loop)``: bytes ``[lo, hi)`` when ``a`` is 0,
+    else the family ``[lo + a*j, hi + a*j)`` written on trips ``j = T - d``, ``d`` in
+    ``[dmin, dmax]``, of the summarised ``loop`` now on trip ``T`` (:meth:`_BarrierPass.summarise`)."""
 
     def __init__(self, nbytes: int):
         self.nbytes = nbytes
         self.ub = {p: np.zeros(nbytes, bool) for p in ("V", "MTE2", "MTE3")}
-        self.gm = {p: [] for p in ("V", "MTE2", "MTE3")}  # (arg, lo, hi) byte ranges
+        self.gm = {p: {} for p in ("V", "MTE2", "MTE3")}  # ordered set of ranges
         self.any = {p: False for p in ("V", "MTE2", "MTE3")}
         self.mask = FULL
 
@@ -1719,7 +1724,7 @@ class _BarrierState:
         n = _BarrierState.__new__(_BarrierState)
         n.nbytes = self.nbytes
         n.ub = {p: a.copy() for p, a in self.ub.items()}
-        n.gm = {p: list(a) for p, a in self.gm.items()}
+        n.gm = {p: dict(a) for p, a in self.gm.items()}
         n.any = dict(self.any)
         n.mask = self.mask
         return n
@@ -1727,15 +1732,51 @@ class _BarrierState:
     def merge(self, other):
         for p in self.ub:
             self.ub[p] |= other.ub[p]
-            self.gm[p] = self.gm[p] + [g for g in other.gm[p] if g not in self.gm[p]]
+            self.gm[p].update(other.gm[p])
             self.any[p] = self.any[p] or other.any[p]
         if self.mask != other.mask:
             self.mask = None
 
+    def __eq__(self, other):
+        return (self.mask == other.mask and self.any == other.any and self.gm == other.gm
+                and all(np.array_equal(a, other.ub[p]) for p, a in self.ub.items()))
+
     def clear(self, p):
         self.ub[p][:] = False
-        self.gm[p] = []
+        self.gm[p] = {}
         self.any[p] = False
+
+    def next_trip(self, loop: int, trips: int):
+        """The ranges of ``loop``'s families one trip older; a range that outlived a whole trip
+        outlives every trip (widened to all earlier trips, so the fixed point is reached)."""
+        for p, ranges in self.gm.items():
+            out = {}
+            for r in ranges:
+                if r[6] == loop:
+                    dmax = r[5] + 1 if r[5] == 0 else trips
+                    r = (*r[:4], min(r[4] + 1, trips), dmax, loop)
+                out[r] = None
+            # one family per range and coefficient: the union of its trip distances
+            fams: dict = {}
+            for r in out:
+                key = r[:4] + r[6:]
+                d = fams.get(key)
+                fams[key] = (r[4], r[5]) if d is None else (min(d[0], r[4]), max(d[1], r[5]))
+            self.gm[p] = {(*k[:4], d[0], d[1], k[4]): None for k, d in fams.items()}
+
+    def leave(self, loop: int, trips: int):
+        """After the last trip: ``loop``'s families become the byte ranges of the trips they stand for."""
+        for p, ranges in self.gm.items():
+            out = {}
+            for r in ranges:
+                if r[6] == loop:
+                    arg, lo, hi, a, dmin, dmax, _ = r
+                    jlo, jhi = trips - min(dmax, trips), trips - max(dmin, 1)
+                    if jlo > jhi:
+                        continue
+                    r = (arg, lo + min(a * jlo, a * jhi), hi + max(a * jlo, a * jhi), 0, 0, 0, None)
+                out[r] = None
+            self.gm[p] = out
 
 
 def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes=None):
@@ -1847,19 +1888,80 @@ def _footprint(ins: Instr, a: dict, mask):
     return reads, writes, gr, gw
 
 
-def _overlap(ranges, others) -> bool:
-    for arg, lo, hi in ranges:
-        for arg2, lo2, hi2 in others:
-            if arg == arg2 and lo < hi2 and lo2 < hi:
-                return True
-    return False
+def _hull(r, trips: dict):
+    """(arg, lo, hi) covering every trip a GM range may stand for."""
+    arg, lo, hi, a = r[:4]
+    if not a:
+        return arg, lo, hi
+    last = a * (trips[r[6]] - 1)
+    return arg, lo + min(0, last), hi + max(0, last)
+
+
+def _gm_hit(access, pending, trips: dict) -> bool:
+    """Does a GM range of ``access`` (written or read on this trip) overlap a ``pending`` one?"""
+    return any(e[0] == "*" or any(r[0] == e[0] and _meets(r, e, trips) for r in access) for e in pending)
+
+
+def _meets(r, e, trips: dict) -> bool:
+    """Some trip ``T`` has ``[l2 + b*T, h2 + b*T)`` overlap ``[lo + a*(T-d), hi + a*(T-d))``:
+    exact when one coefficient or one trip distance ``d`` is involved, else the hulls over all
+    trips are compared."""
+    _, l2, h2, b, _, _, rloop = r
+    _, lo, hi, a, dmin, dmax, eloop = e
+    if not a and not b:
+        return lo < h2 and l2 < hi
+    loop = eloop or rloop
+    if rloop and eloop and rloop != eloop:
+        (_, lo, hi), (_, l2, h2) = _hull(e, trips), _hull(r, trips)
+        return lo < h2 and l2 < hi
+    last = trips[loop] - 1
+    if a == b:  # the distance alone decides: lo - h2 < a*d < hi - l2
+        low, high = (lo - h2, hi - l2) if a > 0 else (l2 - hi, h2 - lo)
+        a = abs(a)
+        return max(dmin, low // a + 1) <= min(dmax, last, -(-high // a) - 1)
+    if dmin == dmax:  # one distance: the trips T where both strict inequalities hold
+        t_lo, t_hi = dmin, last
+        for c, k in ((a - b, lo - a * dmin - h2), (b - a, l2 - hi + a * dmin)):  # c*T + k < 0
+            if c > 0:
+                t_hi = min(t_hi, -(k // c) - 1)
+            elif c < 0:
+                t_lo = max(t_lo, k // -c + 1)
+            elif k >= 0:
+                return False
+        return t_lo <= t_hi
+    (_, lo, hi), (_, l2, h2) = _hull(e, trips), _hull(r, trips)
+    return lo < h2 and l2 < hi
+
+
+def _family(fps, loop):
+    """One footprint from those of trips 0, 1, 2 of the summarised ``loop``: the UB bytes must
+    not depend on the trip, each GM range must move by a constant ``a`` per trip; else None."""
+    reads, writes, gr, gw = fps[0]
+    for f in fps[1:]:
+        if any(len(x) != len(y) or any(not np.array_equal(u, v) for u, v in zip(x, y))
+               for x, y in ((reads, f[0]), (writes, f[1]))):
+            return None
+    out = []
+    for ranges in zip(*(f[2] for f in fps)), zip(*(f[3] for f in fps)):
+        fam = []
+        for r in ranges:
+            a = r[1][1] - r[0][1] if len(r) > 1 else 0
+            if any(x[0] != r[0][0] or x[1] != r[0][1] + a * j or x[2] != r[0][2] + a * j
+                   for j, x in enumerate(r)):
+                return None
+            fam.append((*r[0], a, 0, 0, loop if a else None))
+        out.append(fam)
+    if any(len(f[2]) != len(gr) or len(f[3]) != len(gw) for f in fps):
+        return None
+    return reads, writes, out[0], out[1]
 
 
 class _BarrierPass:
     """Walks a program body with a state per pipe (the UB blocks / GM bytes written since the
     pipe's last barrier); inserts ``pipe_barrier P`` where an instruction of P touches them."""
 
-    MAX_TRIPS = 4096
+    SIMULATED_TRIPS = 16
+    """Loops of at most this many trips are walked trip by trip; longer ones are summarised."""
 
     def __init__(self, ub_bytes: int, scalars: dict, trip_bounds: dict | None = None):
         self.trip_bounds = trip_bounds or {}
@@ -1869,6 +1971,8 @@ class _BarrierPass:
         self.env = dict(scalars)
         self.env.setdefault("block_idx", 0)
         self.env.setdefault("block_num", 1)
+        self.summarised: list = []  # (var, start, step, id(loop)) of the loops being summarised
+        self.trips: dict = {}  # id(loop) -> trip count, for the GM families of summarised loops
 
     def run(self, body):
         st = _BarrierState(self.nbytes)
@@ -1892,26 +1996,48 @@ class _BarrierPass:
             trips = range(int(start), int(stop), int(step)) if step else range(0)
         except (NameError, TypeError, ValueError, ZeroDivisionError):
             trips = None
-            if id(n) in self.trip_bounds:  # at most `bound` trips: simulate all of them
+            if id(n) in self.trip_bounds:  # at most `bound` trips
                 try:
                     start, step = int(evaluate(n.start, self.env)), int(evaluate(n.step, self.env))
                     trips = range(start, start + step * self.trip_bounds[id(n)], step)
                 except (NameError, TypeError, ValueError):
                     trips = None
-        saved = self.env.get(n.var, None)
-        if trips is None or len(trips) > self.MAX_TRIPS:
+        saved = self.env.pop(n.var, None)
+        if trips is None:
             # unknown trips: two passes with the variable unknown (footprints fall back to "all")
-            self.env.pop(n.var, None)
             for _ in range(2):
                 self.walk(n.body, st)
+        elif len(trips) > self.SIMULATED_TRIPS:
+            self.summarise(n, trips, st)
         else:
             for v in trips:
                 self.env[n.var] = v
                 self.walk(n.body, st)
-        if saved is None:
-            self.env.pop(n.var, None)
-        else:
+        self.env.pop(n.var, None)
+        if saved is not None:
             self.env[n.var] = saved
+
+    def summarise(self, n: Loop, trips: range, st: _BarrierState):
+        """A fixed point over the body instead of one walk per trip: the state at the head of any
+        trip is the loop's entry state joined with the state after a trip, GM ranges that move
+        with the trip kept as families (:class:`_BarrierState`), so the cost does not depend on
+        the trip count."""
+        loop = id(n)
+        self.trips[loop] = len(trips)
+        self.summarised.append((n.var, trips.start, trips.step, loop))
+        head = st.copy()
+        for _ in range(64):
+            out = head.copy()
+            self.walk(n.body, out)
+            out.next_trip(loop, len(trips))
+            new_head = st.copy()
+            new_head.merge(out)
+            if new_head == head:
+                break
+            head = new_head
+        self.summarised.pop()
+        out.leave(loop, len(trips))
+        st.__dict__.update(out.__dict__)
 
     def instr(self, ins: Instr, st: _BarrierState):
         op = ins.opcode
@@ -1926,7 +2052,8 @@ class _BarrierPass:
                     st.clear(q)
             return
         if ins.spec.family == "mask":
-            a = self._args(ins)
+            trip_args = self._trip_args(ins)
+            a = trip_args[0] if all(x == trip_args[0] for x in trip_args) else None
             if a is None:
                 st.mask = None
             elif op == "set_mask_norm":
@@ -1940,16 +2067,18 @@ class _BarrierPass:
             return
         if p not in st.ub:
             return
-        a = self._args(ins)
-        fp = _footprint(ins, a, st.mask) if a is not None and (st.mask is not None or
-                                                                ins.spec.family.startswith("copy")) else None
+        fp = None
+        if st.mask is not None or ins.spec.family.startswith("copy"):
+            fps = [_footprint(ins, a, st.mask) if a is not None else None for a in self._trip_args(ins)]
+            if None not in fps:
+                fp = _family(fps, self.summarised[-1][3] if len(fps) > 1 else None)
         if fp is None:
             # unknown footprint: order it after everything of its pipe, and everything after it
             if st.any[p]:
                 self.need_before.add(id(ins))
             st.clear(p)
             st.ub[p][:] = True
-            st.gm[p] = [("*", -(1 << 62), 1 << 62)]
+            st.gm[p] = {("*", -(1 << 62), 1 << 62, 0, 0, 0, None): None}
             st.any[p] = True
             return
         reads, writes, gr, gw = fp
@@ -1960,9 +2089,8 @@ class _BarrierPass:
             if idx.size and pend[idx].any():
                 hit = True
                 break
-        if not hit and st.gm[p]:
-            wild = any(g[0] == "*" for g in st.gm[p])
-            hit = wild and bool(gr or gw) or _overlap(gr + gw, st.gm[p])
+        if not hit and st.gm[p] and (gr or gw):
+            hit = _gm_hit(gr + gw, st.gm[p], self.trips)
         if hit:
             self.need_before.add(id(ins))
             st.clear(p)
@@ -1972,8 +2100,22 @@ class _BarrierPass:
                 st.ub[p][idx] = True
                 st.any[p] = True
         if gw:
-            st.gm[p].extend(gw)
+            st.gm[p].update(dict.fromkeys(gw))
             st.any[p] = True
+
+    def _trip_args(self, ins: Instr) -> list:
+        """[evaluated args] -- or, when they depend on the variable of the loop being summarised,
+        its args on the loop's trips 0, 1 and 2."""
+        if self.summarised and not all(_plain(v) for v in ins.args.values()):
+            var, start, step, _ = self.summarised[-1]
+            if any(var in expr_vars(v) for v in ins.args.values() if not isinstance(v, (str, tuple))):
+                out = []
+                for j in range(3):
+                    self.env[var] = start + j * step
+                    out.append(self._args(ins))
+                del self.env[var]
+                return out
+        return [self._args(ins)]
 
     def _args(self, ins: Instr):
         """The operands that decide the footprint, evaluated (values such as scalars and

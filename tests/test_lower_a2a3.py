@@ -152,6 +152,38 @@ def test_gm_waw_on_the_same_pipe_gets_a_barrier():
     assert [str(i) for i in prog.instructions()][1] == "MTE3 pipe_barrier MTE3"
 
 
+def _long_loop(body: str, trips: int = 5000) -> list[str]:
+    """Barriers of a loop too long to walk trip by trip (summarised by a fixed point)."""
+    prog = complete_barriers(parse_program(HDR + f".gm @g f32[{trips * 128}]\n"
+                                           f"S loop %i = 0 to {trips} step 1 {{\n{body}S }}\n"))
+    return [str(i) for i in prog.instructions()]
+
+
+def test_long_loop_stores_to_the_next_block_need_no_barrier():
+    # trip i writes bytes [256i, 256i + 256) of @g: no two trips touch the same byte
+    out = _long_loop("MTE3 copy_ubuf_to_gm dst=@g+%i*256 src=0x0 n_burst=1 len_burst=256\n")
+    assert not any("barrier" in s for s in out)
+
+
+def test_long_loop_stores_overlapping_the_next_trip_get_a_barrier():
+    # 288 bytes per trip at a 256-byte stride: trip i+1 overwrites 32 bytes of trip i
+    out = _long_loop("MTE3 copy_ubuf_to_gm dst=@g+%i*256 src=0x0 n_burst=1 len_burst=288\n")
+    assert out[0] == "MTE3 pipe_barrier MTE3"
+
+
+def test_long_loop_store_hit_only_many_trips_later_gets_a_barrier():
+    # the second store of trip i writes [0x40000 + 512i, +256), the first store of trip
+    # 1024 + 2i the same bytes, 1024 + i trips later
+    out = _long_loop("MTE3 copy_ubuf_to_gm dst=@g+%i*256 src=0x0 n_burst=1 len_burst=256\n"
+                     "MTE3 copy_ubuf_to_gm dst=@g+%i*512+0x40000 src=0x0 n_burst=1 len_burst=256\n")
+    assert out[0] == "MTE3 pipe_barrier MTE3"
+
+
+def test_long_loop_carried_ub_write_gets_a_barrier():
+    out = _long_loop("V vadd.f32 dst=0x0 src0=0x0 src1=0x200 repeat=1\n")
+    assert out[0] == "V    pipe_barrier V"
+
+
 # ---- located errors -----------------------------------------------------------------------------
 
 def _placed(text: str):
