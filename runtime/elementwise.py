@@ -438,6 +438,17 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     return s
 
 
+def tree(fn, v: np.ndarray) -> np.ndarray:
+    """The hardware's cross-lane order (vector_isa.md §1.6, cross-lane reductions are
+    tree-structured): a pairwise tree over the last axis, lane 2k with 2k+1, recursively, each
+    step rounded by ``fn``; an odd level is padded with +0."""
+    while v.shape[-1] > 1:
+        if v.shape[-1] % 2:
+            v = np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], axis=-1)
+        v = fn(v[..., 0::2], v[..., 1::2])
+    return v[..., 0]
+
+
 @element_fn("reduce")
 def reduce_sum(x, axis):
     """Sum along ``axis``.  Floats: the exact sum, rounded to float64 and then once more to the

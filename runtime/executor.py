@@ -872,15 +872,6 @@ def _identity(op: str, dt: str):
     return np.array(info.min if is_max else info.max, dtype=npd)
 
 
-def _tree(fn, v: np.ndarray) -> np.ndarray:
-    """Pairwise tree over the last axis (lane 2k with 2k+1, recursively)."""
-    while v.shape[-1] > 1:
-        if v.shape[-1] % 2:
-            v = np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype)], axis=-1)
-        v = fn(v[..., 0::2], v[..., 1::2])
-    return v[..., 0]
-
-
 def _reduce(m: _Machine, d: _Dyn, p: int, te):
     """vcadd/vcmax/vcmin (§1.6, one result per repeat) and vcgadd/vcgmax/vcgmin (§1.7, one per
     32 B block, 8 consecutive results per repeat)."""
@@ -921,8 +912,8 @@ def _reduce(m: _Machine, d: _Dyn, p: int, te):
         if ac is not None:
             v = np.where(ac, v, ident)
         if grouped:
-            return _tree(fn, v.reshape(v.shape[0], 8, epb))
-        res = _tree(fn, v)
+            return ew.tree(fn, v.reshape(v.shape[0], 8, epb))
+        res = ew.tree(fn, v)
         if not value_index:
             return res[:, None]
         # VALUE_INDEX: (value, index of the first lane holding it) as element bits

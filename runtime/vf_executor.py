@@ -257,10 +257,7 @@ def _extreme(x: np.ndarray, act: np.ndarray, kind: str) -> tuple[np.ndarray, np.
 
 def _tree_sum(x: np.ndarray, act: np.ndarray) -> np.ndarray:
     """Per group: pairwise tree (lanes 2k and 2k+1, recursively), inactive lanes +0, each add rounded."""
-    v = np.where(act, x, np.zeros((), x.dtype))
-    while v.shape[1] > 1:
-        v = ew.add(v[:, 0::2], v[:, 1::2])
-    return v[:, 0]
+    return ew.tree(ew.add, np.where(act, x, np.zeros((), x.dtype)))
 
 
 def reduce(kind: str, src: np.ndarray, act: np.ndarray, dtype, *, datablock: bool = False,
