@@ -40,28 +40,10 @@ def print_module(module) -> str:
 
 
 def context():
-    """An xDSL Context with every dialect ptoc prints (builtin, func, arith, scf, memref, pto, vf,
-    a2a3)."""
-    from xdsl.context import Context
-    from xdsl.dialects.arith import Arith
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-    from xdsl.dialects.memref import MemRef
-    from xdsl.dialects.scf import Scf
+    """An xDSL Context with every dialect ptoc prints (:func:`pto_compiler.dialects.context`)."""
+    from pto_compiler.dialects import context as dialects_context
 
-    from pto_compiler.dialects.a2a3 import A2A3
-    from pto_compiler.dialects.pto import PTO
-
-    ctx = Context()
-    for dialect in (Builtin, Func, Arith, Scf, MemRef, PTO, A2A3):
-        ctx.load_dialect(dialect)
-    try:
-        from pto_compiler.dialects.vf import VF
-    except ImportError:
-        pass
-    else:
-        ctx.load_dialect(VF)
-    return ctx
+    return dialects_context()
 
 
 def parse_printed(text: str, filename: str = "<ir>"):

@@ -705,10 +705,11 @@ def _print_op(op) -> str:
 
 def _parse_vf(text: str):
     """A ``vf.func`` from its printed text (the ``.vf`` sections of a program)."""
-    from pto_compiler import api
-    from pto_compiler.dialects import vf
+    from xdsl.parser import Parser
 
-    m = api.parse_printed(text)
+    from pto_compiler.dialects import context, vf
+
+    m = Parser(context(), text).parse_module()
     fns = [o for o in m.walk() if isinstance(o, vf.VfFuncOp)]
     if len(fns) != 1:
         raise ValueError("a .vf section holds exactly one vf.func")
