@@ -56,7 +56,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InsertSyncPass
 
+    def vf_multi_accumulator():
+        from pto_compiler.passes.vf_multi_accumulator import VfMultiAccumulatorPass
+
+        return VfMultiAccumulatorPass
+
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
-            "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf}
+            "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,
+            "vf-multi-accumulator": vf_multi_accumulator}

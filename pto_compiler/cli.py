@@ -191,21 +191,12 @@ def _normalise_argv(argv: list[str]) -> list[str]:
     return out
 
 
-# Options that need a stage that does not exist yet, in the order they are reported.
-_NOT_YET = (
-    ("vf_opt", "--vf-opt"),
-)
-
 # Options that only make sense when something runs (--run, --reference, --stats, --trace).
 _RUN_OPTIONS = (("input", "--input"), ("seed", "--seed"), ("save_outputs", "--save-outputs"),
                 ("blocks", "--blocks"))
 
 
 def _check_implemented(args: argparse.Namespace) -> None:
-    for dest, flag in _NOT_YET:
-        value = getattr(args, dest)
-        if value not in (None, False):
-            raise UsageError(f"{flag} is not implemented yet")
     if args.emit is not None and args.emit not in IMPLEMENTED_EMIT:
         raise UsageError(f"--emit {args.emit} is not implemented yet")
     runs = args.run or args.reference or args.stats or args.trace
@@ -322,16 +313,19 @@ def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) 
     if emit == "pto":
         return api.print_module(module)
     if emit in ("placed", "vf"):
-        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after=emit)
+        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after=emit,
+                                        vf_opt=args.vf_opt)
         return api.print_module(placed)
     if program is None:
         kernels = _kernels_to_emit(args, module)
         if len(kernels) > 1:
             # several functions and no entry: the program of each, in order
             level = "vf" if target.has_vf else "placed"
-            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after=level)
+            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after=level,
+                                            vf_opt=args.vf_opt)
             return "\n".join(pipeline.lower_placed(placed, target, name).to_text() for name in kernels)
-        program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
+        program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars,
+                                         vf_opt=args.vf_opt)
     return program.to_text()
 
 
@@ -360,7 +354,8 @@ def _execute(args: argparse.Namespace, module, target) -> int:
     if target.has_vf and _uses_vf(module) and (args.run or args.reference):
         return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
-    program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars)
+    program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars,
+                                         vf_opt=args.vf_opt)
     out: list[str] = []
     if args.emit is not None:
         out.append(_emit(args, module, target, scalars, program))

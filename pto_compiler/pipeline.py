@@ -35,6 +35,9 @@ from pto_compiler.targets import A2A3, Target
 
 LEVELS = ("pto", "placed", "vf", "program")
 
+# ascend950: the VF optimisation passes after pto-lower-vf (DESIGN.md §5 item 8), unless --vf-opt=none.
+VF_OPT_PASSES = ("vf-multi-accumulator",)
+
 PIPELINES = {
     "a2a3": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),
     "ascend950": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),
@@ -75,11 +78,12 @@ def _has_l1(module) -> bool:
 
 
 def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
-                   stop_after: str | None = None, scalars: dict | None = None):
+                   stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None):
     """Run the default pipeline on a clone of ``module``.
 
     ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
-    ``"program"`` (the a2a3 Program).  ``scalars`` (integer kernel scalars by name) size GM
+    ``"program"`` (the a2a3 Program).  ``vf_opt`` (ascend950): ``"none"`` skips the VF optimisation
+    passes (VF_OPT_PASSES), the default runs them.  ``scalars`` (integer kernel scalars by name) size GM
     arguments whose views depend on them.  Errors are located ``PtocError`` s."""
     from pto_compiler import api
 
@@ -101,6 +105,9 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         return module
     if target.has_vf:
         _make_pass("pto-lower-vf", target, manual).apply(ctx, module)
+        if vf_opt != "none":
+            for name in VF_OPT_PASSES:
+                _make_pass(name, target, manual).apply(ctx, module)
         if stop_after == "vf":
             return module
         return lower_placed(module, target, entry, scalars=scalars)

@@ -211,6 +211,40 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     return c
 
 
+def vf_static_cycles(fn) -> float | None:
+    """PUSHQ VF of one launch of ``vf.func`` ``fn`` without running it: the executed stream built
+    from the loops' constant bounds (None when a bound is not a constant).  The VF optimisation
+    passes ask this to choose between forms."""
+    from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_OP, LOG_TRIP
+
+    log: list = []
+
+    def const(v):
+        op = v.owner
+        if getattr(op, "name", None) == "arith.constant":
+            return op.value.value.data
+        return None
+
+    def walk(block) -> bool:
+        for op in block.ops:
+            log.append((LOG_OP, op))
+            if op.name == "scf.for":
+                b = [const(v) for v in (op.lb, op.ub, op.step)]
+                if None in b:
+                    return False
+                log.append((LOG_ENTER, op))
+                for _ in range(b[0], b[1], b[2]):
+                    log.append((LOG_TRIP, op))
+                    if not walk(op.body.blocks[0]):
+                        return False
+                log.append((LOG_EXIT, op))
+        return True
+
+    if not walk(fn.body.blocks[0]):
+        return None
+    return vf_timing(log)["pushq_vf"]
+
+
 def _first_free(intervals: list, t: float, occ: float, horizon: float) -> float:
     """The first start >= t where [start, start + occ) overlaps no busy interval of the unit
     (sorted (start, end) pairs); records it.  Intervals ending before ``horizon`` (no later

@@ -282,7 +282,6 @@ def test_ptoc_error_exit_code_is_respected(fe, kfile, capsys):
         (["{k}", "--seed", "3"], "--seed needs --run, --reference, --stats or --trace"),
         (["{k}", "--blocks", "2"], "--blocks needs --run, --reference, --stats or --trace"),
         (["{k}", "--reference", "--run"], "--reference runs only the golden model"),
-        (["{k}", "--vf-opt", "none"], "--vf-opt is not implemented yet"),
     ],
 )
 def test_usage_errors_are_one_line(fe, kfile, capsys, argv, message):

@@ -1,0 +1,189 @@
+"""``vf-multi-accumulator``: k independent accumulators for a latency-bound VF reduction loop.
+
+seeds/001 (reduce, "多路并行"): ``acc = max(acc, x[i])`` makes every trip wait for the previous
+result (the chain is the loop's trip count long); k accumulators folded round-robin let the
+k independent ops of a group fill each other's latency.  The pass rewrites a hardware loop
+
+    %r = scf.for %i = LB to UB step S iter_args(%acc = %init) -> (!vf.reg<..>) {
+      ...                                   (loads and arithmetic; no stores)
+      %n = vf.OP %acc, %v, %m               (OP: add, max, min; ZEROING; %m defined outside)
+      scf.yield %n
+    }
+
+into: accumulators 1..k-1 start as the ``%v`` of the first k-1 trips (a prologue; accumulator 0
+starts as ``%init``), a loop of groups of k trips folding trip j of a group into accumulator j,
+the leftover trips (if any) into accumulator 0 (the original loop from where the groups end), and
+``(a0 OP a1) OP (a2 OP a3) ...`` under ``%m``.  The accumulators' inactive lanes hold loaded data
+until the ZEROING merge clears them, as the chain's last op did, so max/min results are bit for
+bit the same; float sums are re-associated (k partial sums: within the float-sum tolerance, and
+usually closer to the exact sum than the single chain).  k (1, 2, 4 or 8) is the one the cycle
+model (runtime/cycles.py ``vf_static_cycles``) gives the fewest PUSHQ VF cycles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from pto_compiler.dialects import vf
+
+CHOICES = (1, 2, 4, 8)
+_FOLDS = (vf.AddOp, vf.MaxOp, vf.MinOp)
+_STORES = (vf.StoreAlignOp, vf.StoreUnalignOp, vf.StoreUnalignPostOp)
+
+
+def const_value(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _index(value: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+@dataclass
+class _Chain:
+    loop: scf.ForOp
+    fold: vf.BinaryOp
+    lb: int
+    step: int
+    trips: int
+
+
+def _chain(loop: scf.ForOp) -> _Chain | None:
+    """The loop's reduction chain, if it has exactly the form the pass rewrites."""
+    b = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
+    if None in b or len(loop.iter_args) != 1 or not isinstance(loop.iter_args[0].type, vf.RegType):
+        return None
+    body = loop.body.blocks[0]
+    acc = body.args[1]
+    uses = list(acc.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, _FOLDS):
+        return None
+    fold = uses[0].operation
+    y = body.last_op
+    m = fold.mask_operand
+    if (fold.mode != "ZEROING" or fold.sources[0] is not acc or m is None or fold.dst_operand is not None
+            or not isinstance(y, scf.YieldOp) or list(y.operands) != [fold.res[0]] or len(list(fold.res[0].uses)) != 1
+            or _inside(m, loop) or any(isinstance(o, _STORES + (scf.ForOp,)) for o in body.ops)):
+        return None
+    lb, ub, step = b
+    trips = max(0, -(-(ub - lb) // step))
+    return _Chain(loop, fold, lb, step, trips)
+
+
+def _inside(v: SSAValue, loop: Operation) -> bool:
+    owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
+    while owner is not None:
+        if owner is loop:
+            return True
+        owner = owner.parent_op()
+    return False
+
+
+def _clone_trip(c: _Chain, iv: SSAValue, acc: SSAValue | None, out: list[Operation]) -> SSAValue:
+    """The body of one trip with induction variable ``iv``: its ``%v`` (acc None: without the
+    fold) or the folded value."""
+    body = c.loop.body.blocks[0]
+    vm: dict = {body.args[0]: iv}
+    if acc is not None:
+        vm[body.args[1]] = acc
+    for op in body.ops:
+        if isinstance(op, scf.YieldOp) or (acc is None and op is c.fold):
+            continue
+        out.append(op.clone(vm))
+    return vm[c.fold.res[0]] if acc is not None else vm[c.fold.sources[1]]
+
+
+def rewrite(c: _Chain, k: int) -> None:
+    """Replace the chain's loop by the k-accumulator form (see the module docstring)."""
+    loop, fold = c.loop, c.fold
+    rt, m = fold.res[0].type, fold.mask_operand
+    pre: list[Operation] = []
+    accs: list[SSAValue] = [loop.iter_args[0]]
+    for j in range(k - 1):
+        cst = _index(c.lb + j * c.step)
+        pre.append(cst)
+        accs.append(_clone_trip(c, cst.result, None, pre))
+    groups = (c.trips - (k - 1)) // k
+    first = c.lb + (k - 1) * c.step
+    zero, one, ng = _index(0), _index(1), _index(groups)
+    kstep, base0 = _index(k * c.step), _index(first)
+    pre += [zero, one, ng, kstep, base0]
+    body = Block(arg_types=[IndexType()] + [rt] * k)
+    ops: list[Operation] = [arith.MuliOp(body.args[0], kstep.result)]
+    ops.append(arith.AddiOp(ops[-1].results[0], base0.result))
+    base = ops[-1].results[0]
+    folded = []
+    for j in range(k):
+        iv = base
+        if j:
+            off = _index(j * c.step)
+            ops += [off, arith.AddiOp(base, off.result)]
+            iv = ops[-1].results[0]
+        folded.append(_clone_trip(c, iv, body.args[1 + j], ops))
+    ops.append(scf.YieldOp(*folded))
+    body.add_ops(ops)
+    main = scf.ForOp(zero.result, ng.result, one.result, accs, body)
+    tail: list[Operation] = [main]
+    vals = list(main.results)
+    if (c.trips - (k - 1)) % k:
+        rest_lb = _index(first + groups * k * c.step)
+        rest = loop.clone()
+        rest.operands = (rest_lb.result, loop.ub, loop.step, main.results[0])
+        tail += [rest_lb, rest]
+        vals[0] = rest.results[0]
+    while len(vals) > 1:
+        nxt = []
+        for a, b in zip(vals[0::2], vals[1::2]):
+            tail.append(type(fold)([a, b], m, rt))
+            nxt.append(tail[-1].res[0])
+        vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
+    parent = loop.parent_block()
+    parent.insert_ops_before(pre + tail, loop)
+    loop.results[0].replace_all_uses_with(vals[0])
+    parent.erase_op(loop)
+
+
+def _best_k(fn: vf.VfFuncOp, index: int) -> int:
+    """The k of CHOICES the cycle model prefers for the index-th loop of ``fn``."""
+    from pto_compiler.runtime.cycles import vf_static_cycles
+
+    best, best_k = None, 1
+    for k in CHOICES:
+        trial = fn.clone()
+        loops = [o for o in trial.walk() if isinstance(o, scf.ForOp)]
+        c = _chain(loops[index])
+        if c is None or c.trips < 2 * k:
+            continue
+        if k > 1:
+            rewrite(c, k)
+        cost = vf_static_cycles(trial)
+        if cost is not None and (best is None or cost < best - 1e-9):
+            best, best_k = cost, k
+    return best_k
+
+
+@dataclass(frozen=True)
+class VfMultiAccumulatorPass(ModulePass):
+    """Latency-bound VF reduction loops -> k independent accumulators (k by the cycle model)."""
+
+    name = "vf-multi-accumulator"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [o for o in op.walk() if isinstance(o, vf.VfFuncOp)]:
+            loops = [o for o in fn.walk() if isinstance(o, scf.ForOp)]
+            for i in reversed(range(len(loops))):  # later loops first: earlier indices stay valid
+                c = _chain(loops[i])
+                if c is None:
+                    continue
+                k = _best_k(fn, i)
+                if k > 1:
+                    rewrite(c, k)
