@@ -61,8 +61,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VfMultiAccumulatorPass
 
+    def vf_pairwise_fold():
+        from pto_compiler.passes.vf_pairwise_fold import VfPairwiseFoldPass
+
+        return VfPairwiseFoldPass
+
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,
-            "vf-multi-accumulator": vf_multi_accumulator}
+            "vf-multi-accumulator": vf_multi_accumulator, "vf-pairwise-fold": vf_pairwise_fold}
