@@ -75,4 +75,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,
-            "vf-multi-accumulator": vf_multi_accumulator, "vf-pairwise-fold": vf_pairwise_fold, "vf-loop-order": vf_loop_order}
+            "vf-loop-order": vf_loop_order, "vf-pairwise-fold": vf_pairwise_fold,
+            "vf-multi-accumulator": vf_multi_accumulator}
