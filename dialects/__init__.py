@@ -2,20 +2,32 @@
 
 
 def context():
-    """An xDSL Context with every dialect ptoc prints (builtin, func, arith, scf, memref, pto, vf,
-    a2a3)."""
+    """An xDSL Context with every dialect ptoc prints: builtin, func, arith, scf, pto, a2a3 loaded;
+    memref and vf registered, loaded only when IR that uses them is parsed (so a2a3 never imports vf)."""
     from xdsl.context import Context
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
-    from xdsl.dialects.memref import MemRef
     from xdsl.dialects.scf import Scf
 
     from pto_compiler.dialects.a2a3 import A2A3
     from pto_compiler.dialects.pto import PTO
-    from pto_compiler.dialects.vf import VF
 
     ctx = Context()
-    for dialect in (Builtin, Func, Arith, Scf, MemRef, PTO, VF, A2A3):
+    for dialect in (Builtin, Func, Arith, Scf, PTO, A2A3):
         ctx.load_dialect(dialect)
+    ctx.register_dialect("memref", _memref)
+    ctx.register_dialect("vf", _vf)
     return ctx
+
+
+def _memref():
+    from xdsl.dialects.memref import MemRef
+
+    return MemRef
+
+
+def _vf():
+    from pto_compiler.dialects.vf import VF
+
+    return VF

@@ -289,29 +289,35 @@ def _find_function(module, name: str) -> bool:
 def _compile(args: argparse.Namespace) -> int:
     from pto_compiler import api
     from pto_compiler.diagnostics import register_source
+    from pto_compiler.timing import HostTimes
 
+    times = HostTimes()
     filename, text = _read_input(args.file)
     register_source(filename, text)
-    module = api.parse(text, filename)
+    with times.phase("parse"):
+        module = api.parse(text, filename)
     target = select_target(args.target, api.module_target_arch(module), filename)
-    api.verify(module, target)
+    with times.pass_("verify"):
+        api.verify(module, target)
     if args.entry is not None and not _find_function(module, args.entry):
         raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
     if args.reference:
         return _reference(args, module)
     if args.run or args.stats or args.trace:
-        return _execute(args, module, target)
+        return _execute(args, module, target, times)
     _write_output(args.output, _emit(args, module, target))
     return EXIT_OK
 
 
 def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) -> str:
     """The text of the ``--emit`` level (default: the program listing)."""
-    from pto_compiler import api, pipeline
+    from pto_compiler import api
 
     emit = args.emit or DEFAULT_EMIT
     if emit == "pto":
         return api.print_module(module)
+    from pto_compiler import pipeline  # NumPy: not needed to print the parsed module
+
     if emit in ("placed", "vf"):
         placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after=emit,
                                         vf_opt=args.vf_opt)
@@ -340,9 +346,9 @@ def _kernels_to_emit(args: argparse.Namespace, module) -> list[str]:
     return []
 
 
-def _execute(args: argparse.Namespace, module, target) -> int:
+def _execute(args: argparse.Namespace, module, target, times) -> int:
     """``--run`` / ``--stats`` / ``--trace``: compile, execute on seeded or given inputs, compare
-    with the golden model (``--run``), report the cycle model."""
+    with the golden model (``--run``), report the cycle model and where the host time went."""
     import json
 
     from pto_compiler import pipeline
@@ -355,25 +361,30 @@ def _execute(args: argparse.Namespace, module, target) -> int:
         return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
     program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars,
-                                         vf_opt=args.vf_opt)
+                                      vf_opt=args.vf_opt, times=times)
     out: list[str] = []
     if args.emit is not None:
         out.append(_emit(args, module, target, scalars, program))
-    res = pipeline.run_program(program, pipeline.gm_inputs(values), scalars, blocks=args.blocks or 1,
-                               stats=bool(args.stats or args.trace))
+    with times.phase("execute"):
+        res = pipeline.run_program(program, pipeline.gm_inputs(values), scalars, blocks=args.blocks or 1,
+                                   stats=bool(args.stats or args.trace))
     code = EXIT_OK
     saved = res.outputs
     if args.run:
-        want = pipeline.golden_outputs(module, values, args.entry, args.blocks or 1)
-        comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, args.entry))
+        with times.phase("golden"):
+            want = pipeline.golden_outputs(module, values, args.entry, args.blocks or 1)
+        with times.phase("compare"):
+            comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, args.entry))
         out.extend(c.line() + "\n" for c in comparisons)
         if not all(c.ok for c in comparisons):
             code = EXIT_MISMATCH
         saved = {name: res.outputs[name] for name in want if name in res.outputs}
     if args.save_outputs:
         golden.save_outputs(saved, args.save_outputs)
-    if args.stats:
-        out.append((res.stats.to_json() if args.stats == "json" else res.stats.to_text()) + "\n")
+    if args.stats == "json":
+        out.append(json.dumps({**res.stats.to_dict(), "host_seconds": times.to_dict()}, indent=2) + "\n")
+    elif args.stats:
+        out.append(res.stats.to_text() + "\n" + times.to_text() + "\n")
     if args.trace:
         try:
             with open(args.trace, "w", encoding="utf-8") as f:

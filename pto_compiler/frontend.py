@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -676,12 +676,16 @@ def _tassign(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
 
 
 def _memref_dealloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    from xdsl.dialects import memref  # only memref kernels pay its import
+
     if len(stmt.operands) != 1:
         raise b.err("'memref.dealloc' expects one memref", stmt.pos)
     return [b.located(memref.DeallocOp.get(b.value(scope, stmt.operands[0])), stmt.pos)]
 
 
 def _reinterpret_cast(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    from xdsl.dialects import memref  # only memref kernels pay its import
+
     if len(stmt.operands) != 1 or len(stmt.out_types) != 1 or not stmt.in_types:
         raise b.err("'memref.reinterpret_cast' expects `%src to offset: [..], sizes: [..], strides: [..] : A to B`",
                     stmt.pos)
@@ -717,6 +721,8 @@ def _constant_int(value: SSAValue) -> int | None:
 
 
 def _memref_alloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    from xdsl.dialects import memref  # only memref kernels pay its import
+
     if not stmt.in_types or not isinstance(stmt.in_types[-1].attr, MemRefType):
         raise b.err("'memref.alloc' needs a memref result type", stmt.pos)
     dyn = [b.value(scope, o) for o in stmt.operands]

@@ -32,6 +32,7 @@ import numpy as np
 
 from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.targets import A2A3, Target
+from pto_compiler.timing import HostTimes
 
 LEVELS = ("pto", "placed", "vf", "program")
 
@@ -78,13 +79,17 @@ def _has_l1(module) -> bool:
 
 
 def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
-                   stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None):
+                   stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None,
+                   times: HostTimes | None = None):
     """Run the default pipeline on a clone of ``module``.
 
     ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
     ``"program"`` (the a2a3 Program).  ``vf_opt`` (ascend950): ``"none"`` skips the VF optimisation
     passes (VF_OPT_PASSES), the default runs them.  ``scalars`` (integer kernel scalars by name) size GM
-    arguments whose views depend on them.  Errors are located ``PtocError`` s."""
+    arguments whose views depend on them.  ``times`` collects the host time per pass and of the
+    program emission.  Errors are located ``PtocError`` s."""
+    from xdsl.passes import PassPipeline
+
     from pto_compiler import api
 
     if stop_after not in (None, *LEVELS):
@@ -92,33 +97,34 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     if stop_after == "vf" and not target.has_vf:
         raise _usage(f"the vf level exists only on ascend950 (--emit vf needs --target ascend950, "
                      f"not {target.name})")
+    times = times or HostTimes()
     module = module.clone()
-    api.verify(module, target)
+    with times.pass_("verify"):
+        api.verify(module, target)
     if stop_after == "pto":
         return module
-    ctx = api.context()
-    if _has_l1(module):
-        _make_pass("pto-bufferize", target, manual).apply(ctx, module)
-    for name in PIPELINES[target.name]:
-        _make_pass(name, target, manual).apply(ctx, module)
-    if stop_after == "placed":
+    names = ["pto-bufferize"] if _has_l1(module) else []
+    names += PIPELINES[target.name]
+    if target.has_vf and stop_after != "placed":
+        names += ["pto-lower-vf", *(VF_OPT_PASSES if vf_opt != "none" else ())]
+    passes = tuple(_make_pass(name, target, manual) for name in names)
+    PassPipeline(passes, times.pipeline_callback()).apply(api.context(), module)
+    if stop_after in ("placed", "vf"):
         return module
     if target.has_vf:
-        _make_pass("pto-lower-vf", target, manual).apply(ctx, module)
-        if vf_opt != "none":
-            for name in VF_OPT_PASSES:
-                _make_pass(name, target, manual).apply(ctx, module)
-        if stop_after == "vf":
-            return module
-        return lower_placed(module, target, entry, scalars=scalars)
+        with times.phase("emit"):
+            return lower_placed(module, target, entry, scalars=scalars)
     from pto_compiler.passes import lower_a2a3
 
     from pto_compiler.passes.a2a3_complete_barriers import complete_function
 
-    lower_a2a3.lower_module(module, target, entry, scalars)  # pto-lower-a2a3, on our clone
-    for fn in lower_a2a3.lowered_functions(module, entry):
-        complete_function(fn, target)  # a2a3-complete-barriers
-    return lower_a2a3.program_of(module, target, entry, scalars)
+    with times.pass_("pto-lower-a2a3"):
+        lower_a2a3.lower_module(module, target, entry, scalars)  # on our clone
+    with times.pass_("a2a3-complete-barriers"):
+        for fn in lower_a2a3.lowered_functions(module, entry):
+            complete_function(fn, target)
+    with times.phase("emit"):
+        return lower_a2a3.program_of(module, target, entry, scalars)
 
 
 def lower_placed(module, target: Target, entry: str | None = None, scalars: dict | None = None):

@@ -52,40 +52,39 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 # --------------------------------------------------------------------------------------
 # Element types
 # --------------------------------------------------------------------------------------
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
-
-DTYPES: dict[str, np.dtype] = {
-    "f16": np.dtype(np.float16),
-    "bf16": BF16,
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "ui8": np.dtype(np.uint8),
-    "ui16": np.dtype(np.uint16),
-    "ui32": np.dtype(np.uint32),
-    "ui64": np.dtype(np.uint64),
+_NUMPY_NAMES: dict[str, str] = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "i1": "bool",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "ui8": "uint8",
+    "ui16": "uint16",
+    "ui32": "uint32",
+    "ui64": "uint64",
 }
-"""ptoc element type name -> NumPy dtype (``u8`` ... spell ``ui8`` ...)."""
+"""ptoc element type name (``u8`` ... spell ``ui8`` ...) -> NumPy dtype name."""
 
-NAMES: dict[np.dtype, str] = {v: k for k, v in DTYPES.items()}
+NAMES: dict[str, str] = {v: k for k, v in _NUMPY_NAMES.items()}
+"""NumPy dtype name -> ptoc element type name."""
 
-# float formats: (precision p incl. the implicit bit, min normal exponent, max exponent, canonical qNaN bits)
+# float formats by NumPy dtype name:
+# (precision p incl. the implicit bit, min normal exponent, max exponent, canonical qNaN bits)
 _FORMATS = {
-    np.dtype(np.float16): (11, -14, 15, 0x7E00),
-    BF16: (8, -126, 127, 0x7FC0),
-    np.dtype(np.float32): (24, -126, 127, 0x7FC00000),
-    np.dtype(np.float64): (53, -1022, 1023, 0x7FF8000000000000),
+    "float16": (11, -14, 15, 0x7E00),
+    "bfloat16": (8, -126, 127, 0x7FC0),
+    "float32": (24, -126, 127, 0x7FC00000),
+    "float64": (53, -1022, 1023, 0x7FF8000000000000),
 }
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -100,31 +99,47 @@ def np_dtype(name_or_dtype) -> np.dtype:
         name = name_or_dtype.lower()
         if name.startswith("u") and not name.startswith("ui"):
             name = "ui" + name[1:]
+        if name == "bf16":
+            return bf16()
         try:
-            return DTYPES[name]
+            return np.dtype(_NUMPY_NAMES[name])
         except KeyError:
             raise ElementwiseError(f"unknown element type '{name_or_dtype}'") from None
     return np.dtype(name_or_dtype)
 
 
+def bf16() -> np.dtype:
+    """``ml_dtypes.bfloat16``, imported on first use: the import costs ~0.7 s of start-up and only
+    bf16 data needs it (no array can be bf16 before it is imported)."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bf16(dtype) -> bool:
+    """Whether ``dtype`` is bfloat16, without importing ml_dtypes."""
+    return np.dtype(dtype).name == "bfloat16"
+
+
 def dtype_name(dtype) -> str:
     """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``uint8`` -> ``ui8``."""
-    return NAMES.get(np.dtype(dtype), str(np.dtype(dtype)))
+    dt = np.dtype(dtype)
+    return NAMES.get(dt.name, str(dt))
 
 
 def is_float_dtype(dtype) -> bool:
-    return np.dtype(dtype) in _FORMATS
+    return np.dtype(dtype).name in _FORMATS
 
 
 def canonical_nan(dtype) -> np.ndarray:
     """The element type's canonical quiet NaN as a 0-d array."""
     dt = np.dtype(dtype)
-    bits = _FORMATS[dt][3]
+    bits = _FORMATS[dt.name][3]
     return np.array(bits, dtype=_UINT_OF_SIZE[dt.itemsize]).view(dt)
 
 
 def max_finite(dtype) -> float:
-    p, _, emax, _ = _FORMATS[np.dtype(dtype)]
+    p, _, emax, _ = _FORMATS[np.dtype(dtype).name]
     return float((2.0 - 2.0 ** (1 - p)) * 2.0 ** emax)
 
 
@@ -179,24 +194,24 @@ def _arr(x) -> np.ndarray:
 
 def _work(x: np.ndarray) -> np.ndarray:
     """f16/bf16 -> f32 (exact); f32/f64 unchanged."""
-    if x.dtype in (np.dtype(np.float16), BF16):
+    if x.dtype == np.float16 or is_bf16(x.dtype):
         return x.astype(np.float32)
     return x
 
 
 def _canon(r: np.ndarray) -> np.ndarray:
     """Replace every NaN by the canonical quiet NaN of r's dtype (in place when possible)."""
-    nan = np.isnan(r.astype(np.float32) if r.dtype == BF16 else r)
+    nan = np.isnan(r.astype(np.float32) if is_bf16(r.dtype) else r)
     if nan.any():
         r = np.array(r, copy=True)
-        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[nan] = _FORMATS[r.dtype][3]
+        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[nan] = _FORMATS[r.dtype.name][3]
     return r
 
 
 def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Round an f32/f64 array to dtype (nearest-even) and canonicalise NaN."""
     dtype = np.dtype(dtype)
-    if dtype == BF16 and x.dtype == np.float64:
+    if is_bf16(dtype) and x.dtype == np.float64:
         # ml_dtypes may go through f32 (double rounding): round exactly instead.
         return _round_float(x, dtype, "RINT")
     r = x.astype(dtype)
@@ -420,7 +435,7 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     n = w.shape[axis]
     if n <= 1 or w.size == 0:
         return s
-    p = _FORMATS[x.dtype][0]
+    p = _FORMATS[x.dtype.name][0]
     aw = np.abs(w)
     big = np.max(aw, axis=axis)
     small = np.min(aw, axis=axis, where=aw > 0, initial=np.inf)
@@ -485,7 +500,7 @@ def _reduce_maxmin(x, axis, is_max: bool) -> np.ndarray:
     anynan = np.asarray(nan.any(axis=axis))
     if anynan.any():
         r = np.array(r, copy=True)
-        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[anynan] = _FORMATS[r.dtype][3]
+        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[anynan] = _FORMATS[r.dtype.name][3]
     return r
 
 
@@ -546,7 +561,7 @@ def _round_int(y: np.ndarray, mode: str) -> np.ndarray:
 def _round_float(xf: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
     """Exactly round float64 values to a float element type per mode (see the module doc)."""
     dtype = np.dtype(dtype)
-    p, emin, emax, _ = _FORMATS[dtype]
+    p, emin, emax, _ = _FORMATS[dtype.name]
     xf = np.asarray(xf, dtype=np.float64)
     out = xf.copy()
     fin = np.isfinite(xf) & (xf != 0)
@@ -598,7 +613,7 @@ def _int_to_float(x: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
     exact = np.abs(xf) < 2.0 ** 53
     if exact.all():
         return _round_float(xf, dtype, mode)
-    p = _FORMATS[np.dtype(dtype)][0]
+    p = _FORMATS[np.dtype(dtype).name][0]
     pre = xf.copy()
     flat_x, flat_pre, flat_exact = x.reshape(-1), pre.reshape(-1), exact.reshape(-1)
     for i in np.flatnonzero(~flat_exact):

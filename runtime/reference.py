@@ -1038,8 +1038,8 @@ def _stored_params(fn: func.FuncOp, depth: int = 0) -> set[int]:
 def _check_array(spec: ArgSpec, value, shape: tuple[int, ...]) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype != spec.dtype:
-        if spec.dtype == E.BF16 and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
-            arr = arr.view(E.BF16)
+        if E.is_bf16(spec.dtype) and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
+            arr = arr.view(spec.dtype)
         else:
             raise usage_error(f"input '{spec.name}' has element type {E.dtype_name(arr.dtype)}, "
                               f"expected {E.dtype_name(spec.dtype)}")

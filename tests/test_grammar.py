@@ -12,10 +12,7 @@ from lark import Token, Tree
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.syntax import MAX_NESTING, parse_tree
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "ptoas_samples"
-SAMPLE_FILES = sorted(SAMPLES.glob("*.pto")) + sorted((SAMPLES / "corpus").glob("*.pto"))
-
-needs_samples = pytest.mark.skipif(not SAMPLE_FILES, reason="shared/ptoas_samples not found")
+from samples import SAMPLES as SAMPLE_FILES, needs_samples
 
 
 def sx(node) -> str:

@@ -1,0 +1,63 @@
+"""Where the host time of one ptoc run went (``ptoc --stats``), as mlir-opt's ``--mlir-timing`` reports it.
+
+A :class:`HostTimes` is passed down explicitly (no global timer), so runs on several threads keep
+their own.  Wall-clock seconds (``time.perf_counter``)."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+PHASES = ("parse", "passes", "emit", "execute", "golden", "compare")
+"""The keys of ``host_seconds`` in ``--stats json``, in pipeline order; ``passes`` is an object."""
+
+
+@dataclass
+class HostTimes:
+    seconds: dict[str, float] = field(default_factory=dict)
+    passes: dict[str, float] = field(default_factory=dict)
+    """Seconds per pass, by pass name (``verify``: the op verifiers and pto-verify-target)."""
+
+    def phase(self, name: str):
+        """Time a ``with`` body into phase ``name`` (added up over repeated phases)."""
+        return _timed(self.seconds, name)
+
+    def pass_(self, name: str):
+        """Time a ``with`` body into pass ``name``."""
+        return _timed(self.passes, name)
+
+    def pipeline_callback(self):
+        """An xDSL ``PassPipeline`` callback that charges the time between callbacks to the pass just run."""
+        start = time.perf_counter()
+
+        def callback(previous, _module, _next) -> None:
+            nonlocal start
+            now = time.perf_counter()
+            if previous is not None:
+                self.passes[previous.name] = self.passes.get(previous.name, 0.0) + now - start
+            start = now
+
+        return callback
+
+    def to_dict(self) -> dict:
+        return {name: dict(self.passes) if name == "passes" else self.seconds.get(name, 0.0) for name in PHASES}
+
+    def to_text(self) -> str:
+        total = sum(self.seconds.get(n, 0.0) for n in PHASES if n != "passes") + sum(self.passes.values())
+        lines = [f"host time: {total:.3f} s"]
+        for name in PHASES:
+            if name == "passes":
+                lines.extend(f"  pass {p:<24}{s:>9.3f} s" for p, s in self.passes.items())
+            else:
+                lines.append(f"  {name:<29}{self.seconds.get(name, 0.0):>9.3f} s")
+        return "\n".join(lines)
+
+
+@contextmanager
+def _timed(table: dict[str, float], name: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        table[name] = table.get(name, 0.0) + time.perf_counter() - start

@@ -1,0 +1,16 @@
+"""Where the PTOAS corpus is: ``$PTOC_SHARED/ptoas_samples``, else ``../shared/ptoas_samples`` beside the
+repository.  It is not part of the repository, so tests that read it skip (with this reason) without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_SHARED = Path(os.environ.get("PTOC_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+SAMPLES_DIR = _SHARED / "ptoas_samples"
+SAMPLES = sorted(SAMPLES_DIR.glob("*.pto")) + sorted((SAMPLES_DIR / "corpus").glob("*.pto"))
+needs_samples = pytest.mark.skipif(
+    not SAMPLES, reason=f"PTOAS corpus not found at {SAMPLES_DIR} (set PTOC_SHARED to the folder holding ptoas_samples/)"
+)
