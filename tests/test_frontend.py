@@ -32,6 +32,7 @@ def test_corpus_is_there():
     assert len(SAMPLES) >= 123
 
 
+@needs_samples
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_sample_parses_and_verifies(path):
     text = path.read_text()

@@ -1,0 +1,194 @@
+"""Compile speed of ptoc against xdsl-opt, measured side by side in one run (issue 9).
+
+    python bench/compile_speed.py [--sizes 10,100,1000,10000] [--repeat 3] [--budget 120]
+
+Prints:
+
+* per target, the whole compile of a straight-line kernel of N tile ops (parse, verify, every pass,
+  program emission; ``pipeline.compile_module`` in this process, the host times ``ptoc --stats``
+  reports) as time per op, the share of each pass at the largest N, and the growth exponent
+  ``log(t2/t1) / log(n2/n1)`` between successive sizes (1 = linear);
+* the compile time of an ``scf.for`` kernel at 16 and 4,096 trips;
+* the CPU seconds of ``xdsl-opt`` parsing and printing 1,000 and 10,000 ``arith.addi`` ops and of
+  ``ptoc FILE --target T -o /dev/null`` on the kernel of as many tile ops, whole processes: the
+  ratio to beat (sizes skipped above are skipped here);
+* start-up: the CPU seconds of ``ptoc`` on a one-line kernel with ``--emit pto`` against
+  ``python -c "import xdsl.dialects.arith, xdsl.dialects.scf, xdsl.dialects.func"``.
+
+A size whose previous size took longer than ``--budget`` / 10 seconds is skipped (printed as such):
+a superlinear pass would otherwise run for hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TILE = "!pto.tile_buf<vec, 16x64xf32>"
+VIEW = "!pto.partition_tensor_view<16x64xf32>"
+BINARY = ("tadd", "tmul", "tsub", "tmax")
+
+
+def _header(trips: int = 1) -> list[str]:
+    rows = 16 * trips
+    return [
+        "func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {",
+        "  %c0 = arith.constant 0 : index",
+        "  %c1 = arith.constant 1 : index",
+        "  %c16 = arith.constant 16 : index",
+        "  %c64 = arith.constant 64 : index",
+        f"  %cr = arith.constant {rows} : index",
+        "  %xv = pto.make_tensor_view %x, shape = [%cr, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>",
+        "  %zv = pto.make_tensor_view %z, shape = [%cr, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>",
+        *(f"  %t{i} = pto.alloc_tile : {TILE}" for i in range(4)),
+    ]
+
+
+def _view(name: str, gm: str, row: str) -> str:
+    return (f"%{name} = pto.partition_view %{gm}, offsets = [{row}, %c0], sizes = [%c16, %c64] "
+            f": !pto.tensor_view<?x?xf32> -> {VIEW}")
+
+
+def _op(k: int) -> str:
+    """Tile op number k of a straight-line body: a load every 8 ops, a store every 8 ops, binary
+    ops on four rotating tiles in between (so MTE2, V and MTE3 all need synchronising)."""
+    dst = f"%t{k % 4}"
+    if k % 8 == 0:
+        return f"pto.tload ins(%xp : {VIEW}) outs({dst} : {TILE})"
+    if k % 8 == 7:
+        return f"pto.tstore ins(%t{(k - 1) % 4} : {TILE}) outs(%zp : {VIEW})"
+    a, b = f"%t{(k + 1) % 4}", f"%t{(k + 2) % 4}"
+    return f"pto.{BINARY[k % 4]} ins({a}, {b} : {TILE}, {TILE}) outs({dst} : {TILE})"
+
+
+def straight_line(n_ops: int) -> str:
+    """A kernel of ``n_ops`` tile ops in one basic block."""
+    body = [f"  {_view('xp', 'xv', '%c0')}", f"  {_view('zp', 'zv', '%c0')}"]
+    body += [f"  {_op(k)}" for k in range(n_ops)]
+    return "\n".join(_header() + body + ["  return", "}", ""])
+
+
+def tiled_loop(trips: int) -> str:
+    """A kernel whose ``scf.for`` of ``trips`` trips loads, computes and stores one 16x64 tile each."""
+    body = [
+        "  scf.for %i = %c0 to %cr step %c16 {",
+        f"    {_view('xp', 'xv', '%i')}",
+        f"    {_view('zp', 'zv', '%i')}",
+        *(f"    {_op(k)}" for k in range(8)),
+        "  }",
+    ]
+    return "\n".join(_header(trips) + body + ["  return", "}", ""])
+
+
+def compile_once(text: str, target):
+    """(seconds of the whole compile, HostTimes) of ``text`` for ``target``, in this process."""
+    from pto_compiler import api, pipeline
+    from pto_compiler.timing import HostTimes
+
+    times = HostTimes()
+    t0 = time.perf_counter()
+    with times.phase("parse"):
+        module = api.parse(text, "bench.pto")
+    pipeline.compile_module(module, target, times=times)
+    return time.perf_counter() - t0, times
+
+
+def cpu_seconds(cmd: list[str], stdin: str | None = None, repeat: int = 3) -> float:
+    """Median CPU seconds (user + system) of a child process."""
+    samples = []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, input=stdin, text=True, stdout=subprocess.DEVNULL, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        samples.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(samples)
+
+
+def arith_module(n: int) -> str:
+    lines = ["func.func @f(%a: i32) -> i32 {", "  %v0 = arith.addi %a, %a : i32"]
+    lines += [f"  %v{i} = arith.addi %v{i - 1}, %a : i32" for i in range(1, n)]
+    lines += [f"  func.return %v{max(n - 1, 0)} : i32", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def tool(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    # Byte-compile ptoc first, as `pip install` does: with PYTHONDONTWRITEBYTECODE set, every ptoc
+    # process would otherwise recompile the modules changed since the last byte-compilation.
+    root = Path(__file__).resolve().parents[1]
+    compileall.compile_dir(root / "pto_compiler", quiet=1)
+    for sub in ("dialects", "passes", "runtime"):
+        compileall.compile_dir(root / sub, quiet=1)
+    ap.add_argument("--sizes", default="10,100,1000,10000")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=120.0, help="seconds a size may take (see the doc)")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    from pto_compiler.targets import A2A3, ASCEND950
+
+    compile_once(straight_line(8), A2A3)  # imports and caches: not the compiler's growth
+    print("compile time per tile op (straight-line kernel; median of --repeat, one process)")
+    print(f"{'target':<10}{'ops':>7}{'total s':>10}{'us/op':>10}{'exponent':>10}")
+    shares = {}
+    for target in (A2A3, ASCEND950):
+        prev = None
+        for n in sizes:
+            if prev is not None and prev[1] > args.budget / 10:
+                print(f"{target.name:<10}{n:>7}   skipped: {prev[0]} ops took {prev[1]:.1f} s")
+                continue
+            text = straight_line(n)
+            runs = [compile_once(text, target) for _ in range(args.repeat if n <= 1000 else 1)]
+            total, times = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+            exp = f"{math.log(total / prev[1]) / math.log(n / prev[0]):.2f}" if prev else "-"
+            print(f"{target.name:<10}{n:>7}{total:>10.3f}{total / n * 1e6:>10.1f}{exp:>10}")
+            prev, shares[target.name] = (n, total), (n, total, times)
+    print()
+    for name, (n, total, times) in shares.items():
+        parts = {"parse": times.seconds.get("parse", 0.0), **times.passes, "emit": times.seconds.get("emit", 0.0)}
+        print(f"shares at {n} ops, {name}: " + ", ".join(f"{k} {v / total:.0%}" for k, v in parts.items()))
+
+    print("\nscf.for of 8 tile ops: compile time by trip count (goal: independent of it)")
+    for target in (A2A3, ASCEND950):
+        t16, t4096 = (compile_once(tiled_loop(trips), target)[0] for trips in (16, 4096))
+        print(f"  {target.name:<10} 16 trips {t16:.3f} s, 4096 trips {t4096:.3f} s: {t4096 / t16:.2f}x")
+
+    print("\nwhole processes, CPU s: xdsl-opt parsing + printing N arith.addi vs `ptoc FILE --target T -o /dev/null`")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (1000, 10000):
+            xdsl = cpu_seconds([tool("xdsl-opt")], arith_module(n), args.repeat)
+            line = f"  {n:>6} ops: xdsl-opt {xdsl:.2f}"
+            kernel = Path(tmp, f"k{n}.pto")
+            kernel.write_text(straight_line(n))
+            for name, (m, total, _) in shares.items():
+                if m >= n:
+                    ptoc = cpu_seconds([tool("ptoc"), str(kernel), "--target", name, "-o", "/dev/null"], None,
+                                       args.repeat if n <= 1000 else 1)
+                    line += f", ptoc {name} {ptoc:.2f} ({ptoc / xdsl:.1f}x)"
+            print(line)
+
+    one = "%z = pto.tadd %x, %y : !pto.tile<16x16xf32>\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".pto", delete=False) as f:
+        f.write(one)
+    base = cpu_seconds([sys.executable, "-c", "import xdsl.dialects.arith, xdsl.dialects.scf, xdsl.dialects.func"],
+                       repeat=max(args.repeat, 5))
+    start = cpu_seconds([tool("ptoc"), f.name, "--emit", "pto"], repeat=max(args.repeat, 5))
+    Path(f.name).unlink()
+    print(f"\nstart-up (CPU s): ptoc one-line --emit pto {start:.3f}, python -c 'import xdsl arith,scf,func' "
+          f"{base:.3f}: {start / base:.2f}x (goal <= 2x)")
+
+
+if __name__ == "__main__":
+    main()
