@@ -70,7 +70,7 @@ def test_stats_trace_and_saved_outputs(tmp_path, capsys):
     host = stats["host_seconds"]  # where the host time went: its shape, never its values
     assert list(host) == ["parse", "passes", "emit", "execute", "golden", "compare"]
     assert list(host["passes"]) == ["verify", "pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory",
-                                    "pto-insert-sync", "pto-lower-a2a3"]
+                                    "pto-insert-sync", "pto-lower-a2a3", "a2a3-complete-barriers"]
     assert all(v >= 0 for v in [*host["passes"].values()] + [v for k, v in host.items() if k != "passes"])
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(e["name"] == "vadd" for e in events)
@@ -84,7 +84,7 @@ def test_stats_text_without_run(capsys):
     assert out.startswith("cycle model (a2a3): total ")
     assert "PASS" not in out
     host = out.split("\nhost time: ", 1)[1].splitlines()
-    assert [line.split()[0] for line in host[1:]] == ["parse", *["pass"] * 6, "emit", "execute", "golden", "compare"]
+    assert [line.split()[0] for line in host[1:]] == ["parse", *["pass"] * 7, "emit", "execute", "golden", "compare"]
 
 
 def test_given_inputs_and_seed(tmp_path, capsys):
