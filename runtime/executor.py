@@ -58,6 +58,7 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
@@ -263,6 +264,10 @@ class _Machine:
         self.tok_block = np.zeros(cap, np.int64)
         self.tok_info: list = [None]
         self.ntok = 1  # token 0: "never accessed", always ordered
+        self.pipe_toks: list = [[], [], [], []]
+        self.pipe_epochs: list = [[], [], [], []]
+        """Per pipe, its tokens and their epochs in issue order (both ascending)."""
+        self.first_unordered = 0
         self.epoch = np.zeros(4, np.int64)
         self.known = np.zeros((4, 4), np.int64)
         self.block = 0
@@ -477,7 +482,20 @@ class _Machine:
         self.tok_block[t] = self.block
         self.tok_info.append(d)
         self.ntok = t + 1
+        self.pipe_toks[p].append(t)
+        self.pipe_epochs[p].append(int(self.epoch[p]))
         return t
+
+    def _first_unordered(self, p: int) -> int:
+        """The smallest token that pipe ``p`` is not ordered after: a pipe's tokens have ascending
+        epochs, so the ones ``known[p]`` orders are a prefix of them."""
+        krow = self.known[p]
+        first = self.ntok
+        for q in range(4):
+            i = bisect_right(self.pipe_epochs[q], int(krow[q]))
+            if i < len(self.pipe_toks[q]):
+                first = min(first, self.pipe_toks[q][i])
+        return first
 
     def _accesses(self, d: _Dyn, p: int, accs: list[_Acc]):
         """Bounds-check every access, then check and record hazards (reads first)."""
@@ -486,6 +504,7 @@ class _Machine:
         if not self.check:
             return
         tok = self._token(p, d)
+        self.first_unordered = self._first_unordered(p)
         for acc in accs:
             if not acc.write:
                 self._hazard(d, p, tok, acc)
@@ -551,6 +570,8 @@ class _Machine:
             sh.r[p][sel] = tok
 
     def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block):
+        if not cross_block and toks.max() < self.first_unordered:
+            return  # every token is ordered before this access (the usual case)
         bad = self.tok_epoch[toks] > krow[self.tok_pipe[toks]]
         if cross_block:
             bad |= (self.tok_block[toks] != self.block) & (toks != 0)
