@@ -79,6 +79,7 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import PtocError, op_error
 from pto_compiler.dialects import pto, vf
+from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import Instr, Loop, If, Program
@@ -995,7 +996,7 @@ class _VfProgramLowering(A._FnLowering):
         self.emit("vf_call", callee=op.callee_name, args=tuple(args))
 
 
-class _VfBarrierPass(A._BarrierPass):
+class _VfBarrierPass(B._BarrierPass):
     """Same-pipe barriers of an ascend950 program: VF launches complete in order (a VF starts after
     the previous one ends), so a ``vf_call`` needs no barrier; MTE2/MTE3 as on a2a3."""
 
@@ -1007,7 +1008,7 @@ class _VfBarrierPass(A._BarrierPass):
 
 
 def _complete_barriers(program: Program, trip_bounds: dict) -> Program:
-    return A.complete_barriers(program, {}, trip_bounds, barrier_pass=_VfBarrierPass,
+    return B.complete_barriers(program, {}, trip_bounds, barrier_pass=_VfBarrierPass,
                                ub_bytes=program_ub_bytes(program))
 
 

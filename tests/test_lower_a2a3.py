@@ -11,7 +11,8 @@ import a2a3_harness as H
 from pto_compiler import api
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.dialects import pto
-from pto_compiler.passes.lower_a2a3 import complete_barriers, lower_to_program
+from pto_compiler.passes.a2a3_complete_barriers import complete_barriers
+from pto_compiler.passes.lower_a2a3 import lower_to_program
 from pto_compiler.runtime.program import Instr, Program, parse_program
 from pto_compiler.targets import A2A3
 
