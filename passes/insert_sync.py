@@ -37,7 +37,15 @@ pipe's own earlier ops, ``wait_flag`` merges that in, ``pipe_barrier`` completes
 earlier ops, re-issuing an op makes it unknown again, loops iterate to a fixpoint, branches
 meet), so chains like MTE2 -> V -> MTE3 need no direct MTE2 -> MTE3 pair, a wait already
 implied by earlier syncs is not added, and a barrier is only added where it orders something.
-After all hazards are ordered, every inserted sync that has become redundant is removed again.
+Once the consumers of one top-level item (an op, or a whole ``scf.for``/``scf.if``) are ordered,
+every sync inserted for them that later ones made redundant is removed again.
+
+**Cost** (near-linear in the ops): the pairs come from per-location, per-pipe last-writer /
+last-reader tables (an earlier access of the same pipe to the same location is ordered with the
+last one: a pipe's ops become known in issue order), not from all pairs; the data-flow advances
+one top-level item at a time from a checkpoint, re-walking only from the earliest item a new
+sync touches (a set after an earlier op is folded into the checkpoint directly); loops are
+fixed points over their bodies.
 
 **Events.**  Ids ``EVENT_ID0``..``EVENT_ID7`` per (src, dst) pipe pair; two inserted pairs on
 the same pipe pair get different ids while both are outstanding (set..wait ranges, a
@@ -146,21 +154,6 @@ class _Unit:
 
     def signature(self) -> tuple:
         return (self.kind, self.src, self.dst, tuple((p[0], p[1]) for p in self.places))
-
-
-def _overlap(a: tuple, b: tuple) -> bool:
-    if a[0] != b[0]:
-        return False
-    if a[0] == "ub":
-        return a[1] < b[2] and b[1] < a[2]
-    # ("gm", root, lo, hi)
-    if a[1] is None or b[1] is None:
-        return True
-    if a[1] is not b[1]:
-        return False
-    if a[2] is None or b[2] is None:
-        return True
-    return a[2] < b[3] and b[2] < a[3]
 
 
 class _Program:
@@ -332,24 +325,97 @@ class _Program:
         return forward, pk, ck, loop
 
     def hazard_pairs(self) -> list[tuple[_Item, _Item]]:
-        pairs = []
-        for c in self.accesses:
-            for p in self.accesses:
-                if p.pipe == S and c.pipe == S:
-                    continue
-                raw = any(_overlap(w, r) for w in p.writes for r in c.reads)
-                waw = any(_overlap(w, x) for w in p.writes for x in c.writes)
-                war = any(_overlap(r, x) for r in p.reads for x in c.writes)
-                if p.pipe == c.pipe:
-                    if not (raw or waw):
-                        continue
-                elif not (raw or waw or war):
-                    continue
-                forward, _, _, loop = self.relation(p, c)
-                if forward or loop is not None:
-                    pairs.append((p, c))
-        pairs.sort(key=lambda pc: (pc[1].start, -pc[0].start))
-        return pairs
+        """The conflicting pairs (p, c) where p can run before c, pruned to those that matter:
+        per location (a distinct UB interval or GM range) and pipe, the last writers and the
+        readers since them that reach c (sets, because branches meet; loops iterate to a fixed
+        point, the back edge giving the carried pairs).  An earlier access of the same pipe to the
+        same location is ordered whenever the reaching one is: a pipe's ops are known complete
+        in issue order."""
+        overlaps = _overlap_index({r for a in self.accesses for r in (*a.reads, *a.writes)})
+        pairs: set = set()
+
+        def access(a: _Item, tab: dict) -> None:
+            for kind, ranges in ((0, a.reads), (1, a.writes)):
+                for r in ranges:
+                    for o in overlaps[r]:
+                        slot = tab.get(o)
+                        if slot is None:
+                            continue
+                        for pipe, (writers, readers) in slot.items():
+                            if pipe == S and a.pipe == S:
+                                continue
+                            pairs.update((p, a) for p in writers)
+                            if kind and pipe != a.pipe:
+                                pairs.update((p, a) for p in readers)
+            for r in a.reads:
+                slot = tab.setdefault(r, {})
+                writers, _ = slot.get(a.pipe, ((), ()))
+                slot[a.pipe] = (writers, (a,))
+            for r in a.writes:
+                tab.setdefault(r, {})[a.pipe] = ((a,), (a,) if r in a.reads else ())
+
+        def join(x: dict, y: dict) -> dict:
+            out = {k: dict(v) for k, v in x.items()}
+            for r, slot in y.items():
+                mine = out.setdefault(r, {})
+                for pipe, (w, rd) in slot.items():
+                    w0, r0 = mine.get(pipe, ((), ()))
+                    mine[pipe] = (w0 + tuple(i for i in w if i not in w0), r0 + tuple(i for i in rd if i not in r0))
+            return out
+
+        def block(b: _Block, tab: dict) -> dict:
+            for item in b.items:
+                if item.kind == "access":
+                    access(item, tab)
+                elif item.kind == "loop":
+                    head = tab
+                    for _ in range(1000):
+                        out = block(item.blocks[0], {k: dict(v) for k, v in head.items()})
+                        new = join(tab, out)
+                        if new == head:
+                            break
+                        head = new
+                    tab = head
+                elif item.kind == "if":
+                    outs = [block(x, {k: dict(v) for k, v in tab.items()}) for x in item.blocks]
+                    merged = outs[0] if len(outs) == 2 else tab
+                    for o in outs[1:] if len(outs) == 2 else outs:
+                        merged = join(merged, o)
+                    tab = merged
+                elif item.kind == "region":
+                    for x in item.blocks:
+                        tab = block(x, tab)
+            return tab
+
+        block(self.root, {})
+        return sorted(pairs, key=lambda pc: (pc[1].start, -pc[0].start))
+
+
+def _overlap_index(ranges: set) -> dict:
+    """range -> the ranges of the set it overlaps (itself included), by a sweep per space/root."""
+    groups: dict = {}
+    for r in ranges:
+        groups.setdefault(r[1] if r[0] == "gm" else "ub", []).append(r)
+    out: dict = {r: [] for r in ranges}
+    wild = groups.get(None, [])  # GM ranges of an unknown pointer meet every GM range
+    for root, rs in groups.items():
+        lo = (lambda r: r[1]) if root == "ub" else (lambda r: -1 if r[2] is None else r[2])
+        hi = (lambda r: r[2]) if root == "ub" else (lambda r: 1 << 62 if r[3] is None else r[3])
+        rs.sort(key=lo)
+        active: list = []
+        for r in rs:
+            active = [a for a in active if hi(a) > lo(r)]
+            for a in active:
+                out[a].append(r)
+                out[r].append(a)
+            out[r].append(r)
+            active.append(r)
+        if root not in ("ub", None):
+            for r in rs:
+                out[r].extend(wild)
+                for w in wild:
+                    out[w].append(r)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -376,23 +442,25 @@ class _State:
 
 
 class _Flow:
-    def __init__(self, prog: _Program, units: list[_Unit]):
+    def __init__(self, prog: _Program):
         self.prog = prog
         self.all_bits = sum(a.bit for a in prog.accesses)
         self.pipe_bits = [0] * 4
         for a in prog.accesses:
             self.pipe_bits[a.pipe] |= a.bit
         self.at: dict[_Slot, list[tuple[str, tuple]]] = {}
-        for u in units:
-            for slot, what, _ in u.places:
-                self.at.setdefault(slot, []).append((what, (u.src, u.dst, ("unit", id(u)))))
-        self.before: dict[int, list[int]] = {}  # access index -> K before it
+        self.states: dict[int, list[int]] = {}  # access bit -> K before it
 
-    def run(self) -> dict:
-        st = _State([self.all_bits] * 4, {})
-        self.states: dict[int, list[int]] = {}
-        self._block(self.prog.root, st)
-        return self.states
+    def add(self, u: _Unit) -> None:
+        for slot, what, _ in u.places:
+            self.at.setdefault(slot, []).append((what, (u.src, u.dst, ("unit", id(u)))))
+
+    def remove(self, u: _Unit) -> None:
+        for slot, what, _ in u.places:
+            self.at[slot].remove((what, (u.src, u.dst, ("unit", id(u)))))
+
+    def start(self) -> _State:
+        return _State([self.all_bits] * 4, {})
 
     def _apply(self, st: _State, what: str, src: int, dst: int, key) -> None:
         if what == "set":
@@ -412,39 +480,45 @@ class _Flow:
 
     def _block(self, block: _Block, st: _State) -> _State:
         for i, item in enumerate(block.items):
-            self._slot(st, block, i, "before")
-            if item.kind == "access":
-                self.states[item.bit] = list(st.k)
-                b = ~item.bit
-                for q in range(4):
-                    if not (item.pipe == S and q == S):
-                        st.k[q] &= b
-                for key in st.snap:
-                    st.snap[key] &= b
-            elif item.kind == "sync":
-                self._user(st, item.sync)
-            elif item.kind == "loop":
-                entry = st
-                head = entry.copy()
-                for _ in range(1000):
-                    out = self._block(item.blocks[0], head.copy())
-                    new_head = entry.meet(out)
-                    if new_head == head:
-                        break
-                    head = new_head
-                st = head
-            elif item.kind == "if":
-                outs = [self._block(b, st.copy()) for b in item.blocks]
-                if len(outs) < 2:
-                    outs.append(st)
-                merged = outs[0]
-                for o in outs[1:]:
-                    merged = merged.meet(o)
-                st = merged
-            else:  # region: runs once
-                for b in item.blocks:
-                    st = self._block(b, st)
-            self._slot(st, block, i, "after")
+            st = self.item(block, i, st)
+        return st
+
+    def item(self, block: _Block, i: int, st: _State) -> _State:
+        """The state after item i of the block (with the syncs in its before/after slots)."""
+        item = block.items[i]
+        self._slot(st, block, i, "before")
+        if item.kind == "access":
+            self.states[item.bit] = list(st.k)
+            b = ~item.bit
+            for q in range(4):
+                if not (item.pipe == S and q == S):
+                    st.k[q] &= b
+            for key in st.snap:
+                st.snap[key] &= b
+        elif item.kind == "sync":
+            self._user(st, item.sync)
+        elif item.kind == "loop":
+            entry = st
+            head = entry.copy()
+            for _ in range(1000):
+                out = self._block(item.blocks[0], head.copy())
+                new_head = entry.meet(out)
+                if new_head == head:
+                    break
+                head = new_head
+            st = head
+        elif item.kind == "if":
+            outs = [self._block(b, st.copy()) for b in item.blocks]
+            if len(outs) < 2:
+                outs.append(st)
+            merged = outs[0]
+            for o in outs[1:]:
+                merged = merged.meet(o)
+            st = merged
+        else:  # region: runs once
+            for b in item.blocks:
+                st = self._block(b, st)
+        self._slot(st, block, i, "after")
         return st
 
     def _user(self, st: _State, sync: tuple) -> None:
@@ -468,7 +542,8 @@ class _Inserter:
         self.prog = _Program(fn, target)
         self.units: list[_Unit] = []
 
-    def ordered(self, states: dict, p: _Item, c: _Item) -> bool:
+    @staticmethod
+    def ordered(states: dict, p: _Item, c: _Item) -> bool:
         return bool(states[c.bit][c.pipe] & p.bit)
 
     def unit_for(self, p: _Item, c: _Item) -> _Unit:
@@ -541,15 +616,75 @@ class _Inserter:
         pairs = prog.hazard_pairs()
         if not pairs:
             return
+        flow = _Flow(prog)
+        tops = prog.root.items
+        self.top_of = {prog.root.id: None}
+        for i, item in enumerate(tops):
+            self._mark_top(item, i)
+        first_bit = [0] * (len(tops) + 1)  # accesses (in bit order) before top-level item i
+        for a in prog.accesses:
+            first_bit[(a.ancestors[0] if a.ancestors else a).index + 1] += 1
+        for i in range(len(tops)):
+            first_bit[i + 1] += first_bit[i]
+        # checkpoints[i]: the state before top-level item i; valid for i <= self.frontier
+        self.checkpoints = [flow.start()] + [None] * len(tops)
+        self.frontier = 0
+
+        def advance(to: int) -> None:
+            while self.frontier <= to:
+                i = self.frontier
+                self.checkpoints[i + 1] = flow.item(prog.root, i, self.checkpoints[i].copy())
+                self.frontier = i + 1
+
+        def top_index(c: _Item) -> int:
+            return (c.ancestors[0] if c.ancestors else c).index
+
+        def top(slot: _Slot) -> int:
+            t = self.top_of[slot.block]
+            return slot.index if t is None else t
+
+        def add(u: _Unit, ci: int) -> None:
+            flow.add(u)
+            places = [(top(slot), slot, what) for slot, what, _ in u.places]
+            early = [pl for pl in places if pl[0] < ci]
+            if all(slot.block == prog.root.id and slot.where == "after" and what == "set" for _, slot, what in early) \
+                    and len(early) <= 1 and ci < self.frontier:
+                if early:  # a set after an earlier top-level item: its snapshot as the flow would carry it
+                    a = early[0][0]
+                    v = self.checkpoints[a + 1].k[u.src] | flow.pipe_bits[u.src]
+                    v &= ~(((1 << first_bit[ci]) - 1) ^ ((1 << first_bit[a + 1]) - 1))
+                    self.checkpoints[ci] = self.checkpoints[ci].copy()
+                    self.checkpoints[ci].snap[("unit", id(u))] = v
+                self.frontier = min(self.frontier, ci)
+            else:
+                self.frontier = min(self.frontier, min(pl[0] for pl in places))
+
+        def prune(group: list, created: list) -> None:
+            """Drop the syncs of one top-level item's consumers that later ones made redundant."""
+            if len(created) < 2:
+                return
+            ci = max(top_index(c) for _, c in group)
+            for unit in reversed(created):
+                flow.remove(unit)
+                self.frontier = min(self.frontier, min(top(slot) for slot, _, _ in unit.places))
+                advance(ci)
+                if all(self.ordered(flow.states, p, c) for p, c in group):
+                    self.units.remove(unit)
+                else:
+                    add(unit, ci)
+
         seen: set = set()
-        i = 0
-        while True:
-            states = _Flow(prog, self.units).run()
-            while i < len(pairs) and self.ordered(states, *pairs[i]):
-                i += 1
-            if i == len(pairs):
-                break
-            p, c = pairs[i]
+        group: list = []
+        created: list = []
+        for p, c in pairs:
+            ci = top_index(c)
+            if group and top_index(group[-1][1]) != ci:
+                prune(group, created)
+                group, created = [], []
+            group.append((p, c))
+            advance(ci)
+            if self.ordered(flow.states, p, c):
+                continue
             unit = self.unit_for(p, c)
             sig = unit.signature()
             if sig in seen:  # pragma: no cover - a unit always orders its own pair
@@ -557,14 +692,17 @@ class _Inserter:
                                      f"'{p.op.name}' at line {location_of(p.op)[1]}")
             seen.add(sig)
             self.units.append(unit)
-        # drop syncs that later ones made redundant
-        for unit in list(reversed(self.units)):
-            trial = [u for u in self.units if u is not unit]
-            states = _Flow(prog, trial).run()
-            if all(self.ordered(states, p, c) for p, c in pairs):
-                self.units = trial
+            created.append(unit)
+            add(unit, ci)
+        prune(group, created)
         self.allocate_events()
         self.emit()
+
+    def _mark_top(self, item: _Item, i: int) -> None:
+        for b in item.blocks:
+            self.top_of[b.id] = i
+            for x in b.items:
+                self._mark_top(x, i)
 
     def allocate_events(self) -> None:
         reserved: dict[tuple[int, int], set[int]] = {}
