@@ -71,9 +71,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VfLoopOrderPass
 
+    def vf_fuse_launches():
+        from pto_compiler.passes.vf_fuse_launches import VfFuseLaunchesPass
+
+        return VfFuseLaunchesPass
+
     return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,
-            "vf-loop-order": vf_loop_order, "vf-pairwise-fold": vf_pairwise_fold,
+            "vf-fuse-launches": vf_fuse_launches, "vf-loop-order": vf_loop_order, "vf-pairwise-fold": vf_pairwise_fold,
             "vf-multi-accumulator": vf_multi_accumulator}

@@ -37,7 +37,7 @@ from pto_compiler.timing import HostTimes
 LEVELS = ("pto", "placed", "vf", "program")
 
 # ascend950: the VF optimisation passes after pto-lower-vf (DESIGN.md §5 item 8), unless --vf-opt=none.
-VF_OPT_PASSES = ("vf-loop-order", "vf-pairwise-fold", "vf-multi-accumulator")
+VF_OPT_PASSES = ("vf-fuse-launches", "vf-loop-order", "vf-pairwise-fold", "vf-multi-accumulator")
 
 PIPELINES = {
     "a2a3": ("pto-select-expand-mode", "pto-tmp-strategy", "pto-plan-memory", "pto-insert-sync"),

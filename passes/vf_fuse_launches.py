@@ -1,0 +1,213 @@
+"""``vf-fuse-launches``: consecutive VF launches over the same chunks fused into one VF and one loop.
+
+seeds/001: every ``asc_vf_call`` costs a launch (PUSHQ VF) and its parameters (PUSH_PB), and a
+value passed between two VFs goes through the UB.  pto-lower-vf gives each tile op its own VF,
+so ``z = a * x + y`` written as TMULS then TADD is two launches of a 305-trip loop, the second
+reloading what the first stored.  The study's AXPY is one VF whose loop does both.
+
+Two ``vf.call`` in one block, with only ``arith`` ops, ``wait_flag``, ``set_flag`` and V-pipe
+barriers between them, whose callees are each one flat chunk loop
+
+    scf.for %i = LB to UB step S iter_args(%n = COUNT) -> (i32) {
+      %m, %n2 = vf.update_mask %n  ...  NORM loads/stores at offset %i * C  ...  scf.yield %n2 }
+
+with the same constant bounds, COUNT and C, become one ``vf.func`` (the arguments of both, each
+buffer once) whose loop runs the first body, then the second with the first's mask; a load in
+the second body of the chunk the first body just stored, whose every use is a ZEROING op under
+that mask, takes the stored register instead (the lanes it reads are the ones the store wrote).
+Trip i of either body touches only chunk i of each buffer, so running the bodies trip by trip
+reads and writes what running them one after the other did.  The fused call stands where the
+second call stood: the waits between the two stay before it, the set_flags between them move
+after it, a V barrier between them is dropped (one VF orders its own accesses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from pto_compiler.dialects import vf
+from pto_compiler.passes.vf_multi_accumulator import const_value
+
+_BETWEEN = ("pto.wait_flag", "pto.set_flag", "pto.barrier")
+
+
+@dataclass
+class _Flat:
+    fn: vf.VfFuncOp
+    loop: scf.ForOp
+    key: tuple
+    """(lb, ub, step, count, chunk elements): equal keys walk the same chunks."""
+
+
+def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
+    if fn is None:
+        return None
+    loops = [o for o in fn.block.ops if isinstance(o, scf.ForOp)]
+    if len(loops) != 1 or any(isinstance(o, scf.ForOp) for o in loops[0].body.walk() if o is not loops[0]):
+        return None
+    loop = loops[0]
+    if any(not isinstance(o, arith.ConstantOp | vf.CreateMaskOp | scf.ForOp) for o in fn.block.ops):
+        return None
+    b = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
+    if None in b or len(loop.iter_args) != 1 or list(loop.results[0].uses):
+        return None
+    init = loop.iter_args[0].owner
+    if not isinstance(init, arith.ConstantOp) or not isinstance(init.value, IntegerAttr):
+        return None
+    body = loop.body.blocks[0]
+    upd = [u.operation for u in body.args[1].uses]
+    if len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or list(body.last_op.operands) != [upd[0].res[1]]:
+        return None
+    chunk = None
+    for o in body.ops:
+        if isinstance(o, vf._MemOp):
+            if not isinstance(o, vf.LoadAlignOp | vf.StoreAlignOp) or o.dist_name != "NORM" or o.static_offset:
+                return None
+            off = o.dyn_offset.owner if o.dyn_offset is not None else None
+            if not isinstance(off, arith.MuliOp) or off.lhs is not body.args[0] or const_value(off.rhs) is None:
+                return None
+            if chunk not in (None, const_value(off.rhs)):
+                return None
+            chunk = const_value(off.rhs)
+    if chunk is None:
+        return None
+    return _Flat(fn, loop, (*b, init.value.value.data, chunk))
+
+
+def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
+    return next(u.operation for u in loop.body.blocks[0].args[1].uses)
+
+
+def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tuple[vf.VfFuncOp, list, list]:
+    """The fused vf.func, its call operands and the first body's stores the second body's loads
+    now take from the register."""
+    operands: list[SSAValue] = []
+    for v in a_args + b_args:
+        if v not in operands:
+            operands.append(v)
+    types = [p.type for p in list(a.fn.args) + list(b.fn.args)]
+    by_operand = dict(zip(a_args + b_args, types))
+    fn = vf.VfFuncOp(name, [by_operand[v] for v in operands])
+    new_args = dict(zip(operands, fn.args))
+    vm: dict = {p: new_args[v] for p, v in zip(a.fn.args, a_args)}
+    ops: list[Operation] = [o.clone(vm) for o in a.fn.block.ops]
+    loop = next(o for o in ops if isinstance(o, scf.ForOp))
+    vmb: dict = {p: new_args[v] for p, v in zip(b.fn.args, b_args)}
+    pre_b = [o.clone(vmb) for o in b.fn.block.ops if not isinstance(o, scf.ForOp)]
+    lb = loop.body.blocks[0]
+    ua, ub_ = _upd(loop), _upd(b.loop)
+    bb = b.loop.body.blocks[0]
+    vmb.update({bb.args[0]: lb.args[0], bb.args[1]: lb.args[1], ub_.res[0]: ua.res[0], ub_.res[1]: ua.res[1]})
+    stored = [o for o in lb.ops if isinstance(o, vf.StoreAlignOp)]
+    forwarded: list[vf.StoreAlignOp] = []
+    new = []
+    for o in bb.ops:
+        if o is ub_ or isinstance(o, scf.YieldOp):
+            continue
+        c = o.clone(vmb)
+        if isinstance(c, vf.LoadAlignOp):
+            s = _stored_chunk(stored, c)
+            if s is not None and s.mask is ua.res[0] and _masked_uses(o, ub_.res[0]):
+                vmb[o.res[0]] = s.value
+                forwarded.append(s)
+                c.erase()
+                continue
+        new.append(c)
+    lb.insert_ops_before(new, lb.last_op)
+    fn.block.add_ops(pre_b + ops)
+    return fn, operands, forwarded
+
+
+def _stored_chunk(stored: list, load: vf.LoadAlignOp) -> vf.StoreAlignOp | None:
+    """The first body's last store to the buffer ``load`` reads (every access is chunk i)."""
+    for s in reversed(stored):
+        if s.tile is load.tile:
+            return s
+    return None
+
+
+def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
+    """Every use reads the loaded register only in the lanes of ``mask`` (ZEROING ops under it)."""
+    for u in load.res[0].uses:
+        o = u.operation
+        if not isinstance(o, vf._ComputeOp) or o.mode != "ZEROING" or o.mask_operand is not mask:
+            return False
+    return True
+
+
+def _dead_after(call: vf.VfCallOp, tile: SSAValue) -> bool:
+    """Nothing reads ``tile`` after ``call``: a tile the kernel allocates, a call outside loops,
+    no later op of the function using the tile (a forwarded store to it is then dead)."""
+    if not isinstance(tile.owner, Operation) or tile.owner.name != "pto.alloc_tile":
+        return False
+    if call.parent_op() is None or call.parent_op().name != "func.func":
+        return False
+    later = call.next_op
+    while later is not None:
+        if any(v is tile for o in later.walk() for v in o.operands):
+            return False
+        later = later.next_op
+    return True
+
+
+@dataclass(frozen=True)
+class VfFuseLaunchesPass(ModulePass):
+    """Consecutive VF launches walking the same chunks -> one launch, one loop."""
+
+    name = "vf-fuse-launches"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for call in [o for o in op.walk() if isinstance(o, vf.VfCallOp)]:
+                if call.parent is not None and self._fuse_after(op, call):
+                    changed = True
+                    break
+
+    def _fuse_after(self, module: ModuleOp, first: vf.VfCallOp) -> bool:
+        between: list[Operation] = []
+        second = first.next_op
+        while second is not None and not isinstance(second, vf.VfCallOp):
+            if not (second.name.startswith("arith.") or second.name in _BETWEEN):
+                return False
+            if second.name == "pto.barrier" and "PIPE_V>" not in str(second):
+                return False
+            between.append(second)
+            second = second.next_op
+        if second is None:
+            return False
+        a = _flat(vf.lookup_vf_func(first, first.callee_name))
+        b = _flat(vf.lookup_vf_func(second, second.callee_name))
+        if a is None or b is None or a.key != b.key:
+            return False
+        name = f"{a.fn.sym_name.data}_{b.fn.sym_name.data}"
+        fn, operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
+        a.fn.parent_block().insert_op_before(fn, a.fn)
+        block = second.parent_block()
+        last = vf.VfCallOp(name, operands)
+        block.insert_op_before(last, second)
+        for o in between:
+            if o.name == "pto.set_flag":
+                o.detach()
+                block.insert_op_after(o, last)
+                last = o
+            elif o.name == "pto.barrier":
+                block.erase_op(o)
+        block.erase_op(second)
+        first.parent_block().erase_op(first)
+        call = next(o for o in block.ops if isinstance(o, vf.VfCallOp) and o.callee_name == name)
+        for st in forwarded:
+            if _dead_after(call, operands[list(fn.args).index(st.tile)]):
+                st.parent_block().erase_op(st)
+        for f in (a.fn, b.fn):
+            if not any(isinstance(c, vf.VfCallOp) and c.callee_name == f.sym_name.data for c in module.walk()):
+                f.parent_block().erase_op(f)
+        return True
+
