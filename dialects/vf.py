@@ -125,7 +125,8 @@ Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
   unaligned ones element alignment (checked at run time: offsets are dynamic);
 * ``create_mask VLn`` must fit the mask's lanes; ``store_unalign`` count 1..VL;
 * every ``vf.store_unalign`` to a tile is followed, at the same or a shallower loop level, by
-  a ``vf.store_unalign_post`` of that tile, and every post has a store before it;
+  a ``vf.store_unalign_post`` of that tile, and every post has a store before it (the
+  ``vf.func``'s check, one walk);
 * ``vf`` ops exist only on ascend950 (``pto-verify-target``: "vf.X is not available on a2a3").
 """
 
@@ -923,12 +924,6 @@ class StoreUnalignOp(_MemOp):
         lanes = lanes_of(t.element_type)
         if not 1 <= self.lanes <= lanes:
             raise VerifyException(f"count must be 1..{lanes} (the register's lanes), got {self.lanes}")
-        fn = enclosing_vf_func(self)
-        if fn is not None and not _has_post_after(fn, self):
-            raise VerifyException(
-                f"vf.store_unalign to {_value_name(self.tile)} is never flushed: a vf.store_unalign_post of that "
-                "tile must follow it (at the same or an outer loop level); StoreUnAlign and StoreUnAlignPost "
-                "must pair")
 
 
 @irdl_op_definition
@@ -959,11 +954,6 @@ class StoreUnalignPostOp(_MemOp):
         self._check_tile()
         if len(self.args) != 1:
             raise VerifyException("expects just the tile (`vf.store_unalign_post %t`)")
-        fn = enclosing_vf_func(self)
-        if fn is not None and not any(isinstance(o, StoreUnalignOp) and o.tile is self.tile
-                                      for o in _ops_before(fn, self)):
-            raise VerifyException(f"vf.store_unalign_post of {_value_name(self.tile)} has no vf.store_unalign "
-                                  "before it; StoreUnAlign and StoreUnAlignPost must pair")
 
 
 def _split_offset(offset: SSAValue | int | None, static_offset: int) -> tuple[SSAValue | None, int]:
@@ -977,15 +967,6 @@ def _value_name(v: SSAValue) -> str:
     return f"%{v.name_hint}" if v.name_hint else "its tile"
 
 
-def _walk_order(fn: Operation) -> list[Operation]:
-    return [o for o in fn.walk() if o is not fn]
-
-
-def _ops_before(fn: Operation, op: Operation) -> list[Operation]:
-    order = _walk_order(fn)
-    return order[: order.index(op)]
-
-
 def _loops_of(op: Operation, fn: Operation) -> list[Operation]:
     out = []
     p = op.parent_op()
@@ -996,15 +977,28 @@ def _loops_of(op: Operation, fn: Operation) -> list[Operation]:
     return out
 
 
-def _has_post_after(fn: Operation, store: StoreUnalignOp) -> bool:
-    order = _walk_order(fn)
-    i = order.index(store)
-    loops = _loops_of(store, fn)
-    for o in order[i + 1:]:
-        if isinstance(o, StoreUnalignPostOp) and o.tile is store.tile:
-            if all(l in loops for l in _loops_of(o, fn)):
-                return True
-    return False
+def _check_unaligned_pairs(fn: Operation, ops: list[Operation]) -> None:
+    """StoreUnAlign and StoreUnAlignPost pair: every store is followed, at the same or an outer
+    loop level, by a post of its tile, and every post has a store of its tile before it (checked
+    here, over the function's ops in order, not by each op walking its function)."""
+    stored = set()
+    for op in ops:
+        if isinstance(op, StoreUnalignOp):
+            stored.add(op.tile)
+        elif isinstance(op, StoreUnalignPostOp) and op.tile not in stored:
+            raise VerifyException(f"vf.store_unalign_post{_where(op)} of {_value_name(op.tile)} has no "
+                                  "vf.store_unalign before it; StoreUnAlign and StoreUnAlignPost must pair")
+    posts: dict = {}  # tile -> loop nests of the posts after the current op
+    for op in reversed(ops):
+        if isinstance(op, StoreUnalignPostOp):
+            posts.setdefault(op.tile, []).append(_loops_of(op, fn))
+        elif isinstance(op, StoreUnalignOp):
+            loops = _loops_of(op, fn)
+            if not any(all(x in loops for x in nest) for nest in posts.get(op.tile, ())):
+                raise VerifyException(
+                    f"vf.store_unalign{_where(op)} to {_value_name(op.tile)} is never flushed: a "
+                    "vf.store_unalign_post of that tile must follow it (at the same or an outer loop level); "
+                    "StoreUnAlign and StoreUnAlignPost must pair")
 
 
 # ---- compute -----------------------------------------------------------------------------
@@ -1633,9 +1627,15 @@ class VfFuncOp(IRDLOperation):
         if enclosing_vf_func(self) is not None:
             raise VerifyException("a vf.func may not be nested in another vf.func")
         parent = self.parent_block()
-        if parent is not None and any(isinstance(o, VfFuncOp) and o is not self and o.sym_name == self.sym_name
-                                      for o in parent.ops):
-            raise VerifyException(f"another vf.func named @{self.sym_name.data} is defined in the same block")
+        first = next((o for o in parent.ops if isinstance(o, VfFuncOp)), None) if parent is not None else None
+        if first is self:  # the first vf.func of the block checks them all: one pass, not one per function
+            seen = set()
+            for o in parent.ops:
+                if isinstance(o, VfFuncOp):
+                    if o.sym_name.data in seen:
+                        raise VerifyException(f"another vf.func named @{o.sym_name.data} is defined in the same "
+                                              "block")
+                    seen.add(o.sym_name.data)
         for i, a in enumerate(block.args):
             t = a.type
             if isinstance(t, TileLikeType):
@@ -1645,9 +1645,8 @@ class VfFuncOp(IRDLOperation):
             elif not _is_scalar_type(t):
                 raise VerifyException(f"argument #{i} has type {_tname(t)}: a VF takes UB tile buffers "
                                       "(!pto.tile_buf, loc=vec) and scalars (integers, index, floats)")
-        for op in self.walk():
-            if op is self:
-                continue
+        ops = [op for op in self.walk() if op is not self]
+        for op in ops:
             where = _where(op)
             if isinstance(op, scf.IfOp) or op.name in ("scf.while", "scf.index_switch", "cf.br", "cf.cond_br"):
                 raise VerifyException(f"{op.name}{where} is a branch; __simd_vf__ code has no branches "
@@ -1662,6 +1661,7 @@ class VfFuncOp(IRDLOperation):
                 if trips is not None and trips > HW_LOOP_MAX:
                     raise VerifyException(f"the hardware loop{where} runs {trips} trips, more than {HW_LOOP_MAX} "
                                           "(uint16 trip count)")
+        _check_unaligned_pairs(self, ops)
 
 
 def _where(op: Operation) -> str:

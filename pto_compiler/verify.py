@@ -7,6 +7,8 @@ op's FileLineColLoc.
 
 from __future__ import annotations
 
+import weakref
+
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
@@ -32,6 +34,11 @@ def _first_line(e: Exception) -> str:
     return str(e).strip() or type(e).__name__
 
 
+_VERIFIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""module -> names of the targets it verified clean for (ptoc verifies a module, then the pipeline
+is handed the same module: it is not walked twice)."""
+
+
 def verify_module(module: ModuleOp, target: Target) -> None:
     """Raise PtocError with every located verifier and target diagnostic found."""
     from pto_compiler.passes.verify_target import target_diagnostics
@@ -41,3 +48,10 @@ def verify_module(module: ModuleOp, target: Target) -> None:
         diags = target_diagnostics(module, target)
     if diags:
         raise PtocError(diags)
+    _VERIFIED.setdefault(module, set()).add(target.name)
+
+
+def verified(module: ModuleOp, target: Target) -> bool:
+    """Did :func:`verify_module` pass on this very module for ``target``?  (Only for modules that
+    are not changed afterwards, as the pipeline's input, which it clones.)"""
+    return target.name in _VERIFIED.get(module, ())
