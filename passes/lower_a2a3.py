@@ -293,6 +293,19 @@ _EVENT_PIPES = {"TLOAD": "MTE2", "TSTORE": "MTE3", "TSTORE_VEC": "MTE3", "TVEC":
 # The lowering of one function
 # --------------------------------------------------------------------------------------------
 
+def _scalar_dtype(fn, spec) -> str:
+    """The program dtype of a scalar kernel argument: index and i1 (a condition, 0 or 1) travel
+    as i64; a type no scalar register holds (f64, ...) is a located error."""
+    t = spec.type
+    if isinstance(t, IndexType) or (isinstance(t, IntegerType) and t.width.data == 1):
+        return "i64"
+    try:
+        return canonical_dtype(pto.dtype_name(t))
+    except ValueError:
+        raise op_error(fn, f"scalar argument '%{spec.name}' has type {t}, which no scalar register "
+                           f"holds (use {', '.join(sorted(DTYPE_SIZES))})") from None
+
+
 class _FnLowering:
     """Walks one function in program order.  Two modes share the walk (values, masks, loops):
 
@@ -344,8 +357,7 @@ class _FnLowering:
                 self.vals[s.value] = ("gm", s.name, pto.element_bytes(s.type.element_type))
                 self.gm_values[s.name] = s.value
             elif s.kind == "scalar":
-                t = s.type
-                dt = "i64" if isinstance(t, IndexType) else canonical_dtype(pto.dtype_name(t))
+                dt = _scalar_dtype(fn, s)
                 self.scalar_args.append(ScalarArg(s.name, dt))
                 self.vals[s.value] = Var(s.name)
                 self.ssa[s.name] = s.value

@@ -113,6 +113,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+MAX_BLOCKS = 4096
+"""``--blocks`` bound: blocks run in turn, so more only multiplies the run time."""
+
+
+def _blocks(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_BLOCKS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_BLOCKS} blocks, got {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text, 0)
@@ -146,8 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"IR level to print (default: {DEFAULT_EMIT})")
     p.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of stdout")
     p.add_argument("--entry", metavar="NAME", help="the kernel function to compile/run")
-    p.add_argument("--blocks", type=_positive_int, metavar="N",
-                   help="run block_idx 0..N-1 in turn on one GM")
+    p.add_argument("--blocks", type=_blocks, metavar="N",
+                   help=f"run block_idx 0..N-1 in turn on one GM (N <= {MAX_BLOCKS})")
+    p.add_argument("--max-steps", type=_positive_int, metavar="N",
+                   help="stop a run after N instructions plus loop trips (default 5,000,000)")
+    p.add_argument("--max-gm-bytes", type=_positive_int, metavar="N",
+                   help="refuse a run whose GM arguments total more than N bytes (default 64 MiB)")
     p.add_argument("--run", action="store_true",
                    help="execute and compare against the golden model (exit 3 on mismatch)")
     p.add_argument("--reference", action="store_true", help="run the golden reference model only")
@@ -193,7 +208,7 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 # Options that only make sense when something runs (--run, --reference, --stats, --trace).
 _RUN_OPTIONS = (("input", "--input"), ("seed", "--seed"), ("save_outputs", "--save-outputs"),
-                ("blocks", "--blocks"))
+                ("blocks", "--blocks"), ("max_steps", "--max-steps"), ("max_gm_bytes", "--max-gm-bytes"))
 
 
 def _check_implemented(args: argparse.Namespace) -> None:
@@ -206,6 +221,10 @@ def _check_implemented(args: argparse.Namespace) -> None:
     if args.reference and (args.run or args.stats or args.trace or args.blocks):
         raise UsageError("--reference runs only the golden model; it cannot be combined with "
                          "--run, --stats, --trace or --blocks")
+    if args.file != "-":
+        for flag, path in (("-o", args.output), ("--trace", args.trace)):
+            if path not in (None, "-") and os.path.exists(path) and os.path.samefile(path, args.file):
+                raise UsageError(f"{flag} '{path}' is the input file; refusing to overwrite the source")
 
 
 def _read_input(path: str) -> tuple[str, str]:
@@ -356,7 +375,8 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
     from pto_compiler.passes.lower_a2a3 import float_sum_outputs
     from pto_compiler.runtime import reference as golden
 
-    values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry)
+    values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry,
+                                   max_gm_bytes=args.max_gm_bytes)
     if target.has_vf and _uses_vf(module) and (args.run or args.reference):
         return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
@@ -367,7 +387,7 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
         out.append(_emit(args, module, target, scalars, program))
     with times.phase("execute"):
         res = pipeline.run_program(program, pipeline.gm_inputs(values), scalars, blocks=args.blocks or 1,
-                                   stats=bool(args.stats or args.trace))
+                                   stats=bool(args.stats or args.trace), max_steps=args.max_steps)
     code = EXIT_OK
     saved = res.outputs
     if args.run:

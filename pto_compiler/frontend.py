@@ -266,6 +266,19 @@ class Builder:
         if not name.startswith(("pto.", "arith.", "scf.", "func.", "memref.", "builtin.", "vf.")) and name not in (
                 "return", "module", "func"):
             name = "pto." + name
+        try:
+            ops = self._dispatch(name, stmt, scope)
+        except _NotAnAttribute as e:
+            pos = e.value.pos if isinstance(e.value, Operand) else stmt.pos
+            what = f"SSA value %{e.value.name}" if isinstance(e.value, Operand) else repr(e.value)
+            raise self.err(f"'{name}' takes an attribute here, not the {what}", pos) from None
+        if ops and stmt.results and ops[-1].results:
+            self.define_results(scope, stmt, ops[-1])
+        elif stmt.results and not (ops and ops[-1].results):
+            raise self.err(f"'{name}' has no results, but {len(stmt.results)} name(s) are bound", stmt.pos)
+        return ops
+
+    def _dispatch(self, name: str, stmt: Stmt, scope: Scope) -> list[Operation]:
         handler = SPECIAL.get(name)
         if handler is not None:
             ops = handler(self, stmt, scope)
@@ -283,10 +296,6 @@ class Builder:
             ops = vf_builder.build_from_stmt(self, stmt, scope)
         else:
             raise self.err(f"unknown operation '{name}'", stmt.pos)
-        if ops and stmt.results and ops[-1].results:
-            self.define_results(scope, stmt, ops[-1])
-        elif stmt.results and not (ops and ops[-1].results):
-            raise self.err(f"'{name}' has no results, but {len(stmt.results)} name(s) are bound", stmt.pos)
         return ops
 
     # ---- tile instructions -------------------------------------------------------------
@@ -460,7 +469,16 @@ def _kwarg_attr(v: Any) -> Attribute:
         return ArrayAttr([_kwarg_attr(x) for x in v])
     if v is None:
         return UnitAttr()
-    raise TypeError(f"cannot turn {v!r} into an attribute")
+    raise _NotAnAttribute(v)
+
+
+class _NotAnAttribute(Exception):
+    """A keyword value that cannot be an attribute (an SSA value where a constant belongs);
+    :meth:`Builder.build_stmt` turns it into a located diagnostic."""
+
+    def __init__(self, value: Any):
+        super().__init__(value)
+        self.value = value
 
 
 ARITH_BINARY = {
@@ -499,13 +517,12 @@ def _constant(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     elif isinstance(t, (IntegerType, IndexType)):
         if not isinstance(lit, int):
             raise b.err(f"integer constant expected for {t}", stmt.pos)
-        if isinstance(t, IntegerType):
-            width = t.width.data
-            lo, hi = -(1 << (width - 1)), (1 << width) - 1
-            if not lo <= lit <= hi:
-                raise b.err(f"constant {lit} does not fit in {t}", stmt.pos)
-            if lit > (1 << (width - 1)) - 1:
-                lit -= 1 << width
+        width = t.width.data if isinstance(t, IntegerType) else 64  # index: a 64-bit register
+        lo, hi = -(1 << (width - 1)), (1 << width) - 1
+        if not lo <= lit <= hi:
+            raise b.err(f"constant {lit} does not fit in {t}", stmt.pos)
+        if lit > (1 << (width - 1)) - 1:
+            lit -= 1 << width
         value = IntegerAttr(lit, t)
     elif isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
         if not isinstance(lit, (int, float)):

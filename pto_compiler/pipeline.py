@@ -114,6 +114,7 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     PassPipeline(passes, times.pipeline_callback()).apply(api.context(), module)
     if stop_after in ("placed", "vf"):
         return module
+    _reject_memref_form(module)
     if target.has_vf:
         with times.phase("emit"):
             return lower_placed(module, target, entry, scalars=scalars)
@@ -128,6 +129,20 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
             complete_function(fn, target)
     with times.phase("emit"):
         return lower_a2a3.program_of(module, target, entry, scalars)
+
+
+def _reject_memref_form(module) -> None:
+    """PTOAS's lowered memref form is parsed and verified (the corpus uses it) but has no tile
+    types to lower from: say so at the first such op rather than fail inside a lowering."""
+    from xdsl.dialects.builtin import MemRefType
+
+    from pto_compiler.diagnostics import op_error
+
+    for op in module.walk():
+        if op.name.startswith("pto.") and any(isinstance(v.type, MemRefType)
+                                              for v in (*op.operands, *op.results)):
+            raise op_error(op, "has memref operands (PTOAS's lowered form): ptoc verifies it but "
+                               "compiles only !pto.tile_buf / !pto.tile kernels")
 
 
 def lower_placed(module, target: Target, entry: str | None = None, scalars: dict | None = None):
@@ -226,16 +241,20 @@ class RunResult:
 
 
 def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int = 1, check: bool = True,
-                stats: bool = True) -> RunResult:
+                stats: bool = True, max_steps: int | None = None) -> RunResult:
     """Execute ``program`` (hazard checking on); races are returned in ``findings`` (not raised);
-    a deadlock or an invalid access raises ``ExecutionError``."""
+    a deadlock or an invalid access raises ``ExecutionError``; a run longer than ``max_steps``
+    (default: the executor's) is a usage error (exit 2)."""
     from pto_compiler.runtime import cycles
-    from pto_compiler.runtime.executor import ExecutionError, execute
+    from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS, ExecutionError, StepLimitError, execute
 
     gm = {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
     try:
-        r = execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats)
+        r = execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats,
+                    max_steps=max_steps or DEFAULT_MAX_STEPS)
         findings = list(r.findings)
+    except StepLimitError as e:
+        raise _usage(str(e)) from None
     except ExecutionError as e:
         if e.result is None or any(f.kind != "race" for f in e.findings):
             raise

@@ -209,6 +209,9 @@ __all__ = ["parse_tree", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 MAX_NESTING = 64
 MAX_INPUT_CHARS = 4 * 1024 * 1024
+MAX_INT_DIGITS = 40
+"""Digits of an integer literal (a 128-bit value has 39): longer ones are refused when lexed,
+before Python's int() (which itself refuses 4,300 digits) is ever asked."""
 
 #: rule names of type nodes (everything else in a group / signature position is an item)
 TYPE_NODES = frozenset({"builtin_type", "tile_type", "memref_type", "vector_type", "tensor_type",
@@ -250,6 +253,9 @@ class _PostLexer:
                     stack.pop()
             elif t == "DIM":
                 tok = tok.update(value=tok.value[:-1])
+            if t in ("INT", "HEX", "DIM") and len(tok.value.lstrip("+-")) > MAX_INT_DIGITS + (t == "HEX") * 2:
+                raise error_at(f"integer literal of {len(tok.value)} characters is too long (at most "
+                               f"{MAX_INT_DIGITS} digits)", filename, tok.line, tok.column)
             last = t
             yield tok
 

@@ -180,6 +180,15 @@ class _Abort(Exception):
     pass
 
 
+DEFAULT_MAX_STEPS = 5_000_000
+"""Issued instructions plus loop trips a run may take (``ptoc --max-steps``): far above any real
+kernel (the examples take < 20,000), low enough that a runaway loop stops within minutes."""
+
+
+class StepLimitError(ValueError):
+    """The run took more than ``max_steps`` steps (instructions issued plus loop trips)."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Address helpers
 # ---------------------------------------------------------------------------------------------
@@ -237,8 +246,10 @@ class _Dyn:
 
 class _Machine:
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
-                 check: bool, ub_init: int, trace: bool, max_races: int):
+                 check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int):
         self.p = program
+        self.steps_left = max_steps
+        self.max_steps = max_steps
         self.blocks = blocks
         self.ub = np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8)
         self.ub_init = ub_init
@@ -322,6 +333,7 @@ class _Machine:
                     raise _Abort()
                 outer = self.ctx
                 for v in range(start, stop, step):
+                    self._step()
                     self.env[n.var] = v
                     self.ctx = outer + ((n.var, v),)
                     if self.want_trace:
@@ -338,7 +350,14 @@ class _Machine:
                     raise _Abort() from None
                 self._body(n.then_body if c else n.else_body)
 
+    def _step(self):
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise StepLimitError(f"the run exceeded {self.max_steps} steps (instructions issued plus "
+                                 "loop trips); raise the limit with --max-steps N")
+
     def _issue(self, ins: Instr):
+        self._step()
         const = self._const.get(id(ins))
         if const is None:
             const = self._const[id(ins)] = all(_is_const_arg(v) for v in ins.args.values())
@@ -1218,7 +1237,7 @@ def make_inputs(program: Program, inputs: dict | None = None) -> dict:
 def execute(program: Program, inputs: dict | None = None, scalars: dict | None = None, *,
             blocks: int = 1, target: str | None = None, check: bool = True,
             raise_on_findings: bool = True, ub_init: int = 0, ub=None, trace: bool = True,
-            max_races: int = 20) -> ExecResult:
+            max_races: int = 20, max_steps: int = DEFAULT_MAX_STEPS) -> ExecResult:
     """Run ``program`` on GM arrays made from ``inputs`` (name -> array; missing ones are zero).
 
     ``scalars`` gives the kernel scalars (``.scalar`` arguments).  ``blocks`` runs block_idx
@@ -1227,6 +1246,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     :class:`ExecutionError` (carrying the result) unless ``raise_on_findings`` is False.
     ``ub_init`` is the byte every UB byte starts as; ``ub`` (bytes or a uint8 array, at most
     the UB size) overrides the first bytes of the initial UB of every block (for tests).
+    More than ``max_steps`` instructions plus loop trips raise :class:`StepLimitError`.
     """
     tname = target or program.target
     t = lookup_target(tname)
@@ -1242,7 +1262,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
     if blocks < 1:
         raise ValueError("blocks must be >= 1")
-    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races)
+    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps)
     if ub is not None:
         init = np.frombuffer(bytes(ub), np.uint8) if not isinstance(ub, np.ndarray) \
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)

@@ -311,17 +311,21 @@ def kernel_args(fn: func.FuncOp) -> list[ArgSpec]:
             name = f"arg{arg.index}"
         seen.add(name)
         t = arg.type
-        if isinstance(t, pto.PtrType):
-            specs.append(ArgSpec(name, arg.index, "gm", t, E.np_dtype(pto.dtype_name(t.element_type)), arg))
-        elif isinstance(t, pto.TileLikeType):
-            specs.append(ArgSpec(name, arg.index, "tile", t, E.np_dtype(t.dtype), arg))
-        elif _float_dtype(t) is not None:
-            specs.append(ArgSpec(name, arg.index, "scalar", t, _float_dtype(t), arg))
-        elif _int_width(t) is not None:
-            specs.append(ArgSpec(name, arg.index, "scalar", t, None, arg))
-        else:
-            raise PtocError([Diagnostic(f"kernel argument '%{name}' has type {t}, which ptoc cannot run")],
-                            exit_code=2)
+        try:
+            if isinstance(t, pto.PtrType):
+                specs.append(ArgSpec(name, arg.index, "gm", t, E.np_dtype(pto.dtype_name(t.element_type)), arg))
+            elif isinstance(t, pto.TileLikeType):
+                specs.append(ArgSpec(name, arg.index, "tile", t, E.np_dtype(t.dtype), arg))
+            elif _float_dtype(t) is not None:
+                specs.append(ArgSpec(name, arg.index, "scalar", t, _float_dtype(t), arg))
+            elif _int_width(t) is not None:
+                specs.append(ArgSpec(name, arg.index, "scalar", t, None, arg))
+            else:
+                raise PtocError([Diagnostic(f"kernel argument '%{name}' has type {t}, which ptoc cannot run")],
+                                exit_code=2)
+        except E.ElementwiseError:
+            raise op_error(fn, f"argument '%{name}' has type {t}, whose element type ptoc cannot "
+                               "compile or run") from None
     return specs
 
 
@@ -1157,13 +1161,30 @@ def _random_array(rng: np.random.Generator, dtype: np.dtype, shape) -> np.ndarra
     return rng.integers(-8, 8, size=shape).astype(dtype)
 
 
+MAX_GM_BYTES = 64 << 20
+"""GM bytes a run may hold over all arguments (``ptoc --max-gm-bytes``).  The executor keeps
+~20 bytes of hazard state per GM element, so 64 MiB of i8 costs ~1.5 GiB; the examples use < 1 MiB."""
+
+
+def _check_gm_bytes(name: str, shape: tuple[int, ...], itemsize: int, used: int, limit: int) -> int:
+    """``used`` plus this argument's bytes, or a usage error (exit 2) above ``limit``."""
+    total = used + math.prod(shape) * itemsize
+    if total > limit:
+        raise usage_error(f"GM argument '{name}' ({'x'.join(map(str, shape))}, {itemsize}-byte elements) "
+                          f"brings the run's GM to {total} bytes, over the limit of {limit}; "
+                          "raise it with --max-gm-bytes N")
+    return total
+
+
 def make_inputs(module: ModuleOp, seed: int = 0, entry: str | None = None,
-                given: Mapping[str, object] | None = None) -> dict[str, object]:
+                given: Mapping[str, object] | None = None, max_gm_bytes: int | None = None) -> dict[str, object]:
     """Inputs for every kernel argument: ``given`` ones as they are, the others seeded random
     per dtype (argument k draws from its own stream, so giving one input does not change the
-    others).  Integer and index scalars that are not given are a usage error (exit 2)."""
+    others).  Integer and index scalars that are not given are a usage error (exit 2), and so are
+    GM arguments totalling more than ``max_gm_bytes`` (default :data:`MAX_GM_BYTES`)."""
     fn = select_entry(module, entry)
     specs = kernel_args(fn)
+    limit = max_gm_bytes or MAX_GM_BYTES
     given = dict(given or {})
     unknown = sorted(set(given) - {s.name for s in specs})
     if unknown:
@@ -1175,6 +1196,11 @@ def make_inputs(module: ModuleOp, seed: int = 0, entry: str | None = None,
                           + " need a value: give --input NAME=VALUE (a random loop bound or offset is "
                             "never what you want)")
     scalars = {s.name: given[s.name] for s in specs if s.kind == "scalar" and s.name in given}
+    shapes = {s.name: gm_shape(fn, s, scalars) for s in specs if s.kind == "gm"}
+    used = 0
+    for s in specs:
+        if s.kind == "gm":
+            used = _check_gm_bytes(s.name, shapes[s.name], np.dtype(s.dtype).itemsize, used, limit)
     out: dict[str, object] = {}
     for s in specs:
         rng = np.random.default_rng([int(seed), s.index])
@@ -1183,7 +1209,7 @@ def make_inputs(module: ModuleOp, seed: int = 0, entry: str | None = None,
         elif s.kind == "scalar":
             out[s.name] = E.convert(np.array(rng.uniform(-2.0, 2.0)), s.dtype, "RINT")[()]
         elif s.kind == "gm":
-            out[s.name] = _random_array(rng, s.dtype, gm_shape(fn, s, scalars))
+            out[s.name] = _random_array(rng, s.dtype, shapes[s.name])
         else:
             out[s.name] = _random_array(rng, s.dtype, _tile_arg_shape(s))
     return out
@@ -1227,20 +1253,37 @@ def describe_outputs(outputs: Mapping[str, np.ndarray]) -> list[str]:
 # ---- .npy files ---------------------------------------------------------------------
 
 
-def read_npy(path: str, spec: ArgSpec, shape: tuple[int, ...]) -> np.ndarray:
+def _load_npy(path: str, name: str, limit: int | None = None) -> np.ndarray:
+    """``np.load`` of an input file, refusing (usage error) a header whose shape claims more than
+    ``limit`` (default :data:`MAX_GM_BYTES`) bytes before anything is allocated."""
+    limit = limit or MAX_GM_BYTES
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as f:
+            version = fmt.read_magic(f)
+            header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = header(f)
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes > limit:
+                raise usage_error(f"'{path}' for argument '{name}' claims shape {shape} of {dtype}: "
+                                  f"{nbytes} bytes, over the limit of {limit}; raise it with --max-gm-bytes N")
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, MemoryError) as e:
+        raise usage_error(f"cannot read '{path}' for argument '{name}': {e}") from None
+
+
+def read_npy(path: str, spec: ArgSpec, shape: tuple[int, ...], limit: int | None = None) -> np.ndarray:
     """Load an input ``.npy`` for ``spec``: same element type (bf16 files are NumPy's 2-byte
     void ``|V2``, which is what ``numpy.save`` writes for ``ml_dtypes.bfloat16``), same element
     count in any shape (read in C order).  Anything else is a usage error naming the argument."""
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise usage_error(f"cannot read '{path}' for argument '{spec.name}': {e}") from None
+    arr = _load_npy(path, spec.name, limit)
     if not isinstance(arr, np.ndarray):
         raise usage_error(f"'{path}' for argument '{spec.name}' is not a single .npy array")
     return _check_array(spec, arr, shape)
 
 
-def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str | None = None) -> dict[str, object]:
+def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str | None = None,
+                max_gm_bytes: int | None = None) -> dict[str, object]:
     """``--input NAME=FILE.npy`` / ``--input NAME=3.5`` pairs -> input values (scalars first, since
     GM shapes may depend on integer scalars)."""
     fn = select_entry(module, entry)
@@ -1268,20 +1311,17 @@ def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str |
     for name, text in pairs:
         s = args[name]
         if s.kind == "gm":
-            out[name] = read_npy(text, s, gm_shape(fn, s, scalars))
+            out[name] = read_npy(text, s, gm_shape(fn, s, scalars), max_gm_bytes)
         elif s.kind == "tile":
-            try:
-                raw = np.load(text, allow_pickle=False)
-            except (OSError, ValueError, EOFError) as e:
-                raise usage_error(f"cannot read '{text}' for argument '{name}': {e}") from None
+            raw = _load_npy(text, name, max_gm_bytes)
             out[name] = _check_array(s, raw, _tile_arg_shape(s, raw))
     return out
 
 
 def prepare_inputs(module: ModuleOp, seed: int = 0, specs: Iterable[tuple[str, str]] = (),
-                   entry: str | None = None) -> dict[str, object]:
+                   entry: str | None = None, max_gm_bytes: int | None = None) -> dict[str, object]:
     """``--seed N --input ...``: the given inputs, the rest seeded random (see make_inputs)."""
-    return make_inputs(module, seed, entry, load_inputs(module, specs, entry))
+    return make_inputs(module, seed, entry, load_inputs(module, specs, entry, max_gm_bytes), max_gm_bytes)
 
 
 def save_outputs(outputs: Mapping[str, np.ndarray], directory: str) -> list[str]:

@@ -1,0 +1,165 @@
+"""Regression tests of issue 15: inputs that crashed ptoc (exit 70), ran unbounded, or gave a silent
+wrong result now give a located diagnostic (exit 1), a usage error (exit 2) or a correct run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pto_compiler import cli
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = ("a2a3", "ascend950")
+
+
+def kernel(args: str = "", body: str = "", shape: str = "%c16, %c16", consts: str = "") -> str:
+    """A 16x16 f32 copy kernel ``x -> y`` with extra arguments ``args`` and ``body`` before the store."""
+    return f"""module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>{args}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index{consts}
+    %xv = pto.make_tensor_view %x, shape = [{shape}], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : !pto.tile_buf<vec, 16x16xf32>)
+{body}    pto.tstore ins(%t : !pto.tile_buf<vec, 16x16xf32>) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }}
+}}
+"""
+
+
+def run(tmp_path, text: str, *flags: str, name: str = "k.pto") -> tuple[int, str, str]:
+    src = tmp_path / name
+    src.write_bytes(text.encode() if isinstance(text, str) else text)
+    import io
+    import contextlib
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main([str(src), *flags])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def located(err: str, line: int, col: int | None = None) -> bool:
+    head = err.splitlines()[0] if err else ""
+    want = f"k.pto:{line}:" + (f"{col}:" if col is not None else "")
+    return want in head and "error:" in head
+
+
+# ---- internal errors that are now diagnostics ----------------------------------------------------
+
+def test_list_of_ssa_values_as_keyword_is_located(tmp_path):
+    text = kernel().replace("outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n",
+                            "outs(%t : !pto.tile_buf<vec, 16x16xf32>) foo = [%c0, %c1]\n", 1)
+    rc, _, err = run(tmp_path, text)
+    assert rc == 1 and located(err, 11) and "SSA value %c0" in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_f64_scalar_argument_is_located(tmp_path, target):
+    body = "    pto.tadds ins(%t, %s : !pto.tile_buf<vec, 16x16xf32>, f64) outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n"
+    rc, _, err = run(tmp_path, kernel(", %s: f64", body), "--target", target, "--run")
+    assert rc == 1 and located(err, 2) and "'%s' has type f64" in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("cond", ["0", "1"])
+def test_i1_scalar_argument_runs(tmp_path, target, cond):
+    """An i1 kernel argument (a condition) compiles and runs; both branches match the golden model."""
+    body = ("    %r = scf.if %c -> (!pto.tile_buf<vec, 16x16xf32>) {\n"
+            "      pto.tadd ins(%t, %t : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x16xf32>) outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n"
+            "      scf.yield %t : !pto.tile_buf<vec, 16x16xf32>\n"
+            "    } else {\n"
+            "      pto.tabs ins(%t : !pto.tile_buf<vec, 16x16xf32>) outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n"
+            "      scf.yield %t : !pto.tile_buf<vec, 16x16xf32>\n"
+            "    }\n")
+    rc, out, err = run(tmp_path, kernel(", %c: i1", body), "--target", target, "--run", "--input", f"c={cond}")
+    assert rc == 0 and out.startswith("PASS y "), out + err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_unused_f8_pointer_argument_is_located(tmp_path, target):
+    rc, _, err = run(tmp_path, kernel(", %s: !pto.ptr<f8E4M3FN>"), "--target", target, "--run")
+    assert rc == 1 and located(err, 2) and "f8E4M3FN" in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_memref_tmov_is_located(tmp_path, target):
+    text = ("module {\n  func.func @k(%a: memref<16x16xf16, #pto.address_space<gm>>) {\n"
+            "    %u0 = memref.alloc() : memref<16x16xf16, #pto.address_space<vec>>\n"
+            "    %u1 = memref.alloc() : memref<16x16xf16, #pto.address_space<vec>>\n"
+            "    pto.tmov ins(%u0 : memref<16x16xf16, #pto.address_space<vec>>) "
+            "outs(%u1 : memref<16x16xf16, #pto.address_space<vec>>)\n    return\n  }\n}\n")
+    rc, _, err = run(tmp_path, text, "--target", target)
+    assert rc == 1 and located(err, 5, 5) and "memref" in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("mode", ["#pto<round_mode BOGUS>", "#pto.round_mode<XX>", '"round_mode CAST_ODD"'])
+def test_tcvt_invalid_round_mode_is_rejected_by_the_verifier(tmp_path, target, mode):
+    text = f"%d = pto.tcvt %a {{rmode = {mode}}} : !pto.tile<16x64xf32> -> !pto.tile<16x64xf16>\n"
+    rc, _, err = run(tmp_path, text, "--target", target, "--emit", "pto")
+    assert rc == 1 and located(err, 1, 6) and "unknown round mode" in err, err
+
+
+def test_integer_literal_over_python_int_limit_is_located(tmp_path):
+    text = kernel(consts="\n    %cx = arith.constant " + "9" * 5000 + " : index")
+    rc, _, err = run(tmp_path, text)
+    assert rc == 1 and located(err, 6, 26) and "too long" in err, err
+
+
+@pytest.mark.parametrize("value", ["18446744073709551616", "99999999999999999999999999"])
+def test_index_constant_beyond_64_bits_is_located(tmp_path, value):
+    rc, _, err = run(tmp_path, kernel(consts=f"\n    %cx = arith.constant {value} : index"))
+    assert rc == 1 and located(err, 6) and "does not fit in index" in err, err
+
+
+# ---- limits --------------------------------------------------------------------------------------
+
+def test_huge_gm_view_is_refused_before_allocating(tmp_path):
+    text = kernel(shape="%c16, %cbig", consts="\n    %cbig = arith.constant 10000000000 : index")
+    rc, _, err = run(tmp_path, text, "--run")
+    assert rc == 2 and "over the limit" in err and "--max-gm-bytes" in err, err
+    rc, _, err = run(tmp_path, kernel(), "--run", "--max-gm-bytes", "1000")
+    assert rc == 2 and "1024 bytes, over the limit of 1000" in err, err
+
+
+def test_npy_header_claiming_a_huge_shape_is_refused(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((16, 16), np.float32))
+    data = (tmp_path / "x.npy").read_bytes()
+    n = int.from_bytes(data[8:10], "little")
+    header = data[10:10 + n].replace(b"(16, 16)", b"(10000000000, 10000)")
+    (tmp_path / "huge.npy").write_bytes(data[:8] + len(header).to_bytes(2, "little") + header + data[10 + n:])
+    rc, _, err = run(tmp_path, kernel(), "--run", "--input", f"x={tmp_path / 'huge.npy'}")
+    assert rc == 2 and "claims shape (10000000000, 10000)" in err, err
+
+
+def test_max_steps_stops_a_long_loop(tmp_path):
+    body = ("    %n = arith.constant 1000000000 : index\n"
+            "    scf.for %i = %c0 to %n step %c1 {\n"
+            "      pto.tadd ins(%t, %t : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x16xf32>) outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n"
+            "    }\n")
+    rc, _, err = run(tmp_path, kernel(body=body), "--run", "--max-steps", "2000")
+    assert rc == 2 and "exceeded 2000 steps" in err, err
+
+
+def test_blocks_are_bounded(tmp_path):
+    rc, _, err = run(tmp_path, kernel(), "--run", "--blocks", "100000")
+    assert rc == 2 and f"at most {cli.MAX_BLOCKS} blocks" in err, err
+
+
+# ---- CLI -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags", [["-o", "{src}"], ["--run", "--trace", "{src}"]])
+def test_output_naming_the_input_is_refused(tmp_path, flags):
+    text = kernel()
+    src = tmp_path / "k.pto"
+    rc, _, err = run(tmp_path, text, *[f.format(src=src) for f in flags])
+    assert rc == 2 and "is the input file" in err, err
+    assert src.read_text() == text
