@@ -934,16 +934,6 @@ class ConvertOp(TileOp):
             raise VerifyException("expects ins(src[, tmp])")
         (src,) = _tiles(self, 1, "a source tile")[:1]
         _same_valid(src, dst, "src valid shape must equal dst valid shape")
-        for key in ("rmode", "round_mode", "roundMode"):
-            attr = self.attributes.get(key) or self.properties.get(key)
-            if attr is None:
-                continue
-            body = getattr(attr, "body", attr)
-            text = body.data if isinstance(getattr(body, "data", None), str) else str(attr)
-            try:
-                elementwise.round_mode(text)
-            except elementwise.ElementwiseError as e:
-                raise VerifyException(str(e)) from None
 
 
 class MoveOp(TileOp):

@@ -1,7 +1,8 @@
 """``pto-verify-target``: the constraints that depend on the target (DESIGN.md §4).
 
 Each op's dtype set per target (declared on the op class, dialects/pto.py), a single tile no
-larger than the target's UB, and ``vf`` ops only where the target has vector functions.
+larger than the target's UB, ``vf`` ops only where the target has vector functions, and a
+TCVT round mode that exists.
 """
 
 from __future__ import annotations
@@ -14,13 +15,26 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, location_of
-from pto_compiler.dialects.pto import TileBufType, TileLikeType, TileOp
+from pto_compiler.dialects.pto import ConvertOp, TileBufType, TileLikeType, TileOp
+from pto_compiler.runtime import elementwise as E
 from pto_compiler.targets import Target, lookup_target
 
 
 def _diag(op, message: str) -> Diagnostic:
     filename, line, col = location_of(op)
     return Diagnostic(f"'{op.name}' op {message}", filename, line, col)
+
+
+def _check_round_mode(op) -> None:
+    """A TCVT round mode must be one the golden model and both lowerings know (checked here, not
+    in dialects/pto.py, because the spellings live in runtime/elementwise.py)."""
+    if not isinstance(op, ConvertOp):
+        return
+    for key in ("rmode", "round_mode", "roundMode"):
+        attr = op.attributes.get(key) or op.properties.get(key)
+        if attr is not None:
+            body = getattr(attr, "body", attr)
+            E.round_mode(body.data if isinstance(getattr(body, "data", None), str) else str(attr))
 
 
 def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
@@ -33,7 +47,8 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
         if isinstance(op, TileOp):
             try:
                 op.check_dtype_for_target(target.name)
-            except VerifyException as e:
+                _check_round_mode(op)
+            except (VerifyException, E.ElementwiseError) as e:
                 found.append(_diag(op, str(e)))
                 continue
         for res in op.results:

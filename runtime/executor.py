@@ -246,7 +246,7 @@ class _Dyn:
 
 class _Machine:
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
-                 check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int):
+                 check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS):
         self.p = program
         self.steps_left = max_steps
         self.max_steps = max_steps
