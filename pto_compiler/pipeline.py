@@ -108,13 +108,14 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         return module
     names = ["pto-bufferize"] if _has_l1(module) else []
     names += PIPELINES[target.name]
+    if stop_after != "placed":
+        _reject_memref_form(module)
     if target.has_vf and stop_after != "placed":
         names += ["pto-lower-vf", *(VF_OPT_PASSES if vf_opt != "none" else ())]
     passes = tuple(_make_pass(name, target, manual) for name in names)
     PassPipeline(passes, times.pipeline_callback()).apply(api.context(), module)
     if stop_after in ("placed", "vf"):
         return module
-    _reject_memref_form(module)
     if target.has_vf:
         with times.phase("emit"):
             return lower_placed(module, target, entry, scalars=scalars)
