@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     from pto_compiler.runtime.executor import execute
     from pto_compiler.targets import A2A3, ASCEND950
 
-    print(f"{'case':<38}{'target':<11}{'exec check':>12}{'exec nocheck':>14}{'golden':>10}{'NumPy':>9}"
+    print(f"{'case':<38}{'target':<11}{'exec check':>16}{'exec nocheck':>16}{'golden':>16}{'NumPy':>9}"
           "   ns/elem (x NumPy)")
     for name, text, np_fn, n in cases(64 if args.quick else 2048):
         module = api.parse(text, f"<{name}>")
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
                 t_off = median_s(lambda: execute(program, gm, check=False, trace=False), args.repeat)
                 row = tuple(f"{t / n * 1e9:.0f} ({t / t_np:.0f}x)" for t in (t_on, t_off))
             gold = f"{t_golden / n * 1e9:.1f} ({t_golden / t_np:.1f}x)"
-            print(f"{name:<38}{target.name:<11}{row[0]:>12}{row[1]:>14}{gold:>16}{t_np / n * 1e9:>9.2f}")
+            print(f"{name:<38}{target.name:<11}{row[0]:>16}{row[1]:>16}{gold:>16}{t_np / n * 1e9:>9.2f}")
     return 0
 
 
