@@ -246,10 +246,13 @@ def _read_input(path: str) -> tuple[str, str]:
     try:
         return filename, data.decode("utf-8")
     except UnicodeDecodeError as e:
-        from pto_compiler.diagnostics import error_at
+        from pto_compiler.diagnostics import error_at, register_source
 
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[line_start:e.start].decode("utf-8", errors="replace")) + 1
+        register_source(filename, data.decode("utf-8", errors="replace"))
         raise error_at(f"input is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
-                       filename) from None
+                       filename, data.count(b"\n", 0, e.start) + 1, column) from None
 
 
 def _write_output(path: str | None, text: str) -> None:

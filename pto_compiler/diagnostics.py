@@ -67,7 +67,12 @@ _SOURCES: dict[str, list[str]] = {}
 
 def register_source(filename: str, text: str) -> None:
     """Remember a file's text so later diagnostics can quote its line."""
-    _SOURCES[filename] = text.splitlines()
+    _SOURCES[filename] = text.split("\n")
+
+
+_QUOTE_BLANKS = str.maketrans({c: " " for c in "\r\f\v\x1c\x1d\x1e\x85\u2028\u2029"})
+"""Characters str.splitlines() would break at but the lexer does not: shown as a space, so the
+quoted line and the caret column agree with the lexer's (which counts only \\n)."""
 
 
 def format_diagnostic(diag: Diagnostic, source_lines: list[str] | None = None) -> str:
@@ -78,5 +83,5 @@ def format_diagnostic(diag: Diagnostic, source_lines: list[str] | None = None) -
     lines = source_lines if source_lines is not None else _SOURCES.get(diag.filename)
     if not lines or diag.line > len(lines):
         return head
-    text = lines[diag.line - 1].expandtabs(1)
+    text = lines[diag.line - 1].expandtabs(1).translate(_QUOTE_BLANKS)
     return f"{head}\n{text}\n{' ' * max(diag.column - 1, 0)}^"

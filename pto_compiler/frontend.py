@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pto_compiler.diagnostics import PtocError, error_at
+from pto_compiler.diagnostics import PtocError, error_at, location_of, op_error
 from pto_compiler.dialects import pto
 
 # ---------------------------------------------------------------------------------------
@@ -793,6 +793,14 @@ def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: 
         ops.extend(b.build_stmt(s, root))
     if bare:
         ops.append(build_l1_kernel(b, bare, root, "kernel" if not funcs else "main"))
+    seen: dict[str, Operation] = {}
+    for op in ops:
+        sym = op.attributes.get("sym_name") or op.properties.get("sym_name")
+        if isinstance(sym, StringAttr):
+            if sym.data in seen:
+                _, line, _ = location_of(seen[sym.data])
+                raise op_error(op, f"redefines @{sym.data} (first defined at line {line})")
+            seen[sym.data] = op
     module = ModuleOp(ops)
     for k, v in module_attrs.items():
         module.attributes[k] = v

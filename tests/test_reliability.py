@@ -163,3 +163,29 @@ def test_output_naming_the_input_is_refused(tmp_path, flags):
     rc, _, err = run(tmp_path, text, *[f.format(src=src) for f in flags])
     assert rc == 2 and "is the input file" in err, err
     assert src.read_text() == text
+
+
+# ---- diagnostics ---------------------------------------------------------------------------------
+
+def test_duplicate_function_name_is_located(tmp_path):
+    fn = "func.func @f(%a: !pto.tile<8x64xf32>) -> !pto.tile<8x64xf32> {\n  return %a : !pto.tile<8x64xf32>\n}\n"
+    rc, _, err = run(tmp_path, fn + fn)
+    assert rc == 1 and located(err, 4, 1) and "redefines @f (first defined at line 1)" in err, err
+
+
+def test_non_utf8_byte_is_located(tmp_path):
+    rc, _, err = run(tmp_path, b"func.func @f() {\n  return\n}\n// caf\xe9\n")
+    assert rc == 1 and located(err, 4, 7) and "byte 0xe9" in err, err
+
+
+@pytest.mark.parametrize("text, line, col, quoted", [
+    ("func.func @f() {\n\f  %x = pto.bogus\n  return\n}\n", 2, 9, "   %x = pto.bogus"),
+    ("func.func @f() {\n  // a\u2028b\n  %x = pto.bogus\n  return\n}\n", 3, 8, "  %x = pto.bogus"),
+    ("func.func @f() {\r  %x = pto.bogus\r  return\r}\r", 1, 25, "func.func @f() {   %x = pto.bogus"),
+])
+def test_quoted_line_and_caret_follow_the_lexer(tmp_path, text, line, col, quoted):
+    """Form feed, U+2028 and CR-only endings: the lexer counts lines by \\n only; so does the quote."""
+    rc, _, err = run(tmp_path, text)
+    head, source, caret = err.splitlines()[:3]
+    assert rc == 1 and located(err, line, col), err
+    assert source.startswith(quoted) and caret == " " * (col - 1) + "^", err
