@@ -252,7 +252,7 @@ def test_non_utf8_input(fe, tmp_path, capsys):
     path.write_bytes(b"module {\xff}\n")
     assert cli.main([str(path)]) == 1
     err = capsys.readouterr().err
-    assert f"{path}: error: input is not UTF-8 text (byte 0xff at offset 8)" in err
+    assert f"{path}:1:9: error: input is not UTF-8 text (byte 0xff at offset 8)" in err
     assert fe.parsed == []
 
 
