@@ -23,6 +23,7 @@ after it, a V barrier between them is dropped (one VF orders its own accesses).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -163,35 +164,41 @@ class VfFuseLaunchesPass(ModulePass):
     name = "vf-fuse-launches"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for call in [o for o in op.walk() if isinstance(o, vf.VfCallOp)]:
-                if call.parent is not None and self._fuse_after(op, call):
-                    changed = True
-                    break
+        calls = [o for o in op.walk() if isinstance(o, vf.VfCallOp)]
+        launches = Counter(c.callee_name for c in calls)  # callee -> its calls (a VF with none is erased)
+        i = 0
+        while i < len(calls):
+            fused = self._fuse_after(calls[i], launches)
+            if fused is None:
+                i += 1
+                continue
+            # the call after calls[i] is the next one in walk order (they are neighbours in one
+            # block); only the call before the fused one can now fuse differently
+            calls[i:i + 2] = [fused]
+            i = max(i - 1, 0)
 
-    def _fuse_after(self, module: ModuleOp, first: vf.VfCallOp) -> bool:
+    def _fuse_after(self, first: vf.VfCallOp, launches: Counter) -> vf.VfCallOp | None:
+        """Fuse ``first`` with the next launch of its block; the fused call, or None."""
         between: list[Operation] = []
         second = first.next_op
         while second is not None and not isinstance(second, vf.VfCallOp):
             if not (second.name.startswith("arith.") or second.name in _BETWEEN):
-                return False
+                return None
             if second.name == "pto.barrier" and "PIPE_V>" not in str(second):
-                return False
+                return None
             between.append(second)
             second = second.next_op
         if second is None:
-            return False
+            return None
         a = _flat(vf.lookup_vf_func(first, first.callee_name))
         b = _flat(vf.lookup_vf_func(second, second.callee_name))
         if a is None or b is None or a.key != b.key:
-            return False
+            return None
         name = f"{a.fn.sym_name.data}_{b.fn.sym_name.data}"
         fn, operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
         a.fn.parent_block().insert_op_before(fn, a.fn)
         block = second.parent_block()
-        last = vf.VfCallOp(name, operands)
+        call = last = vf.VfCallOp(name, operands)
         block.insert_op_before(last, second)
         for o in between:
             if o.name == "pto.set_flag":
@@ -202,12 +209,13 @@ class VfFuseLaunchesPass(ModulePass):
                 block.erase_op(o)
         block.erase_op(second)
         first.parent_block().erase_op(first)
-        call = next(o for o in block.ops if isinstance(o, vf.VfCallOp) and o.callee_name == name)
         for st in forwarded:
             if _dead_after(call, operands[list(fn.args).index(st.tile)]):
                 st.parent_block().erase_op(st)
+        launches[name] += 1
         for f in (a.fn, b.fn):
-            if not any(isinstance(c, vf.VfCallOp) and c.callee_name == f.sym_name.data for c in module.walk()):
+            launches[f.sym_name.data] -= 1
+            if not launches[f.sym_name.data]:
                 f.parent_block().erase_op(f)
-        return True
+        return call
 
