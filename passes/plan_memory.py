@@ -163,6 +163,8 @@ class _Planner:
         if c is None:
             raise op_error(op, f"{what} is not an arith.constant; a computed or loop-dependent UB address "
                                "is not supported by pto-plan-memory yet")
+        if c < 0:
+            raise op_error(op, f"{what} gives the negative UB address {c}")
         return c
 
     def collect(self) -> None:

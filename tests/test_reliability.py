@@ -189,3 +189,20 @@ def test_quoted_line_and_caret_follow_the_lexer(tmp_path, text, line, col, quote
     head, source, caret = err.splitlines()[:3]
     assert rc == 1 and located(err, line, col), err
     assert source.startswith(quoted) and caret == " " * (col - 1) + "^", err
+
+
+# ---- silent wrong results ------------------------------------------------------------------------
+
+MANUAL = (REPO / "examples" / "rowclamp_manual.pto").read_text()
+
+
+@pytest.mark.parametrize("old, new, line, what", [
+    ("%xt = pto.alloc_tile :", "%xt = pto.alloc_tile addr = %cneg :", 25, "'addr' operand"),
+    ("%xt = pto.alloc_tile : !pto.tile_buf<vec, 16x128xf16>",
+     "%xt0 = pto.alloc_tile : !pto.tile_buf<vec, 16x128xf16>\n"
+     "    %xt = pto.tassign %xt0, %cneg : !pto.tile_buf<vec, 16x128xf16>", 26, "address operand"),
+])
+def test_negative_manual_address_is_located(tmp_path, old, new, line, what):
+    text = MANUAL.replace("    pto.tassign %xt, @tile(0x0)\n", "    %cneg = arith.constant -64 : i64\n")
+    rc, _, err = run(tmp_path, text.replace(old, new), "--target", "a2a3")
+    assert rc == 1 and located(err, line, 11) and f"{what} gives the negative UB address -64" in err, err
