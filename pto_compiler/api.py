@@ -10,10 +10,26 @@ from pto_compiler.targets import Target
 
 
 def parse(text: str, filename: str = "<stdin>"):
-    """PTO-AS text -> verified-structure xDSL ``ModuleOp`` (ops carry FileLineColLoc)."""
+    """PTO-AS text -> verified-structure xDSL ``ModuleOp`` (ops carry FileLineColLoc).  What
+    ``ptoc --emit`` and ``ptoc-opt`` print (``builtin.module``, the generic form, a ``.mlir`` file)
+    is read with xDSL's parser instead (:func:`parse_printed`)."""
+    if _is_printed_ir(text, filename):
+        return parse_printed(text, filename)
     from pto_compiler.frontend import parse_module
 
     return parse_module(text, filename)
+
+
+def _is_printed_ir(text: str, filename: str) -> bool:
+    """xDSL's printed forms start with ``builtin.module`` or a quoted generic op name; PTO-AS files
+    start with ``module {``, ``func.func`` or bare statements."""
+    if filename.endswith(".mlir"):
+        return True
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("//"):
+            return line.startswith(("builtin.module", '"'))
+    return False
 
 
 def module_target_arch(module) -> str | None:
@@ -49,8 +65,15 @@ def context():
 def parse_printed(text: str, filename: str = "<ir>"):
     """Read back what :func:`print_module` printed (xDSL's own parser, as ptoc-opt does)."""
     from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
 
-    return Parser(context(), text, filename).parse_module()
+    from pto_compiler.diagnostics import error_at
+
+    try:
+        return Parser(context(), text, filename).parse_module()
+    except ParseError as e:
+        loc = e.span.get_location()
+        raise error_at(e.msg, filename, loc.line, loc.col) from None
 
 
 def reference(module, seed: int = 0, inputs=(), entry: str | None = None, save_dir: str | None = None):

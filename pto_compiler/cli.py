@@ -98,9 +98,12 @@ def version_string() -> str:
 def _target_name(text: str) -> str:
     name = text.strip().lower()
     if name not in TARGET_CHOICES:
+        from pto_compiler.diagnostics import did_you_mean
+
         raise argparse.ArgumentTypeError(
-            f"unknown target '{text}' (choose from {', '.join(TARGET_CHOICES)})")
+            f"unknown target '{text}'{did_you_mean(name, TARGET_CHOICES)} (choose from {', '.join(TARGET_CHOICES)})")
     return name
+
 
 
 def _positive_int(text: str) -> int:
@@ -153,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", type=_target_name, metavar="{" + ",".join(TARGET_CHOICES) + "}",
                    help="target (default: the module's pto.target_arch, else a2a3); "
                         "wins over pto.target_arch")
+    p.add_argument("--pto-arch", dest="target", type=_target_name, metavar="T", help="PTOAS's spelling of --target")
     p.add_argument("--emit", choices=EMIT_LEVELS, default=None,
                    help=f"IR level to print (default: {DEFAULT_EMIT})")
     p.add_argument("-o", "--output", metavar="FILE", help="write the output here instead of stdout")
@@ -177,6 +181,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="VF optimisation passes (ascend950)")
     p.add_argument("--manual", action="store_true",
                    help="manual placement: every tile must be bound by pto.tassign/addr=")
+    p.add_argument("--pto-level", choices=("level1", "level2", "level3"),
+                   help="PTOAS's spelling: level3 is --manual, level1 and level2 the default")
+    sync = p.add_mutually_exclusive_group()
+    sync.add_argument("--enable-insert-sync", dest="insert_sync", action="store_true", default=True,
+                      help="insert set_flag/wait_flag/pipe_barrier (ptoc's default; PTOAS's spelling)")
+    sync.add_argument("--no-insert-sync", dest="insert_sync", action="store_false",
+                      help="run the kernel's own set_flag/wait_flag as written; --run checks them")
+    p.add_argument("--print-pipeline", action="store_true",
+                   help="print the passes run, in order, on stderr")
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass on stderr")
+    p.add_argument("--print-ir-after", metavar="PASS", action="append", default=[],
+                   help="print the IR after PASS on stderr (repeatable)")
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks of internal errors")
     p.add_argument("--version", action=_VersionAction)
@@ -323,12 +339,29 @@ def _compile(args: argparse.Namespace) -> int:
         api.verify(module, target)
     if args.entry is not None and not _find_function(module, args.entry):
         raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
+    if args.print_pipeline or args.print_ir_after:
+        _check_pipeline(args, module, target)
     if args.reference:
         return _reference(args, module)
     if args.run or args.stats or args.trace:
         return _execute(args, module, target, times)
     _write_output(args.output, _emit(args, module, target))
     return EXIT_OK
+
+
+def _check_pipeline(args: argparse.Namespace, module, target) -> None:
+    """``--print-pipeline``, and ``--print-ir-after`` naming a pass of the pipeline."""
+    from pto_compiler import pipeline
+    from pto_compiler.diagnostics import did_you_mean
+
+    stop = "pto" if args.reference else (None if args.run or args.stats or args.trace else args.emit)
+    names = pipeline.pass_names(module, target, stop, args.vf_opt, args.insert_sync)
+    for name in args.print_ir_after:
+        if name not in names:
+            raise UsageError(f"--print-ir-after: '{name}' is not a pass of this pipeline"
+                             f"{did_you_mean(name, names)} (passes: {', '.join(names)})")
+    if args.print_pipeline:
+        sys.stderr.write(f"{PROG}: pipeline ({target.name}): {','.join(names)}\n")
 
 
 def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) -> str:
@@ -341,20 +374,37 @@ def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) 
     from pto_compiler import pipeline  # NumPy: not needed to print the parsed module
 
     if emit in ("placed", "vf"):
-        placed = pipeline.compile_module(module, target, args.entry, manual=args.manual, stop_after=emit,
-                                        vf_opt=args.vf_opt)
+        placed = pipeline.compile_module(module, target, args.entry, stop_after=emit, **_options(args))
         return api.print_module(placed)
     if program is None:
         kernels = _kernels_to_emit(args, module)
         if len(kernels) > 1:
             # several functions and no entry: the program of each, in order
             level = "vf" if target.has_vf else "placed"
-            placed = pipeline.compile_module(module, target, manual=args.manual, stop_after=level,
-                                            vf_opt=args.vf_opt)
+            placed = pipeline.compile_module(module, target, stop_after=level, **_options(args))
             return "\n".join(pipeline.lower_placed(placed, target, name).to_text() for name in kernels)
-        program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars,
-                                         vf_opt=args.vf_opt)
+        program = pipeline.compile_module(module, target, args.entry, scalars=scalars, **_options(args))
     return program.to_text()
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """The pipeline options of the command line (``compile_module`` keywords)."""
+    return {"manual": args.manual or args.pto_level == "level3", "vf_opt": args.vf_opt,
+            "insert_sync": args.insert_sync, "observe": _ir_printer(args)}
+
+
+def _ir_printer(args: argparse.Namespace):
+    """``--print-ir-after-all`` / ``--print-ir-after=PASS``: print the module after those passes on
+    stderr, headed as mlir-opt heads them."""
+    if not (args.print_ir_after_all or args.print_ir_after):
+        return None
+    from pto_compiler import api
+
+    def observe(name: str, module) -> None:
+        if args.print_ir_after_all or name in args.print_ir_after:
+            sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n{api.print_module(module)}\n")
+
+    return observe
 
 
 def _kernels_to_emit(args: argparse.Namespace, module) -> list[str]:
@@ -383,8 +433,7 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
     if target.has_vf and _uses_vf(module) and (args.run or args.reference):
         return _execute_vf_kernel(args, module, target, values)
     scalars = pipeline.kernel_scalars(module, values, args.entry)
-    program = pipeline.compile_module(module, target, args.entry, manual=args.manual, scalars=scalars,
-                                      vf_opt=args.vf_opt, times=times)
+    program = pipeline.compile_module(module, target, args.entry, scalars=scalars, times=times, **_options(args))
     out: list[str] = []
     if args.emit is not None:
         out.append(_emit(args, module, target, scalars, program))

@@ -85,3 +85,11 @@ def format_diagnostic(diag: Diagnostic, source_lines: list[str] | None = None) -
         return head
     text = lines[diag.line - 1].expandtabs(1).translate(_QUOTE_BLANKS)
     return f"{head}\n{text}\n{' ' * max(diag.column - 1, 0)}^"
+
+
+def did_you_mean(name: str, choices) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""

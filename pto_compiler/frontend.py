@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from pto_compiler.diagnostics import PtocError, error_at, location_of, op_error
+from pto_compiler.diagnostics import PtocError, did_you_mean, error_at, location_of, op_error
 from pto_compiler.dialects import pto
 
 # ---------------------------------------------------------------------------------------
@@ -295,7 +295,8 @@ class Builder:
 
             ops = vf_builder.build_from_stmt(self, stmt, scope)
         else:
-            raise self.err(f"unknown operation '{name}'", stmt.pos)
+            known = (*pto.TILE_OPS, *pto.SYNC_OPS_BY_NAME, *pto.GENERIC_OPS)
+            raise self.err(f"unknown operation '{name}'{did_you_mean(name, known)}", stmt.pos)
         return ops
 
     # ---- tile instructions -------------------------------------------------------------

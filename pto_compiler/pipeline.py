@@ -78,16 +78,33 @@ def _has_l1(module) -> bool:
     return any(isinstance(op, func.FuncOp) and op.body.blocks and _is_l1(op) for op in module.walk())
 
 
+def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: str | None = None,
+               insert_sync: bool = True) -> list[str]:
+    """The passes :func:`compile_module` runs, in order (``ptoc --print-pipeline``)."""
+    names = ["verify"]
+    if stop_after == "pto":
+        return names
+    names += ["pto-bufferize"] if _has_l1(module) else []
+    names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
+    if stop_after == "placed":
+        return names
+    if target.has_vf:
+        return names + ["pto-lower-vf", *(VF_OPT_PASSES if vf_opt != "none" else ())]
+    return names + ["pto-lower-a2a3", "a2a3-complete-barriers"]
+
+
 def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
                    stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None,
-                   times: HostTimes | None = None):
+                   insert_sync: bool = True, times: HostTimes | None = None, observe=None):
     """Run the default pipeline on a clone of ``module``.
 
     ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
     ``"program"`` (the a2a3 Program).  ``vf_opt`` (ascend950): ``"none"`` skips the VF optimisation
-    passes (VF_OPT_PASSES), the default runs them.  ``scalars`` (integer kernel scalars by name) size GM
-    arguments whose views depend on them.  ``times`` collects the host time per pass and of the
-    program emission.  Errors are located ``PtocError`` s."""
+    passes (VF_OPT_PASSES), the default runs them.  ``insert_sync=False`` skips pto-insert-sync: the
+    kernel's own set_flag/wait_flag run as written (PTOAS without --enable-insert-sync).  ``scalars``
+    (integer kernel scalars by name) size GM arguments whose views depend on them.  ``times``
+    collects the host time per pass and of the program emission; ``observe(pass_name, module)`` is
+    called after every pass (``--print-ir-after``).  Errors are located ``PtocError`` s."""
     from xdsl.passes import PassPipeline
 
     from pto_compiler import api
@@ -100,20 +117,20 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     times = times or HostTimes()
     from pto_compiler.verify import verified
 
+    names = pass_names(module, target, stop_after, vf_opt, insert_sync)
     if not verified(module, target):  # ptoc has verified this very module already
         with times.pass_("verify"):
             api.verify(module, target)
     module = module.clone()
+    if observe is not None:
+        observe("verify", module)
     if stop_after == "pto":
         return module
-    names = ["pto-bufferize"] if _has_l1(module) else []
-    names += PIPELINES[target.name]
     if stop_after != "placed":
         _reject_memref_form(module)
-    if target.has_vf and stop_after != "placed":
-        names += ["pto-lower-vf", *(VF_OPT_PASSES if vf_opt != "none" else ())]
-    passes = tuple(_make_pass(name, target, manual) for name in names)
-    PassPipeline(passes, times.pipeline_callback()).apply(api.context(), module)
+    xdsl_passes = [n for n in names if n not in ("verify", "pto-lower-a2a3", "a2a3-complete-barriers")]
+    passes = tuple(_make_pass(name, target, manual) for name in xdsl_passes)
+    PassPipeline(passes, times.pipeline_callback(observe)).apply(api.context(), module)
     if stop_after in ("placed", "vf"):
         return module
     if target.has_vf:
@@ -125,9 +142,13 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
 
     with times.pass_("pto-lower-a2a3"):
         lower_a2a3.lower_module(module, target, entry, scalars)  # on our clone
+    if observe is not None:
+        observe("pto-lower-a2a3", module)
     with times.pass_("a2a3-complete-barriers"):
         for fn in lower_a2a3.lowered_functions(module, entry):
             complete_function(fn, target)
+    if observe is not None:
+        observe("a2a3-complete-barriers", module)
     with times.phase("emit"):
         return lower_a2a3.program_of(module, target, entry, scalars)
 

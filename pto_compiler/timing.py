@@ -27,16 +27,18 @@ class HostTimes:
         """Time a ``with`` body into pass ``name``."""
         return _timed(self.passes, name)
 
-    def pipeline_callback(self):
-        """An xDSL ``PassPipeline`` callback that charges the time between callbacks to the pass just run."""
+    def pipeline_callback(self, observe=None):
+        """An xDSL ``PassPipeline`` callback that charges the time between callbacks to the pass just
+        run, then calls ``observe(pass_name, module)`` (untimed) if given."""
         start = time.perf_counter()
 
-        def callback(previous, _module, _next) -> None:
+        def callback(previous, module, _next) -> None:
             nonlocal start
-            now = time.perf_counter()
             if previous is not None:
-                self.passes[previous.name] = self.passes.get(previous.name, 0.0) + now - start
-            start = now
+                self.passes[previous.name] = self.passes.get(previous.name, 0.0) + time.perf_counter() - start
+                if observe is not None:
+                    observe(previous.name, module)
+            start = time.perf_counter()
 
         return callback
 

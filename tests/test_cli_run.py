@@ -12,7 +12,7 @@ from pto_compiler import api, cli, pipeline
 from pto_compiler.runtime.program import Instr, Program
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["vadd", "softmax", "layernorm", "rowclamp_manual", "rowscale300"]
+EXAMPLES = ["vadd", "vadd_synced", "softmax", "layernorm", "rowclamp_manual", "rowscale300"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
