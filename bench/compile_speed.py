@@ -32,61 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-TILE = "!pto.tile_buf<vec, 16x64xf32>"
-VIEW = "!pto.partition_tensor_view<16x64xf32>"
-BINARY = ("tadd", "tmul", "tsub", "tmax")
-
-
-def _header(trips: int = 1) -> list[str]:
-    rows = 16 * trips
-    return [
-        "func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {",
-        "  %c0 = arith.constant 0 : index",
-        "  %c1 = arith.constant 1 : index",
-        "  %c16 = arith.constant 16 : index",
-        "  %c64 = arith.constant 64 : index",
-        f"  %cr = arith.constant {rows} : index",
-        "  %xv = pto.make_tensor_view %x, shape = [%cr, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>",
-        "  %zv = pto.make_tensor_view %z, shape = [%cr, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>",
-        *(f"  %t{i} = pto.alloc_tile : {TILE}" for i in range(4)),
-    ]
-
-
-def _view(name: str, gm: str, row: str) -> str:
-    return (f"%{name} = pto.partition_view %{gm}, offsets = [{row}, %c0], sizes = [%c16, %c64] "
-            f": !pto.tensor_view<?x?xf32> -> {VIEW}")
-
-
-def _op(k: int) -> str:
-    """Tile op number k of a straight-line body: a load every 8 ops, a store every 8 ops, binary
-    ops on four rotating tiles in between (so MTE2, V and MTE3 all need synchronising)."""
-    dst = f"%t{k % 4}"
-    if k % 8 == 0:
-        return f"pto.tload ins(%xp : {VIEW}) outs({dst} : {TILE})"
-    if k % 8 == 7:
-        return f"pto.tstore ins(%t{(k - 1) % 4} : {TILE}) outs(%zp : {VIEW})"
-    a, b = f"%t{(k + 1) % 4}", f"%t{(k + 2) % 4}"
-    return f"pto.{BINARY[k % 4]} ins({a}, {b} : {TILE}, {TILE}) outs({dst} : {TILE})"
-
-
-def straight_line(n_ops: int) -> str:
-    """A kernel of ``n_ops`` tile ops in one basic block."""
-    body = [f"  {_view('xp', 'xv', '%c0')}", f"  {_view('zp', 'zv', '%c0')}"]
-    body += [f"  {_op(k)}" for k in range(n_ops)]
-    return "\n".join(_header() + body + ["  return", "}", ""])
-
-
-def tiled_loop(trips: int) -> str:
-    """A kernel whose ``scf.for`` of ``trips`` trips loads, computes and stores one 16x64 tile each."""
-    body = [
-        "  scf.for %i = %c0 to %cr step %c16 {",
-        f"    {_view('xp', 'xv', '%i')}",
-        f"    {_view('zp', 'zv', '%i')}",
-        *(f"    {_op(k)}" for k in range(8)),
-        "  }",
-    ]
-    return "\n".join(_header(trips) + body + ["  return", "}", ""])
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_kernels import straight_line, tiled_loop  # noqa: E402  (bench/ is not a package)
 
 def compile_once(text: str, target):
     """(seconds of the whole compile, HostTimes) of ``text`` for ``target``, in this process."""
@@ -140,7 +87,7 @@ def main() -> None:
     from pto_compiler.targets import A2A3, ASCEND950
 
     compile_once(straight_line(8), A2A3)  # imports and caches: not the compiler's growth
-    print("compile time per tile op (straight-line kernel; median of --repeat, one process)")
+    print("compile time per tile op (gen_kernels.straight_line; median of --repeat, one process)")
     print(f"{'target':<10}{'ops':>7}{'total s':>10}{'us/op':>10}{'exponent':>10}")
     shares = {}
     for target in (A2A3, ASCEND950):
@@ -160,7 +107,7 @@ def main() -> None:
         parts = {"parse": times.seconds.get("parse", 0.0), **times.passes, "emit": times.seconds.get("emit", 0.0)}
         print(f"shares at {n} ops, {name}: " + ", ".join(f"{k} {v / total:.0%}" for k, v in parts.items()))
 
-    print("\nscf.for of 8 tile ops: compile time by trip count (goal: independent of it)")
+    print("\nscf.for of 4 tile ops (gen_kernels.tiled_loop): compile time by trip count (goal: independent of it)")
     for target in (A2A3, ASCEND950):
         t16, t4096 = (compile_once(tiled_loop(trips), target)[0] for trips in (16, 4096))
         print(f"  {target.name:<10} 16 trips {t16:.3f} s, 4096 trips {t4096:.3f} s: {t4096 / t16:.2f}x")
