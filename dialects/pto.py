@@ -672,7 +672,7 @@ class ElementwiseBinaryOp(TileOp):
         a, b = _tiles(self, 2, "two source tiles")[:2]
         if len(self.ins) != 2:
             raise VerifyException(f"expects 2 source operands, got {len(self.ins)}")
-        _same_dtype(dst, a, b, rule="src0, src1 and dst must have the same element type")
+        _same_dtype(dst, a, b, rule="dst, src0 and src1 must have the same element type")
         _same_valid(a, dst, "src0 valid shape must equal dst valid shape (no implicit broadcast)")
         _same_valid(b, dst, "src1 valid shape must equal dst valid shape (no implicit broadcast)")
         for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):

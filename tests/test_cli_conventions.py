@@ -125,3 +125,13 @@ def test_did_you_mean(tmp_path, capsys):
 def test_python_dash_m_runs_ptoc():
     r = _run(sys.executable, "-m", "pto_compiler", "examples/vadd.pto", "--run")
     assert (r.returncode, r.stdout) == (0, "PASS z 0\n"), r.stderr
+
+
+def test_element_type_mismatch_lists_operands_in_the_order_it_names(tmp_path, capsys):
+    src = tmp_path / "k.pto"
+    src.write_text("func.func @k(%x: !pto.tile<16x16xf32>, %y: !pto.tile<16x16xf16>) -> !pto.tile<16x16xf32> {\n"
+                   "  %z = pto.tadd %x, %y : (!pto.tile<16x16xf32>, !pto.tile<16x16xf16>) -> !pto.tile<16x16xf32>\n"
+                   "  return %z : !pto.tile<16x16xf32>\n}\n")
+    assert cli.main([str(src), "--emit", "pto"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{src}:2:8: error: 'pto.tadd' op dst, src0 and src1 must have the same element type (got f32, f32, f16)")
