@@ -16,7 +16,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, location_of
 from pto_compiler.dialects.pto import ConvertOp, TileBufType, TileLikeType, TileOp
-from pto_compiler.runtime import elementwise as E
 from pto_compiler.targets import Target, lookup_target
 
 
@@ -30,11 +29,16 @@ def _check_round_mode(op) -> None:
     in dialects/pto.py, because the spellings live in runtime/elementwise.py)."""
     if not isinstance(op, ConvertOp):
         return
+    from pto_compiler.runtime import elementwise as E  # NumPy: only kernels with a TCVT import it
+
     for key in ("rmode", "round_mode", "roundMode"):
         attr = op.attributes.get(key) or op.properties.get(key)
         if attr is not None:
             body = getattr(attr, "body", attr)
-            E.round_mode(body.data if isinstance(getattr(body, "data", None), str) else str(attr))
+            try:
+                E.round_mode(body.data if isinstance(getattr(body, "data", None), str) else str(attr))
+            except E.ElementwiseError as e:
+                raise VerifyException(str(e)) from None
 
 
 def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
@@ -48,7 +52,7 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
             try:
                 op.check_dtype_for_target(target.name)
                 _check_round_mode(op)
-            except (VerifyException, E.ElementwiseError) as e:
+            except VerifyException as e:
                 found.append(_diag(op, str(e)))
                 continue
         for res in op.results:
