@@ -87,7 +87,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from pto_compiler.diagnostics import PtocError, location_of, op_error
+from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import (
@@ -546,19 +546,19 @@ class _FnLowering:
                 e = self._constant(v.owner)
                 self.vals[v] = e
                 return e
-            self.fail(f"operand {v} has no value the a2a3 lowering knows", op)
+            self.fail(f"operand {value_name(v)} has no value the a2a3 lowering knows", op)
         if isinstance(e, (TileRef, ViewRef, PartRef, tuple)):
-            self.fail(f"operand {v} is not a scalar", op)
+            self.fail(f"operand {value_name(v)} is not a scalar", op)
         return e
 
     def tile(self, v: SSAValue) -> TileRef:
         t = self.vals.get(v)
         if not isinstance(t, TileRef):
-            self.fail(f"operand {v} is not a tile the a2a3 lowering knows")
+            self.fail(f"operand {value_name(v)} is not a tile the a2a3 lowering knows")
         if t.addr is None:
-            self.fail(f"tile {v} has no UB address: run pto-plan-memory, or bind it with pto.tassign")
+            self.fail(f"tile {value_name(v)} has no UB address: run pto-plan-memory, or bind it with pto.tassign")
         if t.t.loc.data != "vec":
-            self.unsupported(f"tile {v} is in '{t.t.loc.data}', not in the vector unit's UB (loc=vec)")
+            self.unsupported(f"tile {value_name(v)} is in '{t.t.loc.data}', not in the vector unit's UB (loc=vec)")
         return t
 
     @staticmethod
@@ -924,7 +924,7 @@ class _FnLowering:
             if reg is None:
                 t = self.vals.get(v)
                 if not isinstance(t, TileRef) or not isinstance(tgt, TileRef):
-                    self.fail(f"yields {v}, which is not a tile the lowering knows")
+                    self.fail(f"yields {value_name(v)}, which is not a tile the lowering knows")
                 if t.addr != tgt.addr:
                     self.fail(f"yields a tile at UB address {t.addr} where the carried tile is at {tgt.addr}; "
                               "tiles carried through scf.for/scf.if must share a buffer (pto-plan-memory)")

@@ -77,7 +77,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from pto_compiler.diagnostics import PtocError, op_error
+from pto_compiler.diagnostics import PtocError, op_error, value_name
 from pto_compiler.dialects import pto, vf
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
@@ -328,7 +328,7 @@ class _OpLowering:
         t = v.type
         if isinstance(t, pto.TileLikeType):
             if not isinstance(t, pto.TileBufType) or t.loc.data != "vec":
-                raise _Unsupported(f"operand {v} is not a vec tile buffer in UB")
+                raise _Unsupported(f"operand {value_name(v)} is not a vec tile buffer in UB")
         self.kargs.append(v)
         self.types.append(t)
         return len(self.kargs) - 1
@@ -347,7 +347,7 @@ class _OpLowering:
             alloc = root_alloc(v)
             dyn = getattr(alloc, k, None) if alloc is not None else None
             if dyn is None:
-                raise _Unsupported(f"the valid {k[6:]}s of {v} are not known (no alloc_tile operand)")
+                raise _Unsupported(f"the valid {k[6:]}s of {value_name(v)} are not known (no alloc_tile operand)")
             out.append(("dyn", dyn))
         return out
 

@@ -1,18 +1,69 @@
-"""Library API (DESIGN.md §7): parse, verify, print, reference, lower, run.
+"""Library API (DESIGN.md §7): what ``ptoc`` does, as Python calls for other front ends.
 
-Errors are raised as :class:`pto_compiler.diagnostics.PtocError`.
+    module = api.parse(text, "k.pto")             # or KernelBuilder(...).finish()
+    program = api.compile(module, "a2a3")          # level="pto" | "placed" | "vf" | "program"
+    result = api.run(program, inputs)              # outputs, stats, findings (races, deadlocks)
+    check = api.check(module, "a2a3", inputs)      # --run: compile, run, compare with the golden model
+    want = api.reference(module, inputs)           # the golden model alone
+
+Every error is a :class:`PtocError` carrying located diagnostics (each quotes its source line);
+an unexpected failure inside ptoc is a PtocError too, with exit code 70 and the original exception
+as ``__cause__``.  The CLI (pto_compiler/cli.py) calls these same functions.  Nothing here keeps
+state between calls: a module carries its own source texts, so threads may compile and run
+different kernels at once.
 """
 
 from __future__ import annotations
 
-from pto_compiler.diagnostics import PtocError  # noqa: F401  (re-exported)
+import functools
+from dataclasses import dataclass, field
+
+from pto_compiler.diagnostics import Diagnostic, PtocError, add_sources, quoting, sources_of
 from pto_compiler.targets import Target
 
+LEVELS = ("pto", "placed", "vf", "program")
+"""What :func:`compile` returns: the verified module, the placed module, the VF module (ascend950),
+or the micro-instruction Program (``ptoc --emit`` levels)."""
 
+EXIT_INTERNAL = 70
+
+
+def _usage(message: str) -> PtocError:
+    return PtocError([Diagnostic(message)], exit_code=2)
+
+
+def _boundary(fn):
+    """The API's error contract: PtocErrors quote the sources of the module or program they came
+    from; an xDSL diagnostic becomes a PtocError; anything else is an internal error (exit 70)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        sources = sources_of(args[0]) if args else {}
+        try:
+            with quoting(sources):
+                return fn(*args, **kwargs)
+        except PtocError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the one place that turns every other exception into PtocError
+            from xdsl.utils.exceptions import DiagnosticException
+
+            if isinstance(e, DiagnosticException):
+                raise PtocError([Diagnostic(str(e).strip())]) from e
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise PtocError([Diagnostic(f"internal error: {type(e).__name__}: {first}")],
+                            exit_code=EXIT_INTERNAL) from e
+
+    return wrapper
+
+
+# ---- reading and printing ---------------------------------------------------------------------
+
+
+@_boundary
 def parse(text: str, filename: str = "<stdin>"):
-    """PTO-AS text -> verified-structure xDSL ``ModuleOp`` (ops carry FileLineColLoc).  What
-    ``ptoc --emit`` and ``ptoc-opt`` print (``builtin.module``, the generic form, a ``.mlir`` file)
-    is read with xDSL's parser instead (:func:`parse_printed`)."""
+    """PTO-AS text -> xDSL ``ModuleOp`` (ops carry FileLineColLoc).  What ``ptoc --emit`` and
+    ``ptoc-opt`` print (``builtin.module``, the generic form, a ``.mlir`` file) is read with xDSL's
+    parser instead, keeping printed ``loc(...)`` locations."""
     if _is_printed_ir(text, filename):
         return parse_printed(text, filename)
     from pto_compiler.frontend import parse_module
@@ -32,26 +83,46 @@ def _is_printed_ir(text: str, filename: str) -> bool:
     return False
 
 
-def module_target_arch(module) -> str | None:
-    """The module's ``pto.target_arch`` attribute ("a3", "a5", ...), if any."""
-    attr = module.attributes.get("pto.target_arch")
-    return getattr(attr, "data", None)
+def parse_printed(text: str, filename: str = "<ir>", ctx=None):
+    """Read back what :func:`print_module` printed (xDSL's parser, as ptoc-opt does); an op
+    printed without ``loc(...)`` is located where it starts in ``text``, as mlir-opt locates it."""
+    from xdsl.utils.exceptions import ParseError
+
+    from pto_compiler.diagnostics import error_at
+
+    try:
+        module = _locating_parser(ctx or context(), text, filename).parse_module()
+    except ParseError as e:
+        loc = e.span.get_location()
+        raise error_at(e.msg, filename, loc.line, loc.col).quote({filename: text}) from None
+    add_sources(module, {filename: text})
+    return module
 
 
-def verify(module, target: Target) -> None:
-    """Run every op verifier, then the target's checks (pto-verify-target). Raises PtocError."""
-    from pto_compiler.verify import verify_module
+def _locating_parser(ctx, text: str, filename: str):
+    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+    from xdsl.parser import Parser
 
-    verify_module(module, target)
+    class LocatingParser(Parser):
+        def parse_operation(self):
+            start = self._current_token.span.get_location()
+            op = super().parse_operation()
+            if isinstance(op.location, UnknownLoc):
+                op.location = FileLineColLoc(StringAttr(filename), IntAttr(start.line), IntAttr(start.col))
+            return op
+
+    return LocatingParser(ctx, text, filename)
 
 
-def print_module(module) -> str:
+def print_module(module, debuginfo: bool = False) -> str:
+    """The module as ptoc prints it; ``debuginfo`` appends each op's ``loc(...)``
+    (``--mlir-print-debuginfo``), which :func:`parse` reads back."""
     from io import StringIO
 
     from xdsl.printer import Printer
 
     out = StringIO()
-    Printer(stream=out).print_op(module)
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
     return out.getvalue() + "\n"
 
 
@@ -62,67 +133,208 @@ def context():
     return dialects_context()
 
 
-def parse_printed(text: str, filename: str = "<ir>"):
-    """Read back what :func:`print_module` printed (xDSL's own parser, as ptoc-opt does)."""
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
-
-    from pto_compiler.diagnostics import error_at
-
-    try:
-        return Parser(context(), text, filename).parse_module()
-    except ParseError as e:
-        loc = e.span.get_location()
-        raise error_at(e.msg, filename, loc.line, loc.col) from None
+def module_target_arch(module) -> str | None:
+    """The module's ``pto.target_arch`` attribute ("a3", "a5", ...), if any."""
+    attr = module.attributes.get("pto.target_arch")
+    return getattr(attr, "data", None)
 
 
-def reference(module, seed: int = 0, inputs=(), entry: str | None = None, save_dir: str | None = None):
-    """Run the golden model: returns (outputs by name, one summary line per output).
+def target_of(module, target: Target | str | None = None) -> Target:
+    """``target`` (a Target or a name/alias), else the module's ``pto.target_arch``, else a2a3."""
+    from pto_compiler.diagnostics import did_you_mean, error_at
+    from pto_compiler.targets import ALIASES, DEFAULT_TARGET, lookup_target
 
-    ``inputs`` are ``(NAME, FILE.npy or scalar text)`` pairs as ``--input`` gives them, or a dict
-    of arrays/scalars; everything not given is seeded random (integer scalars must be given).
-    """
+    if isinstance(target, Target):
+        return target
+    if target is not None:
+        found = lookup_target(target)
+        if found is None:
+            raise _usage(f"unknown target '{target}'{did_you_mean(str(target).lower(), ALIASES)} "
+                         f"(choose from {', '.join(ALIASES)})")
+        return found
+    arch = module_target_arch(module)
+    if arch is None:
+        return DEFAULT_TARGET
+    found = lookup_target(arch)
+    if found is None:
+        raise error_at(f"unknown pto.target_arch \"{arch}\" (expected \"a2a3\", \"a3\" or \"a5\"); "
+                       "use --target to override")
+    return found
+
+
+@_boundary
+def verify(module, target: Target | str | None = None) -> None:
+    """Every op verifier, then the target's checks (pto-verify-target)."""
+    from pto_compiler.verify import verify_module
+
+    verify_module(module, target_of(module, target))
+
+
+# ---- compiling -----------------------------------------------------------------------------------
+
+
+@_boundary
+def compile(module, target: Target | str | None = None, level: str = "program", *, entry: str | None = None,
+            manual: bool = False, insert_sync: bool = True, vf_opt: str | None = None,
+            scalars: dict | None = None, times=None, observe=None):
+    """``module`` through the default pipeline up to ``level`` (:data:`LEVELS`): a ModuleOp, or for
+    "program" the :class:`~pto_compiler.runtime.program.Program` of the entry function
+    (``program.to_text()`` is ``ptoc --emit program``).  ``module`` is not changed.
+
+    ``manual``: every tile placed by hand (``--manual``); ``insert_sync=False`` runs the kernel's own
+    set_flag/wait_flag (``--no-insert-sync``); ``vf_opt="none"`` skips the VF optimisations;
+    ``scalars`` (integer kernel scalars by name) size GM arguments whose views depend on them;
+    ``times`` (:class:`~pto_compiler.timing.HostTimes`) collects host time per pass;
+    ``observe(pass_name, module)`` sees the IR after every pass."""
+    from pto_compiler import pipeline
+
+    if level not in LEVELS:
+        raise _usage(f"unknown level '{level}' (choose from {', '.join(LEVELS)})")
+    out = pipeline.compile_module(module, target_of(module, target), entry, manual=manual,
+                                  stop_after=None if level == "program" else level, scalars=scalars,
+                                  vf_opt=vf_opt, insert_sync=insert_sync, times=times, observe=observe)
+    add_sources(out, sources_of(module))
+    return out
+
+
+@_boundary
+def emit(module, target: Target | str | None = None, level: str = "program", *, entry: str | None = None,
+         debuginfo: bool = False, **options) -> str:
+    """The text ``ptoc --emit LEVEL`` prints: the module at ``level`` ("pto": as given; verify it
+    first), or the program listing, of every function with a body when there are several, none is
+    marked ``pto.entry`` and no ``entry`` is given.  ``options`` are :func:`compile`'s."""
+    from pto_compiler import pipeline
+
+    if level == "pto":
+        return print_module(module, debuginfo)
+    t = target_of(module, target)
+    if level != "program":
+        return print_module(compile(module, t, level, entry=entry, **options), debuginfo)
+    kernels = _all_kernels(module) if entry is None else []
+    if len(kernels) > 1:
+        placed = compile(module, t, "vf" if t.has_vf else "placed", **options)
+        return "\n".join(pipeline.lower_placed(placed, t, name).to_text() for name in kernels)
+    return compile(module, t, entry=entry, **options).to_text()
+
+
+def _all_kernels(module) -> list[str]:
+    funcs = [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
+    if len(funcs) > 1 and not any("pto.entry" in f.attributes for f in funcs):
+        return [f.sym_name.data for f in funcs]
+    return []
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+
+
+@_boundary
+def make_inputs(module, given: dict | None = None, seed: int = 0, *, entry: str | None = None,
+                max_gm_bytes: int | None = None) -> dict:
+    """Every kernel argument's input: the ``given`` ones, the others seeded random per argument
+    (``ptoc --seed N --input ...``; integer scalars must be given).  Checked as :func:`reference`
+    checks them."""
     from pto_compiler.runtime import reference as golden
 
-    if isinstance(inputs, dict):
-        values = golden.make_inputs(module, seed, entry, dict(inputs))
-    else:
-        values = golden.prepare_inputs(module, seed, list(inputs), entry)
-    outputs = golden.evaluate(module, values, entry)
-    if save_dir is not None:
-        golden.save_outputs(outputs, save_dir)
-    return outputs, golden.describe_outputs(outputs)
+    values = golden.make_inputs(module, seed, entry, dict(given or {}), max_gm_bytes)
+    golden.check_inputs(module, values, entry)
+    return values
 
 
-def lower(module, target: Target | str = "a2a3", entry: str | None = None, manual: bool = False,
-          scalars: dict | None = None):
-    """The a2a3 micro-instruction :class:`~pto_compiler.runtime.program.Program` of ``module``'s
-    entry function, through the default pipeline (verify, pto-bufferize for L1, expand mode, tmp
-    strategy, plan memory, insert sync, pto-lower-a2a3; see pto_compiler.pipeline).  ``module`` is
-    not changed.  ``scalars`` (integer kernel scalars by name) size GM arguments whose views depend
-    on them.  ``program.to_text()`` is what ``ptoc --emit program`` prints."""
-    from pto_compiler import pipeline
-    from pto_compiler.diagnostics import Diagnostic
-    from pto_compiler.targets import lookup_target
+@_boundary
+def load_inputs(module, pairs, seed: int = 0, *, entry: str | None = None, max_gm_bytes: int | None = None) -> dict:
+    """``--input NAME=FILE.npy`` / ``NAME=VALUE`` pairs -> every argument's input (the rest seeded)."""
+    from pto_compiler.runtime import reference as golden
 
-    if isinstance(target, str):
-        t = lookup_target(target)
-        if t is None:
-            raise PtocError([Diagnostic(f"unknown target '{target}'")], exit_code=2)
-        target = t
-    return pipeline.compile_module(module, target, entry, manual=manual, scalars=scalars)
+    return make_inputs(module, golden.load_inputs(module, pairs, entry, max_gm_bytes), seed, entry=entry,
+                       max_gm_bytes=max_gm_bytes)
 
 
-def run(program, inputs: dict, scalars: dict | None = None, blocks: int = 1, check: bool = True):
-    """Execute ``program`` on the NumPy executor: returns ``(outputs, stats)``, the GM arrays by
-    argument name after the run and the cycle model's
-    :class:`~pto_compiler.runtime.cycles.CycleStats`.  A data race or deadlock found by the hazard
-    checker (``check``) raises :class:`~pto_compiler.runtime.executor.ExecutionError` (a PtocError,
-    exit code 4) carrying the findings."""
+# ---- running -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    outputs: dict
+    """GM arrays by argument name after the run (shaped as the kernel views them)."""
+    stats: object
+    """The cycle model's :class:`~pto_compiler.runtime.cycles.CycleStats` (None with ``stats=False``)."""
+    findings: list = field(default_factory=list)
+    """Races, deadlocks and invalid accesses the hazard checker found
+    (:class:`~pto_compiler.runtime.executor.Finding`, each located at its instruction's source)."""
+    diagnostics: list = field(default_factory=list)
+    """The findings as located diagnostics quoting their source lines (what ``ptoc --run`` prints,
+    exit 4)."""
+
+
+@_boundary
+def run(program, inputs: dict, *, blocks: int = 1, max_steps: int | None = None, stats: bool = True,
+        check: bool = True) -> RunResult:
+    """Execute ``program`` on the NumPy executor.  ``inputs`` gives every GM argument (an array of
+    its element type and element count) and every scalar argument by name; a missing or unknown
+    name, another element type or count is a PtocError (exit 2), as ``ptoc --input`` refuses them.
+    Races and deadlocks are returned in ``findings``, not raised."""
     from pto_compiler import pipeline
     from pto_compiler.runtime.executor import ExecutionError
 
-    res = pipeline.run_program(program, inputs, scalars, blocks=blocks, check=check)
-    if res.findings:
-        raise ExecutionError(res.findings, res.exec_result)
-    return res.outputs, res.stats
+    gm, scalars = pipeline.program_inputs(program, inputs)
+    try:
+        res = pipeline.run_program(program, gm, scalars, blocks=blocks, check=check, stats=stats,
+                                   max_steps=max_steps)
+        outputs, st, findings = res.outputs, res.stats, res.findings
+    except ExecutionError as e:  # a deadlock or an invalid access: the run stopped there
+        outputs, st, findings = (dict(e.result.outputs) if e.result is not None else {}), None, list(e.findings)
+    diagnostics = ExecutionError(findings).quote(sources_of(program)).diagnostics if findings else []
+    return RunResult(outputs, st, findings, diagnostics)
+
+
+@_boundary
+def reference(module, inputs: dict, *, entry: str | None = None, blocks: int = 1) -> dict:
+    """The golden model's outputs (GM outputs by name, then ``resultN``) on ``inputs``, checked as
+    :func:`run` checks them (:func:`make_inputs` fills in seeded ones)."""
+    from pto_compiler import pipeline
+
+    return pipeline.golden_outputs(module, inputs, entry, blocks)
+
+
+@dataclass
+class CheckResult:
+    """``ptoc --run``: the program, what it computed, the golden model's outputs, one comparison
+    per output (bit-exact, or the float-sum tolerance), the cycle model's stats and the findings."""
+    program: object
+    inputs: dict
+    outputs: dict
+    reference: dict
+    comparisons: list
+    """Empty when the run stopped early (a deadlock or an invalid access in ``findings``)."""
+    stats: object
+    findings: list
+    diagnostics: list
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings and all(c.ok for c in self.comparisons)
+
+
+@_boundary
+def check(module, target: Target | str | None = None, inputs: dict | None = None, *, seed: int = 0,
+          entry: str | None = None, blocks: int = 1, max_steps: int | None = None,
+          max_gm_bytes: int | None = None, times=None, **options) -> CheckResult:
+    """Compile ``module`` for ``target``, run it on ``inputs`` (the missing ones seeded random with
+    ``seed``, as ``ptoc --run --seed`` does) and compare with the golden model.  ``options`` are
+    :func:`compile`'s."""
+    from pto_compiler import pipeline
+    from pto_compiler.passes.lower_a2a3 import float_sum_outputs
+    from pto_compiler.timing import HostTimes
+
+    times = times or HostTimes()
+    values = make_inputs(module, inputs, seed, entry=entry, max_gm_bytes=max_gm_bytes)
+    scalars = pipeline.kernel_scalars(module, values, entry)
+    program = compile(module, target, entry=entry, scalars=scalars, times=times, **options)
+    with times.phase("execute"):
+        res = run(program, {**pipeline.gm_inputs(values), **scalars}, blocks=blocks, max_steps=max_steps)
+    with times.phase("golden"):
+        want = reference(module, values, entry=entry, blocks=blocks)
+    with times.phase("compare"):
+        complete = all(f.kind == "race" for f in res.findings)
+        comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, entry)) if complete else []
+    return CheckResult(program, values, res.outputs, want, comparisons, res.stats, res.findings, res.diagnostics)

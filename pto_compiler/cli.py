@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass on stderr")
     p.add_argument("--print-ir-after", metavar="PASS", action="append", default=[],
                    help="print the IR after PASS on stderr (repeatable)")
+    p.add_argument("--mlir-print-debuginfo", action="store_true",
+                   help="print each op's loc(\"file\":line:col) with --emit pto/placed/vf; ptoc reads it back")
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks of internal errors")
     p.add_argument("--version", action=_VersionAction)
@@ -262,13 +264,13 @@ def _read_input(path: str) -> tuple[str, str]:
     try:
         return filename, data.decode("utf-8")
     except UnicodeDecodeError as e:
-        from pto_compiler.diagnostics import error_at, register_source
+        from pto_compiler.diagnostics import error_at
 
         line_start = data.rfind(b"\n", 0, e.start) + 1
         column = len(data[line_start:e.start].decode("utf-8", errors="replace")) + 1
-        register_source(filename, data.decode("utf-8", errors="replace"))
         raise error_at(f"input is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
-                       filename, data.count(b"\n", 0, e.start) + 1, column) from None
+                       filename, data.count(b"\n", 0, e.start) + 1, column).quote(
+            {filename: data.decode("utf-8", errors="replace")}) from None
 
 
 def _write_output(path: str | None, text: str) -> None:
@@ -325,13 +327,18 @@ def _find_function(module, name: str) -> bool:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from pto_compiler.diagnostics import quoting
+
+    filename, text = _read_input(args.file)
+    with quoting({filename: text}):
+        return _compile_text(args, filename, text)
+
+
+def _compile_text(args: argparse.Namespace, filename: str, text: str) -> int:
     from pto_compiler import api
-    from pto_compiler.diagnostics import register_source
     from pto_compiler.timing import HostTimes
 
     times = HostTimes()
-    filename, text = _read_input(args.file)
-    register_source(filename, text)
     with times.phase("parse"):
         module = api.parse(text, filename)
     target = select_target(args.target, api.module_target_arch(module), filename)
@@ -345,7 +352,8 @@ def _compile(args: argparse.Namespace) -> int:
         return _reference(args, module)
     if args.run or args.stats or args.trace:
         return _execute(args, module, target, times)
-    _write_output(args.output, _emit(args, module, target))
+    _write_output(args.output, api.emit(module, target, args.emit or DEFAULT_EMIT, entry=args.entry,
+                                        debuginfo=args.mlir_print_debuginfo, **_options(args)))
     return EXIT_OK
 
 
@@ -364,31 +372,8 @@ def _check_pipeline(args: argparse.Namespace, module, target) -> None:
         sys.stderr.write(f"{PROG}: pipeline ({target.name}): {','.join(names)}\n")
 
 
-def _emit(args: argparse.Namespace, module, target, scalars=None, program=None) -> str:
-    """The text of the ``--emit`` level (default: the program listing)."""
-    from pto_compiler import api
-
-    emit = args.emit or DEFAULT_EMIT
-    if emit == "pto":
-        return api.print_module(module)
-    from pto_compiler import pipeline  # NumPy: not needed to print the parsed module
-
-    if emit in ("placed", "vf"):
-        placed = pipeline.compile_module(module, target, args.entry, stop_after=emit, **_options(args))
-        return api.print_module(placed)
-    if program is None:
-        kernels = _kernels_to_emit(args, module)
-        if len(kernels) > 1:
-            # several functions and no entry: the program of each, in order
-            level = "vf" if target.has_vf else "placed"
-            placed = pipeline.compile_module(module, target, stop_after=level, **_options(args))
-            return "\n".join(pipeline.lower_placed(placed, target, name).to_text() for name in kernels)
-        program = pipeline.compile_module(module, target, args.entry, scalars=scalars, **_options(args))
-    return program.to_text()
-
-
 def _options(args: argparse.Namespace) -> dict:
-    """The pipeline options of the command line (``compile_module`` keywords)."""
+    """The pipeline options of the command line (:func:`pto_compiler.api.compile` keywords)."""
     return {"manual": args.manual or args.pto_level == "level3", "vf_opt": args.vf_opt,
             "insert_sync": args.insert_sync, "observe": _ir_printer(args)}
 
@@ -402,20 +387,10 @@ def _ir_printer(args: argparse.Namespace):
 
     def observe(name: str, module) -> None:
         if args.print_ir_after_all or name in args.print_ir_after:
-            sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n{api.print_module(module)}\n")
+            sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n"
+                             f"{api.print_module(module, args.mlir_print_debuginfo)}\n")
 
     return observe
-
-
-def _kernels_to_emit(args: argparse.Namespace, module) -> list[str]:
-    """The functions ``--emit program`` prints: the entry (``--entry``, ``pto.entry``, the only
-    function), or every function with a body when there are several and none is marked."""
-    if args.entry is not None:
-        return [args.entry]
-    funcs = [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
-    if len(funcs) > 1 and not any("pto.entry" in f.attributes for f in funcs):
-        return [f.sym_name.data for f in funcs]
-    return []
 
 
 def _execute(args: argparse.Namespace, module, target, times) -> int:
@@ -423,51 +398,49 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
     with the golden model (``--run``), report the cycle model and where the host time went."""
     import json
 
-    from pto_compiler import pipeline
+    from pto_compiler import api, pipeline
     from pto_compiler.diagnostics import format_diagnostic
-    from pto_compiler.passes.lower_a2a3 import float_sum_outputs
     from pto_compiler.runtime import reference as golden
 
-    values = golden.prepare_inputs(module, args.seed or 0, args.input or (), args.entry,
-                                   max_gm_bytes=args.max_gm_bytes)
+    values = api.load_inputs(module, args.input or (), args.seed or 0, entry=args.entry,
+                             max_gm_bytes=args.max_gm_bytes)
     if target.has_vf and _uses_vf(module) and (args.run or args.reference):
         return _execute_vf_kernel(args, module, target, values)
-    scalars = pipeline.kernel_scalars(module, values, args.entry)
-    program = pipeline.compile_module(module, target, args.entry, scalars=scalars, times=times, **_options(args))
+    run_options = {"blocks": args.blocks or 1, "max_steps": args.max_steps}
     out: list[str] = []
-    if args.emit is not None:
-        out.append(_emit(args, module, target, scalars, program))
-    with times.phase("execute"):
-        res = pipeline.run_program(program, pipeline.gm_inputs(values), scalars, blocks=args.blocks or 1,
-                                   stats=bool(args.stats or args.trace), max_steps=args.max_steps)
     code = EXIT_OK
-    saved = res.outputs
     if args.run:
-        with times.phase("golden"):
-            want = pipeline.golden_outputs(module, values, args.entry, args.blocks or 1)
-        with times.phase("compare"):
-            comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, args.entry))
-        out.extend(c.line() + "\n" for c in comparisons)
-        if not all(c.ok for c in comparisons):
+        res = api.check(module, target, values, entry=args.entry, times=times, **run_options, **_options(args))
+        program, findings, saved = res.program, res.findings, res.outputs
+        out.extend(c.line() + "\n" for c in res.comparisons)
+        if not all(c.ok for c in res.comparisons):
             code = EXIT_MISMATCH
-        saved = {name: res.outputs[name] for name in want if name in res.outputs}
+        saved = {name: res.outputs[name] for name in res.reference if name in res.outputs}
+    else:
+        scalars = pipeline.kernel_scalars(module, values, args.entry)
+        program = api.compile(module, target, entry=args.entry, scalars=scalars, times=times, **_options(args))
+        with times.phase("execute"):
+            res = api.run(program, {**pipeline.gm_inputs(values), **scalars}, **run_options)
+        findings, saved = res.findings, res.outputs
+    if args.emit is not None:
+        out.insert(0, program.to_text())
     if args.save_outputs:
         golden.save_outputs(saved, args.save_outputs)
-    if args.stats == "json":
+    if res.stats is not None and args.stats == "json":
         out.append(json.dumps({**res.stats.to_dict(), "host_seconds": times.to_dict()}, indent=2) + "\n")
-    elif args.stats:
+    elif res.stats is not None and args.stats:
         out.append(res.stats.to_text() + "\n" + times.to_text() + "\n")
-    if args.trace:
+    if args.trace and res.stats is not None:
         try:
             with open(args.trace, "w", encoding="utf-8") as f:
                 json.dump(res.stats.chrome_trace(), f)
         except OSError as e:
             raise UsageError(f"cannot write '{args.trace}': {e.strerror or e}") from None
     _write_output(args.output, "".join(out))
-    if res.findings:
-        from pto_compiler.runtime.executor import ExecutionError
+    if findings:
+        from pto_compiler.diagnostics import quote_from_files
 
-        for diag in ExecutionError(res.findings).diagnostics:
+        for diag in quote_from_files(res.diagnostics):
             sys.stderr.write(format_diagnostic(diag) + "\n")
         code = EXIT_HAZARD
     return code
@@ -516,15 +489,18 @@ def _execute_vf_kernel(args: argparse.Namespace, module, target, values) -> int:
 def _reference(args: argparse.Namespace, module) -> int:
     """``--reference``: run the golden model on seeded or given inputs; summarise and save outputs."""
     from pto_compiler import api
+    from pto_compiler.runtime import reference as golden
 
-    outputs, lines = api.reference(module, seed=args.seed or 0, inputs=args.input or (), entry=args.entry,
-                                   save_dir=args.save_outputs)
-    _write_output(args.output, "".join(line + "\n" for line in lines))
+    values = api.load_inputs(module, args.input or (), args.seed or 0, entry=args.entry)
+    outputs = api.reference(module, values, entry=args.entry)
+    if args.save_outputs:
+        golden.save_outputs(outputs, args.save_outputs)
+    _write_output(args.output, "".join(line + "\n" for line in golden.describe_outputs(outputs)))
     return EXIT_OK
 
 
 def _print_ptoc_error(err) -> None:
-    from pto_compiler.diagnostics import format_diagnostic
+    from pto_compiler.diagnostics import format_diagnostic, quote_from_files
 
     if not err.diagnostics:
         sys.stderr.write("error: " + (str(err.args[0]) if err.args else "error") + "\n")
@@ -533,7 +509,7 @@ def _print_ptoc_error(err) -> None:
         for diag in err.diagnostics:  # a usage error raised by the library: one `ptoc: error:` line
             sys.stderr.write(f"{PROG}: error: {diag.message}\n")
         return
-    for diag in err.diagnostics:
+    for diag in quote_from_files(err.diagnostics):
         sys.stderr.write(format_diagnostic(diag) + "\n")
 
 
@@ -580,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the one place that turns bugs into exit 70
         from pto_compiler.diagnostics import PtocError
 
+        if isinstance(e, PtocError) and e.exit_code == EXIT_INTERNAL and e.__cause__ is not None:
+            return _internal_error(e.__cause__, debug)  # the API's wrapping of a bug in ptoc
         if isinstance(e, PtocError):
             _print_ptoc_error(e)
             return e.exit_code

@@ -7,7 +7,9 @@ library users get the exception and can format or inspect it themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -19,6 +21,9 @@ class Diagnostic:
     line: int = 0
     column: int = 0
     severity: str = "error"
+    source_line: str | None = None
+    """The text of ``line`` in ``filename``, quoted under the message: the diagnostic carries its
+    source (no process-wide table of every text seen), filled in by :func:`quoting`."""
 
     @property
     def located(self) -> bool:
@@ -41,6 +46,17 @@ class PtocError(DiagnosticException):
     def __str__(self) -> str:
         return "\n".join(format_diagnostic(d) for d in self.diagnostics)
 
+    def quote(self, sources: Mapping[str, str]) -> PtocError:
+        """Give each located diagnostic of a file in ``sources`` (name -> text) its source line."""
+        split: dict[str, list[str]] = {}
+        for i, d in enumerate(self.diagnostics):
+            text = sources.get(d.filename)
+            if d.source_line is None and d.located and text is not None:
+                lines = split.setdefault(d.filename, text.split("\n"))
+                if d.line <= len(lines):
+                    self.diagnostics[i] = replace(d, source_line=lines[d.line - 1])
+        return self
+
 
 def error_at(message: str, filename: str = "<unknown>", line: int = 0, column: int = 0) -> PtocError:
     return PtocError([Diagnostic(message, filename, line, column)])
@@ -62,12 +78,53 @@ def op_error(op, message: str) -> PtocError:
     return error_at(f"'{op.name}' op {message}", filename, line, col)
 
 
-_SOURCES: dict[str, list[str]] = {}
+def value_name(value) -> str:
+    """An SSA value as the source names it (``%x``), never an object repr."""
+    if getattr(value, "name_hint", None):
+        return f"%{value.name_hint}"
+    owner = getattr(value, "owner", None)
+    if hasattr(owner, "name") and hasattr(value, "index"):
+        return f"result #{value.index} of '{owner.name}'"
+    return f"argument #{getattr(value, 'index', '?')}"
 
 
-def register_source(filename: str, text: str) -> None:
-    """Remember a file's text so later diagnostics can quote its line."""
-    _SOURCES[filename] = text.split("\n")
+@contextmanager
+def quoting(sources: Mapping[str, str]):
+    """A PtocError raised inside quotes the lines of ``sources`` (file name -> text)."""
+    try:
+        yield
+    except PtocError as e:
+        e.quote(sources)
+        raise
+
+
+SOURCES_ATTR = "_ptoc_sources"
+"""The Python attribute of a ModuleOp holding the texts it was parsed or built from (file name ->
+text): the module carries its sources, so errors found later (verifier, passes, executor) quote them."""
+
+
+def sources_of(obj) -> dict[str, str]:
+    return getattr(obj, SOURCES_ATTR, None) or {}
+
+
+def add_sources(obj, sources: Mapping[str, str]) -> None:
+    setattr(obj, SOURCES_ATTR, {**sources_of(obj), **sources})
+
+
+def quote_from_files(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics located in a file the input only names (``loc("k.pto":3:5)`` in what
+    ``ptoc --emit pto --mlir-print-debuginfo`` printed) quote that file's line if it can be read."""
+    import os
+
+    texts = {}
+    for d in diagnostics:
+        if d.located and d.source_line is None and d.filename not in texts and os.path.isfile(d.filename):
+            try:
+                with open(d.filename, encoding="utf-8") as f:
+                    texts[d.filename] = f.read()
+            except (OSError, UnicodeDecodeError):
+                pass
+    return PtocError(list(diagnostics)).quote(texts).diagnostics
 
 
 _QUOTE_BLANKS = str.maketrans({c: " " for c in "\r\f\v\x1c\x1d\x1e\x85\u2028\u2029"})
@@ -80,10 +137,13 @@ def format_diagnostic(diag: Diagnostic, source_lines: list[str] | None = None) -
         return f"{diag.filename}: {diag.severity}: {diag.message}" if diag.filename != "<unknown>" \
             else f"{diag.severity}: {diag.message}"
     head = f"{diag.filename}:{diag.line}:{diag.column}: {diag.severity}: {diag.message}"
-    lines = source_lines if source_lines is not None else _SOURCES.get(diag.filename)
-    if not lines or diag.line > len(lines):
+    if source_lines is not None:
+        text = source_lines[diag.line - 1] if diag.line <= len(source_lines) else None
+    else:
+        text = diag.source_line
+    if text is None:
         return head
-    text = lines[diag.line - 1].expandtabs(1).translate(_QUOTE_BLANKS)
+    text = text.expandtabs(1).translate(_QUOTE_BLANKS)
     return f"{head}\n{text}\n{' ' * max(diag.column - 1, 0)}^"
 
 

@@ -774,12 +774,14 @@ def parse_module(text: str, filename: str = "<stdin>") -> ModuleOp:
     from pto_compiler.syntax import parse_tree
     from pto_compiler.tree_to_stmts import to_stmts
 
-    from pto_compiler.diagnostics import register_source
+    from pto_compiler.diagnostics import add_sources, quoting
 
-    register_source(filename, text)
-    tree = parse_tree(text, filename)
-    top, module_attrs, converter = to_stmts(tree, filename, text)
-    return build_module(top, module_attrs, filename, converter)
+    with quoting({filename: text}):
+        tree = parse_tree(text, filename)
+        top, module_attrs, converter = to_stmts(tree, filename, text)
+        module = build_module(top, module_attrs, filename, converter)
+    add_sources(module, {filename: text})
+    return module
 
 
 def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: str, converter=None) -> ModuleOp:

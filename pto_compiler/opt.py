@@ -111,14 +111,17 @@ class PtocOptMain(xDSLOptMain):
 
         def parse_pto(io):
             from pto_compiler import api
-            from pto_compiler.diagnostics import register_source
 
-            name = self.get_input_name()
-            text = io.read().decode("utf-8")
-            register_source(name, text)
-            return api.parse(text, name)
+            return api.parse(io.read().decode("utf-8"), self.get_input_name())
 
         self.available_frontends["pto"] = parse_pto
+
+        def parse_mlir(io):
+            from pto_compiler import api
+
+            return api.parse_printed(io.read().decode("utf-8"), self.get_input_name(), self.ctx)
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -139,10 +142,59 @@ class PtocOptMain(xDSLOptMain):
                  "-t selects the output format")
         ptoc_group.add_argument("--debug", action="store_true",
                                 help="show the Python traceback of internal errors")
+        ptoc_group.add_argument("--mlir-print-debuginfo", dest="print_debuginfo", action="store_true",
+                                help="print each op's loc(...) (mlir-opt's spelling of --print-debuginfo)")
+
+    # ---- input and diagnostics ------------------------------------------------------
+    input_text: str | None = None
+
+    def get_input_stream(self):
+        """xDSL's stream, read once and kept, so diagnostics can quote the input (also stdin)."""
+        import io
+
+        f, ext = super().get_input_stream()
+        data = f.read()
+        if f is not sys.stdin.buffer:
+            f.close()
+        self.input_text = data.decode("utf-8", errors="replace")
+        return io.BytesIO(data), ext
+
+    def diagnostics_of(self, e: BaseException) -> list:
+        """``e``'s located diagnostics, quoting the input (or a file a ``loc(...)`` names)."""
+        from pto_compiler.diagnostics import PtocError, quote_from_files
+
+        diags = _diagnostics(e, self.get_input_name())
+        if self.input_text is not None:
+            diags = PtocError(diags).quote({self.get_input_name(): self.input_text}).diagnostics
+        return quote_from_files(diags)
+
+    def verify_diagnostics(self) -> int:
+        """``--verify-diagnostics``: the errors produced must be exactly the input's
+        ``// expected-error {{...}}`` annotations (mlir-opt's rules; see pto_compiler/expected.py)."""
+        from pto_compiler.expected import check_expected
+
+        produced = []
+        self.args.verify_diagnostics = False  # xDSL's run would print the error and carry on
+        try:
+            self.run()
+        except (DiagnosticException, ParseError) as e:
+            produced = self.diagnostics_of(e)
+        problems = check_expected(self.input_text or "", self.get_input_name(), produced)
+        from pto_compiler.diagnostics import format_diagnostic
+
+        for diag in problems:
+            sys.stderr.write(format_diagnostic(diag) + "\n")
+        return 1 if problems else 0
 
     # ---- pipeline -----------------------------------------------------------------
     def setup_pipeline(self) -> None:
+        from pto_compiler.diagnostics import did_you_mean
+
+        for spec in parse_pipeline(self.args.passes):
+            if spec.name not in self.available_passes:
+                raise _PassError(f"unknown pass '{spec.name}'{did_you_mean(spec.name, self.available_passes)}")
         super().setup_pipeline()
+        self.pipeline = dataclasses.replace(self.pipeline, callback=_verify_located(self.pipeline.callback))
         target = getattr(self.args, "pto_target", None)
         if target is None or not self.pipeline.passes:
             return
@@ -156,6 +208,27 @@ class PtocOptMain(xDSLOptMain):
                 pass_ = dataclasses.replace(pass_, target=target)
             passes.append(pass_)
         self.pipeline = dataclasses.replace(self.pipeline, passes=tuple(passes))
+
+
+class _PassError(Exception):
+    """An unknown pass in ``-p``: one ``ptoc-opt: error:`` line, exit 1."""
+
+
+def _verify_located(callback):
+    """xDSL's pipeline callback verifies with ``module.verify()``, which says neither where nor
+    which op; verify first with ptoc's located verifier (every failing op, each at its loc)."""
+
+    def verify_then(previous, module, next_pass) -> None:
+        from pto_compiler.diagnostics import PtocError
+        from pto_compiler.verify import op_diagnostics
+
+        diags = op_diagnostics(module)
+        if diags:
+            raise PtocError(diags)
+        if callback is not None:
+            callback(previous, module, next_pass)
+
+    return verify_then
 
 
 def _error(message: str) -> None:
@@ -176,13 +249,14 @@ def _internal_error(exc: BaseException, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pto_compiler.diagnostics import PtocError, format_diagnostic
-
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    opt = None
     try:
         opt = PtocOptMain(args=argv)
         debug = opt.args.debug
+        if opt.args.verify_diagnostics:
+            return opt.verify_diagnostics()
         opt.run()
         return 0
     except SystemExit as e:  # --help, --version
@@ -194,19 +268,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = f" '{e.filename}'" if e.filename else ""
         _error(f"cannot open{name}: {e.strerror or e}")
         return 2
-    except PtocError as e:  # from the .pto front end
-        for diag in e.diagnostics:
-            sys.stderr.write(format_diagnostic(diag) + "\n")
-        return e.exit_code
-    except ParseError as e:
-        _error(str(e))  # xDSL's located message: file:line:col, the line, a caret, the message
-        return 1
-    except DiagnosticException as e:  # VerifyException, PassFailedException, ...
-        _error(str(e))
-        for note in getattr(e, "__notes__", ()):
-            sys.stderr.write(f"{note.rstrip()}\n")
-        return 1
-    except ValueError as e:  # unknown pass, bad pass option, unknown file extension
+    except (DiagnosticException, ParseError) as e:  # PtocError, VerifyException, PassFailedException, ...
+        from pto_compiler.diagnostics import format_diagnostic
+
+        for diag in opt.diagnostics_of(e) if opt is not None else _diagnostics(e, "<unknown>"):
+            if diag.located:
+                sys.stderr.write(format_diagnostic(diag) + "\n")
+            else:
+                _error(diag.message)
+        return getattr(e, "exit_code", 1)
+    except (ValueError, _PassError) as e:  # unknown pass, bad pass option, unknown file extension
         _error(str(e))
         return 1
     except ArgSpecParseError as e:  # a BaseException: bad -p string
@@ -217,6 +288,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as e:  # noqa: BLE001
         return _internal_error(e, debug)
+
+
+def _diagnostics(e: BaseException, filename: str) -> list:
+    """The located diagnostics of a failure: ptoc's own, xDSL's parse error at its position, or
+    the first line of an xDSL diagnostic (not its dump of the whole module)."""
+    from pto_compiler.diagnostics import Diagnostic, PtocError
+
+    if isinstance(e, PtocError):
+        return list(e.diagnostics)
+    if isinstance(e, ParseError):
+        loc = e.span.get_location()
+        return [Diagnostic(e.msg, filename, loc.line, loc.col)]
+    lines = str(e).strip().splitlines()
+    return [Diagnostic(lines[0] if lines else type(e).__name__)]
 
 
 if __name__ == "__main__":

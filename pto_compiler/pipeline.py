@@ -285,6 +285,36 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
     return RunResult(dict(r.outputs), st, findings, r)
 
 
+def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
+    """(GM arrays, scalars) of ``program`` from ``inputs`` by name, refused (exit 2) as ``ptoc
+    --input`` refuses them: a missing or unknown name, another element type or element count."""
+    from types import SimpleNamespace
+
+    from pto_compiler.runtime import elementwise as E
+    from pto_compiler.runtime import reference as golden
+
+    names = [g.name for g in program.gm_args] + [s.name for s in program.scalar_args]
+    unknown = sorted(set(inputs) - set(names))
+    if unknown:
+        raise _usage(f"no kernel argument named {', '.join(map(repr, unknown))} "
+                     f"(arguments: {', '.join(names) or 'none'})")
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise _usage(f"missing input for argument(s) {', '.join(missing)}")
+    gm = {g.name: golden.check_array(SimpleNamespace(name=g.name, dtype=E.np_dtype(g.dtype)), inputs[g.name],
+                                     g.shape)
+          for g in program.gm_args}
+    scalars = {}
+    for s in program.scalar_args:
+        v = inputs[s.name]
+        v = v.item() if isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, np.generic) else v
+        if not isinstance(v, (int, float)) or (isinstance(v, float) and s.dtype[0] in "iu" and not v.is_integer()):
+            raise _usage(f"input '{s.name}': expected a number{' (an integer)' if s.dtype[0] in 'iu' else ''}, "
+                         f"got {v!r}")
+        scalars[s.name] = v
+    return gm, scalars
+
+
 def kernel_scalars(module, values: dict, entry: str | None = None) -> dict:
     """The scalar kernel arguments among golden-model input ``values``, as plain numbers."""
     from pto_compiler.runtime import reference as golden

@@ -1,7 +1,6 @@
 """PTO-AS text -> Lark parse tree (``grammar.lark``, LALR(1), contextual lexer, cached).
 
-:func:`parse_tree` is the only entry point (on an error it also registers the text with
-``diagnostics.register_source`` so the diagnostic quotes the line).  It accepts the PTOAS ``.pto`` file shape (MLIR text:
+:func:`parse_tree` is the only entry point (an error quotes the offending line).  It accepts the PTOAS ``.pto`` file shape (MLIR text:
 ``module``, ``func.func``, ``arith``/``scf``/``memref``/``func`` ops, every ``pto`` op spelling of the
 PTOAS corpus), the doc-style L1 SSA and L2 DPS lines, and the short form without ``pto.``, with or
 without a ``module``/``func.func`` around them.  Any syntax error becomes a :class:`PtocError` located
@@ -195,13 +194,14 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from pathlib import Path
 
 import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from pto_compiler.diagnostics import PtocError, error_at, register_source
+from pto_compiler.diagnostics import PtocError, error_at
 
 __all__ = ["parse_tree", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS",
            "GRAMMAR_PATH"]
@@ -263,29 +263,36 @@ class _PostLexer:
 _FILENAME: contextvars.ContextVar[str] = contextvars.ContextVar("ptoc_syntax_filename", default="<unknown>")
 _POSTLEX = _PostLexer()
 _PARSER: Lark | None = None
+_PARSER_LOCK = threading.Lock()
 
 
 def get_parser() -> Lark:
-    """The LALR parser, built once per process (and cached on disk by Lark)."""
+    """The LALR parser, built once per process (and cached on disk by Lark); it keeps no state
+    between parses (the post-lexer's state is per call), so threads share it."""
     global _PARSER
-    if _PARSER is None:
-        # An unreadable / unwritable cache file is not an error (Lark rebuilds), but Lark would log
-        # it with a traceback: keep its logger quiet while building.
-        level = lark.logger.level
-        lark.logger.setLevel(logging.CRITICAL)
-        try:
-            _PARSER = Lark(
-                GRAMMAR_PATH.read_text(encoding="utf-8"),
-                parser="lalr",
-                lexer="contextual",
-                postlex=_POSTLEX,
-                maybe_placeholders=True,
-                propagate_positions=False,
-                cache=True,  # a file in the user's temp dir, keyed by a hash of grammar and options
-            )
-        finally:
-            lark.logger.setLevel(level)
+    with _PARSER_LOCK:
+        if _PARSER is None:
+            _PARSER = _build_parser()
     return _PARSER
+
+
+def _build_parser() -> Lark:
+    # An unreadable / unwritable cache file is not an error (Lark rebuilds), but Lark would log
+    # it with a traceback: keep its logger quiet while building.
+    level = lark.logger.level
+    lark.logger.setLevel(logging.CRITICAL)
+    try:
+        return Lark(
+            GRAMMAR_PATH.read_text(encoding="utf-8"),
+            parser="lalr",
+            lexer="contextual",
+            postlex=_POSTLEX,
+            maybe_placeholders=True,
+            propagate_positions=False,
+            cache=True,  # a file in the user's temp dir, keyed by a hash of grammar and options
+        )
+    finally:
+        lark.logger.setLevel(level)
 
 
 # ---------------------------------------------------------------------------------------- errors
@@ -429,20 +436,16 @@ def parse_tree(text: str, filename: str = "<unknown>") -> Tree:
     reset = _FILENAME.set(filename)
     try:
         return parser.parse(text)
-    except PtocError:
-        register_source(filename, text)
-        raise
+    except PtocError as exc:
+        raise exc.quote({filename: text})
     except UnexpectedToken as exc:
-        register_source(filename, text)
-        raise _token_error(exc, text, filename) from None
+        raise _token_error(exc, text, filename).quote({filename: text}) from None
     except UnexpectedCharacters as exc:
-        register_source(filename, text)
-        raise _char_error(exc, text, filename) from None
+        raise _char_error(exc, text, filename).quote({filename: text}) from None
     except UnexpectedInput as exc:  # UnexpectedEOF and friends
-        register_source(filename, text)
         line, col = _end_position(text)
         raise error_at("unexpected end of input", filename, getattr(exc, "line", line) or line,
-                       getattr(exc, "column", col) or col) from None
+                       getattr(exc, "column", col) or col).quote({filename: text}) from None
     except (LarkError, RecursionError) as exc:
         raise error_at(f"syntax error: {exc.__class__.__name__}", filename, 1, 1) from None
     finally:

@@ -7,8 +7,6 @@ op's FileLineColLoc.
 
 from __future__ import annotations
 
-import weakref
-
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
@@ -34,9 +32,10 @@ def _first_line(e: Exception) -> str:
     return str(e).strip() or type(e).__name__
 
 
-_VERIFIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""module -> names of the targets it verified clean for (ptoc verifies a module, then the pipeline
-is handed the same module: it is not walked twice)."""
+_VERIFIED_ATTR = "_ptoc_verified"
+"""The Python attribute of a module naming the targets it verified clean for (ptoc verifies a
+module, then the pipeline is handed the same module: it is not walked twice).  Kept on the module,
+not in a process-wide table, so threads compiling different modules share nothing."""
 
 
 def verify_module(module: ModuleOp, target: Target) -> None:
@@ -48,10 +47,10 @@ def verify_module(module: ModuleOp, target: Target) -> None:
         diags = target_diagnostics(module, target)
     if diags:
         raise PtocError(diags)
-    _VERIFIED.setdefault(module, set()).add(target.name)
+    setattr(module, _VERIFIED_ATTR, getattr(module, _VERIFIED_ATTR, frozenset()) | {target.name})
 
 
 def verified(module: ModuleOp, target: Target) -> bool:
     """Did :func:`verify_module` pass on this very module for ``target``?  (Only for modules that
     are not changed afterwards, as the pipeline's input, which it clones.)"""
-    return target.name in _VERIFIED.get(module, ())
+    return target.name in getattr(module, _VERIFIED_ATTR, ())

@@ -1039,7 +1039,7 @@ def _stored_params(fn: func.FuncOp, depth: int = 0) -> set[int]:
 # --------------------------------------------------------------------------------------
 
 
-def _check_array(spec: ArgSpec, value, shape: tuple[int, ...]) -> np.ndarray:
+def check_array(spec: ArgSpec, value, shape: tuple[int, ...]) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype != spec.dtype:
         if E.is_bf16(spec.dtype) and arr.dtype.kind == "V" and arr.dtype.itemsize == 2:
@@ -1082,16 +1082,9 @@ _FAMILIES = {
 """The golden model's rule per tile-op family, keyed by the family's op class."""
 
 
-def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
-             block_idx: int = 0, block_num: int = 1) -> dict[str, np.ndarray]:
-    """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
-    by name (GM outputs, then ``resultN``).
-
-    ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
-    the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
-    program are located ``PtocError`` (exit 1); missing or malformed inputs exit 2.
-    """
-    fn = select_entry(module, entry)
+def _bind_inputs(fn: func.FuncOp, inputs: Mapping[str, object]) -> tuple[list[ArgSpec], list, dict[int, GMArray]]:
+    """The kernel's argument values from ``inputs``: every argument given by name, arrays of the
+    element type and count of their argument (scalars any number).  Anything else exits 2."""
     specs = kernel_args(fn)
     names = {s.name for s in specs}
     unknown = sorted(set(inputs) - names)
@@ -1113,13 +1106,13 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
                 raise usage_error(f"input '{s.name}': {e}") from None
         elif s.kind == "gm":
             shape = gm_shape(fn, s, scalars)
-            arr = _check_array(s, v, shape)
+            arr = check_array(s, v, shape)
             gm = GMArray(s.name, arr.reshape(-1).copy(), shape)
             gms[s.index] = gm
             args.append(gm)
         else:
             vr, vc = _tile_arg_shape(s, v)
-            arr = _check_array(s, v, (vr, vc))
+            arr = check_array(s, v, (vr, vc))
             if (vr, vc) == (s.type.rows, s.type.cols):
                 tile = Tile(s.type, np.array(arr, copy=True), (vr, vc))
             else:
@@ -1129,6 +1122,25 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
                     tile.data[...] = pad
                 tile.data[:vr, :vc] = arr
             args.append(tile)
+    return specs, args, gms
+
+
+def check_inputs(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None) -> None:
+    """Refuse (exit 2) the ``inputs`` :func:`evaluate` would refuse, before anything runs."""
+    _bind_inputs(select_entry(module, entry), inputs)
+
+
+def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
+             block_idx: int = 0, block_num: int = 1) -> dict[str, np.ndarray]:
+    """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
+    by name (GM outputs, then ``resultN``).
+
+    ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
+    the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
+    program are located ``PtocError`` (exit 1); missing or malformed inputs exit 2.
+    """
+    fn = select_entry(module, entry)
+    specs, args, gms = _bind_inputs(fn, inputs)
     ev = Evaluator(module, block_idx, block_num)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
@@ -1279,7 +1291,7 @@ def read_npy(path: str, spec: ArgSpec, shape: tuple[int, ...], limit: int | None
     arr = _load_npy(path, spec.name, limit)
     if not isinstance(arr, np.ndarray):
         raise usage_error(f"'{path}' for argument '{spec.name}' is not a single .npy array")
-    return _check_array(spec, arr, shape)
+    return check_array(spec, arr, shape)
 
 
 def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str | None = None,
@@ -1314,7 +1326,7 @@ def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str |
             out[name] = read_npy(text, s, gm_shape(fn, s, scalars), max_gm_bytes)
         elif s.kind == "tile":
             raw = _load_npy(text, name, max_gm_bytes)
-            out[name] = _check_array(s, raw, _tile_arg_shape(s, raw))
+            out[name] = check_array(s, raw, _tile_arg_shape(s, raw))
     return out
 
 

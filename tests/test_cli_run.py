@@ -94,8 +94,8 @@ def test_given_inputs_and_seed(tmp_path, capsys):
                    "--save-outputs", str(tmp_path / "o")])
     assert rc == 0, capsys.readouterr().err
     z = np.load(tmp_path / "o" / "z.npy")
-    y = api.reference(api.parse((REPO / "examples/vadd.pto").read_text()), seed=3,
-                      inputs={"x": x})[0]["z"]
+    module = api.parse((REPO / "examples/vadd.pto").read_text())
+    y = api.reference(module, api.make_inputs(module, {"x": x}, seed=3))["z"]
     assert np.array_equal(z, y)
     assert not np.array_equal(z, x)  # y is random, not zero
 
@@ -203,16 +203,17 @@ def test_no_a2a3_lowering_is_a_located_error(tmp_path, capsys):
 
 def test_api_lower_and_run():
     module = api.parse((REPO / "examples/softmax.pto").read_text(), "softmax.pto")
-    program = api.lower(module, "a2a3")
+    program = api.compile(module, "a2a3")
     assert program.name == "softmax" and program.to_text().startswith(".kernel @softmax")
     x = np.random.default_rng(0).uniform(-2, 2, (64, 256)).astype(np.float32)
-    outputs, stats = api.run(program, {"x": x})
+    y = np.zeros_like(x)
+    res = api.run(program, {"x": x, "y": y})
     e = np.exp(x - x.max(axis=1, keepdims=True))
-    assert np.allclose(outputs["y"], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
-    assert stats.total_cycles > 0
-    with pytest.raises(api.PtocError) as info:
-        api.run(_drop(program, lambda i: i.opcode == "pipe_barrier"), {"x": x})
-    assert info.value.exit_code == 4
+    assert np.allclose(res.outputs["y"], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert res.stats.total_cycles > 0 and not res.findings
+    racy = api.run(_drop(program, lambda i: i.opcode == "pipe_barrier"), {"x": x, "y": y})
+    assert racy.findings and {f.kind for f in racy.findings} == {"race"}
+    assert racy.diagnostics[0].filename == "softmax.pto" and racy.diagnostics[0].line > 0
 
 
 def test_compare_rule():
