@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -287,7 +288,8 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
 
 def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
     """(GM arrays, scalars) of ``program`` from ``inputs`` by name, refused (exit 2) as ``ptoc
-    --input`` refuses them: a missing or unknown name, another element type or element count."""
+    --input`` refuses them: a missing or unknown name, another element type or element count.
+    The ``resultN`` buffers pto-bufferize adds for an L1 kernel's results may be left out."""
     from types import SimpleNamespace
 
     from pto_compiler.runtime import elementwise as E
@@ -298,12 +300,12 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
     if unknown:
         raise _usage(f"no kernel argument named {', '.join(map(repr, unknown))} "
                      f"(arguments: {', '.join(names) or 'none'})")
-    missing = [n for n in names if n not in inputs]
+    missing = [n for n in names if n not in inputs and not re.fullmatch(r"result\d+", n)]
     if missing:
         raise _usage(f"missing input for argument(s) {', '.join(missing)}")
     gm = {g.name: golden.check_array(SimpleNamespace(name=g.name, dtype=E.np_dtype(g.dtype)), inputs[g.name],
                                      g.shape)
-          for g in program.gm_args}
+          for g in program.gm_args if g.name in inputs}
     scalars = {}
     for s in program.scalar_args:
         v = inputs[s.name]

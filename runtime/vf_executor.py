@@ -936,13 +936,13 @@ def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: s
                 raise golden.usage_error(f"input '{s.name}': {e}") from None
         elif s.kind == "gm":
             shape = golden.gm_shape(fn, s, scalars)
-            arr = golden._check_array(s, v, shape)
+            arr = golden.check_array(s, v, shape)
             gm = golden.GMArray(s.name, arr.reshape(-1).copy(), shape)
             gms[s.index] = gm
             args.append(gm)
         else:
             vr, vc = golden._tile_arg_shape(s, v)
-            arr = golden._check_array(s, v, (vr, vc))
+            arr = golden.check_array(s, v, (vr, vc))
             tile = ev.place(s.type, None, fn, (vr, vc), key=s.value)
             fill = ew.fill_value(tile.dtype, s.type.pad.data)
             if fill is not None:
