@@ -61,11 +61,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from . import elementwise as ew
+from .hazards import Footprint, HazardLog, Record
+from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import (
     DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate,
 )
@@ -193,28 +195,96 @@ class StepLimitError(ValueError):
 # Address helpers
 # ---------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=512)
-def _lane_offsets(esize: int, lanes: int, blk: int) -> np.ndarray:
-    """Byte offset of each lane within a repeat: block (lane // EPB) * blk * 32 + e * E."""
-    epb = 32 // esize
-    lane = np.arange(lanes, dtype=np.int64)
-    return (lane // epb) * (blk * 32) + (lane % epb) * esize
+class _SV:
+    """An operand as a strided view of the UB: element ``(i0, i1, ...)`` at byte
+    ``base + sum(i_k * strides[k])`` (vector_isa.md §1.1: a vector operand is
+    ``(repeat, block, element)`` with strides ``(rep*32, blk*32, E)``)."""
+    __slots__ = ("base", "esize", "shape", "strides", "_fp")
 
+    def __init__(self, base: int, esize: int, shape: tuple, strides: tuple):
+        self.base, self.esize, self.shape, self.strides = base, esize, shape, strides
+        self._fp = None
 
-def _operand(base: int, esize: int, nrep: int, blk: int, rep: int, lanes: int) -> np.ndarray:
-    """Element indices (nrep, lanes) of an operand in the view of element size ``esize``."""
-    addr = (base + np.arange(nrep, dtype=np.int64)[:, None] * (rep * 32)
-            + _lane_offsets(esize, lanes, blk)[None, :])
-    return addr // esize
+    @classmethod
+    def vector(cls, base: int, esize: int, nrep: int, blk: int, rep: int, lanes: int) -> "_SV":
+        epb = 32 // esize
+        return cls(base, esize, (nrep, lanes // epb, epb), (rep * 32, blk * 32, esize))
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for k in self.shape:
+            n *= k
+        return n
+
+    def idx(self) -> np.ndarray:
+        """Element indices, shape ``(shape[0], rest)``."""
+        e = self.esize
+        out = np.full(self.shape, self.base // e, np.int64)
+        for k, (n, st) in enumerate(zip(self.shape, self.strides)):
+            sh = [1] * len(self.shape)
+            sh[k] = n
+            out = out + (np.arange(n, dtype=np.int64) * (st // e)).reshape(sh)
+        return out.reshape(self.shape[0], -1)
+
+    def footprint(self) -> Footprint:
+        """The UB bytes it covers."""
+        if self._fp is not None:
+            return self._fp
+        if self.size == 0:
+            self._fp = Footprint((), ())
+            return self._fp
+        run, k = self.esize, len(self.shape)
+        while k and (self.shape[k - 1] == 1 or self.strides[k - 1] == run):
+            run *= self.shape[k - 1]
+            k -= 1
+        outer = [(n, st) for n, st in zip(self.shape[:k], self.strides[:k]) if n > 1]
+        if not outer:
+            fp = Footprint.span(self.base, self.base + run)
+        elif len(outer) == 1 and 0 <= outer[0][1] <= run:
+            n, st = outer[0]
+            fp = Footprint.span(self.base, self.base + (n - 1) * st + run)
+        elif len(outer) == 1:  # disjoint runs in ascending order
+            n, st = outer[0]
+            los = self.base + np.arange(n, dtype=np.int64) * st
+            fp = Footprint(los, los + run)
+        else:
+            starts = np.full([n for n, _ in outer], self.base, np.int64)
+            for j, (n, st) in enumerate(outer):
+                sh = [1] * len(outer)
+                sh[j] = n
+                starts = starts + (np.arange(n, dtype=np.int64) * st).reshape(sh)
+            fp = Footprint.of_starts(starts.reshape(-1), run)
+        self._fp = fp
+        return fp
+
+    def distinct(self) -> bool:
+        """No two elements share a byte (a destination written in one go)."""
+        fp = self.footprint()
+        return sum(int(b) - int(a) for a, b in zip(fp.los, fp.his)) == self.size * self.esize
+
+    def same(self, o: "_SV") -> bool:
+        return (self.base, self.esize, self.shape, self.strides) == (o.base, o.esize, o.shape, o.strides)
+
+    def view(self, ub: np.ndarray, dtype) -> np.ndarray:
+        """The elements as a NumPy view of ``ub`` (bounds already checked)."""
+        v = ub.view(dtype)
+        return as_strided(v[self.base // self.esize:], self.shape, self.strides, writeable=True)
 
 
 class _Acc:
-    """One memory access of an instruction: element indices (or a contiguous range) in a space."""
-    __slots__ = ("space", "write", "esize", "idx", "lo", "hi", "what")
+    """One memory access of an instruction: units (UB bytes, GM elements) of a space."""
+    __slots__ = ("space", "write", "fp", "what")
 
-    def __init__(self, space, write, esize, idx=None, lo=0, hi=0, what=""):
-        self.space, self.write, self.esize = space, write, esize
-        self.idx, self.lo, self.hi, self.what = idx, lo, hi, what
+    def __init__(self, space, write, fp: Footprint, what=""):
+        self.space, self.write, self.fp, self.what = space, write, fp, what
+
+
+def _ub_elems(esize: int, idx=None, lo: int = 0, hi: int = 0) -> Footprint:
+    """The UB bytes of element indices ``idx`` (or the element range ``[lo, hi)``) of size ``esize``."""
+    if idx is None:
+        return Footprint.span(lo * esize, hi * esize)
+    return Footprint.of_units(idx, esize)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,15 +292,13 @@ class _Acc:
 # ---------------------------------------------------------------------------------------------
 
 class _Shadow:
-    """Per unit (UB byte / GM element): last writer token and last reader token per pipe."""
+    """Per GM element: last writer token and last reader token per pipe (runs of several
+    blocks only: a GM access conflicting with another block's races whatever the clocks say,
+    so every earlier block's access counts, not only the unordered ones)."""
 
     def __init__(self, n: int):
         self.w = np.zeros(n, np.int32)
-        self.r = np.zeros((4, n), np.int32)
-
-    def reset(self):
-        self.w.fill(0)
-        self.r.fill(0)
+        self.r = np.zeros((len(_PIPE_NAMES), n), np.int32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,8 +335,8 @@ class _Machine:
         self.counts: dict[str, int] = {}
         self.seq = 0
         # hazard state
-        self.ub_shadow = _Shadow(ub_bytes) if check else None
-        self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check else {}
+        self.log = HazardLog(len(_PIPE_NAMES))
+        self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
         cap = 1 << 12
         self.tok_pipe = np.zeros(cap, np.int64)
         self.tok_epoch = np.full(cap, -1, np.int64)
@@ -284,6 +352,10 @@ class _Machine:
         self.block = 0
         self._const: dict = {}
         self.ub_image = None
+        self.batch = None
+        """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
+        self.tape = None
+        """While loop_batch.py records a trip: [(dyn, pipe, accesses, vectorised)] as executed."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -292,6 +364,30 @@ class _Machine:
             v = self.ub.view(ew.np_dtype(dtype))
             self._views[dtype] = v
         return v
+
+    def ub_view(self, sv: "_SV", dtype) -> np.ndarray:
+        """The elements of ``sv`` (a leading trip axis while trips run batched)."""
+        b = self.batch
+        if b is None:
+            return sv.view(self.ub, dtype)
+        flat = b.ub.reshape(-1).view(dtype)
+        return as_strided(flat[(sv.base - b.lo) // sv.esize:], (b.n,) + sv.shape, (b.row,) + sv.strides,
+                          writeable=True)
+
+    def ub_bytes(self, bursts: "_Bursts") -> np.ndarray:
+        b = self.batch
+        if b is None:
+            return bursts.view(self.ub)
+        return as_strided(b.ub.reshape(-1)[bursts.base - b.lo:], (b.n, bursts.n, bursts.length),
+                          (b.row, bursts.stride, 1), writeable=True)
+
+    def gm_bytes_of(self, bursts: "_Bursts", name: str, d) -> np.ndarray:
+        b = self.batch
+        if b is None:
+            return bursts.view(self.gm_bytes[name])
+        delta = b.deltas[id(d.ins)]
+        return as_strided(self.gm_bytes[name][bursts.base + b.c0 * delta:], (b.n, bursts.n, bursts.length),
+                          (delta, bursts.stride, 1), writeable=True)
 
     # -- findings ----------------------------------------------------------------------------
     def fail(self, kind: str, msg: str, dyn: _Dyn | None):
@@ -309,8 +405,7 @@ class _Machine:
                 self.ub.fill(self.ub_init & 0xFF)
                 if self.ub_image is not None:
                     self.ub[: self.ub_image.size] = self.ub_image
-                if self.check:
-                    self.ub_shadow.reset()
+                self.log.reset()  # a fresh UB; GM conflicts across blocks: gm_shadow
             self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
             self.queues = {_V: deque(), _MTE2: deque(), _MTE3: deque()}
             self.flags: dict = {}
@@ -331,17 +426,7 @@ class _Machine:
                 if step == 0:
                     self.findings.append(Finding("invalid", f"loop %{n.var} has step 0", ()))
                     raise _Abort()
-                outer = self.ctx
-                for v in range(start, stop, step):
-                    self._step()
-                    self.env[n.var] = v
-                    self.ctx = outer + ((n.var, v),)
-                    if self.want_trace:
-                        self.seq += 1
-                        self.trace.append(TraceEntry(self.seq, "S", "loop_trip", None, origin=n.origin,
-                                                     block=self.block))
-                    self._body(n.body)
-                self.ctx = outer
+                run_loop(self, n, range(start, stop, step))
             elif isinstance(n, If):
                 try:
                     c = evaluate(n.cond, self.env)
@@ -350,28 +435,42 @@ class _Machine:
                     raise _Abort() from None
                 self._body(n.then_body if c else n.else_body)
 
+    def trip(self, n: Loop, v: int, outer: tuple):
+        """One trip of loop ``n`` with its variable at ``v``, run instruction by instruction."""
+        self._step()
+        self.env[n.var] = v
+        self.ctx = outer + ((n.var, v),)
+        if self.want_trace:
+            self.seq += 1
+            self.trace.append(TraceEntry(self.seq, "S", "loop_trip", None, origin=n.origin, block=self.block))
+        self._body(n.body)
+
     def _step(self):
         self.steps_left -= 1
         if self.steps_left < 0:
             raise StepLimitError(f"the run exceeded {self.max_steps} steps (instructions issued plus "
                                  "loop trips); raise the limit with --max-steps N")
 
-    def _issue(self, ins: Instr):
-        self._step()
+    def args_of(self, ins: Instr) -> dict:
+        """The instruction's operands evaluated as the scalar unit issues it."""
         const = self._const.get(id(ins))
         if const is None:
             const = self._const[id(ins)] = all(_is_const_arg(v) for v in ins.args.values())
-        args = ins.args
-        if not const:
-            kinds = ins.spec.kinds
-            try:
-                args = {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else
-                            tuple(evaluate(x, self.env) for x in v) if kinds.get(k) == "list" else
-                            evaluate(v, self.env))
-                        for k, v in args.items()}
-            except NameError as e:
-                self.findings.append(Finding("invalid", f"'{ins}': {e}", (ins,)))
-                raise _Abort() from None
+        if const:
+            return ins.args
+        kinds = ins.spec.kinds
+        try:
+            return {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else
+                        tuple(evaluate(x, self.env) for x in v) if kinds.get(k) == "list" else
+                        evaluate(v, self.env))
+                    for k, v in ins.args.items()}
+        except NameError as e:
+            self.findings.append(Finding("invalid", f"'{ins}': {e}", (ins,)))
+            raise _Abort() from None
+
+    def _issue(self, ins: Instr):
+        self._step()
+        args = self.args_of(ins)
         self.seq += 1
         dyn = _Dyn(ins, args, self.ctx, self.seq)
         p = _PIPE_IDX[ins.pipe]
@@ -425,6 +524,8 @@ class _Machine:
         if self.want_trace:
             te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), origin=ins.origin, block=self.block)
             self.trace.append(te)
+        if self.tape is not None:
+            self.tape.append([d, p, [], fam in _BATCHED, 0])
         if fam == "sync":
             self._sync(d, p, te)
             return
@@ -518,35 +619,33 @@ class _Machine:
 
     def _accesses(self, d: _Dyn, p: int, accs: list[_Acc]):
         """Bounds-check every access, then check and record hazards (reads first)."""
+        if self.batch is not None:
+            return  # loop_batch.py checked the batched trips beforehand
+        if self.tape is not None:
+            self.tape[-1][2].extend(accs)
         for acc in accs:
             self._bounds(d, acc)
         if not self.check:
             return
         tok = self._token(p, d)
-        self.first_unordered = self._first_unordered(p)
-        for acc in accs:
-            if not acc.write:
-                self._hazard(d, p, tok, acc)
-        for acc in accs:
-            if acc.write:
-                self._hazard(d, p, tok, acc)
+        if self.tape is not None:
+            self.tape[-1][4] = tok
+        cands = self.log.unordered(self.known[p])
+        self.first_unordered = None
+        for write in (False, True):
+            for acc in accs:
+                if acc.write == write and not acc.fp.empty:
+                    self._hazard(d, p, tok, acc, cands)
+                    self.log.add(Record(tok, int(self.epoch[p]), p, write, acc.space, acc.fp))
 
     def _bounds(self, d: _Dyn, acc: _Acc):
-        if acc.idx is not None:
-            if acc.idx.size == 0:
-                acc.lo = acc.hi = 0
-                return
-            lo, hi = int(acc.idx.min()), int(acc.idx.max()) + 1
-        else:
-            lo, hi = acc.lo, acc.hi
+        lo, hi = acc.fp.lo, acc.fp.hi
         if hi <= lo:
             return
         if acc.space == "UB":
-            size = self.ub.size // acc.esize
-            if lo < 0 or hi > size:
+            if lo < 0 or hi > self.ub.size:
                 self.fail("bounds", f"{_desc(d)}: {acc.what} touches UB bytes "
-                          f"[{_h(lo * acc.esize)}, {_h(hi * acc.esize)}) outside the "
-                          f"{self.ub.size // 1024} KiB UB", d)
+                          f"[{_h(lo)}, {_h(hi)}) outside the {self.ub.size // 1024} KiB UB", d)
         else:
             arr = self.gm[acc.space]
             size = arr.size
@@ -555,38 +654,37 @@ class _Machine:
                           f"argument @{acc.space}, which has {size} elements "
                           f"({ew.dtype_name(arr.dtype)}{list(arr.shape)})", d)
 
-    def _hazard(self, d: _Dyn, p: int, tok: int, acc: _Acc):
-        if acc.space == "UB":
-            sh, unit = self.ub_shadow, 1
-            if acc.idx is not None:
-                if acc.esize == 1:
-                    sel = acc.idx.reshape(-1)
-                else:
-                    sel = ((acc.idx.reshape(-1) * acc.esize)[:, None]
-                           + np.arange(acc.esize)[None, :]).reshape(-1)
-            else:
-                sel = slice(acc.lo * acc.esize, acc.hi * acc.esize)
-        else:
-            sh, unit = self.gm_shadow[acc.space], self.gm_esize[acc.space]
-            sel = acc.idx.reshape(-1) if acc.idx is not None else slice(acc.lo, acc.hi)
-        if isinstance(sel, slice) and sel.stop <= sel.start:
-            return
-        if isinstance(sel, np.ndarray) and sel.size == 0:
-            return
+    def _hazard(self, d: _Dyn, p: int, tok: int, acc: _Acc, cands):
         krow = self.known[p]
-        cross_block = acc.space != "UB" and self.block > 0
-        wt = sh.w[sel]
-        self._conflicts(d, p, wt, krow, "RAW" if not acc.write else "WAW", acc, sel, cross_block)
+        kind = "RAW" if not acc.write else "WAW"
+        sh = self.gm_shadow.get(acc.space)
+        if sh is not None:  # several blocks: GM per element, every block's accesses
+            sel = acc.fp.units()
+            cross_block = self.block > 0
+            if self.first_unordered is None:
+                self.first_unordered = self._first_unordered(p)
+            self._conflicts(d, p, sh.w[sel], krow, kind, acc, sel, cross_block)
+            if acc.write:
+                for q in range(len(_PIPE_NAMES)):
+                    if q != p:  # WAR within a pipe: in-order issue
+                        self._conflicts(d, p, sh.r[q][sel], krow, "WAR", acc, sel, cross_block)
+                sh.w[sel] = tok
+                sh.r[:, sel] = 0
+            else:
+                sh.r[p][sel] = tok
+            return
+        if not self.log.may_race(cands, acc.space, acc.write, p, tok, acc.fp):
+            return
+        if self.first_unordered is None:
+            self.first_unordered = self._first_unordered(p)
+        w, r = self.log.paint(self.first_unordered, acc.space, acc.fp)
+        sel = acc.fp.units()
+        loc = sel - acc.fp.lo
+        self._conflicts(d, p, w[loc], krow, kind, acc, sel, False)
         if acc.write:
-            for q in range(4):
-                if q == p:
-                    continue  # WAR within a pipe: in-order issue
-                rt = sh.r[q][sel]
-                self._conflicts(d, p, rt, krow, "WAR", acc, sel, cross_block)
-            sh.w[sel] = tok
-            sh.r[:, sel] = 0
-        else:
-            sh.r[p][sel] = tok
+            for q in range(len(_PIPE_NAMES)):
+                if q != p:
+                    self._conflicts(d, p, r[q][loc], krow, "WAR", acc, sel, False)
 
     def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block):
         if not cross_block and toks.max() < self.first_unordered:
@@ -663,30 +761,41 @@ class _Machine:
     def _vector(self, d: _Dyn, p: int, te, srcs, dst, compute, view_dtype, out_dtype=None):
         """Generic vector step.
 
-        srcs: list of (idx (n, L), act or None, dtype, name); dst: (idx (n, Lo), act or None, name).
-        compute(list of gathered (n, L) arrays, slice of repeats) -> (n, Lo) results.
+        srcs: list of (_SV, act or None, dtype, name); dst: (_SV, act or None, name); act: the
+        active lanes ``(nrep, lanes)``.  compute(list of gathered (n, L) arrays, slice of
+        repeats) -> (n, Lo) results.
         """
-        accs = []
-        for idx, act, dt, name in srcs:
-            sel = idx if act is None else idx[act]
-            accs.append(_Acc("UB", False, DTYPE_SIZES[dt], sel, what=name))
-        didx, dact, dname = dst
-        dsel = didx if dact is None else didx[dact]
-        desize = np.dtype(ew.np_dtype(out_dtype or view_dtype)).itemsize
-        accs.append(_Acc("UB", True, desize, dsel, what=dname))
+        dsv, dact, dname = dst
+        out_dt = out_dtype or view_dtype
+        accs = [_Acc("UB", False, sv.footprint() if act is None else _ub_elems(sv.esize, sv.idx()[act]),
+                     what=name) for sv, act, dt, name in srcs]
+        accs.append(_Acc("UB", True, dsv.footprint() if dact is None else
+                         _ub_elems(dsv.esize, dsv.idx()[dact]), what=dname))
         self._accesses(d, p, accs)
-        nrep = didx.shape[0]
+        nrep = dsv.shape[0]
         if nrep == 0:
             return
-        gathered = []
-        for idx, act, dt, _ in srcs:
-            v = self.view(dt)
-            gathered.append(v[idx if act is None else np.where(act, idx, 0)])
-        outv = self.view(out_dtype or view_dtype)
-        if self._needs_sequential(srcs, dst, desize):
+        dfp = accs[-1].fp
+        if dact is None and all(act is None for _, act, _, _ in srcs) and dsv.distinct() and all(
+                sv.same(dsv) or not acc.fp.overlaps(dfp) for (sv, _, _, _), acc in zip(srcs, accs)):
+            # every lane active, no source read after the destination overwrote it: NumPy views
+            g = [self.ub_view(sv, ew.np_dtype(dt)) for sv, _, dt, _ in srcs]
+            g = [v.reshape(-1, sv.size // nrep) for v, (sv, _, _, _) in zip(g, srcs)]
+            rows = nrep * (self.batch.n if self.batch is not None else 1)
+            res = compute(g, slice(0, rows))
+            dv = self.ub_view(dsv, ew.np_dtype(out_dt))
+            dv[...] = np.asarray(res).reshape(dv.shape)
+            return
+        assert self.batch is None, "loop_batch.py runs only vectorised instructions"
+        if self.tape is not None:
+            self.tape[-1][3] = False  # lanes masked or operands overlapping: not batched
+        didx = dsv.idx()
+        sidx = [(sv.idx(), act, dt, name) for sv, act, dt, name in srcs]
+        outv = self.view(out_dt)
+        if self._needs_sequential(sidx, (didx, dact, dname), dsv.esize):
             for r in range(nrep):
                 g = []
-                for idx, act, dt, _ in srcs:
+                for idx, act, dt, _ in sidx:
                     v = self.view(dt)
                     g.append(v[idx[r:r + 1] if act is None else np.where(act[r:r + 1], idx[r:r + 1], 0)])
                 res = compute(g, slice(r, r + 1))
@@ -695,11 +804,12 @@ class _Machine:
                 else:
                     outv[didx[r:r + 1][dact[r:r + 1]]] = res[dact[r:r + 1]]
             return
+        gathered = [self.view(dt)[idx if act is None else np.where(act, idx, 0)] for idx, act, dt, _ in sidx]
         res = compute(gathered, slice(0, nrep))
         if dact is None:
             outv[didx] = res
         else:
-            outv[dsel] = res[dact]
+            outv[didx[dact]] = res[dact]
 
     def _needs_sequential(self, srcs, dst, desize) -> bool:
         """Does some element written by repeat r feed a source lane of a later repeat?"""
@@ -852,7 +962,7 @@ def _elementwise(m: _Machine, d: _Dyn, p: int, te):
     for o in ops:
         base = _ub_addr(m, d, a, o, 32)
         blk, rep = _ints(m, d, a, [f"{o}_blk_stride", f"{o}_rep_stride"])
-        idx[o] = _operand(base, e, nrep, blk, rep, lanes)
+        idx[o] = _SV.vector(base, e, nrep, blk, rep, lanes)
     srcs = [(idx[o], act, dt, o) for o in ops[1:]]
     if fam == "binary":
         fn = _FN[op]
@@ -890,12 +1000,10 @@ def _vbrcb(m: _Machine, d: _Dyn, p: int, te):
         te.repeats = repeat
     lanes = 256 // e
     epb = 32 // e
-    didx = _operand(dst, e, repeat, blk, rep, lanes)
-    sidx = src // e + np.arange(repeat * 8, dtype=np.int64).reshape(repeat, 8)
-    ssel, dsel = sidx.reshape(-1), didx.reshape(-1)
-    if ssel.size and dsel.size and not (ssel.max() * e + e <= dsel.min() * e or dsel.max() * e + e <= ssel.min() * e):
-        if np.intersect1d(ssel, dsel).size:
-            m.fail("invalid", f"{_desc(d)}: vbrcb dst and src must not overlap [AC 0089]", d)
+    didx = _SV.vector(dst, e, repeat, blk, rep, lanes)
+    sidx = _SV(src, e, (repeat, 8), (8 * e, e))
+    if sidx.footprint().overlaps(didx.footprint()):
+        m.fail("invalid", f"{_desc(d)}: vbrcb dst and src must not overlap [AC 0089]", d)
     udt = {2: "u16", 4: "u32"}[e]
     m._vector(d, p, te, [(sidx, None, udt, "src")], (didx, None, "dst"),
               lambda g, rs: np.repeat(g[0], epb, axis=1), udt)
@@ -931,19 +1039,18 @@ def _reduce(m: _Machine, d: _Dyn, p: int, te):
         te.repeats = nrep
     dst = _ub_addr(m, d, a, "dst", e)
     src = _ub_addr(m, d, a, "src", 32)
-    sidx = _operand(src, e, nrep, sblk, srep, lanes)
+    sidx = _SV.vector(src, e, nrep, sblk, srep, lanes)
     fn = _FN[op]
     ident = _identity(op, dt)
     value_index = a.get("order") == "value_index"
-    r = np.arange(nrep, dtype=np.int64)[:, None]
     if grouped:
-        didx = dst // e + r * (drep * 8) + np.arange(8)[None, :]
+        didx = _SV(dst, e, (nrep, 8), (drep * 8 * e, e))
         dact = None if act is None else act.reshape(nrep, 8, epb).any(axis=2)
     elif value_index:
-        didx = dst // e + r * (drep * 2) + np.arange(2)[None, :]
+        didx = _SV(dst, e, (nrep, 2), (drep * 2 * e, e))
         dact = None if act is None else np.repeat(act.any(axis=1, keepdims=True), 2, axis=1)
     else:
-        didx = dst // e + r * drep
+        didx = _SV(dst, e, (nrep, 1), (drep * e, e))
         dact = None if act is None else act.any(axis=1, keepdims=True)
 
     def compute(g, rs):
@@ -991,9 +1098,8 @@ def _vcpadd(m: _Machine, d: _Dyn, p: int, te):
         te.repeats = nrep
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
-    sidx = _operand(src, e, nrep, sblk, srep, lanes)
-    didx = (dst + np.arange(nrep, dtype=np.int64)[:, None] * (drep * 32)) // e + \
-        np.arange(lanes // 2)[None, :]
+    sidx = _SV.vector(src, e, nrep, sblk, srep, lanes)
+    didx = _SV(dst, e, (nrep, lanes // 2), (drep * 32, e))
     dact = None if act is None else (act[:, 0::2] | act[:, 1::2])
     zero = np.zeros((), ew.np_dtype(dt))
 
@@ -1019,8 +1125,8 @@ def _vconv(m: _Machine, d: _Dyn, p: int, te):
         te.repeats = nrep
     dblk, sblk, drep, srep = _ints(m, d, a, ["dst_blk_stride", "src_blk_stride", "dst_rep_stride",
                                              "src_rep_stride"])
-    didx = _operand(_ub_addr(m, d, a, "dst", 32), de, nrep, dblk, drep, lanes)
-    sidx = _operand(_ub_addr(m, d, a, "src", 32), se, nrep, sblk, srep, lanes)
+    didx = _SV.vector(_ub_addr(m, d, a, "dst", 32), de, nrep, dblk, drep, lanes)
+    sidx = _SV.vector(_ub_addr(m, d, a, "src", 32), se, nrep, sblk, srep, lanes)
     mode = _ROUND[a.get("round", "r")]
     m._vector(d, p, te, [(sidx, act, st, "src")], (didx, act, "dst"),
               lambda g, rs: ew.convert(g[0], ew.np_dtype(dt), mode), dt)
@@ -1028,25 +1134,28 @@ def _vconv(m: _Machine, d: _Dyn, p: int, te):
 
 # -- copies -----------------------------------------------------------------------------------
 
-def _bursts(base: int, n: int, length: int, stride: int) -> tuple:
-    """(index array (n, length) of bytes, or None) and (lo, hi) when contiguous."""
-    if n == 0 or length == 0:
-        return None, (base, base)
-    if stride == length or n == 1:
-        return None, (base, base + (n - 1) * stride + length)
-    return base + np.arange(n, dtype=np.int64)[:, None] * stride + np.arange(length)[None, :], None
+class _Bursts:
+    """``n`` runs of ``length`` bytes, ``stride`` bytes apart, from byte ``base``."""
+    __slots__ = ("base", "n", "length", "stride")
 
+    def __init__(self, base: int, n: int, length: int, stride: int):
+        self.base, self.n, self.length, self.stride = base, n, length, stride
 
-def _gm_units(m: _Machine, name: str, idx, rng):
-    """GM byte selection -> element selection (for bounds and hazards)."""
-    e = m.gm_esize[name]
-    if idx is None:
-        lo, hi = rng
-        return None, (lo // e if lo >= 0 else -((-lo + e - 1) // e), -(-hi // e))
-    if e > 1 and idx[0, 0] % e == 0 and idx.shape[1] % e == 0 and \
-            (idx.shape[0] == 1 or (idx[1, 0] - idx[0, 0]) % e == 0):
-        return idx[:, ::e] // e, None  # whole elements: one unit each
-    return idx // e, None
+    def footprint(self, unit: int = 1) -> Footprint:
+        """The units of ``unit`` bytes touched (GM: elements)."""
+        if self.n == 0 or self.length == 0:
+            return Footprint((), ())
+        if self.stride == self.length or self.n == 1:
+            hi = self.base + (self.n - 1) * self.stride + self.length
+            return Footprint.span(self.base // unit, -(-hi // unit))
+        starts = self.base + np.arange(self.n, dtype=np.int64) * self.stride
+        if unit == 1:
+            return Footprint.of_starts(starts, self.length)
+        return Footprint.of_ranges(starts // unit, -(-(starts + self.length) // unit))
+
+    def view(self, arr: np.ndarray) -> np.ndarray:
+        """The bytes as an ``(n, length)`` view of the byte array ``arr`` (bounds checked)."""
+        return as_strided(arr[self.base:], (self.n, self.length), (self.stride, 1), writeable=True)
 
 
 def _gm_base(m, d, a, name):
@@ -1070,31 +1179,20 @@ def _copy_in(m: _Machine, d: _Dyn, p: int, te):
     name, off = _gm_base(m, d, a, "src")
     dst = _ub_addr(m, d, a, "dst", 32)
     dstride = (-(-length // 32) + dgap) * 32
-    gidx, grng = _bursts(off, n, length, length + sgap)
-    uidx, urng = _bursts(dst, n, length, dstride)
-    pad_e = 0
-    if rpad:
-        pad_e = _esize(m, d, a.get("dtype"))
+    g, u = _Bursts(off, n, length, length + sgap), _Bursts(dst, n, length, dstride)
     if te is not None:
         te.nbytes, te.bursts = n * length, n
-    gu, gr = _gm_units(m, name, gidx, grng)
-    accs = [_Acc(name, False, 1, gu, *(gr or (0, 0)), what="src")]
-    accs.append(_Acc("UB", True, 1, uidx, *(urng or (0, 0)), what="dst"))
+    accs = [_Acc(name, False, g.footprint(m.gm_esize[name]), what="src"),
+            _Acc("UB", True, u.footprint(), what="dst")]
     if rpad:
-        pidx = (dst + length + np.arange(n, dtype=np.int64)[:, None] * dstride
-                + np.arange(rpad * pad_e)[None, :])
-        accs.append(_Acc("UB", True, 1, pidx, what="right pad"))
+        pad = _Bursts(dst + length, n, rpad * _esize(m, d, a.get("dtype")), dstride)
+        accs.append(_Acc("UB", True, pad.footprint(), what="right pad"))
     m._accesses(d, p, accs)
-    gb = m.gm_bytes[name]
-    data = gb[grng[0]:grng[1]] if gidx is None else gb[gidx]
-    if uidx is None:
-        m.ub[urng[0]:urng[1]] = data.reshape(-1) if gidx is not None else data
-    else:
-        m.ub[uidx] = data.reshape(uidx.shape) if gidx is not None else data.reshape(uidx.shape)
-    if rpad:
+    if n and length:
+        m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
+    if rpad and n:
         pv = _scalar_value(m, d, a.get("pad_value", 0), a["dtype"])
-        pbytes = np.frombuffer(np.repeat(pv.reshape(1), rpad).tobytes(), np.uint8)
-        m.ub[pidx] = np.broadcast_to(pbytes, pidx.shape)
+        m.ub_bytes(pad)[...] = np.frombuffer(np.repeat(pv.reshape(1), rpad).tobytes(), np.uint8)
 
 
 def _copy_out(m: _Machine, d: _Dyn, p: int, te):
@@ -1104,20 +1202,13 @@ def _copy_out(m: _Machine, d: _Dyn, p: int, te):
     n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
     name, off = _gm_base(m, d, a, "dst")
     src = _ub_addr(m, d, a, "src", 32)
-    uidx, urng = _bursts(src, n, length, (-(-length // 32) + sgap) * 32)
-    gidx, grng = _bursts(off, n, length, length + dgap)
+    u, g = _Bursts(src, n, length, (-(-length // 32) + sgap) * 32), _Bursts(off, n, length, length + dgap)
     if te is not None:
         te.nbytes, te.bursts = n * length, n
-    gu, gr = _gm_units(m, name, gidx, grng)
-    accs = [_Acc("UB", False, 1, uidx, *(urng or (0, 0)), what="src"),
-            _Acc(name, True, 1, gu, *(gr or (0, 0)), what="dst")]
-    m._accesses(d, p, accs)
-    data = m.ub[urng[0]:urng[1]] if uidx is None else m.ub[uidx]
-    gb = m.gm_bytes[name]
-    if gidx is None:
-        gb[grng[0]:grng[1]] = data.reshape(-1)
-    else:
-        gb[gidx] = data.reshape(gidx.shape)
+    m._accesses(d, p, [_Acc("UB", False, u.footprint(), what="src"),
+                       _Acc(name, True, g.footprint(m.gm_esize[name]), what="dst")])
+    if n and length:
+        m.gm_bytes_of(g, name, d)[...] = m.ub_bytes(u)
 
 
 def _copy_ub(m: _Machine, d: _Dyn, p: int, te):
@@ -1127,18 +1218,13 @@ def _copy_ub(m: _Machine, d: _Dyn, p: int, te):
     n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
-    sidx, srng = _bursts(src, n, length * 32, (length + sgap) * 32)
-    didx, drng = _bursts(dst, n, length * 32, (length + dgap) * 32)
+    sb, db = _Bursts(src, n, length * 32, (length + sgap) * 32), _Bursts(dst, n, length * 32, (length + dgap) * 32)
     if te is not None:
         te.nbytes, te.bursts = n * length * 32, n
-    accs = [_Acc("UB", False, 1, sidx, *(srng or (0, 0)), what="src"),
-            _Acc("UB", True, 1, didx, *(drng or (0, 0)), what="dst")]
+    accs = [_Acc("UB", False, sb.footprint(), what="src"), _Acc("UB", True, db.footprint(), what="dst")]
     m._accesses(d, p, accs)
-    data = m.ub[srng[0]:srng[1]].copy() if sidx is None else m.ub[sidx]
-    if didx is None:
-        m.ub[drng[0]:drng[1]] = data.reshape(-1)
-    else:
-        m.ub[didx] = data.reshape(didx.shape)
+    if n and length:
+        m.ub_bytes(db)[...] = m.ub_bytes(sb).copy()  # the source as it was before the copy
 
 
 # -- scalar unit ----------------------------------------------------------------------------------
@@ -1155,7 +1241,7 @@ def _sload(m: _Machine, d: _Dyn, p: int, te):
     dt = a["dtype"]
     e = _esize(m, d, dt)
     addr = _ub_addr(m, d, a, "addr", e)
-    m._accesses(d, p, [_Acc("UB", False, e, None, addr // e, addr // e + 1, what="addr")])
+    m._accesses(d, p, [_Acc("UB", False, Footprint.span(addr, addr + e), what="addr")])
     m.env[a["dst"].name] = _py(m.view(dt)[addr // e])
 
 
@@ -1164,7 +1250,7 @@ def _sstore(m: _Machine, d: _Dyn, p: int, te):
     dt = a["dtype"]
     e = _esize(m, d, dt)
     addr = _ub_addr(m, d, a, "addr", e)
-    m._accesses(d, p, [_Acc("UB", True, e, None, addr // e, addr // e + 1, what="addr")])
+    m._accesses(d, p, [_Acc("UB", True, Footprint.span(addr, addr + e), what="addr")])
     m.view(dt)[addr // e] = _scalar_value(m, d, a["src"], dt)
 
 

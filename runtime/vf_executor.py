@@ -121,6 +121,7 @@ from pto_compiler.dialects import pto, vf
 from . import elementwise as ew
 from . import reference as golden
 from .executor import ExecutionError, Finding
+from .hazards import Footprint
 from .program import Origin
 
 REG = vf.REG_BYTES
@@ -730,9 +731,9 @@ class _PipeChecker:
         self.m.epoch[p] += 1
         accs = []
         if reads is not None and reads.size:
-            accs.append(ex._Acc("UB", False, 1, idx=reads, what="its source"))
+            accs.append(ex._Acc("UB", False, Footprint.of_units(reads), what="its source"))
         if writes is not None and writes.size:
-            accs.append(ex._Acc("UB", True, 1, idx=writes, what="its destination"))
+            accs.append(ex._Acc("UB", True, Footprint.of_units(writes), what="its destination"))
         if accs:
             self.m._accesses(self._dyn(_Site(op, _op_text(op), pipe), {}), p, accs)
 
@@ -1032,5 +1033,5 @@ def exec_vf_call(m, d, p: int, te) -> None:
     m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
     reads = np.flatnonzero(res.reads & inside)
     writes = np.flatnonzero(res.writes)
-    m._accesses(d, p, [_Acc("UB", False, 1, idx=reads, what="its source"),
-                       _Acc("UB", True, 1, idx=writes, what="its destination")])
+    m._accesses(d, p, [_Acc("UB", False, Footprint.of_units(reads), what="its source"),
+                       _Acc("UB", True, Footprint.of_units(writes), what="its destination")])

@@ -1,0 +1,160 @@
+"""Hazard checking by footprint intervals (the executor's race detector, runtime/executor.py).
+
+The rule (executor.py's docstring) is per unit (UB byte, GM element): an access races with the
+unit's last writer (RAW, WAW) or, when it writes, with the unit's last reader of another pipe
+since that write (WAR), when that earlier access is not known complete by the accessing pipe.
+Instead of shadow arrays updated per unit, every access is kept as a *record*: its token, pipe
+and footprint (sorted disjoint unit intervals).  Vector clocks only grow, so a record that pipe
+``p`` already orders stays ordered: an access of ``p`` can only race with records of pipe ``q``
+whose epoch is past ``known[p][q]`` (a suffix of ``q``'s records).  When none of those overlaps
+the access (the usual case) the access is only recorded.  Otherwise the records from the first
+token ``p`` does not order onward are painted over the access's hull, in issue order, to rebuild
+exactly the last writer and readers of its units (a record ``p`` orders can hide an older one,
+so all are painted), and the per-unit rule runs there: same findings as a shadow per unit.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+
+class Footprint:
+    """Sorted disjoint unit intervals ``[los[i], his[i])`` and their hull ``[lo, hi)``."""
+    __slots__ = ("los", "his", "lo", "hi")
+
+    def __init__(self, los, his):
+        self.los, self.his = los, his
+        self.lo = int(los[0]) if len(los) else 0
+        self.hi = int(his[-1]) if len(his) else 0
+
+    @classmethod
+    def span(cls, lo: int, hi: int) -> "Footprint":
+        return cls((lo,), (hi,)) if hi > lo else cls((), ())
+
+    @classmethod
+    def of_starts(cls, starts: np.ndarray, length: int) -> "Footprint":
+        """The union of ``[s, s + length)`` over ``starts`` (any order, overlaps allowed)."""
+        if length <= 0 or starts.size == 0:
+            return cls((), ())
+        s = np.unique(starts)
+        if s.size == 1:
+            return cls.span(int(s[0]), int(s[0]) + length)
+        e = s + length
+        brk = np.flatnonzero(s[1:] > e[:-1])  # a gap after interval brk
+        los = np.concatenate(([s[0]], s[brk + 1]))
+        his = np.concatenate((e[brk], [e[-1]]))
+        if los.size == 1:
+            return cls.span(int(los[0]), int(his[0]))
+        return cls(los, his)
+
+    @classmethod
+    def of_ranges(cls, los: np.ndarray, his: np.ndarray) -> "Footprint":
+        """The union of ``[los[i], his[i])`` (any order, overlaps allowed)."""
+        keep = his > los
+        los, his = los[keep], his[keep]
+        if los.size == 0:
+            return cls((), ())
+        o = np.argsort(los, kind="stable")
+        los, his = los[o], np.maximum.accumulate(his[o])
+        brk = np.flatnonzero(los[1:] > his[:-1])
+        los, his = np.concatenate((los[:1], los[brk + 1])), np.concatenate((his[brk], his[-1:]))
+        if los.size == 1:
+            return cls.span(int(los[0]), int(his[0]))
+        return cls(los, his)
+
+    @classmethod
+    def of_units(cls, units: np.ndarray, width: int = 1) -> "Footprint":
+        """Units ``[u*width, u*width + width)`` for every ``u`` in ``units``."""
+        return cls.of_starts(np.asarray(units, np.int64).reshape(-1) * width, width)
+
+    @property
+    def empty(self) -> bool:
+        return self.hi <= self.lo
+
+    def overlaps(self, other: "Footprint") -> bool:
+        if other.hi <= self.lo or other.lo >= self.hi or self.empty or other.empty:
+            return False
+        if len(self.los) == 1 or len(other.los) == 1:
+            a, b = (self, other) if len(self.los) == 1 else (other, self)
+            i = bisect_right(b.his, a.lo) if isinstance(b.his, tuple) else \
+                int(np.searchsorted(b.his, a.lo, side="right"))
+            return i < len(b.los) and b.los[i] < a.hi
+        i = np.searchsorted(other.his, self.los, side="right")
+        ok = i < len(other.los)
+        return bool((np.asarray(other.los)[i[ok]] < np.asarray(self.his)[ok]).any())
+
+    def units(self) -> np.ndarray:
+        """Every unit, ascending."""
+        if len(self.los) == 1:
+            return np.arange(self.lo, self.hi, dtype=np.int64)
+        los, his = np.asarray(self.los, np.int64), np.asarray(self.his, np.int64)
+        n = his - los
+        start = np.repeat(los - np.concatenate(([0], np.cumsum(n)[:-1])), n)
+        return start + np.arange(int(n.sum()), dtype=np.int64)
+
+
+class Record:
+    __slots__ = ("tok", "epoch", "pipe", "write", "space", "fp")
+
+    def __init__(self, tok, epoch, pipe, write, space, fp):
+        self.tok, self.epoch, self.pipe, self.write, self.space, self.fp = tok, epoch, pipe, write, space, fp
+
+
+class HazardLog:
+    """Every checked access of a run, per pipe in issue order (see the module docstring)."""
+
+    def __init__(self, npipes: int):
+        self.npipes = npipes
+        self.by_pipe: list[list[Record]] = [[] for _ in range(npipes)]
+        self.epochs: list[list[int]] = [[] for _ in range(npipes)]
+        self.all: list[Record] = []
+        self.toks: list[int] = []
+
+    def reset(self):
+        self.__init__(self.npipes)
+
+    def add(self, rec: Record):
+        self.by_pipe[rec.pipe].append(rec)
+        self.epochs[rec.pipe].append(rec.epoch)
+        self.all.append(rec)
+        self.toks.append(rec.tok)
+
+    def unordered(self, krow) -> list[Record]:
+        """The records of every pipe whose epoch is past what ``krow`` (a pipe's clock) knows."""
+        out = []
+        for q in range(self.npipes):
+            i = bisect_right(self.epochs[q], int(krow[q]))
+            if i < len(self.epochs[q]):
+                out.extend(self.by_pipe[q][i:])
+        return out
+
+    def may_race(self, cands: list[Record], space: str, write: bool, p: int, tok: int, fp: Footprint) -> bool:
+        for r in cands:
+            if r.space != space or r.tok == tok or not (r.write or (write and r.pipe != p)):
+                continue
+            if r.fp.overlaps(fp):
+                return True
+        return False
+
+    def paint(self, first_tok: int, space: str, fp: Footprint):
+        """(last writer, last reader per pipe) of the units of ``fp``'s hull as the records from
+        token ``first_tok`` on leave them (0: no such record)."""
+        lo, hi = fp.lo, fp.hi
+        w = np.zeros(hi - lo, np.int64)
+        r = np.zeros((self.npipes, hi - lo), np.int64)
+        for rec in self.all[bisect_left(self.toks, first_tok):]:
+            f = rec.fp
+            if rec.space != space or f.hi <= lo or f.lo >= hi:
+                continue
+            for a, b in zip(f.los, f.his):
+                a, b = max(int(a), lo) - lo, min(int(b), hi) - lo
+                if b <= a:
+                    continue
+                if rec.write:
+                    w[a:b] = rec.tok
+                    r[:, a:b] = 0
+                else:
+                    r[rec.pipe, a:b] = rec.tok
+        return w, r
