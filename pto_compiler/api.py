@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+from pto_compiler.builder import KernelBuilder  # noqa: F401  (re-exported)
 from pto_compiler.diagnostics import Diagnostic, PtocError, add_sources, quoting, sources_of
 from pto_compiler.targets import Target
 

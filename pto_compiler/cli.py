@@ -195,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the IR after PASS on stderr (repeatable)")
     p.add_argument("--mlir-print-debuginfo", action="store_true",
                    help="print each op's loc(\"file\":line:col) with --emit pto/placed/vf; ptoc reads it back")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (shown on a terminal for runs longer than about a second)")
     p.add_argument("--debug", action="store_true",
                    help="show Python tracebacks of internal errors")
     p.add_argument("--version", action=_VersionAction)
@@ -273,7 +275,12 @@ def _read_input(path: str) -> tuple[str, str]:
             {filename: data.decode("utf-8", errors="replace")}) from None
 
 
-def _write_output(path: str | None, text: str) -> None:
+def _write_output(args: argparse.Namespace, text: str) -> None:
+    """Write the result to ``-o`` or stdout (the progress line is erased first)."""
+    progress = getattr(args, "progress", None)
+    if progress is not None:
+        progress.stop()
+    path = args.output
     if path is None or path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -328,17 +335,63 @@ def _find_function(module, name: str) -> bool:
 
 def _compile(args: argparse.Namespace) -> int:
     from pto_compiler.diagnostics import quoting
-
-    filename, text = _read_input(args.file)
-    with quoting({filename: text}):
-        return _compile_text(args, filename, text)
-
-
-def _compile_text(args: argparse.Namespace, filename: str, text: str) -> int:
-    from pto_compiler import api
     from pto_compiler.timing import HostTimes
 
+    filename, text = _read_input(args.file)
     times = HostTimes()
+    with quoting({filename: text}), Progress(times, not args.quiet and sys.stderr.isatty()) as args.progress:
+        return _compile_text(args, filename, text, times)
+
+
+class Progress:
+    """``ptoc: PHASE... Ns`` on stderr, rewritten in place every quarter second once a run has
+    taken more than :attr:`AFTER` seconds, and erased at the end; only when ``enabled`` (stderr is
+    a terminal and no ``--quiet``)."""
+
+    AFTER = 1.0
+
+    def __init__(self, times, enabled: bool):
+        import threading
+
+        self.times, self.enabled, self.shown = times, enabled, False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True) if enabled else None
+
+    def line(self, elapsed: float) -> str:
+        return f"\r{PROG}: {self.times.current or 'starting'}... {elapsed:.0f}s\x1b[K"
+
+    def _loop(self) -> None:
+        import time
+
+        start = time.monotonic()
+        while not self.done.wait(0.25):
+            elapsed = time.monotonic() - start
+            if elapsed > self.AFTER:
+                sys.stderr.write(self.line(elapsed))
+                sys.stderr.flush()
+                self.shown = True
+
+    def __enter__(self):
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop and erase the line (before ptoc prints its result)."""
+        if self.thread is not None and not self.done.is_set():
+            self.done.set()
+            self.thread.join()
+            if self.shown:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+
+
+def _compile_text(args: argparse.Namespace, filename: str, text: str, times) -> int:
+    from pto_compiler import api
+
     with times.phase("parse"):
         module = api.parse(text, filename)
     target = select_target(args.target, api.module_target_arch(module), filename)
@@ -352,7 +405,7 @@ def _compile_text(args: argparse.Namespace, filename: str, text: str) -> int:
         return _reference(args, module)
     if args.run or args.stats or args.trace:
         return _execute(args, module, target, times)
-    _write_output(args.output, api.emit(module, target, args.emit or DEFAULT_EMIT, entry=args.entry,
+    _write_output(args, api.emit(module, target, args.emit or DEFAULT_EMIT, entry=args.entry,
                                         debuginfo=args.mlir_print_debuginfo, **_options(args)))
     return EXIT_OK
 
@@ -436,7 +489,7 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
                 json.dump(res.stats.chrome_trace(), f)
         except OSError as e:
             raise UsageError(f"cannot write '{args.trace}': {e.strerror or e}") from None
-    _write_output(args.output, "".join(out))
+    _write_output(args, "".join(out))
     if findings:
         from pto_compiler.diagnostics import quote_from_files
 
@@ -479,7 +532,7 @@ def _execute_vf_kernel(args: argparse.Namespace, module, target, values) -> int:
                "(outputs above were computed by the VF executor)\n")
     if args.save_outputs:
         golden.save_outputs(res.outputs, args.save_outputs)
-    _write_output(args.output, "".join(out))
+    _write_output(args, "".join(out))
     if findings:
         for diag in ExecutionError(findings).diagnostics:
             sys.stderr.write(format_diagnostic(diag) + "\n")
@@ -495,7 +548,7 @@ def _reference(args: argparse.Namespace, module) -> int:
     outputs = api.reference(module, values, entry=args.entry)
     if args.save_outputs:
         golden.save_outputs(outputs, args.save_outputs)
-    _write_output(args.output, "".join(line + "\n" for line in golden.describe_outputs(outputs)))
+    _write_output(args, "".join(line + "\n" for line in golden.describe_outputs(outputs)))
     return EXIT_OK
 
 

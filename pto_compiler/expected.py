@@ -35,7 +35,7 @@ def expectations(text: str) -> list[Expected]:
             continue
         for m in _ANNOTATION.finditer(line, comment):
             offset = m.group(2)
-            shift = _OFFSETS.get(offset, int(offset)) if offset else 0
+            shift = (_OFFSETS[offset] if offset in _OFFSETS else int(offset)) if offset else 0
             out.append(Expected(m.group(1), m.group(3), number + shift, (number, m.start() + 1)))
     return out
 

@@ -18,14 +18,16 @@ class HostTimes:
     seconds: dict[str, float] = field(default_factory=dict)
     passes: dict[str, float] = field(default_factory=dict)
     """Seconds per pass, by pass name (``verify``: the op verifiers and pto-verify-target)."""
+    current: str = ""
+    """The phase or pass running now (ptoc's progress line shows it)."""
 
     def phase(self, name: str):
         """Time a ``with`` body into phase ``name`` (added up over repeated phases)."""
-        return _timed(self.seconds, name)
+        return _timed(self, self.seconds, name)
 
     def pass_(self, name: str):
         """Time a ``with`` body into pass ``name``."""
-        return _timed(self.passes, name)
+        return _timed(self, self.passes, name)
 
     def pipeline_callback(self, observe=None):
         """An xDSL ``PassPipeline`` callback that charges the time between callbacks to the pass just
@@ -38,6 +40,7 @@ class HostTimes:
                 self.passes[previous.name] = self.passes.get(previous.name, 0.0) + time.perf_counter() - start
                 if observe is not None:
                     observe(previous.name, module)
+            self.current = _next.name if _next is not None else self.current
             start = time.perf_counter()
 
         return callback
@@ -57,7 +60,8 @@ class HostTimes:
 
 
 @contextmanager
-def _timed(table: dict[str, float], name: str):
+def _timed(times: HostTimes, table: dict[str, float], name: str):
+    times.current = name
     start = time.perf_counter()
     try:
         yield

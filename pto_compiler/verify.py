@@ -16,16 +16,19 @@ from pto_compiler.targets import Target
 
 def op_diagnostics(module: ModuleOp) -> list:
     """One Diagnostic per op whose own verifier fails (nested ops checked individually)."""
+    return [d for op in module.walk() if (d := op_diagnostic(op)) is not None]
+
+
+def op_diagnostic(op):
+    """The located Diagnostic of ``op``'s own verifier, or None when it verifies."""
     from pto_compiler.diagnostics import Diagnostic
 
-    found = []
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException as e:
-            filename, line, col = location_of(op)
-            found.append(Diagnostic(f"'{op.name}' op {_first_line(e)}", filename, line, col))
-    return found
+    try:
+        op.verify(verify_nested_ops=False)
+    except VerifyException as e:
+        filename, line, col = location_of(op)
+        return Diagnostic(f"'{op.name}' op {_first_line(e)}", filename, line, col)
+    return None
 
 
 def _first_line(e: Exception) -> str:

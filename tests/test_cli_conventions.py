@@ -135,3 +135,82 @@ def test_element_type_mismatch_lists_operands_in_the_order_it_names(tmp_path, ca
     assert cli.main([str(src), "--emit", "pto"]) == 1
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{src}:2:8: error: 'pto.tadd' op dst, src0 and src1 must have the same element type (got f32, f32, f16)")
+
+
+# ---- loc(...) round trip, ptoc-opt diagnostics, --verify-diagnostics, progress line ------------------
+
+def test_printed_locations_survive_a_round_trip(tmp_path, capsys, monkeypatch):
+    """ptoc --emit pto --mlir-print-debuginfo k.pto | ptoc - : an error is reported at k.pto's line,
+    quoting k.pto (read from disk), not at the printed text's line."""
+    src = (REPO / "examples" / "softmax.pto").read_text().replace(
+        "pto.trowexpanddiv ins(%e, %s", "pto.trowexpanddiv ins(%e, %e").replace(
+        "!pto.tile_buf<vec, 64x256xf32>, !pto.tile_buf<vec, 64x1xf32, blayout=col_major>) outs(%e : "
+        "!pto.tile_buf<vec, 64x256xf32>)\n    pto.tstore",
+        "!pto.tile_buf<vec, 64x256xf32>, !pto.tile_buf<vec, 64x256xf32>) outs(%e : "
+        "!pto.tile_buf<vec, 64x256xf32>)\n    pto.tstore")
+    path = tmp_path / "k.pto"
+    path.write_text(src)
+    line = next(i for i, text in enumerate(src.split("\n"), 1) if "trowexpanddiv ins(%e, %e" in text)
+    from pto_compiler import api  # the module as parsed (ptoc would refuse to print it: it does not verify)
+
+    text = api.print_module(api.parse(src, str(path)), debuginfo=True)
+    assert f'loc("{path}":{line}:5)' in text
+    r = _run(str(BIN / "ptoc"), "-", "--emit", "pto", stdin=text)
+    assert r.returncode == 1
+    head, quoted, caret = r.stderr.splitlines()[:3]
+    assert head.startswith(f"{path}:{line}:5: error: 'pto.trowexpanddiv' op exactly one of src0 or src1")
+    assert quoted == src.split("\n")[line - 1] and caret == "    ^"
+
+
+def test_ptoc_opt_names_values_as_the_source_does():
+    r = _run(str(BIN / "ptoc-opt"), "examples/vadd.pto", "-p", "pto-lower-a2a3")
+    assert r.returncode == 1
+    assert r.stderr.startswith("examples/vadd.pto:28:5: error: 'pto.tload' op tile %a has no UB address"), r.stderr
+    assert "OpResult" not in r.stderr and "builtin.module" not in r.stderr
+
+
+@pytest.mark.parametrize(("annotation", "code", "report"), [
+    ("// expected-error@+1 {{must have the same element type}}", 0, ""),
+    ("// expected-error@+2 {{must have the same element type}}", 1,
+     'k.pto:1:4: error: expected error "must have the same element type" was not produced'),
+    ("// expected-error@+1 {{no such message}}", 1,
+     'k.pto:1:4: error: expected error "no such message" was not produced'),
+    ("// no annotation", 1, "k.pto:2:6: error: unexpected error: 'pto.tadd' op dst, src0 and src1"),
+])
+def test_verify_diagnostics(tmp_path, annotation, code, report):
+    path = tmp_path / "k.pto"
+    path.write_text(f"{annotation}\n%d = pto.tadd %a, %b : !pto.tile<8x64xf16>, !pto.tile<8x64xf32> -> "
+                    "!pto.tile<8x64xf32>\n")
+    r = subprocess.run([str(BIN / "ptoc-opt"), "k.pto", "--verify-diagnostics", "-o", "/dev/null"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == code, r.stderr
+    assert r.stderr.startswith(report) and (report or not r.stderr), r.stderr
+
+
+def test_expected_offsets():
+    from pto_compiler.expected import expectations
+
+    text = "a\n// expected-error@-1 {{x}}\n// expected-error@above {{y}} expected-error@below {{z}}\nb // expected-error {{w}}"
+    assert [(e.message, e.line, e.at) for e in expectations(text)] == [
+        ("x", 1, (2, 4)), ("y", 2, (3, 4)), ("z", 4, (3, 31)), ("w", 4, (4, 6))]
+
+
+def test_progress_line_only_on_a_terminal_and_not_with_quiet(monkeypatch):
+    from pto_compiler.timing import HostTimes
+
+    made = []
+    real = cli.Progress
+
+    class Spy(real):
+        def __init__(self, times, enabled):
+            made.append(enabled)
+            super().__init__(times, enabled)
+
+    monkeypatch.setattr(cli, "Progress", Spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    for argv in (["examples/vadd.pto", "--emit", "pto"], ["examples/vadd.pto", "--emit", "pto", "--quiet"]):
+        assert cli.main(argv) == 0
+    assert made == [True, False]
+    times = HostTimes()
+    with times.pass_("pto-plan-memory"):
+        assert real(times, False).line(2.4) == "\rptoc: pto-plan-memory... 2s\x1b[K"
