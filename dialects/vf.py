@@ -1699,6 +1699,38 @@ def lookup_vf_func(anchor: Operation, name: str) -> VfFuncOp | None:
     return None
 
 
+class VfSymbols:
+    """:func:`lookup_vf_func` for a pass that resolves many calls: the vf.funcs of every block by
+    name, gathered in one walk of ``root``, so a lookup climbs the enclosing blocks without
+    scanning them (a kernel of n tile ops has n VFs and n calls).  :meth:`add` / :meth:`remove`
+    keep it true while the pass inserts and erases vf.funcs."""
+
+    def __init__(self, root: Operation):
+        self._by_block: dict[Block, dict[str, list[VfFuncOp]]] = {}
+        for op in root.walk():
+            if isinstance(op, VfFuncOp):
+                self.add(op)
+
+    def add(self, fn: VfFuncOp) -> None:
+        self._by_block.setdefault(fn.parent_block(), {}).setdefault(fn.sym_name.data, []).append(fn)
+
+    def remove(self, fn: VfFuncOp) -> None:
+        same = self._by_block[fn.parent_block()][fn.sym_name.data]
+        same[:] = [f for f in same if f is not fn]
+
+    def lookup(self, anchor: Operation, name: str) -> VfFuncOp | None:
+        op: Operation | None = anchor
+        while op is not None:
+            block = op.parent_block()
+            if block is None:
+                break
+            found = self._by_block.get(block, {}).get(name)
+            if found:  # several of one name in a block: the first in block order, as lookup_vf_func
+                return found[0] if len(found) == 1 else next(o for o in block.ops if any(o is f for f in found))
+            op = block.parent_op()
+        return None
+
+
 @irdl_op_definition
 class VfCallOp(IRDLOperation):
     """``vf.call @name(%a, ...) : (T, ...) -> ()``: one VF launch (asc_vf_call); scalars are PB parameters."""

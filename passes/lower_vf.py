@@ -956,6 +956,7 @@ class _VfProgramLowering(A._FnLowering):
     def __init__(self, fn, target, scalars=None):
         super().__init__(fn, target, scalars)
         self.vf_funcs: dict = {}
+        self.symbols = vf.VfSymbols(fn.parent_op() or fn)
 
     def set_mask(self, want):  # no vector mask register on the VF path
         self.mask = want
@@ -980,7 +981,7 @@ class _VfProgramLowering(A._FnLowering):
         self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
 
     def lower_vf_call(self, op: vf.VfCallOp):
-        fn = op.resolve()
+        fn = self.symbols.lookup(op, op.callee_name)
         if fn is None:
             self.fail(f"calls unknown vf.func @{op.callee_name}")
         self.vf_funcs[op.callee_name] = fn

@@ -142,19 +142,33 @@ def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
     return True
 
 
-def _dead_after(call: vf.VfCallOp, tile: SSAValue) -> bool:
-    """Nothing reads ``tile`` after ``call``: a tile the kernel allocates, a call outside loops,
-    no later op of the function using the tile (a forwarded store to it is then dead)."""
-    if not isinstance(tile.owner, Operation) or tile.owner.name != "pto.alloc_tile":
-        return False
-    if call.parent_op() is None or call.parent_op().name != "func.func":
-        return False
-    later = call.next_op
-    while later is not None:
-        if any(v is tile for o in later.walk() for v in o.operands):
+class _Uses:
+    """Where each tile is last used: the index of the top-level op of its function that uses it
+    (in an operand anywhere inside), from one walk before the pass changes anything.  Fusing calls
+    keeps the set of tiles the ops after any point use (a fused call takes both calls' operands and
+    stands where the second stood; only set_flags and barriers, which use no tile, move or go), so
+    the indices stay true: a fused call takes its second call's index."""
+
+    def __init__(self, module: ModuleOp):
+        self.index: dict[Operation, int] = {}
+        self.last: dict[SSAValue, int] = {}
+        for fn in module.walk():
+            if fn.name != "func.func" or not fn.regions[0].blocks:
+                continue
+            for i, top in enumerate(fn.regions[0].blocks[0].ops):
+                self.index[top] = i
+                for o in top.walk():
+                    for v in o.operands:
+                        self.last[v] = i
+
+    def dead_after(self, call: vf.VfCallOp, tile: SSAValue) -> bool:
+        """Nothing reads ``tile`` after ``call``: a tile the kernel allocates, a call outside loops,
+        no later op of the function using the tile (a forwarded store to it is then dead)."""
+        if not isinstance(tile.owner, Operation) or tile.owner.name != "pto.alloc_tile":
             return False
-        later = later.next_op
-    return True
+        if call.parent_op() is None or call.parent_op().name != "func.func":
+            return False
+        return self.last.get(tile, -1) <= self.index[call]
 
 
 @dataclass(frozen=True)
@@ -165,10 +179,22 @@ class VfFuseLaunchesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         calls = [o for o in op.walk() if isinstance(o, vf.VfCallOp)]
-        launches = Counter(c.callee_name for c in calls)  # callee -> its calls (a VF with none is erased)
+        _Fuser(op).run(calls)
+
+
+class _Fuser:
+    """One run of the pass: the module's vf.funcs by name (:class:`vf.VfSymbols`), the launches
+    per VF (a VF with none is erased) and the tiles' last uses, each gathered once."""
+
+    def __init__(self, module: ModuleOp):
+        self.symbols = vf.VfSymbols(module)
+        self.launches = Counter(c.callee_name for c in module.walk() if isinstance(c, vf.VfCallOp))
+        self.uses = _Uses(module)
+
+    def run(self, calls: list[vf.VfCallOp]) -> None:
         i = 0
         while i < len(calls):
-            fused = self._fuse_after(calls[i], launches)
+            fused = self.fuse_after(calls[i])
             if fused is None:
                 i += 1
                 continue
@@ -177,7 +203,7 @@ class VfFuseLaunchesPass(ModulePass):
             calls[i:i + 2] = [fused]
             i = max(i - 1, 0)
 
-    def _fuse_after(self, first: vf.VfCallOp, launches: Counter) -> vf.VfCallOp | None:
+    def fuse_after(self, first: vf.VfCallOp) -> vf.VfCallOp | None:
         """Fuse ``first`` with the next launch of its block; the fused call, or None."""
         between: list[Operation] = []
         second = first.next_op
@@ -190,16 +216,19 @@ class VfFuseLaunchesPass(ModulePass):
             second = second.next_op
         if second is None:
             return None
-        a = _flat(vf.lookup_vf_func(first, first.callee_name))
-        b = _flat(vf.lookup_vf_func(second, second.callee_name))
+        a = _flat(self.symbols.lookup(first, first.callee_name))
+        b = _flat(self.symbols.lookup(second, second.callee_name))
         if a is None or b is None or a.key != b.key:
             return None
         name = f"{a.fn.sym_name.data}_{b.fn.sym_name.data}"
         fn, operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
         a.fn.parent_block().insert_op_before(fn, a.fn)
+        self.symbols.add(fn)
         block = second.parent_block()
         call = last = vf.VfCallOp(name, operands)
         block.insert_op_before(last, second)
+        if second in self.uses.index:
+            self.uses.index[call] = self.uses.index[second]
         for o in between:
             if o.name == "pto.set_flag":
                 o.detach()
@@ -210,12 +239,12 @@ class VfFuseLaunchesPass(ModulePass):
         block.erase_op(second)
         first.parent_block().erase_op(first)
         for st in forwarded:
-            if _dead_after(call, operands[list(fn.args).index(st.tile)]):
+            if self.uses.dead_after(call, operands[list(fn.args).index(st.tile)]):
                 st.parent_block().erase_op(st)
-        launches[name] += 1
+        self.launches[name] += 1
         for f in (a.fn, b.fn):
-            launches[f.sym_name.data] -= 1
-            if not launches[f.sym_name.data]:
+            self.launches[f.sym_name.data] -= 1
+            if not self.launches[f.sym_name.data]:
+                self.symbols.remove(f)
                 f.parent_block().erase_op(f)
         return call
-
