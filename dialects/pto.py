@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -1248,6 +1248,20 @@ class PartitionViewOp(IRDLOperation):
         if isinstance(rt, PartitionTensorViewType) and isinstance(st, TensorViewType):
             if rt.element_type != st.element_type:
                 raise VerifyException("partition element type must equal the tensor view's")
+        self._verify_constant_bounds()
+
+    def _verify_constant_bounds(self) -> None:
+        """Constant offsets and sizes of a view of constant shape stay inside it (else every run
+        would read or write GM the view does not cover)."""
+        view = self.source[0].owner
+        if not isinstance(view, MakeTensorViewOp) or len(view.shape_) != len(self.offsets):
+            return
+        for k, (dim, off, size) in enumerate(zip(view.shape_, self.offsets, self.sizes)):
+            d, o, n = (constant_int(v) for v in (dim, off, size))
+            if o is not None and o < 0:
+                raise VerifyException(f"offset {o} of dimension {k} is negative")
+            if d is not None and o is not None and n is not None and o + n > d:
+                raise VerifyException(f"partition [{o}, {o + n}) of dimension {k} is past the view's extent {d}")
 
 
 @irdl_op_definition
@@ -1491,6 +1505,16 @@ PTO = Dialect(
     [TileType, TileBufType, TensorViewType, PartitionTensorViewType, PtrType, *RAW_ATTRS.values(),
      *RAW_TYPES.values()],
 )
+
+
+def constant_int(value: SSAValue) -> int | None:
+    """The integer an ``arith.constant`` defines, else None."""
+    owner = value.owner
+    if isinstance(owner, Operation) and owner.name == "arith.constant":
+        v = owner.properties.get("value", owner.attributes.get("value"))
+        if isinstance(v, IntegerAttr):
+            return v.value.data
+    return None
 
 
 def view_root(value: SSAValue) -> SSAValue:

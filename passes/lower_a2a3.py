@@ -95,6 +95,7 @@ from pto_compiler.runtime.program import (
     canonical_dtype, is_const,
 )
 from pto_compiler.targets import A2A3, Target
+from pto_compiler.passes.tile_access import fixed_ub_range
 
 __all__ = ["lower_to_program", "lower_module", "program_of", "LowerA2A3Pass", "float_sum_outputs"]
 
@@ -1793,20 +1794,31 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
     tainted: set = set()  # SSA values (tiles, GM pointers) that carry a float sum
 
     roots = pto.view_root
+    ranges: list[tuple[int, int]] = []  # UB bytes of tainted tiles placed by hand: their aliases read them
+
+    def carries(v) -> bool:
+        r = fixed_ub_range(v)
+        return roots(v) in tainted or (r is not None and any(lo < r[1] and r[0] < hi for lo, hi in ranges))
+
+    def taint(values) -> None:
+        for v in values:
+            tainted.add(roots(v))
+            r = fixed_ub_range(v)
+            if r is not None:
+                ranges.append(r)
 
     for _ in range(4):
-        before = len(tainted)
+        before = len(tainted), len(ranges)
         for op in fn.walk():
             if isinstance(op, pto.TileOp):
-                srcs = [roots(v) for v in op.ins]
-                dsts = [roots(v) for v in (*op.outs, *op.res)]
+                dsts = (*op.outs, *op.res)
                 is_sum = op.name in ("pto.trowsum", "pto.tcolsum") and op.dst_type is not None and \
                     pto.is_float(op.dst_type.element_type)
                 if op.name == "pto.tstore":
-                    if any(s in tainted for s in srcs[:1]):
-                        tainted.update(dsts)
-                elif is_sum or any(s in tainted for s in srcs):
-                    tainted.update(dsts)
+                    if any(carries(s) for s in op.ins[:1]):
+                        taint(dsts)
+                elif is_sum or any(carries(s) for s in op.ins):
+                    taint(dsts)
             elif isinstance(op, (scf.YieldOp,)):
                 parent = op.parent_op()
                 if parent is not None:
@@ -1818,7 +1830,7 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
                 for init, barg, res in zip(op.iter_args, body.args[1:], op.res):
                     if roots(init) in tainted or res in tainted:
                         tainted.update((barg, res))
-        if len(tainted) == before:
+        if (len(tainted), len(ranges)) == before:
             break
     out = set()
     for s in specs:

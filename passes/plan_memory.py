@@ -40,6 +40,11 @@ overlap with a tile live at the same time is an error.  Each address is copied i
 8 KiB ``TMP_UB_OFFSET`` buffer ``[184 KiB, 192 KiB)``: no tile live across such an op (or used
 by it) is placed there; without such an op the range is ordinary UB.
 
+**Reads** (passes/tile_reads_check.py, once every buffer has its bytes): a tile op reading a
+tile nothing wrote, a tmp's leftovers, or a value another tile at the same bytes overwrote
+unread (a clobber, not an alias), and a destination partially overlapping its own source, are
+located errors.
+
 Located errors: an address that is not an ``arith.constant`` (e.g. a loop-dependent
 ``pto.tassign %t, %addr``: not supported by pto-plan-memory yet), two different addresses for
 one buffer, a misaligned address, a tile past the end of UB, a fixed tile overlapping another
@@ -73,6 +78,7 @@ from pto_compiler.passes.tile_access import (
     tmp_operands,
     uses_scratch,
 )
+from pto_compiler.passes.tile_reads_check import TileReadsCheck
 from pto_compiler.passes.tmp_strategy import resolve_target
 from pto_compiler.targets import Target
 
@@ -526,9 +532,11 @@ class _Planner:
 
     def run(self) -> None:
         self.collect()
-        self._block(self.fn.body.block, [])
+        exits = self._block(self.fn.body.block, [])
         self.liveness()
         addr = self.plan() if self.vars else {}
+        if self.vars:
+            TileReadsCheck(self, addr).run(exits)
         roots = sorted(self.group_vars) if self.vars else []
         for v in self.vars:
             if v.kind == "alloc":

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pto_compiler.dialects import pto
+from pto_compiler.dialects.pto import constant_int
 
 PIPE_S = "PIPE_S"
 PIPE_V = "PIPE_V"
@@ -165,12 +166,18 @@ def in_place_safe(op: Operation) -> bool:
     return True
 
 
-def constant_int(value: SSAValue) -> int | None:
-    """The integer an ``arith.constant`` defines, else None."""
+def fixed_ub_range(value: SSAValue) -> tuple[int, int] | None:
+    """``[addr, addr + nbytes)`` of a tile the source itself places at a constant UB address
+    (``alloc_tile addr = %c``, a ``pto.tassign`` result), before pto-plan-memory; else None."""
     owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
+    addr = None
+    if isinstance(owner, pto.AllocTileOp) and owner.addr is not None:
+        addr = constant_int(owner.addr)
+    elif isinstance(owner, pto.TAssignOp):
+        addr = owner.static_addr if owner.static_addr is not None else constant_int(owner.addr_value[0])
+    if addr is None or not isinstance(value.type, pto.TileLikeType):
+        return None
+    return (addr, addr + value.type.nbytes)
 
 
 def _yields(region_op: Operation) -> Iterator[scf.YieldOp]:

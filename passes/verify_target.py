@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.diagnostics import Diagnostic, PtocError, location_of
+from pto_compiler.diagnostics import Diagnostic, PtocError, argument_location, location_of, sources_of
 from pto_compiler.dialects.pto import ConvertOp, TileBufType, TileLikeType, TileOp
 from pto_compiler.targets import Target, lookup_target
 
@@ -65,8 +65,10 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
                 for arg in block.args:
                     t = arg.type
                     if isinstance(t, TileLikeType) and t.nbytes > target.ub_bytes:
-                        found.append(_diag(op, f"tile argument of {t.nbytes} bytes does not fit in the "
-                                               f"{target.name} UB ({target.ub_bytes // 1024} KiB)"))
+                        name = arg.name_hint or f"arg{arg.index}"
+                        found.append(Diagnostic(f"tile argument %{name} of {t.nbytes} bytes does not fit in "
+                                                f"the {target.name} UB ({target.ub_bytes // 1024} KiB)",
+                                                *argument_location(op, name, sources_of(module))))
     return found
 
 

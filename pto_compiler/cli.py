@@ -545,7 +545,7 @@ def _reference(args: argparse.Namespace, module) -> int:
     from pto_compiler.runtime import reference as golden
 
     values = api.load_inputs(module, args.input or (), args.seed or 0, entry=args.entry)
-    outputs = api.reference(module, values, entry=args.entry)
+    outputs = api.reference(module, values, entry=args.entry, max_steps=args.max_steps)
     if args.save_outputs:
         golden.save_outputs(outputs, args.save_outputs)
     _write_output(args, "".join(line + "\n" for line in golden.describe_outputs(outputs)))

@@ -7,6 +7,7 @@ library users get the exception and can format or inspect it themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -130,6 +131,19 @@ def quote_from_files(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 _QUOTE_BLANKS = str.maketrans({c: " " for c in "\r\f\v\x1c\x1d\x1e\x85\u2028\u2029"})
 """Characters str.splitlines() would break at but the lexer does not: shown as a space, so the
 quoted line and the caret column agree with the lexer's (which counts only \\n)."""
+
+
+def argument_location(op, name: str, sources: Mapping[str, str]) -> tuple[str, int, int]:
+    """Where ``%name:`` is declared in the signature that starts at ``op``'s line (block arguments
+    carry no location of their own), found in ``sources`` (file name -> text), else ``op``'s location."""
+    filename, line, col = location_of(op)
+    lines = sources.get(filename, "").split("\n")
+    pattern = re.compile(rf"%{re.escape(name)}\s*:")
+    for k in range(max(line - 1, 0), min(line + 19, len(lines))):
+        m = pattern.search(lines[k], col - 1 if k == line - 1 else 0)
+        if m:
+            return (filename, k + 1, m.start() + 1)
+    return (filename, line, col)
 
 
 def format_diagnostic(diag: Diagnostic, source_lines: list[str] | None = None) -> str:

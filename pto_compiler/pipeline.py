@@ -279,7 +279,7 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
     except StepLimitError as e:
         raise _usage(str(e)) from None
     except ExecutionError as e:
-        if e.result is None or any(f.kind != "race" for f in e.findings):
+        if e.result is None or any(f.kind not in ("race", "sync") for f in e.findings):
             raise
         r, findings = e.result, list(e.findings)
     st = cycles.simulate(r.trace, program.target) if stats else None
@@ -334,7 +334,8 @@ def gm_inputs(values: dict) -> dict:
     return {k: v for k, v in values.items() if isinstance(v, np.ndarray) and v.ndim > 0}
 
 
-def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1) -> dict:
+def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1,
+                   max_steps: int | None = None) -> dict:
     """The golden model's outputs for ``--run``: the kernel evaluated once per block, in turn, on
     one GM, as the executor runs it."""
     from pto_compiler.runtime import reference as golden
@@ -342,7 +343,7 @@ def golden_outputs(module, values: dict, entry: str | None = None, blocks: int =
     current = dict(values)
     out: dict = {}
     for b in range(blocks):
-        out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks)
+        out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks, max_steps=max_steps)
         for name, arr in out.items():
             if name in current and not name.startswith("result"):
                 current[name] = arr

@@ -98,7 +98,8 @@ _S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
 @dataclass
 class Finding:
     kind: str
-    """``race``, ``deadlock``, ``bounds``, ``align`` or ``invalid``."""
+    """``race``, ``deadlock``, ``bounds``, ``align``, ``invalid`` or ``sync`` (a set_flag never
+    waited for); races and ``sync`` findings let the run finish."""
     message: str
     instrs: tuple = ()
     """The instructions involved (the later one last)."""
@@ -412,6 +413,17 @@ class _Machine:
             self.ctx: tuple = ()
             self._body(self.p.body)
             self._drain_or_deadlock(None)
+            self._unwaited_flags()
+
+    def _unwaited_flags(self):
+        """A set_flag nothing waited for by the kernel's end: the event stays pending on the
+        hardware (the next kernel's first wait on it passes too early), so it is a finding."""
+        for key, q in self.flags.items():
+            if q:
+                _, d = q[0]
+                self.findings.append(Finding(
+                    "sync", f"{_desc(d)}{_ctx_text(d)} is never waited for: the kernel ends with "
+                            f"{len(q)} set_flag {key[0]}->{key[1]} id={key[2]} pending", (d.ins,)))
 
     def _body(self, body):
         for n in body:
@@ -559,7 +571,7 @@ class _Machine:
         if op == "set_flag":
             snap = self.known[p].copy()
             snap[p] = self.epoch[p]
-            self.flags.setdefault(key, deque()).append(snap)
+            self.flags.setdefault(key, deque()).append((snap, d))
         else:  # wait_flag
             q = self.flags.get(key)
             if not q:
@@ -573,7 +585,7 @@ class _Machine:
                         f"was issued before it (the scalar unit stops here)" + _ctx_text(d),
                         (d.ins,)))
                     raise _Abort()
-            snap = q.popleft()
+            snap, _ = q.popleft()
             np.maximum(self.known[p], snap, out=self.known[p])
 
     def _mask(self, d: _Dyn):

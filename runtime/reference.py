@@ -15,6 +15,13 @@ Data model
   are unspecified), except where an ISA page says otherwise; what is outside is never an
   output, since tstore and L1 results take the valid region only.  New tiles (``alloc_tile``,
   L1 results) start as zeros.
+* **UB aliasing** (issue 12): a tile the source places itself (``alloc_tile addr = %a``,
+  ``pto.tassign``, at the address the run computes) is a typed view of the block's UB byte
+  array at that address, in the physical order of its blayout; tiles bound to the same or
+  overlapping bytes share them, so a reinterpretation (a 16x1 ColMajor tile read as 1x16
+  RowMajor, an f32 tile read as i32) gives the bytes the hardware holds, and a tassign moves the
+  name, not the data.  The UB starts as zeros.  Tiles the planner places stay separate arrays:
+  pto-plan-memory gives them disjoint bytes while they are live, so sharing is unobservable.
 * **GM arguments** (``!pto.ptr<T>``) are flat 1-D arrays; a tensor view adds a shape and
   element strides, a partition view offsets and sizes.  The partition's elements, in C
   order, are the tile's valid elements in row-major order: for the usual
@@ -94,6 +101,7 @@ from xdsl.utils.exceptions import VerifyException
 from pto_compiler.diagnostics import Diagnostic, PtocError, op_error
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
+from pto_compiler.targets import TARGETS
 
 __all__ = [
     "Tile", "GMArray", "TensorView", "PartitionView", "ArgSpec", "evaluate", "make_inputs",
@@ -105,6 +113,9 @@ FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
 """Float sums (row/col reductions) compare as ``|got - ref| <= rtol * (|ref| + 1)`` (issue 4)."""
 
 MAX_CALL_DEPTH = 64
+
+UB_BYTES = max(t.ub_bytes for t in TARGETS.values())
+"""The golden model's UB per block: the largest target's (each target's own limit is pto-plan-memory's)."""
 
 
 def usage_error(message: str) -> PtocError:
@@ -600,12 +611,17 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
 class Evaluator:
     """Walks a module's functions; one instance per ``evaluate`` call."""
 
-    def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1):
+    def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None):
         self.module = module
+        self.steps_left = max_steps
+        self.max_steps = max_steps
+        """Ops evaluated plus loop trips the run may take (``--max-steps``, as the executor counts)."""
         self.funcs = {_fname(f): f for f in _functions(module)}
         self.depth = 0
         self.block = (block_idx, block_num)
         """What ``pto.get_block_idx``/``get_block_num`` read: the kernel runs once per block."""
+        self.ub: np.ndarray | None = None
+        """The block's Unified Buffer bytes, made when the first tile is bound to an address."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -637,7 +653,15 @@ class Evaluator:
         return self.run_block(region.blocks[0], args, env)
 
     # ---- one op --------------------------------------------------------------------
+    def step(self) -> None:
+        if self.steps_left is not None:
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise usage_error(f"the golden model stopped after {self.max_steps} steps (ops evaluated plus "
+                                  "loop trips); raise the limit with --max-steps N")
+
     def eval_op(self, op: Operation, env: dict) -> None:
+        self.step()
         try:
             self._eval_op(op, env)
         except PtocError:
@@ -691,11 +715,17 @@ class Evaluator:
             vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
             if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
                 raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
-            env[op.result] = new_tile(t, (vr, vc))
+            if op.addr is not None:
+                env[op.result] = Tile(t, self.ub_view(op, t, int(env[op.addr])), (vr, vc))
+            else:
+                env[op.result] = new_tile(t, (vr, vc))
             return
         if isinstance(op, pto.TAssignOp):
+            tile = self.tile(op, op.tile[0], env)
+            addr = op.static_addr
+            tile.data = self.ub_view(op, tile.type, int(env[op.addr_value[0]]) if addr is None else addr)
             if op.result:
-                env[op.result[0]] = env[op.tile[0]]
+                env[op.result[0]] = tile
             return
         if type(op) in pto.SYNC_OPS.values():
             return  # events, flags and barriers: no effect on values
@@ -703,6 +733,25 @@ class Evaluator:
             env[op.results[0]] = self.block[name == "pto.get_block_num"]
             return
         raise op_error(op, "has no semantics in ptoc yet")
+
+    def ub_view(self, op: Operation, t: pto.TileLikeType, addr: int) -> np.ndarray:
+        """The tile ``t`` at UB byte ``addr`` as a ``rows x cols`` view of the block's UB bytes, in
+        the physical order of its blayout (RowMajor: element (r, c) at ``(r*cols + c)*sizeof(T)``,
+        ColMajor: ``(c*rows + r)*sizeof(T)``, pto_isa.md §2), so that tiles bound to the same or
+        overlapping bytes read what the others wrote, as on the hardware."""
+        if t.slayout.data != "none_box":
+            raise op_error(op, f"a {t.slayout.data} (boxed) tile bound to a UB address has no semantics in "
+                               "ptoc yet")
+        if self.ub is None:
+            self.ub = np.zeros(UB_BYTES, dtype=np.uint8)
+        n = t.rows * t.cols * t.elem_bytes
+        if addr < 0 or addr + n > UB_BYTES:
+            raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
+                               f"{UB_BYTES // 1024} KiB UB")
+        flat = self.ub[addr:addr + n].view(E.np_dtype(t.dtype))
+        if t.is_row_major:
+            return flat.reshape(t.rows, t.cols)
+        return flat.reshape(t.cols, t.rows).T
 
     def eval_for(self, op: scf.ForOp, env: dict) -> None:
         lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))
@@ -715,6 +764,7 @@ class Evaluator:
         values = [env[v] for v in op.iter_args]
         body = op.body.blocks[0]
         for i in range(lb, ub, step):
+            self.step()
             values = self.run_block(body, [i, *values], env)
         for r, v in zip(op.res, values):
             env[r] = v
@@ -1131,9 +1181,10 @@ def check_inputs(module: ModuleOp, inputs: Mapping[str, object], entry: str | No
 
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
-             block_idx: int = 0, block_num: int = 1) -> dict[str, np.ndarray]:
+             block_idx: int = 0, block_num: int = 1, max_steps: int | None = None) -> dict[str, np.ndarray]:
     """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
-    by name (GM outputs, then ``resultN``).
+    by name (GM outputs, then ``resultN``).  More than ``max_steps`` ops evaluated plus loop trips
+    (default: the executor's ``--max-steps`` default) is a usage error (exit 2).
 
     ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
     the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
@@ -1141,7 +1192,11 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     """
     fn = select_entry(module, entry)
     specs, args, gms = _bind_inputs(fn, inputs)
-    ev = Evaluator(module, block_idx, block_num)
+    if max_steps is None:
+        from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS  # one default for both models
+
+        max_steps = DEFAULT_MAX_STEPS
+    ev = Evaluator(module, block_idx, block_num, max_steps)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}

@@ -1,0 +1,194 @@
+"""What pto-plan-memory checks about each tile read once every buffer has its UB bytes (issue 15).
+
+A forward may-analysis over the planner's control-flow graph (one node per tile op, loops and
+branches as the planner builds them) tracks, per tile variable:
+
+* **written**: some path wrote it (or, for tiles placed by hand, bytes it overlaps);
+* **tmp garbage**: the last write of its bytes on some path was a *tmp* operand (scratch the op
+  leaves undefined, tile_access.py);
+* **own writes not yet read**, and those **lost**: overwritten through *another* tile placed at
+  the same bytes before anything read them.
+
+A tile op reading a tile is a located error when nothing has written it on any path, when on some
+path its bytes are a tmp's leftovers, or when what its own name last wrote was lost.  The last rule
+separates a clobber from intended aliasing: manual code reinterprets bytes (a 16x1 tile read as
+1x16) or updates a loop-carried value through a second name (PyPTO's level-3 output), and in both
+the value written under one name is read under another, or was read before being replaced; a
+clobber is two tiles holding different live values in the same bytes, which shows as a value
+written under a name, overwritten under another name unread, then read under the first name.
+
+Per tile op, a destination (or tmp) whose bytes partially overlap one of its sources is an error,
+and so is the exact same bytes when the op cannot work in place (tile_access.in_place_safe).  Only
+tiles placed by hand can overlap this way; the planner keeps the others apart.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+
+from pto_compiler.diagnostics import location_of, op_error
+from pto_compiler.dialects import pto
+from pto_compiler.passes.tile_access import in_place_safe, tile_reads, tmp_operands
+
+
+def _bits(mask: int):
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class _State:
+    __slots__ = ("written", "garbage", "pending", "lost")
+
+    def __init__(self, written=0, garbage=frozenset(), pending=frozenset(), lost=frozenset()):
+        self.written = written
+        self.garbage = garbage  # (var, tmp node)
+        self.pending = pending  # (var, write node): written under its own name, not read since
+        self.lost = lost  # (var, write node, clobbering node, clobbering var)
+
+    def join(self, other: _State) -> _State:
+        return _State(self.written | other.written, self.garbage | other.garbage,
+                      self.pending | other.pending, self.lost | other.lost)
+
+    def key(self):
+        return (self.written, self.garbage, self.pending, self.lost)
+
+
+class TileReadsCheck:
+    """Runs on a finished ``plan_memory._Planner`` and its group addresses."""
+
+    def __init__(self, planner, addr: dict[int, int]):
+        self.p = planner
+        n = len(planner.vars)
+        self.range: list[tuple[int, int] | None] = [None] * n
+        fixed_groups = {planner._find(v.index) for v in planner.vars if v.fixed}
+        for v in planner.vars:
+            root = planner._find(v.index)
+            if root in fixed_groups:
+                lo = addr[planner.group_index[root]]
+                self.range[v.index] = (lo, lo + v.size)
+        self.alias = [1 << i for i in range(n)]  # vars sharing bytes with each (itself included)
+        self.covered = [1 << i for i in range(n)]  # vars whose bytes each one's bytes cover
+        fixed = [i for i in range(n) if self.range[i] is not None]
+        for i in fixed:
+            lo, hi = self.range[i]
+            for j in fixed:
+                lo2, hi2 = self.range[j]
+                if lo < hi2 and lo2 < hi:
+                    self.alias[i] |= 1 << j
+                    if lo <= lo2 and hi2 <= hi:
+                        self.covered[i] |= 1 << j
+
+    def run(self, exits: list[int]) -> None:
+        nodes = self.p.nodes
+        preds: list[list[int]] = [[] for _ in nodes]
+        for i, node in enumerate(nodes):
+            for s in node.succ:
+                preds[s].append(i)
+        empty = _State()
+        out = [empty] * len(nodes)
+        changed = True
+        while changed:
+            changed = False
+            for i in range(len(nodes)):
+                inn = empty
+                for q in preds[i]:
+                    inn = inn.join(out[q])
+                new = self.transfer(i, inn, None)
+                if new.key() != out[i].key():
+                    out[i], changed = new, True
+        for i in range(len(nodes)):
+            inn = empty
+            for q in preds[i]:
+                inn = inn.join(out[q])
+            self.transfer(i, inn, nodes[i].op)
+        self.check_return(exits, out)
+
+    def var_name(self, v: int) -> str:
+        var = self.p.vars[v]
+        return f"{var.name} (line {var.line})"
+
+    def transfer(self, i: int, s: _State, report) -> _State:
+        """The state after node ``i``; with ``report`` (the node's op), raise what it reads wrong."""
+        node = self.p.nodes[i]
+        written, garbage, pending, lost = s.written, set(s.garbage), set(s.pending), set(s.lost)
+        if node.move is not None:  # a carried value's copy: the destination holds what the source held
+            d, src = node.move
+            if written >> src & 1:
+                written |= 1 << d
+            garbage = {g for g in garbage if g[0] != d} | {(d, t) for v, t in garbage if v == src}
+            return _State(written, frozenset(garbage), frozenset(pending), frozenset(lost))
+        op = node.op
+        var_of = self.p.var_of
+        tmps = {var_of[v] for v in tmp_operands(op) if v in var_of}
+        reads = [var_of[v] for v in tile_reads(op) if v in var_of]
+        if report is not None and isinstance(op, pto.TileOp):
+            self.check_overlap(op, reads, [d for d in _bits(node.defs)], tmps)
+            for u in reads:
+                self.check_read(op, u, written, garbage, lost)
+        for u in reads:
+            pending = {p for p in pending if not self.alias[u] >> p[0] & 1}
+        for d in _bits(node.defs):
+            if d in tmps:
+                garbage |= {(x, i) for x in _bits(self.alias[d])}
+                pending = {p for p in pending if not self.alias[d] >> p[0] & 1}
+                continue
+            written |= self.alias[d]
+            full = node.kills >> d & 1
+            covered = self.covered[d] if full else 1 << d
+            garbage = {g for g in garbage if not covered >> g[0] & 1}
+            for x, w in [p for p in pending if covered >> p[0] & 1 and p[0] != d]:
+                lost.add((x, w, i, d))
+            pending = {p for p in pending if not covered >> p[0] & 1}
+            pending.add((d, i))
+            lost = {q for q in lost if q[0] != d}
+        return _State(written, frozenset(garbage), frozenset(pending), frozenset(lost))
+
+    def check_read(self, op, u: int, written: int, garbage: set, lost: set) -> None:
+        nodes = self.p.nodes
+        if not written >> u & 1:
+            raise op_error(op, f"reads {self.var_name(u)}, which nothing has written: its contents are undefined")
+        for v, t in sorted(garbage):
+            if v == u:
+                tmp_op = nodes[t].op
+                raise op_error(op, f"reads {self.var_name(u)}, whose bytes the tmp operand of '{tmp_op.name}' at "
+                                   f"line {_line(tmp_op)} overwrote (a tmp holds nothing after the op); write "
+                                   "it again first, or give that op another tmp tile")
+        for v, w, c, d in sorted(lost):
+            if v == u:
+                lo, hi = self.range[d]
+                raise op_error(op, f"reads {self.var_name(u)}, but what line {_line(nodes[w].op)} wrote to it was "
+                                   f"overwritten unread at line {_line(nodes[c].op)} through {self.var_name(d)}, "
+                                   f"placed at the same UB bytes [{lo:#x}, {hi:#x}); two live tiles need "
+                                   "different addresses")
+
+    def check_overlap(self, op, reads: list[int], defs: list[int], tmps: set[int]) -> None:
+        for d in defs:
+            for u in reads:
+                if u == d or not self.alias[d] >> u & 1:
+                    continue
+                (lo, hi), (lo2, hi2) = self.range[d], self.range[u]
+                what = "tmp" if d in tmps else "destination"
+                if (lo, hi) != (lo2, hi2):
+                    raise op_error(op, f"{what} {self.var_name(d)} at [{lo:#x}, {hi:#x}) partially overlaps its "
+                                       f"source {self.var_name(u)} at [{lo2:#x}, {hi2:#x})")
+                if d in tmps or not in_place_safe(op):
+                    raise op_error(op, f"{what} {self.var_name(d)} is placed at the same UB bytes as its source "
+                                       f"{self.var_name(u)} [{lo:#x}, {hi:#x}), and '{op.name}' cannot work in place")
+
+    def check_return(self, exits: list[int], out: list[_State]) -> None:
+        ret = self.p.fn.body.block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            return
+        written = 0
+        for e in exits:
+            written |= out[e].written
+        for v in ret.operands:
+            u = self.p.var_of.get(v)
+            if u is not None and not written >> u & 1:
+                raise op_error(ret, f"returns {self.var_name(u)}, which nothing has written")
+
+
+def _line(op) -> int:
+    return location_of(op)[1]
