@@ -1,12 +1,26 @@
-"""Byte-mutation fuzzing of the front end: every mutant must parse or give a located PtocError.
+"""Fuzzing ptoc (issue 15).
 
-Used by tests/test_frontend.py (a few hundred mutants) and bench/fuzz_frontend.py (10,000).
+* :func:`fuzz`: byte mutants through the front end only (parse, verify, print): every mutant
+  parses or gives a located PtocError (tests/test_frontend.py, bench/fuzz_frontend.py).
+* :func:`campaign`: the whole compiler and both models.  Byte-, token- and structure-level
+  mutants of the examples and lit inputs, and random well-typed kernels (fuzz_kernels.py), each
+  run as ``ptoc FILE --target T --run`` in-process with a time limit.  A mutant must end in exit
+  0, 1 or 2 (3 or 4 only when the mutant itself is wrong: it is kept for review); a generated
+  kernel, correct by construction, must PASS (exit 0).  Exit 70 (an internal error), a Python
+  traceback, or a run over the time limit is a failure (tests/fuzz/, bench/fuzz.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import random
+import re
+import signal
+import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from pto_compiler import api
@@ -63,3 +77,217 @@ def fuzz(sources: list[str], count: int, seed: int) -> FuzzStats:
         stats.runs += 1
         stats.slowest_s = max(stats.slowest_s, time.perf_counter() - start)
     return stats
+
+
+# ---- token- and structure-level mutation ----------------------------------------------------------
+
+_TOKEN = re.compile(r'%[\w.$#-]+|@[\w.$-]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|"[^"\n]*"|[A-Za-z_][\w.]*|\S')
+_NUMBER = re.compile(r"-?\d")
+_INTERESTING = ("0", "-1", "1", "2", "3", "7", "16", "31", "32", "33", "64", "4096", "65536", "196608",
+                "2147483648", "-2147483649", "9223372036854775808", "18446744073709551616", "1e30", "-0.0",
+                "0x7fffffff", "?")
+_DTYPES = ("f32", "f16", "bf16", "i32", "i16", "i8", "ui8", "i64", "f64", "i1", "index")
+_OPS = ("pto.tadd", "pto.tmul", "pto.tsub", "pto.tdiv", "pto.tmax", "pto.texp", "pto.tabs", "pto.tadds",
+        "pto.tmuls", "pto.texpands", "pto.trowsum", "pto.trowmax", "pto.tcolsum", "pto.trowexpandmul",
+        "pto.tcolexpandadd", "pto.tmov", "pto.tcvt", "pto.tload", "pto.tstore", "pto.tpairreducesum",
+        "pto.trowexpand", "pto.set_flag", "pto.wait_flag", "pto.barrier", "pto.tassign", "scf.yield")
+
+
+def mutate_tokens(rng: random.Random, text: str) -> str:
+    """1-3 token edits: delete, duplicate or swap tokens, or replace one with an interesting
+    number, another SSA name, another identifier of the same file or a dtype."""
+    spans = [m.span() for m in _TOKEN.finditer(text)]
+    if not spans:
+        return text
+    toks = [text[a:b] for a, b in spans]
+    seps = [text[:spans[0][0]]] + [text[spans[i][1]:spans[i + 1][0]] for i in range(len(spans) - 1)] + \
+        [text[spans[-1][1]:]]
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(toks))
+        tok = toks[i]
+        kind = rng.random()
+        if kind < 0.2:
+            toks[i] = ""
+        elif kind < 0.3:
+            toks[i] = tok + " " + tok
+        elif kind < 0.45:
+            j = rng.randrange(len(toks))
+            toks[i], toks[j] = toks[j], toks[i]
+        elif _NUMBER.match(tok) or kind < 0.6:
+            toks[i] = rng.choice(_INTERESTING)
+        elif tok.startswith("%"):
+            toks[i] = rng.choice([t for t in toks if t.startswith("%")])
+        elif tok in _DTYPES or kind < 0.8:
+            toks[i] = rng.choice(_DTYPES)
+        else:
+            toks[i] = rng.choice([t for t in toks if t[:1].isalpha()] or [tok])
+    return seps[0] + "".join(t + sep for t, sep in zip(toks, seps[1:]))
+
+
+def mutate_structure(rng: random.Random, text: str, donors: list[str]) -> str:
+    """1-2 line edits: delete, duplicate, swap or move a line, splice in a line of another file,
+    rename an op to another catalogue op, change a dtype or a tile dimension on a line."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 2)):
+        i = rng.randrange(len(lines))
+        kind = rng.random()
+        if kind < 0.2 and len(lines) > 1:
+            del lines[i]
+        elif kind < 0.3:
+            lines.insert(i, lines[i])
+        elif kind < 0.45:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind < 0.55:
+            lines.insert(rng.randrange(len(lines) + 1), lines.pop(i))
+        elif kind < 0.7:
+            donor = rng.choice(donors).split("\n")
+            lines.insert(i, rng.choice(donor))
+        elif kind < 0.82:
+            lines[i] = re.sub(r"\b(pto|scf)\.\w+", lambda m: rng.choice(_OPS), lines[i], count=1)
+        elif kind < 0.92:
+            lines[i] = re.sub(r"\b(f32|f16|bf16|i32|i16|i8|index)\b", lambda m: rng.choice(_DTYPES), lines[i])
+        else:
+            lines[i] = re.sub(r"\b(\d+)x(\d+)x", lambda m: f"{rng.choice(_INTERESTING[:11])}x{m.group(2)}x",
+                              lines[i], count=1)
+    return "\n".join(lines)
+
+
+def mutant(rng: random.Random, sources: list[str], kind: str) -> str:
+    text = rng.choice(sources)
+    if kind == "byte":
+        return mutate(rng, text)
+    if kind == "token":
+        return mutate_tokens(rng, text)
+    return mutate_structure(rng, text, sources)
+
+
+MUTATION_KINDS = ("byte", "token", "structure")
+
+
+# ---- running one case ------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    rc: int
+    seconds: float
+    timed_out: bool
+    output: str
+    """stdout and stderr together (the traceback of an internal error: ptoc runs with --debug)."""
+
+
+class _Deadline(KeyboardInterrupt):
+    """Raised by the alarm: ptoc's main turns a KeyboardInterrupt into exit 130, unwinding cleanly."""
+
+
+def _alarm(signum, frame):
+    raise _Deadline()
+
+
+def run_ptoc(text: str, flags: list[str], limit_s: float = 10.0) -> Outcome:
+    """``ptoc FILE *flags --debug`` in this process on ``text``, stopped after ``limit_s`` seconds."""
+    from pto_compiler import api, cli, pipeline  # noqa: F401 - imported before the alarm can cut an import
+    from pto_compiler.runtime import executor, reference, vf_executor  # noqa: F401
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fuzz.pto")
+        with open(path, "w", encoding="utf-8", errors="replace") as f:
+            f.write(text)
+        out = io.StringIO()
+        old = signal.signal(signal.SIGALRM, _alarm)
+        start = time.perf_counter()
+        try:
+            signal.setitimer(signal.ITIMER_REAL, limit_s)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                rc = cli.main([path, *flags, "--debug"])
+        except _Deadline:
+            rc = 130
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        seconds = time.perf_counter() - start
+        return Outcome(rc, seconds, rc == 130 or seconds >= limit_s, out.getvalue())
+
+
+# ---- campaigns -------------------------------------------------------------------------------------
+
+@dataclass
+class Campaign:
+    """What a campaign found, per (kind, target): kind is a mutation kind or ``generated``."""
+    runs: Counter = field(default_factory=Counter)
+    exits: Counter = field(default_factory=Counter)
+    """(kind, target, exit code) -> count."""
+    internal_errors: list = field(default_factory=list)
+    timeouts: list = field(default_factory=list)
+    mismatches: list = field(default_factory=list)
+    """Mutants that ran to exit 3/4 (for review: is the mutant itself wrong?)."""
+    generated_failures: list = field(default_factory=list)
+    """Generated kernels that did not PASS: always a bug in ptoc."""
+    slowest_s: float = 0.0
+
+    def record(self, kind: str, target: str, text: str, o: Outcome) -> None:
+        self.runs[kind, target] += 1
+        self.exits[kind, target, o.rc] += 1
+        self.slowest_s = max(self.slowest_s, o.seconds)
+        case = (kind, target, text, o.output[-3000:])
+        if o.timed_out:
+            self.timeouts.append(case)
+        elif o.rc == 70 or "Traceback (most recent call last)" in o.output:
+            self.internal_errors.append(case)
+        elif kind == "generated":
+            if o.rc != 0:
+                self.generated_failures.append(case)
+        elif o.rc in (3, 4):
+            self.mismatches.append(case)
+        elif o.rc not in (0, 1, 2):
+            self.internal_errors.append(case)
+
+    @property
+    def failures(self) -> list:
+        return self.internal_errors + self.timeouts + self.generated_failures
+
+    def summary(self) -> str:
+        lines = []
+        for (kind, target), n in sorted(self.runs.items()):
+            codes = ", ".join(f"exit {rc}: {c}" for (k, t, rc), c in sorted(self.exits.items())
+                              if (k, t) == (kind, target))
+            lines.append(f"{kind:10s} {target:10s} {n:6d} runs ({codes})")
+        lines.append(f"internal errors {len(self.internal_errors)}, timeouts {len(self.timeouts)}, "
+                     f"generated kernels not passing {len(self.generated_failures)}, mutants ending in "
+                     f"exit 3/4 {len(self.mismatches)}, slowest {self.slowest_s:.1f} s")
+        return "\n".join(lines)
+
+
+TARGET_NAMES = ("a2a3", "ascend950")
+
+
+def repo_sources(root) -> list[str]:
+    """The texts the mutants start from: the examples and the lit inputs of the repository at ``root``."""
+    from pathlib import Path
+
+    root = Path(root)
+    paths = sorted(root.glob("examples/*.pto")) + sorted(root.glob("lit_tests/**/*.pto")) + \
+        sorted(root.glob("lit_tests/**/*.mlir"))
+    return [p.read_text(encoding="utf-8") for p in paths]
+
+
+def campaign(sources: list[str], seed: int, mutants: int, kernels: int, limit_s: float = 10.0,
+             budget_s: float | None = None, result: Campaign | None = None) -> Campaign:
+    """``mutants`` mutants (kinds in turn) and ``kernels`` generated kernels, each run with
+    ``--run`` on every target, stopping early after ``budget_s`` seconds."""
+    from pto_compiler.fuzz_kernels import random_kernel
+
+    rng = random.Random(seed)
+    res = result or Campaign()
+    start = time.perf_counter()
+    jobs = [("generated", None)] * kernels + [(MUTATION_KINDS[i % 3], None) for i in range(mutants)]
+    rng.shuffle(jobs)
+    for kind, _ in jobs:
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            break
+        text = random_kernel(rng) if kind == "generated" else mutant(rng, sources, kind)
+        case_seed = str(rng.randrange(1000))
+        for target in TARGET_NAMES:
+            res.record(kind, target, text, run_ptoc(text, ["--target", target, "--run", "--seed", case_seed],
+                                                    limit_s))
+    return res

@@ -313,10 +313,20 @@ class _Dyn:
         self.ins, self.args, self.ctx, self.seq = ins, args, ctx, seq
 
 
+SCHEDULES = ("eager", "reverse", "lazy")
+"""Legal pipe schedules (``execute(schedule=...)``): ``eager`` runs each queued pipe as soon as its
+flags allow, V before MTE2 before MTE3; ``reverse`` the same with MTE3 first; ``lazy`` runs the
+queued pipes only when something waits for them (a scalar wait_flag, a PIPE_ALL barrier, the
+kernel's end).  A program whose findings are empty computes the same under every one of them:
+the sync mutation test (tests/test_sync_mutation.py) runs mutants under all three."""
+
+
 class _Machine:
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
-                 check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS):
+                 check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS,
+                 schedule: str = "eager"):
         self.p = program
+        self.schedule = schedule
         self.steps_left = max_steps
         self.max_steps = max_steps
         self.blocks = blocks
@@ -408,7 +418,8 @@ class _Machine:
                     self.ub[: self.ub_image.size] = self.ub_image
                 self.log.reset()  # a fresh UB; GM conflicts across blocks: gm_shadow
             self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-            self.queues = {_V: deque(), _MTE2: deque(), _MTE3: deque()}
+            order = (_MTE3, _MTE2, _V) if self.schedule == "reverse" else (_V, _MTE2, _MTE3)
+            self.queues = {p: deque() for p in order}
             self.flags: dict = {}
             self.ctx: tuple = ()
             self._body(self.p.body)
@@ -490,7 +501,8 @@ class _Machine:
             self._exec(dyn, p)
         else:
             self.queues[p].append(dyn)
-            self._pump()
+            if self.schedule != "lazy":
+                self._pump()
 
     def _pump(self) -> bool:
         """Run every queued instruction that can run; True if any ran."""
@@ -1335,7 +1347,7 @@ def make_inputs(program: Program, inputs: dict | None = None) -> dict:
 def execute(program: Program, inputs: dict | None = None, scalars: dict | None = None, *,
             blocks: int = 1, target: str | None = None, check: bool = True,
             raise_on_findings: bool = True, ub_init: int = 0, ub=None, trace: bool = True,
-            max_races: int = 20, max_steps: int = DEFAULT_MAX_STEPS) -> ExecResult:
+            max_races: int = 20, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "eager") -> ExecResult:
     """Run ``program`` on GM arrays made from ``inputs`` (name -> array; missing ones are zero).
 
     ``scalars`` gives the kernel scalars (``.scalar`` arguments).  ``blocks`` runs block_idx
@@ -1345,7 +1357,10 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     ``ub_init`` is the byte every UB byte starts as; ``ub`` (bytes or a uint8 array, at most
     the UB size) overrides the first bytes of the initial UB of every block (for tests).
     More than ``max_steps`` instructions plus loop trips raise :class:`StepLimitError`.
+    ``schedule`` is one of :data:`SCHEDULES`.
     """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule '{schedule}' (choose from {', '.join(SCHEDULES)})")
     tname = target or program.target
     t = lookup_target(tname)
     if t is None:
@@ -1360,7 +1375,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
     if blocks < 1:
         raise ValueError("blocks must be >= 1")
-    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps)
+    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule)
     if ub is not None:
         init = np.frombuffer(bytes(ub), np.uint8) if not isinstance(ub, np.ndarray) \
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)

@@ -124,7 +124,7 @@ def _affine(e, var: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 def _state(m):
-    flags = {k: [s.copy() for s in q] for k, q in m.flags.items() if q}
+    flags = {k: [s.copy() for s, _ in q] for k, q in m.flags.items() if q}  # (snapshot, its set_flag)
     busy = any(m.queues.values())
     return (m.epoch.copy(), m.known.copy(), flags, (m.mask_mode, m.mask_hi, m.mask_lo), busy)
 
@@ -294,7 +294,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
     m.epoch += T * d
     m.known += T * dk
     for key, q in m.flags.items():
-        for s, a, b in zip(q, f1.get(key, []), f2.get(key, [])):
+        for (s, _), a, b in zip(q, f1.get(key, []), f2.get(key, [])):
             s += T * (b - a)
     per_seq = m.seq - seq0
     # the trace: the last exact trip's entries, once per batched trip

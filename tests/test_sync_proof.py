@@ -9,6 +9,7 @@ yields different tiles run PASS with no race.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,19 +23,20 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _without(prog: Program, drop: set) -> Program:
+    """``prog`` without the nodes whose ids are in ``drop`` (anywhere in loops and branches)."""
     def body(nodes):
         out = []
         for n in nodes:
             if id(n) in drop:
                 continue
             if isinstance(n, Loop):
-                n = Loop(n.var, n.start, n.stop, n.step, body(n.body), n.origin, n.line)
+                n = replace(n, body=body(n.body))
             elif isinstance(n, If):
-                n = If(n.cond, body(n.then_body), body(n.else_body), n.origin, n.line)
+                n = replace(n, then_body=body(n.then_body), else_body=body(n.else_body))
             out.append(n)
         return out
 
-    return Program(prog.target, prog.gm_args, body(prog.body), prog.scalar_args, prog.name)
+    return replace(prog, body=body(prog.body))
 
 
 def _kinds(prog: Program, inputs: dict) -> set:
