@@ -19,42 +19,15 @@ import functools
 from dataclasses import dataclass, field
 
 from pto_compiler.builder import KernelBuilder  # noqa: F401  (re-exported)
-from pto_compiler.diagnostics import Diagnostic, PtocError, add_sources, quoting, sources_of
+from pto_compiler.diagnostics import Diagnostic, PtocError, add_sources, api_boundary as _boundary, sources_of
 from pto_compiler.targets import Target
 
 LEVELS = ("pto", "placed", "vf", "program")
 """What :func:`compile` returns: the verified module, the placed module, the VF module (ascend950),
 or the micro-instruction Program (``ptoc --emit`` levels)."""
 
-EXIT_INTERNAL = 70
-
-
 def _usage(message: str) -> PtocError:
     return PtocError([Diagnostic(message)], exit_code=2)
-
-
-def _boundary(fn):
-    """The API's error contract: PtocErrors quote the sources of the module or program they came
-    from; an xDSL diagnostic becomes a PtocError; anything else is an internal error (exit 70)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        sources = sources_of(args[0]) if args else {}
-        try:
-            with quoting(sources):
-                return fn(*args, **kwargs)
-        except PtocError:
-            raise
-        except Exception as e:  # noqa: BLE001 - the one place that turns every other exception into PtocError
-            from xdsl.utils.exceptions import DiagnosticException
-
-            if isinstance(e, DiagnosticException):
-                raise PtocError([Diagnostic(str(e).strip())]) from e
-            first = (str(e).strip().splitlines() or [""])[0]
-            raise PtocError([Diagnostic(f"internal error: {type(e).__name__}: {first}")],
-                            exit_code=EXIT_INTERNAL) from e
-
-    return wrapper
 
 
 # ---- reading and printing ---------------------------------------------------------------------
@@ -159,7 +132,7 @@ def target_of(module, target: Target | str | None = None) -> Target:
     found = lookup_target(arch)
     if found is None:
         raise error_at(f"unknown pto.target_arch \"{arch}\" (expected \"a2a3\", \"a3\" or \"a5\"); "
-                       "use --target to override")
+                       "use --target to override", next(iter(sources_of(module)), "<unknown>"))
     return found
 
 

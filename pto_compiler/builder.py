@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from pto_compiler.diagnostics import PtocError, add_sources, error_at, quoting
+from pto_compiler.diagnostics import SOURCES_ATTR, PtocError, add_sources, api_boundary, error_at, quoting
 
 _HERE = __file__
 
@@ -59,7 +59,9 @@ class KernelBuilder:
 
         self.name = name
         self.target_arch = target_arch
-        self.internal = {_HERE, *internal}
+        from pto_compiler import diagnostics
+
+        self.internal = {_HERE, diagnostics.__file__, *internal}  # (api_boundary's wrapper is there)
         self.ctx = api.context()
         self.block = Block()
         self.sources: dict[str, str] = {}
@@ -67,6 +69,7 @@ class KernelBuilder:
         self._last_constant = None
         self._names: set[str] = set()
         self._finished = False
+        setattr(self, SOURCES_ATTR, self.sources)  # what api_boundary quotes
         self._func_loc = self._location()  # the function is located where the builder was made
 
     # ---- locations and errors ------------------------------------------------------------
@@ -121,9 +124,17 @@ class KernelBuilder:
         return op
 
     def _type(self, text: str):
-        from xdsl.parser import Parser
+        return self._parse(text, "parse_type")
 
-        return Parser(self.ctx, text).parse_type()
+    def _parse(self, text: str, what: str):
+        """A type or attribute from its text; a bad one is an error at the caller."""
+        from xdsl.parser import Parser
+        from xdsl.utils.exceptions import ParseError
+
+        try:
+            return getattr(Parser(self.ctx, text), what)()
+        except ParseError as e:
+            raise self._error(f"'{text}': {e.msg}") from None
 
     def _name(self, value, name: str | None, prefix: str):
         if name is None:
@@ -136,6 +147,7 @@ class KernelBuilder:
         return value
 
     # ---- arguments, views, tiles, constants ------------------------------------------------
+    @api_boundary
     def gm(self, name: str, dtype: str, shape: tuple[int, ...], *, loc=None) -> GM:
         """A ``!pto.ptr<dtype>`` argument and its row-major tensor view of ``shape``."""
         from pto_compiler.dialects import pto
@@ -154,6 +166,7 @@ class KernelBuilder:
         self._name(op.result, f"{name}_view", "v")
         return GM(self, op.result, dtype, tuple(shape))
 
+    @api_boundary
     def scalar(self, name: str, dtype: str):
         """A scalar kernel argument (``f32``, ``i32``, ``index``, ...)."""
         arg = self.block.insert_arg(self._type(dtype), len(self.block.args))
@@ -168,6 +181,7 @@ class KernelBuilder:
         self._add(op, loc)
         return Partition(self._name(op.result, None, "p"))
 
+    @api_boundary
     def tile(self, dtype: str, shape: tuple[int, int], *, loc_space: str = "vec", blayout: str | None = None,
              name: str | None = None, loc=None, **keys):
         """A ``pto.alloc_tile`` of ``!pto.tile_buf<loc_space, RxCxdtype, ...>`` (placed by pto-plan-memory)."""
@@ -178,6 +192,7 @@ class KernelBuilder:
         self._add(op, loc)
         return self._name(op.result, name, "t")
 
+    @api_boundary
     def constant(self, value, type_text: str, *, loc=None):
         """An ``arith.constant`` (one per value and type, at the top of the kernel)."""
         from xdsl.dialects import arith
@@ -192,17 +207,18 @@ class KernelBuilder:
             self._constants[key] = self._name(op.result, None, "c")
         return self._constants[key]
 
+    @api_boundary
     def index(self, value: int, *, loc=None):
         return self.constant(int(value), "index", loc=loc)
 
     # ---- tile ops -----------------------------------------------------------------------------
+    @api_boundary
     def op(self, name: str, *ins, out=None, loc=None, **attrs):
         """Tile op ``pto.NAME`` on ``ins`` (tiles, GM views/partitions, SSA scalars or Python numbers)
         writing ``out`` (a tile or a GM view; default: a new tile like the first tile operand).
         ``attrs`` are xDSL attributes or their text (``rmode="#pto<round_mode CAST_RINT>"``).
         Returns the destination."""
         from xdsl.ir import Attribute, SSAValue
-        from xdsl.parser import Parser
 
         from pto_compiler.dialects import pto
 
@@ -221,7 +237,7 @@ class KernelBuilder:
         elem = out.type.dtype if isinstance(out, SSAValue) and isinstance(out.type, pto.TileLikeType) else \
             (tiles[0].type.dtype if tiles else "f32")
         operands = [self._operand(v, elem, loc) for v in ins]
-        attributes = {k: v if isinstance(v, Attribute) else Parser(self.ctx, str(v)).parse_attribute()
+        attributes = {k: v if isinstance(v, Attribute) else self._parse(str(v), "parse_attribute")
                       for k, v in attrs.items()}
         self._add(cls(operands, [self._operand(out, elem, loc)], [], attributes), loc)
         return out
@@ -242,12 +258,13 @@ class KernelBuilder:
             raise AttributeError(name)
 
         def build(*ins, out=None, loc=None, **attrs):
-            return self.op(name, *ins, out=out, loc=loc, **attrs)
+            return self.op(name, *ins, out=out, loc=loc, **attrs)  # (self.op keeps the API's error contract)
 
         build.__name__ = name
         return build
 
     # ---- the module ----------------------------------------------------------------------------
+    @api_boundary
     def finish(self):
         """The ``builtin.module`` holding the kernel (structure verified; the target's checks run
         when it is compiled).  It carries the Python sources its ops are located in."""

@@ -297,31 +297,22 @@ def _warn(message: str, filename: str | None = None) -> None:
     sys.stderr.write(f"{prefix}warning: {message}\n")
 
 
-def select_target(cli_target: str | None, module_arch: str | None, filename: str):
-    """DESIGN.md §7: ``--target`` wins; else the module's ``pto.target_arch``; else a2a3.
+def select_target(cli_target: str | None, module, filename: str):
+    """DESIGN.md §7: ``--target`` wins; else the module's ``pto.target_arch``; else a2a3
+    (:func:`pto_compiler.api.target_of`).  Warns (one line) when both are given and disagree; a
+    ``pto.target_arch`` that names no target is an input error unless ``--target`` overrides it."""
+    from pto_compiler import api
+    from pto_compiler.targets import lookup_target
 
-    Returns the :class:`~pto_compiler.targets.Target`. Warns (one line) when both are
-    given and disagree; a ``pto.target_arch`` that names no target is an input error
-    unless ``--target`` overrides it.
-    """
-    from pto_compiler.diagnostics import error_at
-    from pto_compiler.targets import DEFAULT_TARGET, lookup_target
-
+    if cli_target is None:
+        return api.target_of(module)
+    target = api.target_of(module, cli_target)
+    module_arch = api.module_target_arch(module)
     module_target = lookup_target(module_arch) if module_arch is not None else None
-    if cli_target is not None:
-        target = lookup_target(cli_target)
-        if target is None:  # TARGET_CHOICES and targets.ALIASES disagree: a bug
-            raise RuntimeError(f"target alias '{cli_target}' is not in pto_compiler.targets")
-        if module_arch is not None and (module_target is None or module_target.name != target.name):
-            _warn(f"--target {cli_target} overrides the module's pto.target_arch = "
-                  f"\"{module_arch}\"; compiling for {target.name}", filename)
-        return target
-    if module_arch is None:
-        return DEFAULT_TARGET
-    if module_target is None:
-        raise error_at(f"unknown pto.target_arch \"{module_arch}\" "
-                       "(expected \"a2a3\", \"a3\" or \"a5\"); use --target to override", filename)
-    return module_target
+    if module_arch is not None and (module_target is None or module_target.name != target.name):
+        _warn(f"--target {cli_target} overrides the module's pto.target_arch = "
+              f"\"{module_arch}\"; compiling for {target.name}", filename)
+    return target
 
 
 def _find_function(module, name: str) -> bool:
@@ -392,9 +383,12 @@ class Progress:
 def _compile_text(args: argparse.Namespace, filename: str, text: str, times) -> int:
     from pto_compiler import api
 
+    from pto_compiler.diagnostics import add_sources
+
     with times.phase("parse"):
         module = api.parse(text, filename)
-    target = select_target(args.target, api.module_target_arch(module), filename)
+    add_sources(module, {filename: text})  # api.parse does too; errors about the module name its file
+    target = select_target(args.target, module, filename)
     with times.pass_("verify"):
         api.verify(module, target)
     if args.entry is not None and not _find_function(module, args.entry):

@@ -99,6 +99,30 @@ def quoting(sources: Mapping[str, str]):
         raise
 
 
+def api_boundary(fn):
+    """The API's error contract (pto_compiler.api, KernelBuilder): a PtocError quotes the sources
+    of the module, program or builder it came from; an xDSL diagnostic becomes a PtocError;
+    anything else is an internal error (exit 70, the exception as ``__cause__``)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            with quoting(sources_of(args[0]) if args else {}):
+                return fn(*args, **kwargs)
+        except PtocError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the one place that turns every other exception into PtocError
+            from xdsl.utils.exceptions import DiagnosticException
+
+            if isinstance(e, DiagnosticException):
+                raise PtocError([Diagnostic(str(e).strip().split("\n")[0])]) from e
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise PtocError([Diagnostic(f"internal error: {type(e).__name__}: {first}")], exit_code=70) from e
+
+    return wrapper
+
+
 SOURCES_ATTR = "_ptoc_sources"
 """The Python attribute of a ModuleOp holding the texts it was parsed or built from (file name ->
 text): the module carries its sources, so errors found later (verifier, passes, executor) quote them."""

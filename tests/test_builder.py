@@ -96,3 +96,18 @@ def test_readme_api_example_runs():
     text = (REPO / "README.md").read_text()
     block = re.search(r"## Python API.*?```python\n(.*?)```", text, re.S).group(1)
     exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_bad_types_and_attributes_are_located_ptoc_errors():
+    kb = api.KernelBuilder("k")
+    with pytest.raises(PtocError) as info:
+        kb.tile("f99", (8, 64))  # MARK-f99
+    d = info.value.diagnostics[0]
+    assert d.line == _line_of("# MARK-f99") and "'!pto.tile_buf<vec, 8x64xf99>'" in d.message
+    t = kb.tile("f32", (8, 64))
+    with pytest.raises(PtocError) as info:
+        kb.tcvt(t, out=kb.tile("f16", (8, 64)), rmode="#pto<round_mode")  # MARK-attr
+    assert info.value.diagnostics[0].line == _line_of("# MARK-attr")
+    with pytest.raises(PtocError) as info:
+        kb.tadd(t, "not a value")
+    assert info.value.exit_code == 70 and isinstance(info.value.__cause__, Exception)
