@@ -15,7 +15,6 @@ different kernels at once.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from pto_compiler.builder import KernelBuilder  # noqa: F401  (re-exported)
@@ -25,6 +24,7 @@ from pto_compiler.targets import Target
 LEVELS = ("pto", "placed", "vf", "program")
 """What :func:`compile` returns: the verified module, the placed module, the VF module (ascend950),
 or the micro-instruction Program (``ptoc --emit`` levels)."""
+
 
 def _usage(message: str) -> PtocError:
     return PtocError([Diagnostic(message)], exit_code=2)
