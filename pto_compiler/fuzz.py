@@ -68,7 +68,9 @@ def fuzz(sources: list[str], count: int, seed: int) -> FuzzStats:
             api.print_module(module)
             stats.accepted += 1
         except PtocError as err:
-            if err.diagnostics and err.diagnostics[0].line > 0:
+            if err.exit_code == 70:  # the API's wrapping of an unexpected exception: a crash
+                stats.crashes.append((f"{type(err.__cause__).__name__}: {err.__cause__}", text))
+            elif err.diagnostics and err.diagnostics[0].line > 0:
                 stats.located_errors += 1
             else:
                 stats.unlocated_errors += 1
