@@ -84,8 +84,10 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
+    from pto_compiler.cli import few_collections
     from pto_compiler.targets import A2A3, ASCEND950
 
+    few_collections()  # as a ptoc process does
     compile_once(straight_line(8), A2A3)  # imports and caches: not the compiler's growth
     print("compile time per tile op (gen_kernels.straight_line; median of --repeat, one process)")
     print(f"{'target':<10}{'ops':>7}{'total s':>10}{'us/op':>10}{'exponent':>10}")

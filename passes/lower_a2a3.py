@@ -72,6 +72,7 @@ with no a2a3 lowering is a located ``PtocError``: "'pto.X' op has no a2a3 loweri
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -109,11 +110,18 @@ MAX_TRIPS = "a2a3.max_trips"
 """Attribute of an ``scf.for`` the lowering made: the most trips its run-time bound allows."""
 
 
+@functools.lru_cache(maxsize=4096)
 def location(o: Origin) -> NameLoc:
-    """The location of an a2a3 op: the tile op it came from, at its source position."""
+    """The location of an a2a3 op: the tile op it came from, at its source position (one
+    attribute per origin: a tile op lowers to many a2a3 ops)."""
     return NameLoc(StringAttr(o.op), FileLineColLoc(StringAttr(o.file), IntAttr(o.line), IntAttr(o.col)))
 
 
+_word = functools.cache(StringAttr)
+"""The StringAttr of a pipe or enum word (a few dozen words, each on many ops)."""
+
+
+@functools.cache
 def _xdsl_type(dtype: str):
     """The xDSL element type of a program dtype name (``f32``, ``u16``, ...)."""
     if dtype in ("f16", "f32", "bf16"):
@@ -638,7 +646,7 @@ class _FnLowering:
                 result_reg = v.name
             elif kind == "pipe" or kind.startswith("enum:"):
                 if v != spec.defaults.get(f):
-                    props[f] = StringAttr(v)
+                    props[f] = _word(v)
             elif kind == "sym":
                 props[f] = SymbolRefAttr(v)
             elif kind == "list":

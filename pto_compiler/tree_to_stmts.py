@@ -70,10 +70,20 @@ def _literal(tok: Token) -> Any:
     return str(tok)
 
 
+def _shape_key(node) -> tuple:
+    """What a tile type's conversion reads of its tree: rule names and token kinds and texts."""
+    if isinstance(node, Tree):
+        return (node.data, *(_shape_key(c) for c in node.children))
+    return (node.type, str(node)) if node is not None else None
+
+
 class Converter:
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
+        self._tiles: dict[tuple, Attribute] = {}
+        """Tile types by :func:`_shape_key`: a kernel writes a few tile types over and over, and
+        each conversion builds and verifies a ten-parameter attribute."""
 
     def err(self, message: str, node) -> PtocError:
         p = _pos(first_token(node))
@@ -113,7 +123,11 @@ class Converter:
             tok = node.children[0]
             return element_type(str(tok), self.filename, _pos(tok))
         if kind == "tile_type":
-            return self.tile_type(node)
+            key = _shape_key(node)
+            t = self._tiles.get(key)
+            if t is None:
+                t = self._tiles[key] = self.tile_type(node)
+            return t
         if kind in ("memref_type", "tensor_type", "vector_type"):
             return self.shaped_type(node)
         if kind == "dialect_type":
