@@ -116,19 +116,31 @@ def bf16() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
+_DTYPE_NAMES: dict = {}
+
+
+def _name(dtype) -> str:
+    """``np.dtype(dtype).name``, memoised (NumPy computes the name anew on every access)."""
+    dt = np.dtype(dtype)
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:
+        n = _DTYPE_NAMES[dt] = dt.name
+    return n
+
+
 def is_bf16(dtype) -> bool:
     """Whether ``dtype`` is bfloat16, without importing ml_dtypes."""
-    return np.dtype(dtype).name == "bfloat16"
+    return _name(dtype) == "bfloat16"
 
 
 def dtype_name(dtype) -> str:
     """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``uint8`` -> ``ui8``."""
     dt = np.dtype(dtype)
-    return NAMES.get(dt.name, str(dt))
+    return NAMES.get(_name(dt), str(dt))
 
 
 def is_float_dtype(dtype) -> bool:
-    return np.dtype(dtype).name in _FORMATS
+    return _name(dtype) in _FORMATS
 
 
 def canonical_nan(dtype) -> np.ndarray:
@@ -433,7 +445,7 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     w = _work(x)
     s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
     n = w.shape[axis]
-    if n <= 1 or w.size == 0:
+    if n <= 1 or w.size == 0 or _exact_for_all_lines(w, n):
         return s
     p = _FORMATS[x.dtype.name][0]
     aw = np.abs(w)
@@ -451,6 +463,21 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
         for idx in zip(*np.nonzero(redo)):
             s[idx] = math.fsum(lines[idx].astype(np.float64).tolist())
     return s
+
+
+def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:
+    """The certificate of ``_exact_sum_f64`` for the whole f32 array at once (its largest and
+    smallest nonzero magnitudes from the bits): the usual case costs four fast passes."""
+    b = w.view(np.uint32) & np.uint32(0x7FFFFFFF)
+    hi = int(b.max())
+    if hi >= 0x7F800000:
+        return False  # ±inf or NaN: line by line
+    lo = int((b - np.uint32(1)).min()) + 1  # the smallest nonzero (zeros wrap to the largest)
+    if lo > hi:
+        return True  # all zero
+    high = (hi >> 23) - 126            # |x| < 2**high
+    low = max(lo >> 23, 1) - 150       # every x is a multiple of 2**low
+    return high + math.ceil(math.log2(n)) - low <= 53
 
 
 def tree(fn, v: np.ndarray) -> np.ndarray:

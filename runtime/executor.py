@@ -3,13 +3,14 @@
 Memory: a byte-addressed Unified Buffer (``numpy.uint8``, 192 KiB on a2a3, 256 KiB on
 ascend950, viewed per element type) and one GM array per kernel argument (byte-addressed
 too; every GM access is bounds-checked against its argument).  Every micro-instruction is
-one vectorised NumPy step: the (repeat x lane) addresses of each operand are built with
-broadcasting (reference/vector_isa.md §1.1: ``addr(r, b, e) = X + (r*repStride +
-b*blkStride)*32 + e*E``), gathered, computed with the element functions of
-``runtime/elementwise.py`` (the golden model's math, so the executor and the golden model
-agree bit for bit except in float sums) and scattered back.  The only Python loops are the
-program's own scalar loops and a per-repeat fallback for the rare instruction whose
-destination overlaps a *later* repeat's source (vector_isa.md §1.1: repeats run in order).
+one vectorised NumPy step: each operand is a strided view of the UB (reference/vector_isa.md
+§1.1: ``addr(r, b, e) = X + (r*repStride + b*blkStride)*32 + e*E`` is a view of shape
+(repeat, block, element)), computed with the element functions of ``runtime/elementwise.py``
+(the golden model's math, so the executor and the golden model agree bit for bit except in
+float sums) and written back; masked lanes and overlapping operands gather and scatter by
+index, with a per-repeat fallback for the rare instruction whose destination overlaps a
+*later* repeat's source (vector_isa.md §1.1: repeats run in order).  A scalar loop whose trips
+are independent runs them batched after three exact ones (runtime/loop_batch.py).
 
 Semantics chosen where vector_isa.md leaves a choice (each also stated at its code):
 
@@ -34,8 +35,8 @@ last instruction of pipe Q that P knows to be complete.  Program order orders th
 (synchronous); ``pipe_barrier(P)`` makes every earlier P instruction complete for P;
 ``set_flag(P1, P2, id)`` snapshots P1's clock with all earlier P1 instructions complete and
 ``wait_flag`` merges that snapshot into P2's clock (events are counted per (P1, P2, id)).
-Per UB byte and GM element the executor records the last writer and, per pipe, the last
-reader since that write.  An access is a **data race** when the earlier conflicting access
+Per UB byte and GM element the executor knows the last writer and, per pipe, the last
+reader since that write (runtime/hazards.py keeps the accesses as footprint intervals).  An access is a **data race** when the earlier conflicting access
 (RAW, WAW; WAR from another pipe) is not known complete by the accessing pipe.  Within one
 pipe, **RAW and WAW need a pipe_barrier** (vector_isa.md §1.11: "all earlier V instructions
 complete before later V instructions start; the headers put one between dependent vector
@@ -721,12 +722,8 @@ class _Machine:
         for t in np.unique(toks[bad]):
             t = int(t)
             other = self.tok_info[t]
-            where = np.nonzero(bad & (toks == t))[0]
-            if isinstance(sel, slice):
-                first, last = sel.start + int(where[0]), sel.start + int(where[-1])
-            else:
-                units = sel[where]
-                first, last = int(units.min()), int(units.max())
+            units = sel[np.nonzero(bad & (toks == t))[0]]
+            first, last = int(units.min()), int(units.max())
             self._race(d, other, p, int(self.tok_pipe[t]), kind, acc, first, last,
                        int(self.tok_block[t]))
 

@@ -38,7 +38,7 @@ class Footprint:
         """The union of ``[s, s + length)`` over ``starts`` (any order, overlaps allowed)."""
         if length <= 0 or starts.size == 0:
             return cls((), ())
-        s = np.unique(starts)
+        s = np.sort(starts.reshape(-1))  # equal starts merge below
         if s.size == 1:
             return cls.span(int(s[0]), int(s[0]) + length)
         e = s + length
@@ -60,6 +60,15 @@ class Footprint:
         los, his = los[o], np.maximum.accumulate(his[o])
         brk = np.flatnonzero(los[1:] > his[:-1])
         los, his = np.concatenate((los[:1], los[brk + 1])), np.concatenate((his[brk], his[-1:]))
+        if los.size == 1:
+            return cls.span(int(los[0]), int(his[0]))
+        return cls(los, his)
+
+    @classmethod
+    def of_mask(cls, mask: np.ndarray) -> "Footprint":
+        """The units where the bool array ``mask`` is set."""
+        d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        los, his = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
         if los.size == 1:
             return cls.span(int(los[0]), int(his[0]))
         return cls(los, his)

@@ -29,7 +29,6 @@ one by one.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +38,9 @@ from .program import BinOp, GmAddr, Instr, Var, expr_vars
 
 EXACT_TRIPS = 3
 BATCHED = frozenset({"binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv",
-                     "copy_in", "copy_out", "copy_ub", "sync", "mask"})
-"""Instruction families a batched trip may hold."""
+                     "copy_in", "copy_out", "copy_ub", "sync", "mask", "vf"})
+"""Instruction families a batched trip may hold (a ``vf_call`` when its VF's hardware loops
+batch, runtime/vf_batch.py)."""
 CHUNK_BYTES = 32 << 20
 """Private UB copies held at once (trips run in chunks of at most this many bytes)."""
 
@@ -178,6 +178,7 @@ def _try_batch(m, n, trips: range, states, tok0: int, outer) -> bool:
     if not _independent(m, tape, deltas, T, tok0):
         return False
     ub = [a.fp for e in tape for a in e[2] if a.space == "UB" and not a.fp.empty]
+    ub += [e[5] for e in tape if len(e) > 5 and not e[5].empty]  # a VF's loads past its tiles
     ub_lo = min((f.lo for f in ub), default=0) // 32 * 32
     ub_hi = max((f.hi for f in ub), default=ub_lo)
     row = max(-(-(ub_hi - ub_lo) // 32) * 32, 32)
@@ -300,10 +301,14 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
     # the trace: the last exact trip's entries, once per batched trip
     if m.want_trace:
         entries = m.trace[trace0:]
+        fields = [(type(te), te.__dict__, te.seq) for te in entries]
+        new = object.__new__
         for t in range(1, T + 1):
-            for te in entries:
-                c = copy.copy(te)
-                c.seq += t * per_seq
+            shift = t * per_seq
+            for cls, attrs, seq in fields:
+                c = new(cls)
+                c.__dict__.update(attrs)
+                c.seq = seq + shift
                 m.trace.append(c)
     m.seq += T * per_seq
     for e in tape:
@@ -315,7 +320,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
     # the last trip's accesses, for what runs after the loop
     if m.check:
         ctx = outer + ((n.var, last),)
-        for dy, p, accs, _, tok in tape:
+        for dy, p, accs, _, tok, *_ in tape:
             if not accs:
                 continue
             info = _Dyn(dy.ins, m.args_of(dy.ins), ctx, dy.seq + T * per_seq)

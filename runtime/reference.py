@@ -262,7 +262,14 @@ def parse_scalar(text: str, t):
 
 
 def _functions(module: ModuleOp) -> list[func.FuncOp]:
-    return [op for op in module.walk() if isinstance(op, func.FuncOp)]
+    """The module's functions (also those of nested modules; no need to walk their bodies)."""
+    out = []
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            out.append(op)
+        elif isinstance(op, ModuleOp):
+            out.extend(_functions(op))
+    return out
 
 
 def _fname(f: func.FuncOp) -> str:
@@ -1200,7 +1207,7 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
-    stored = _stored_params(fn)
+    stored = _stored_params(fn) if gms else set()
     for s in specs:
         gm = gms.get(s.index)
         if gm is not None and (s.index in stored or gm.written):

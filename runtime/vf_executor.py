@@ -4,8 +4,9 @@ Two entry points:
 
 * :class:`VfRunner` / :func:`run_vf` execute one ``vf.func`` body (one ``vf.call``) on a UB
   byte array: tile arguments are UB byte addresses, scalars are numbers.  Each register op is
-  one vectorised NumPy step; ``scf.for`` hardware loops run per trip; ``arith`` ops use the
-  golden model's scalar semantics (runtime/reference.py).
+  one vectorised NumPy step; an ``scf.for`` hardware loop runs batched over all its trips
+  when they do not feed each other (runtime/vf_batch.py), else per trip; ``arith`` ops use
+  the golden model's scalar semantics (runtime/reference.py).
 * :func:`run_vf_kernel` runs a whole kernel written with ``vf`` ops: GM in and out through
   ``pto.tload``/``pto.tstore`` (the golden model's data movement, with the tiles living in a
   UB byte array that the VFs read and write), ``vf.call`` launching the VFs.  This is what
@@ -122,6 +123,7 @@ from . import elementwise as ew
 from . import reference as golden
 from .executor import ExecutionError, Finding
 from .hazards import Footprint
+from .vf_batch import run_batched
 from .program import Origin
 
 REG = vf.REG_BYTES
@@ -318,9 +320,16 @@ LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT = range(4)
 class VfRunner:
     """Runs ``vf.func`` bodies on one UB byte array (``uint8``)."""
 
-    def __init__(self, ub: np.ndarray):
+    def __init__(self, ub: np.ndarray, want_log: bool = True, outer=None):
         self.ub = ub
         self.counts: dict[str, int] = {}
+        self.want_log = want_log
+        """Keep the executed stream (``log``) for the cycle model."""
+        self.depth = 0
+        self.outer = outer
+        """``(ubs, lo)``: run for every trip of a batched scalar loop (vf_batch.run_batched)."""
+        self.all_batched = True
+        """Every hardware loop ran batched and no memory op ran outside one."""
 
     # ---- entry -------------------------------------------------------------------------
     def call(self, fn: vf.VfFuncOp, args: Sequence) -> VfCallResult:
@@ -356,6 +365,8 @@ class VfRunner:
             log.append((LOG_OP, op))
             h = _HANDLERS.get(type(op))
             if h is not None:
+                if self.depth == 0 and isinstance(op, vf._MemOp):
+                    self.all_batched = False
                 px = getattr(op, "_vfx", None)
                 if px is None:
                     px = _Decoded(op)
@@ -381,9 +392,13 @@ class VfRunner:
         trips = max(0, -(-(ub - lb) // step))
         if trips > vf.HW_LOOP_MAX:
             raise _fault("invalid", op, f"hardware loop runs {trips} trips, more than {vf.HW_LOOP_MAX} (uint16)")
+        if self.depth == 0 and run_batched(self, op, env):
+            return
+        self.all_batched = False
         vals = [env[v] for v in op.iter_args]
         body = op.body.blocks[0]
         args = list(body.args)
+        self.depth += 1
         self.log.append((LOG_ENTER, op))
         for i in range(lb, ub, step):
             self.log.append((LOG_TRIP, op))
@@ -393,6 +408,7 @@ class VfRunner:
             for a, v in zip(args[1:], vals):
                 env[a] = v
             vals = self.run_block(body, env)
+        self.depth -= 1
         self.log.append((LOG_EXIT, op))
         for r, v in zip(op.results, vals):
             env[r] = v
@@ -1017,7 +1033,14 @@ def exec_vf_call(m, d, p: int, te) -> None:
             inside[max(addr, 0):max(addr + n, 0)] = True
         else:
             args.append(v)
-    runner = VfRunner(m.ub)
+    if m.batch is not None:  # every trip of a batched scalar loop (runtime/loop_batch.py)
+        runner = VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo))
+        res = runner.call(fn, args)
+        m.vf_counts = getattr(m, "vf_counts", {})
+        for k, n in res.counts.items():
+            m.vf_counts[k] = m.vf_counts.get(k, 0) + n * m.batch.n
+        return
+    runner = VfRunner(m.ub, want_log=te is not None)
     try:
         res = runner.call(fn, args)
     except VfFault as f:
@@ -1031,7 +1054,8 @@ def exec_vf_call(m, d, p: int, te) -> None:
     for k, n in res.counts.items():
         m.vf_counts[k] = m.vf_counts.get(k, 0) + n
     m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
-    reads = np.flatnonzero(res.reads & inside)
-    writes = np.flatnonzero(res.writes)
-    m._accesses(d, p, [_Acc("UB", False, Footprint.of_units(reads), what="its source"),
-                       _Acc("UB", True, Footprint.of_units(writes), what="its destination")])
+    m._accesses(d, p, [_Acc("UB", False, Footprint.of_mask(res.reads & inside), what="its source"),
+                       _Acc("UB", True, Footprint.of_mask(res.writes), what="its destination")])
+    if m.tape is not None:  # runtime/loop_batch.py: the VF batches, and the UB bytes it reads
+        m.tape[-1][3] = runner.all_batched
+        m.tape[-1].append(Footprint.of_mask(res.reads))

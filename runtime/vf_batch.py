@@ -1,0 +1,441 @@
+"""Hardware loops of a VF run as batched NumPy over all their trips (runtime/vf_executor.py).
+
+A top-level ``scf.for`` of a ``vf.func`` (and the loops nested in it) runs each op once over
+every trip: a value defined in a loop carries the loop's trips as leading axes (a register
+``(..., 256)`` bytes, a mask ``(..., lanes)``, an index ``(...)``), loop-invariant values
+broadcast.  This is the per-trip interpretation exactly when the trips do not feed each other:
+
+* the only value a loop carries is an ``update_mask`` count (its trips' counts are
+  ``max(count - t * lanes, 0)``, vector_isa.md §2.2); nothing else is carried, and the index
+  arithmetic is ``addi``/``subi``/``muli``/casts (other ``arith`` ops run batched only on
+  loop-invariant operands); loop bounds do not depend on an enclosing loop's trip;
+* memory: ``load_align`` NORM/BLK/BRC and ``store_align`` NORM only, every address aligned and
+  in bounds (else the per-trip run reports the fault); after the loop, no byte a store wrote
+  in one trip is read or written by an op of another trip (trips compared at their innermost
+  common loop: in a trip of that loop, ops run in program order either way).
+
+When a condition fails the stores are undone and the loop runs trip by trip.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IndexType, IntegerType
+
+from pto_compiler.dialects import vf
+
+from . import elementwise as ew
+from . import reference as golden
+
+REG = vf.REG_BYTES
+
+
+class NoBatch(Exception):
+    """The loop cannot run batched: run it trip by trip."""
+
+
+def run_batched(r, op: scf.ForOp, env: dict) -> bool:
+    """Run the top-level hardware loop ``op`` of VfRunner ``r`` over all trips at once.
+
+    With ``r.outer = (ubs, lo)`` the VF runs for every trip of a batched scalar loop
+    (runtime/loop_batch.py) at once: ``ubs[t]`` holds UB bytes ``[lo, lo + row)`` of trip t;
+    the exact trip before showed the loop batches (same addresses), so it is not checked again."""
+    b = _Batch(r)
+    try:
+        log = b.loop(op, env, (r.outer[0].shape[0],) if r.outer else (), ())
+        if not r.outer:
+            b.check_trips()
+    except NoBatch:
+        if r.outer:
+            raise AssertionError("a VF that batched in the exact trip must batch in the others") from None
+        for sel, old in reversed(b.undo):
+            r.ub[sel] = old
+        return False
+    for k, n in b.counts.items():
+        r.counts[k] = r.counts.get(k, 0) + n
+    r.log.extend(log)
+    return True
+
+
+def _at(v, depth: int, base: int):
+    """``v`` with its batch axes padded to ``depth`` (``base``: axes of one value, 1 for lanes)."""
+    if not isinstance(v, np.ndarray):
+        return v
+    extra = depth - (v.ndim - base)
+    if extra <= 0:
+        return v
+    k = v.ndim - base
+    return v.reshape(v.shape[:k] + (1,) * extra + v.shape[k:])
+
+
+class _Batch:
+    def __init__(self, r):
+        self.r = r
+        self.counts: dict[str, int] = {}
+        self.undo: list = []
+        self.events: list = []
+        """(is_store, start address per trip, bytes, loop chain) of every memory op run."""
+        self.shape: tuple = ()
+        """The trips of the loops around the op running (one axis per loop)."""
+
+    # ---- structure -------------------------------------------------------------------------
+    def loop(self, op: scf.ForOp, env: dict, shape: tuple, chain: tuple) -> list:
+        bounds = [env[v] for v in (op.lb, op.ub, op.step)]
+        if any(isinstance(v, np.ndarray) for v in bounds):
+            raise NoBatch
+        lb, ub, step = (int(v) for v in bounds)
+        trips = max(0, -(-(ub - lb) // step)) if step > 0 else -1
+        if step <= 0 or trips > vf.HW_LOOP_MAX:
+            raise NoBatch
+        body = op.body.blocks[0]
+        depth = len(shape) + 1
+        inner = shape + (trips,)
+        env[body.args[0]] = np.arange(lb, ub, step, dtype=np.int64).reshape((1,) * len(shape) + (trips,))
+        finals = []
+        yld = body.last_op
+        for k, (barg, init) in enumerate(zip(body.args[1:], op.iter_args)):
+            um = _count_chain(barg, yld, k)
+            c0 = np.asarray(_at(env[init], len(shape), 0), np.int64)
+            if um is None or (c0 < 0).any() or (c0 >= 1 << 31).any():
+                raise NoBatch
+            lanes = um.res[0].type.nlanes
+            c0 = c0.reshape(c0.shape + (1,) * (len(shape) - c0.ndim))[..., None]
+            env[barg] = np.maximum(c0 - np.arange(trips, dtype=np.int64) * lanes, 0)
+            finals.append(np.maximum(c0[..., 0] - trips * lanes, 0))
+        per_trip = self.block(body, env, inner, chain + (op,), depth) if trips else []
+        for res, v in zip(op.results, finals):
+            env[res] = v if v.ndim else int(v)
+        if not self.r.want_log:
+            return []
+        from .vf_executor import LOG_ENTER, LOG_EXIT, LOG_TRIP
+
+        return [(LOG_ENTER, op)] + ([(LOG_TRIP, op)] + per_trip) * trips + [(LOG_EXIT, op)]
+
+    def block(self, body, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
+        from .vf_executor import LOG_OP
+
+        n = int(np.prod(shape))
+        log = []
+        for op in body.ops:
+            self.shape = shape
+            log.append((LOG_OP, op))
+            if isinstance(op, scf.YieldOp):
+                return log
+            self.counts[op.name] = self.counts.get(op.name, 0) + n
+            h = _HANDLERS.get(type(op))
+            if h is not None:
+                h(self, op, env, depth)
+            elif op.name.startswith("arith."):
+                self.arith(op, env, depth)
+            elif isinstance(op, scf.ForOp):
+                log.extend(self.loop(op, env, shape, chain))
+            else:
+                raise NoBatch
+        return log
+
+    def arith(self, op, env: dict, depth: int) -> None:
+        vals = [env[o] for o in op.operands]
+        if not any(isinstance(v, np.ndarray) for v in vals):
+            try:
+                out = golden._eval_arith(op, env)
+            except (NotImplementedError, ZeroDivisionError):
+                raise NoBatch from None
+            for res, v in zip(op.results, out):
+                env[res] = v
+            return
+        name = op.name.split(".", 1)[1]
+        a = [np.asarray(_at(v, depth, 0), np.int64) for v in vals]
+        if name == "addi":
+            v = a[0] + a[1]
+        elif name == "subi":
+            v = a[0] - a[1]
+        elif name == "muli":
+            v = a[0] * a[1]
+        elif name in ("index_cast", "index_castui", "extsi", "trunci") and not name.endswith("ui"):
+            v = a[0]
+        else:
+            raise NoBatch
+        t = op.results[0].type
+        if isinstance(t, IntegerType) and not isinstance(t, IndexType):
+            w = t.width.data
+            if w == 1 or not t.signedness.data.name == "SIGNLESS":
+                raise NoBatch
+            if w < 64:
+                v = v & ((1 << w) - 1)
+                v = np.where(v >= 1 << (w - 1), v - (1 << w), v)
+        elif not isinstance(t, IndexType):
+            raise NoBatch
+        env[op.results[0]] = v
+
+    # ---- memory -----------------------------------------------------------------------------
+    def addr(self, op, env: dict, depth: int):
+        tile = env[op.tile]
+        e = op.tile_type.elem_bytes
+        off = op.static_offset + (_at(env[op.dyn_offset], depth, 0) if op.dyn_offset is not None else 0)
+        return tile, np.asarray(tile.addr + np.asarray(off, np.int64) * e), e
+
+    def span(self, addr: np.ndarray, nbytes: int, align: int, lo: int = 0, hi: int | None = None):
+        hi = self.r.ub.size if hi is None else hi
+        if (addr % align).any() or addr.min() < lo or addr.max() + nbytes > hi:
+            raise NoBatch  # the per-trip run reports the fault where it happens
+        return addr[..., None] + np.arange(nbytes, dtype=np.int64)
+
+    def load(self, op, env: dict, depth: int) -> None:
+        tile, addr, e = self.addr(op, env, depth)
+        d = op.dist_name
+        if d == "NORM":
+            n, align = REG, 32
+        elif d == "BLK":
+            n, align = 32, 32
+        elif d.startswith("BRC_B"):
+            n, align = e, e
+        else:
+            raise NoBatch
+        idx = self.span(addr, n, align)
+        if self.r.outer:
+            ubs, lo = self.r.outer
+            run = _run(idx, lo)
+            if run is not None:
+                data = ubs[:, run].reshape((ubs.shape[0],) + idx.shape[1:]).copy()
+            elif idx.shape[0] == 1:
+                data = np.take(ubs, idx[0] - lo, axis=1)
+            else:
+                data = ubs[_trips(ubs, idx), idx - lo]
+        else:
+            data = self.r.ub[idx]
+            self.r.reads[idx] = True
+            self.event(False, addr, n, op)
+        if n < REG:
+            data = np.broadcast_to(data[..., None, :], data.shape[:-1] + (REG // n, n)).reshape(
+                data.shape[:-1] + (REG,))
+        env[op.res[0]] = data
+
+    def store(self, op, env: dict, depth: int) -> None:
+        if op.dist_name != "NORM":
+            raise NoBatch
+        tile, addr, e = self.addr(op, env, depth)
+        reg, act = _at(env[op.value], depth, 1), _at(env[op.mask], depth, 1)
+        idx = self.span(addr, REG, 32)
+        keep = np.repeat(act, e, axis=-1)
+        shape = np.broadcast_shapes(idx.shape, keep.shape, reg.shape)
+        if self.r.outer:
+            ubs, lo = self.r.outer
+            run = _run(idx, lo)
+            if run is not None:  # one run of bytes, the same in every scalar-loop trip
+                dst = ubs[:, run].reshape(shape)
+                np.copyto(dst, reg, where=True if keep.all() else keep)
+            else:
+                idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
+                ubs[np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo] = reg[keep]
+            return
+        idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
+        sel = idx[keep]
+        if sel.size:
+            if sel.min() < tile.addr or sel.max() + 1 > tile.addr + tile.nbytes:
+                raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
+            self.undo.append((sel, self.r.ub[sel].copy()))
+            self.r.ub[sel] = reg[keep]
+            self.r.writes[sel] = True
+        self.event(True, addr, REG, op)
+
+    def event(self, store: bool, addr: np.ndarray, nbytes: int, op) -> None:
+        chain = []
+        p = op.parent_op()
+        while isinstance(p, scf.ForOp):
+            chain.append(p)
+            p = p.parent_op()
+        self.events.append((store, np.broadcast_to(addr, self.shape), nbytes, tuple(reversed(chain))))
+
+    def check_trips(self) -> None:
+        """No byte stored in one trip is touched by another trip (module docstring); each op's
+        bytes in a trip are taken as its whole span (masked-off lanes too: at worst the loop
+        runs trip by trip)."""
+        ev = self.events
+        for i, (st, addr, n, chain) in enumerate(ev):
+            if not st:
+                continue
+            for j, (st2, addr2, n2, chain2) in enumerate(ev):
+                if j < i and st2:
+                    continue  # that pair was checked from the other side
+                m = 0
+                while m < min(len(chain), len(chain2)) and chain[m] is chain2[m]:
+                    m += 1
+                a1, t1 = _spans(addr, m)
+                a2, t2 = (a1, t1) if j == i else _spans(addr2, m)
+                if a2.min() >= a1.max() + n or a1.min() >= a2.max() + n2:
+                    continue
+                o = np.argsort(a1, kind="stable")
+                s1, id1 = a1[o], t1[o]
+                if j == i:
+                    if ((np.diff(s1) < n) & (np.diff(id1) != 0)).any():
+                        raise NoBatch  # two trips store the same bytes
+                    continue
+                if (np.diff(s1) < n).any():
+                    raise NoBatch
+                k = np.searchsorted(s1 + n, a2, side="right")  # first store span ending past a2
+                while True:
+                    live = k < s1.size
+                    live[live] &= s1[k[live]] < a2[live] + n2
+                    if not live.any():
+                        break
+                    if (id1[k[live]] != t2[live]).any():
+                        raise NoBatch
+                    k = k + 1
+
+
+def _run(idx: np.ndarray, lo: int) -> slice | None:
+    """``idx`` (the same for every scalar-loop trip) as one ascending run of bytes, if it is."""
+    if idx.shape[0] != 1:
+        return None
+    flat = idx.reshape(-1)
+    a = int(flat[0])
+    if int(flat[-1]) - a + 1 != flat.size or not (np.diff(flat) == 1).all():
+        return None
+    return slice(a - lo, a - lo + flat.size)
+
+
+def _trips(ubs: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The scalar-loop trip index of every element of ``idx`` (its leading axis)."""
+    return np.arange(ubs.shape[0]).reshape((-1,) + (1,) * (idx.ndim - 1))
+
+
+def _spans(addr: np.ndarray, m: int):
+    """Per trip the span start, and the trip of the ``m`` outermost loops it belongs to."""
+    lead = addr.shape[:m]
+    trip = np.arange(int(np.prod(lead)), dtype=np.int64).reshape(lead + (1,) * (addr.ndim - m))
+    return addr.reshape(-1), np.broadcast_to(trip, addr.shape).reshape(-1)
+
+
+def _count_chain(barg, yld, k: int):
+    """The ``update_mask`` whose count ``barg`` is, if the loop carries nothing else in it."""
+    uses = list(barg.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, vf.UpdateMaskOp):
+        return None
+    um = uses[0].operation
+    if um.count_in is not barg or yld.operands[k] is not um.res[1]:
+        return None
+    return um
+
+
+# ---- register ops --------------------------------------------------------------------------------
+
+def _regs(vals, depth):
+    return [_at(v, depth, 1) for v in vals]
+
+
+def _to_reg(values: np.ndarray) -> np.ndarray:
+    v = np.ascontiguousarray(values)
+    return v.view(np.uint8).reshape(v.shape[:-1] + (REG,))
+
+
+def _merge(result, act, mode: str, old) -> np.ndarray:
+    keep = np.repeat(act, REG // act.shape[-1], axis=-1)
+    return np.where(keep, result, old if mode == "MERGING" else np.uint8(0))
+
+
+def _finish(b, op, env, depth, result, act) -> None:
+    if act is None:
+        env[op.res[0]] = result
+        return
+    old = _at(env[op.merge_source], depth, 1) if op.mode == "MERGING" else None
+    env[op.res[0]] = _merge(result, _at(act, depth, 1), op.mode, old)
+
+
+def _scalar(v):
+    if isinstance(v, np.ndarray) and v.ndim:
+        raise NoBatch  # a per-trip scalar operand
+    return v
+
+
+def _h_binary(b, op, env, depth):
+    from .vf_executor import _FN, _dtype_of
+
+    dt = _dtype_of(op)
+    x, y = (r.view(dt) for r in _regs([env[v] for v in op.sources], depth))
+    _finish(b, op, env, depth, _to_reg(_FN[op.FN](x, y)), env[op.mask_operand])
+
+
+def _h_scalar(b, op, env, depth):
+    from .vf_executor import _FN, _dtype_of
+
+    dt = _dtype_of(op)
+    x = _at(env[op.sources[0]], depth, 1).view(dt)
+    s = ew.scalar_to(_scalar(env[op.scalar]), dt)
+    _finish(b, op, env, depth, _to_reg(_FN[op.FN](x, np.broadcast_to(s, x.shape))), env[op.mask_operand])
+
+
+def _h_unary(b, op, env, depth):
+    from .vf_executor import _FN, _dtype_of
+
+    dt = _dtype_of(op)
+    _finish(b, op, env, depth, _to_reg(_FN[op.FN](_at(env[op.sources[0]], depth, 1).view(dt))),
+            env[op.mask_operand])
+
+
+def _h_dup(b, op, env, depth):
+    from .vf_executor import _dtype_of
+
+    dt = _dtype_of(op)
+    n = REG // dt.itemsize
+    if isinstance(op.source.type, vf.RegType):
+        val = _at(env[op.source], depth, 1).view(dt)[..., :1]
+    else:
+        val = ew.scalar_to(_scalar(env[op.source]), dt).reshape(1)
+    res = _to_reg(np.repeat(val, n, axis=-1))
+    m = op.mask_operand
+    _finish(b, op, env, depth, res, env[m] if m is not None else None)
+
+
+def _h_reduce(b, op, env, depth):
+    from .vf_executor import _UINT, _dtype_of, _extreme, _tree_sum, group_size
+
+    dt = _dtype_of(op)
+    x = _at(env[op.sources[0]], depth, 1).view(dt)
+    act = _at(env[op.mask_operand], depth, 1)
+    shape = np.broadcast_shapes(x.shape, act.shape)
+    x, act = np.broadcast_to(x, shape), np.broadcast_to(act, shape)
+    s = group_size(dt, op.is_datablock)
+    lead = shape[:-1]
+    xg, ag = x.reshape(-1, s), act.reshape(-1, s)
+    if op.KIND == "sum":
+        vals, idx = _tree_sum(xg, ag), None
+    else:
+        vals, idx = _extreme(xg, ag, op.KIND)
+    vals = vals.reshape(lead + (-1,))
+    if op.mode == "MERGING":
+        out = np.array(np.broadcast_to(_at(env[op.merge_source], depth, 1), lead + (REG,)), np.uint8)
+    else:
+        out = np.zeros(lead + (REG,), np.uint8)
+    ov = out.view(dt)
+    if op.is_datablock:
+        ov[..., :vals.shape[-1]] = vals
+    else:
+        ov[..., 0] = vals[..., 0]
+        if idx is not None:
+            out.view(_UINT[dt.itemsize])[..., 1] = idx.reshape(lead + (-1,))[..., 0]
+    env[op.res[0]] = out
+
+
+def _h_create_mask(b, op, env, depth):
+    from .vf_executor import mask_of
+
+    env[op.res[0]] = mask_of(op.pattern_name, op.res[0].type.nlanes)
+
+
+def _h_update_mask(b, op, env, depth):
+    count = env[op.count_in]
+    nl = op.res[0].type.nlanes
+    u = np.asarray(count, np.int64) & 0xFFFFFFFF
+    env[op.res[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]
+    rest = np.where(u < nl, 0, u - nl)
+    env[op.res[1]] = rest if rest.ndim else int(rest)
+
+
+_HANDLERS = {
+    vf.CreateMaskOp: _h_create_mask, vf.UpdateMaskOp: _h_update_mask,
+    vf.LoadAlignOp: _Batch.load, vf.StoreAlignOp: _Batch.store,
+    **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
+    **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
+    **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
+}
