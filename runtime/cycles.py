@@ -399,6 +399,7 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block, vf
     heads = dict.fromkeys(queues, 0)
     s_clock = 0.0
     end = 0.0
+    vf_times: dict = {}
 
     def cost_of(e) -> OpCost:
         c = table.ops.get(e.opcode)
@@ -425,7 +426,9 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block, vf
         name = e.opcode
         log = getattr(e, "vf_log", None)
         if log is not None:
-            v = vf_timing(log)
+            v = vf_times.get(id(log))
+            if v is None:  # the trips of a batched loop share their VF's log (runtime/loop_batch.py)
+                v = vf_times[id(log)] = vf_timing(log)
             for k, x in v.items():
                 vfc[k] = vfc.get(k, 0.0) + x
             busy += v["pushq_vf"]

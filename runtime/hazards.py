@@ -67,8 +67,12 @@ class Footprint:
     @classmethod
     def of_mask(cls, mask: np.ndarray) -> "Footprint":
         """The units where the bool array ``mask`` is set."""
-        d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        los, his = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+        first = int(mask.argmax())
+        if not mask[first]:
+            return cls((), ())
+        last = mask.size - int(mask[::-1].argmax())
+        d = np.diff(mask[first:last].view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        los, his = np.flatnonzero(d == 1) + first, np.flatnonzero(d == -1) + first
         if los.size == 1:
             return cls.span(int(los[0]), int(his[0]))
         return cls(los, his)

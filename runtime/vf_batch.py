@@ -229,6 +229,16 @@ class _Batch:
                 idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
                 ubs[np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo] = reg[keep]
             return
+        if keep.all() and _run_of(np.broadcast_to(addr, shape[:-1]), REG):
+            a = int(np.min(addr))  # one ascending run of whole registers
+            sel = slice(a, a + int(np.prod(shape)))
+            if a < tile.addr or sel.stop > tile.addr + tile.nbytes:
+                raise NoBatch
+            self.undo.append((sel, self.r.ub[sel].copy()))
+            self.r.ub[sel] = np.broadcast_to(reg, shape).reshape(-1)
+            self.r.writes[sel] = True
+            self.event(True, addr, REG, op)
+            return
         idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
         sel = idx[keep]
         if sel.size:
@@ -282,6 +292,12 @@ class _Batch:
                     if (id1[k[live]] != t2[live]).any():
                         raise NoBatch
                     k = k + 1
+
+
+def _run_of(addr: np.ndarray, n: int) -> bool:
+    """Do the spans ``[addr, addr + n)``, in trip order, tile one ascending run?"""
+    flat = addr.reshape(-1)
+    return flat.size < 2 or bool((np.diff(flat) == n).all())
 
 
 def _run(idx: np.ndarray, lo: int) -> slice | None:

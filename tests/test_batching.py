@@ -1,0 +1,107 @@
+"""Batched execution is trip-by-trip execution (runtime/loop_batch.py, runtime/vf_batch.py).
+
+Each kernel runs twice: as the executor runs it, and with batching switched off (every scalar
+loop trip by trip, every VF hardware loop trip by trip).  Outputs, the UB, counters, the trace
+the cycle model reads and the findings must be the same, also for every program made by
+deleting one synchronisation instruction of the loop (the races and deadlocks found).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from pto_compiler import api, pipeline
+from pto_compiler.runtime import loop_batch, reference as golden, vf_executor
+from pto_compiler.runtime.executor import execute
+from pto_compiler.runtime.program import parse_program
+from pto_compiler.targets import A2A3, ASCEND950
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from gen_kernels import tiled_loop  # noqa: E402  (bench/ is not a package)
+
+
+ROWEXPANDMAX = """func.func @k(%x: !pto.tile<40x128xf32>, %s: !pto.tile<40x1xf32, blayout=col_major>) -> !pto.tile<40x128xf32> {
+  %d = pto.trowexpandmax %x, %s : !pto.tile<40x128xf32>, !pto.tile<40x1xf32, blayout=col_major> -> !pto.tile<40x128xf32>
+  return %d : !pto.tile<40x128xf32>
+}
+"""
+
+
+ROWSUM = """func.func @k(%x: !pto.tile<8x2048xf32>) -> !pto.tile<8x1xf32, blayout=col_major> {
+  %d = pto.trowsum %x : !pto.tile<8x2048xf32> -> !pto.tile<8x1xf32, blayout=col_major>
+  return %d : !pto.tile<8x1xf32, blayout=col_major>
+}
+"""
+"""On ascend950 its VF accumulates in a register the hardware loop carries: run trip by trip."""
+
+
+@pytest.fixture
+def unbatched(monkeypatch):
+    def off():
+        monkeypatch.setattr(loop_batch, "EXACT_TRIPS", 10 ** 9)
+        monkeypatch.setattr(vf_executor, "run_batched", lambda *a: False)
+    return off
+
+
+def _run(program, gm):
+    return execute(program, gm, raise_on_findings=False)
+
+
+def _same(a, b):
+    assert [str(f) for f in a.findings] == [str(f) for f in b.findings]
+    assert a.outputs.keys() == b.outputs.keys()
+    for k in a.outputs:
+        assert np.array_equal(a.outputs[k], b.outputs[k]), k
+    assert np.array_equal(a.ub, b.ub)
+    assert a.counts == b.counts
+    key = lambda e: (e.seq, e.pipe, e.opcode, e.dtype, e.repeats, e.nbytes, e.bursts, e.flag,  # noqa: E731
+                     getattr(e, "vf_counts", None), getattr(e, "vf_log", None))
+    assert [key(e) for e in a.trace] == [key(e) for e in b.trace]
+
+
+@pytest.mark.parametrize("target", [A2A3, ASCEND950], ids=lambda t: t.name)
+@pytest.mark.parametrize("text", [tiled_loop(9), ROWEXPANDMAX, ROWSUM], ids=["tiled_loop", "rowexpandmax", "rowsum"])
+def test_batched_run_is_the_trip_by_trip_run(target, text, unbatched):
+    module = api.parse(text, "<k>")
+    values = golden.make_inputs(module, 3)
+    program = pipeline.compile_module(module, target)
+    gm = pipeline.gm_inputs(values)
+    fast = _run(program, gm)
+    assert not fast.findings
+    unbatched()
+    _same(fast, _run(program, gm))
+
+
+def test_deleting_any_sync_of_a_batched_loop_finds_the_same(unbatched, monkeypatch):
+    module = api.parse(tiled_loop(8), "<k>")
+    gm = pipeline.gm_inputs(golden.make_inputs(module, 0))
+    lines = pipeline.compile_module(module, A2A3).to_text().splitlines()
+    syncs = [i for i, ln in enumerate(lines) if any(w in ln for w in ("set_flag", "wait_flag", "pipe_barrier"))]
+    assert len(syncs) >= 8
+    programs = [parse_program("\n".join(lines[:i] + lines[i + 1:]) + "\n") for i in syncs]
+    fast = [_run(p, gm) for p in programs]
+    unbatched()
+    for p, f in zip(programs, fast):
+        _same(f, _run(p, gm))
+    assert any(f.findings for f in fast)
+
+
+def test_a_loop_reading_what_an_earlier_trip_wrote_runs_trip_by_trip():
+    """Trip i adds 1 to the tile trip i-1 left in UB: batching would lose the chain."""
+    prog = parse_program(""".kernel @t target=a2a3
+.gm @y f32[64]
+V    vector_dup.f32 dst=0x0 scalar=0.0 repeat=1
+S    loop %i = 0 to 9 step 1 {
+V      pipe_barrier V
+V      vadds.f32 dst=0x0 src=0x0 scalar=1.0 repeat=1
+S    }
+V    set_flag V->MTE3 id=0
+MTE3 wait_flag V->MTE3 id=0
+MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x0 len_burst=256
+""")
+    r = execute(prog)
+    assert r.findings == [] and (r.outputs["y"] == 9).all()
