@@ -100,6 +100,9 @@ def _instr_ok(ins, var: str) -> bool:
         if isinstance(v, GmAddr):
             if not _affine(v.offset, var):
                 return False
+        elif isinstance(v, tuple):  # vf_call's arguments
+            if any(var in expr_vars(x) for x in v):
+                return False
         elif not isinstance(v, str) and var in expr_vars(v):
             return False
     return True

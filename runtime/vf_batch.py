@@ -195,7 +195,7 @@ class _Batch:
         idx = self.span(addr, n, align)
         if self.r.outer:
             ubs, lo = self.r.outer
-            run = _run(idx, lo)
+            run = _run(idx, ubs, lo)
             if run is not None:
                 data = ubs[:, run].reshape((ubs.shape[0],) + idx.shape[1:]).copy()
             elif idx.shape[0] == 1:
@@ -221,7 +221,7 @@ class _Batch:
         shape = np.broadcast_shapes(idx.shape, keep.shape, reg.shape)
         if self.r.outer:
             ubs, lo = self.r.outer
-            run = _run(idx, lo)
+            run = _run(idx, ubs, lo)
             if run is not None:  # one run of bytes, the same in every scalar-loop trip
                 dst = ubs[:, run].reshape(shape)
                 np.copyto(dst, reg, where=True if keep.all() else keep)
@@ -300,14 +300,16 @@ def _run_of(addr: np.ndarray, n: int) -> bool:
     return flat.size < 2 or bool((np.diff(flat) == n).all())
 
 
-def _run(idx: np.ndarray, lo: int) -> slice | None:
-    """``idx`` (the same for every scalar-loop trip) as one ascending run of bytes, if it is."""
+def _run(idx: np.ndarray, ubs: np.ndarray, lo: int) -> slice | None:
+    """``idx`` (the same for every scalar-loop trip) as one ascending run of the bytes ``ubs``
+    holds (from ``lo``), if it is one."""
     if idx.shape[0] != 1:
         return None
     flat = idx.reshape(-1)
     a = int(flat[0])
-    if int(flat[-1]) - a + 1 != flat.size or not (np.diff(flat) == 1).all():
-        return None
+    if int(flat[-1]) - a + 1 != flat.size or a < lo or a - lo + flat.size > ubs.shape[1] or \
+            not (np.diff(flat) == 1).all():
+        return None  # (a masked tail register may reach past the bytes the trips touch)
     return slice(a - lo, a - lo + flat.size)
 
 
