@@ -197,6 +197,10 @@ class StepLimitError(ValueError):
 # Address helpers
 # ---------------------------------------------------------------------------------------------
 
+_FOOTPRINTS: dict = {}
+"""(base, element size, shape, strides) -> the operand's Footprint."""
+
+
 class _SV:
     """An operand as a strided view of the UB: element ``(i0, i1, ...)`` at byte
     ``base + sum(i_k * strides[k])`` (vector_isa.md §1.1: a vector operand is
@@ -230,17 +234,24 @@ class _SV:
         return out.reshape(self.shape[0], -1)
 
     def footprint(self) -> Footprint:
-        """The UB bytes it covers."""
-        if self._fp is not None:
-            return self._fp
+        """The UB bytes it covers (computed once per operand shape: loops repeat them)."""
+        if self._fp is None:
+            key = (self.base, self.esize, self.shape, self.strides)
+            self._fp = _FOOTPRINTS.get(key)
+            if self._fp is None:
+                if len(_FOOTPRINTS) > 4096:
+                    _FOOTPRINTS.clear()
+                self._fp = _FOOTPRINTS[key] = self._footprint()
+        return self._fp
+
+    def _footprint(self) -> Footprint:
         if self.size == 0:
-            self._fp = Footprint((), ())
-            return self._fp
+            return Footprint((), ())
         run, k = self.esize, len(self.shape)
         while k and (self.shape[k - 1] == 1 or self.strides[k - 1] == run):
             run *= self.shape[k - 1]
             k -= 1
-        outer = [(n, st) for n, st in zip(self.shape[:k], self.strides[:k]) if n > 1]
+        outer = [(n, st) for n, st in zip(self.shape[:k], self.strides[:k]) if n > 1 and st]
         if not outer:
             fp = Footprint.span(self.base, self.base + run)
         elif len(outer) == 1 and 0 <= outer[0][1] <= run:
@@ -257,21 +268,18 @@ class _SV:
                 sh[j] = n
                 starts = starts + (np.arange(n, dtype=np.int64) * st).reshape(sh)
             fp = Footprint.of_starts(starts.reshape(-1), run)
-        self._fp = fp
         return fp
 
     def distinct(self) -> bool:
         """No two elements share a byte (a destination written in one go)."""
-        fp = self.footprint()
-        return sum(int(b) - int(a) for a, b in zip(fp.los, fp.his)) == self.size * self.esize
+        return self.footprint().total() == self.size * self.esize
 
     def same(self, o: "_SV") -> bool:
         return (self.base, self.esize, self.shape, self.strides) == (o.base, o.esize, o.shape, o.strides)
 
     def view(self, ub: np.ndarray, dtype) -> np.ndarray:
         """The elements as a NumPy view of ``ub`` (bounds already checked)."""
-        v = ub.view(dtype)
-        return as_strided(v[self.base // self.esize:], self.shape, self.strides, writeable=True)
+        return np.ndarray(self.shape, dtype, buffer=ub, offset=self.base, strides=self.strides)
 
 
 class _Acc:
@@ -1176,7 +1184,7 @@ class _Bursts:
 
     def view(self, arr: np.ndarray) -> np.ndarray:
         """The bytes as an ``(n, length)`` view of the byte array ``arr`` (bounds checked)."""
-        return as_strided(arr[self.base:], (self.n, self.length), (self.stride, 1), writeable=True)
+        return np.ndarray((self.n, self.length), np.uint8, buffer=arr, offset=self.base, strides=(self.stride, 1))
 
 
 def _gm_base(m, d, a, name):

@@ -82,6 +82,12 @@ class Footprint:
         """Units ``[u*width, u*width + width)`` for every ``u`` in ``units``."""
         return cls.of_starts(np.asarray(units, np.int64).reshape(-1) * width, width)
 
+    def total(self) -> int:
+        """How many units."""
+        if isinstance(self.los, tuple):
+            return sum(b - a for a, b in zip(self.los, self.his))
+        return int((self.his - self.los).sum())
+
     @property
     def empty(self) -> bool:
         return self.hi <= self.lo

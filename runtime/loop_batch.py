@@ -268,11 +268,7 @@ def _union(fps) -> Footprint:
 
 def _covers(a: Footprint, b: Footprint) -> bool:
     """Is every unit of ``b`` in ``a``?"""
-    return b.empty or _total(_union([a, b])) == _total(a)
-
-
-def _total(fp: Footprint) -> int:
-    return sum(int(h) - int(lo) for lo, h in zip(fp.los, fp.his))
+    return b.empty or _union([a, b]).total() == a.total()
 
 
 def _shifted(fp: Footprint, du: int, k0: int, k1: int) -> Footprint:

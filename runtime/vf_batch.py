@@ -125,7 +125,12 @@ class _Batch:
             self.counts[op.name] = self.counts.get(op.name, 0) + n
             h = _HANDLERS.get(type(op))
             if h is not None:
-                h(self, op, env, depth)
+                px = getattr(op, "_vfx", None)  # the op's properties, looked up once (vf_executor)
+                if px is None:
+                    from .vf_executor import _Decoded
+
+                    px = op._vfx = _Decoded(op)
+                h(self, px, env, depth)
             elif op.name.startswith("arith."):
                 self.arith(op, env, depth)
             elif isinstance(op, scf.ForOp):
