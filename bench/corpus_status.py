@@ -1,0 +1,155 @@
+"""Where ptoc stands on the real PTOAS corpus: every ``.pto`` file of ``ptoas_samples/`` (and its
+``corpus/``), run as a user would run it, classified by how far it gets.
+
+    python bench/corpus_status.py [--json OUT.json] [--diff BEFORE.json] [-j N] [FILE ...]
+
+Per file: the target (``--pto-arch`` of its RUN line, else what ptoc picks from the module), then
+``ptoc FILE`` (compile) and ``ptoc FILE --run`` (execute + compare with the golden model).
+Classes: ``negative-ok`` (a ``RUN: not ptoas`` file ptoc rejects too), ``negative-accepted``,
+``no-compile`` (with the first error line), ``no-run`` (compiles; --run fails, with the reason),
+``run`` (runs, compares nothing), ``PASS`` (runs, at least one output compared and all PASS),
+``MISMATCH``.  Integer scalar arguments get the values of ``SCALAR_INPUTS`` (else 1), as a test
+would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
+This is the one corpus status script: the vector and cube work both report from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("PTOC_SHARED") or REPO.parent / "shared")
+SAMPLES_DIR = SHARED / "ptoas_samples"
+TIMEOUT_S = 120
+
+SCALAR_INPUTS: dict[str, dict[str, str]] = {}
+"""Per file stem: values for integer scalar arguments that the default (1) does not suit."""
+DEFAULT_INT = "1"
+
+
+def corpus_files() -> list[Path]:
+    return sorted(SAMPLES_DIR.glob("*.pto")) + sorted((SAMPLES_DIR / "corpus").glob("*.pto"))
+
+
+def run_lines(text: str) -> list[str]:
+    return [line.split("RUN:", 1)[1] for line in text.splitlines()[:12] if "RUN:" in line]
+
+
+def target_of(text: str) -> list[str]:
+    for line in run_lines(text):
+        m = re.search(r"--pto-arch[= ](a3|a5|a2a3)", line)
+        if m:
+            return ["--target", m.group(1)]
+    return []
+
+
+def is_negative(text: str) -> bool:
+    lines = run_lines(text)
+    return bool(lines) and all(re.search(r"\bnot\s+ptoas", line) for line in lines)
+
+
+def ptoc(args: list[str]) -> tuple[int, str, str]:
+    try:
+        p = subprocess.run([sys.executable, "-m", "pto_compiler", *args], capture_output=True, text=True,
+                           timeout=TIMEOUT_S, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        return -1, "", f"timeout after {TIMEOUT_S} s"
+    return p.returncode, p.stdout, p.stderr
+
+
+def reason(stderr: str) -> str:
+    """The first diagnostic line, with the file prefix and SSA noise cut to a short class."""
+    for line in stderr.splitlines():
+        if "error" in line or "timeout" in line or "race" in line or "deadlock" in line:
+            msg = re.sub(r"^\S*\.pto:\d+:\d+: ", "", line.strip())
+            msg = re.sub(r"<OpResult\[.*?\]>", "<tile>", msg)
+            msg = re.sub(r"<OpResult\[.*", "<tile>", msg)
+            return msg[:160]
+    return (stderr.strip().splitlines() or ["?"])[0][:160]
+
+
+def classify(path: Path) -> dict[str, str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    target = target_of(text)
+    name = path.name
+    rec = {"file": name, "target": (target[1] if target else "")}
+    code, _, err = ptoc([str(path), *target])
+    if is_negative(text):
+        rec["class"] = "negative-ok" if code == 1 else "negative-accepted"
+        rec["reason"] = "" if code == 1 else f"exit {code}: {reason(err)}"
+        return rec
+    if code != 0:
+        rec.update({"class": "no-compile", "reason": f"exit {code}: {reason(err)}"})
+        return rec
+    inputs: list[str] = []
+    for _ in range(2):
+        code, out, err = ptoc([str(path), *target, "--run", *inputs])
+        m = re.search(r"integer/index scalar argument\(s\) ([\w, ]+?) (?:need|must|are|is)", err)
+        if code != 2 or not m or inputs:
+            break
+        given = SCALAR_INPUTS.get(path.stem, {})
+        for arg in (a.strip() for a in m.group(1).split(",")):
+            inputs += ["--input", f"{arg}={given.get(arg, DEFAULT_INT)}"]
+    compared = [line for line in out.splitlines() if line.startswith(("PASS", "FAIL", "MISMATCH"))]
+    if code == 0 and compared:
+        rec["class"] = "PASS"
+    elif code == 0:
+        rec["class"] = "run"
+        rec["reason"] = (out.strip().splitlines() or ["no output compared"])[-1][:160]
+    elif code == 3:
+        rec.update({"class": "MISMATCH", "reason": "; ".join(compared)[:160]})
+    else:
+        rec.update({"class": "no-run", "reason": f"exit {code}: {reason(err)}"})
+    return rec
+
+
+ORDER = ("PASS", "run", "MISMATCH", "no-run", "no-compile", "negative-ok", "negative-accepted")
+
+
+def summary(records: list[dict[str, str]]) -> str:
+    counts = {c: sum(r["class"] == c for r in records) for c in ORDER}
+    positive = [r for r in records if not r["class"].startswith("negative")]
+    compiled = sum(r["class"] in ("PASS", "run", "MISMATCH", "no-run") for r in positive)
+    ran = sum(r["class"] in ("PASS", "run", "MISMATCH") for r in positive)
+    return (f"{len(records)} files ({len(positive)} positive, {len(records) - len(positive)} negative): "
+            f"compile {compiled}, run {ran}, compare-PASS {counts['PASS']}; "
+            + ", ".join(f"{c} {n}" for c, n in counts.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--json", type=Path, help="save the records here")
+    ap.add_argument("--diff", type=Path, help="a --json file from before: print the files whose class changed")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    files = args.files or corpus_files()
+    if not files:
+        print(f"no corpus at {SAMPLES_DIR} (set PTOC_SHARED)", file=sys.stderr)
+        return 2
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        records = list(pool.map(classify, files))
+    for r in sorted(records, key=lambda r: (ORDER.index(r["class"]), r["file"])):
+        print(f"{r['class']:<18} {r['target'] or '-':<5} {r['file']:<75} {r.get('reason', '')}")
+    print(summary(records))
+    if args.diff:
+        before = {r["file"]: r for r in json.loads(args.diff.read_text())}
+        for r in records:
+            old = before.get(r["file"], {}).get("class", "-")
+            if old != r["class"]:
+                print(f"changed: {r['file']}: {old} -> {r['class']}")
+        print("before: " + summary(list(before.values())))
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
