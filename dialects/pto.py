@@ -936,8 +936,28 @@ class ConvertOp(TileOp):
         _same_valid(src, dst, "src valid shape must equal dst valid shape")
 
 
+MOVE_DOMAINS = {("vec", "vec"), ("mat", "left"), ("mat", "right"), ("mat", "bias"), ("mat", "scaling"),
+                ("acc", "vec"), ("acc", "mat"), ("vec", "mat")}
+"""TMOV's (src loc, dst loc) pairs (pto_isa.md §3 "Data movement": vec->vec, mat->left/right/bias/
+scaling, acc->vec/mat; vec->mat on A5 only, which pto-verify-target checks)."""
+ACC_CONVERSIONS = {"f32": ("f32", "f16", "bf16"), "i32": ("i32",)}
+"""The element types a move out of acc may convert to without a quantisation operand (the fixpipe,
+pto_isa.md §4.8 "Acc types: f32 -> f32/f16/bf16, i32 -> i32")."""
+
+
+def check_acc_conversion(src: TileLikeType, dst_dtype: str) -> None:
+    """A move/store out of acc converts only along the fixpipe's paths; others keep the type."""
+    if src.loc.data == "acc":
+        if dst_dtype not in ACC_CONVERSIONS.get(src.dtype, ()):
+            raise VerifyException(f"acc {src.dtype} converts only to {', '.join(ACC_CONVERSIONS.get(src.dtype, ()))} "
+                                  f"(without a quantisation operand), not to {dst_dtype}")
+    elif src.dtype != dst_dtype:
+        raise VerifyException(f"dst and src element types must match (got {dst_dtype}, {src.dtype})")
+
+
 class MoveOp(TileOp):
-    """TMOV: copy between tiles (vec -> vec here; other domains parse but do not run)."""
+    """TMOV: copy between tiles of the domains of :data:`MOVE_DOMAINS`; out of acc through the
+    fixpipe (f32 -> f16/bf16 conversion, ``reluPreMode``)."""
 
     FAMILY: ClassVar[str] = "mov"
     HAS_SEMANTICS: ClassVar[bool] = True
@@ -945,9 +965,12 @@ class MoveOp(TileOp):
     def verify_family(self) -> None:
         dst = _need_dst(self)
         (src,) = _tiles(self, 1, "a source tile")[:1]
-        if dst.loc.data == "vec" and src.loc.data == "vec":
-            _same_dtype(dst, src)
-            _same_valid(src, dst, "src valid shape must equal dst valid shape")
+        pair = (src.loc.data, dst.loc.data)
+        if pair not in MOVE_DOMAINS:
+            raise VerifyException(f"has no move from loc={pair[0]} to loc={pair[1]}")
+        if len(self.ins) == 1:
+            check_acc_conversion(src, dst.dtype)
+        _same_valid(src, dst, "src valid shape must equal dst valid shape")
 
 
 class LoadOp(TileOp):
@@ -983,6 +1006,80 @@ class StoreOp(TileOp):
             if self.ins and not self.outs:
                 raise VerifyException("expects ins(%tile) outs(%partition_view)")
             return
+
+
+MATMUL_DTYPES = (("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"))
+"""(acc, left, right) element types of TMATMUL/TGEMV on both targets (ptoas_peer.md §2.3, the PTO IR
+manual's a2a3 tmatmul verifier; pto_isa.md §3 Matrix)."""
+MATMUL_MAX_DIM = 4095
+"""m, k, n in [1, 4095] (the same verifier)."""
+
+
+class MatmulOp(TileOp):
+    """TMATMUL / TGEMV and their ``.acc`` / ``.bias`` forms: ``C = [Cin +] A·B [+ bias]`` with A in
+    ``loc=left`` (M x K), B in ``loc=right`` (K x N), C in ``loc=acc`` (M x N), over the valid
+    regions; ``ins(a, b)``, ``ins(c_in, a, b)`` (ACC) or ``ins(a, b, bias)`` (BIAS, a 1 x N
+    ``loc=bias`` tile).  TGEMV is the same with M = 1."""
+
+    FAMILY: ClassVar[str] = "matmul"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    ACC: ClassVar[bool] = False
+    BIAS: ClassVar[bool] = False
+
+    def operands_abc(self) -> tuple[SSAValue | None, SSAValue, SSAValue, SSAValue | None]:
+        """(c_in, a, b, bias)."""
+        if self.ACC:
+            return self.ins[0], self.ins[1], self.ins[2], None
+        return None, self.ins[0], self.ins[1], (self.ins[2] if self.BIAS else None)
+
+    def verify_family(self) -> None:
+        c = _need_dst(self)
+        n = 3 if self.ACC or self.BIAS else 2
+        _tiles(self, n, f"ins({'c_in, ' if self.ACC else ''}a, b{', bias' if self.BIAS else ''}) tiles")
+        if len(self.ins) != n:
+            raise VerifyException(f"expects {n} tile operands in ins, got {len(self.ins)}")
+        c_in, a, b, bias = (v.type if v is not None else None for v in self.operands_abc())
+        for t, loc, who in ((a, "left", "a"), (b, "right", "b"), (c, "acc", "dst"), (c_in, "acc", "c_in"),
+                            (bias, "bias", "bias")):
+            if t is not None and t.loc.data != loc:
+                raise VerifyException(f"{who} must be a loc={loc} tile, got loc={t.loc.data}")
+        triple = (c.dtype, a.dtype, b.dtype)
+        if triple not in MATMUL_DTYPES:
+            ok = ", ".join("(" + ", ".join(t) + ")" for t in MATMUL_DTYPES)
+            raise VerifyException(f"(acc, left, right) element types ({', '.join(triple)}) are not one of {ok}")
+        if c_in is not None and c_in.dtype != c.dtype:
+            raise VerifyException(f"c_in element type {c_in.dtype} differs from dst's {c.dtype}")
+        if bias is not None and bias.dtype != c.dtype:
+            raise VerifyException(f"bias element type {bias.dtype} differs from dst's {c.dtype}")
+        (m, k), (k2, nn), (m2, n2) = a.valid_shape, b.valid_shape, c.valid_shape
+        if _known(k, k2) and k != k2:
+            raise VerifyException(f"a valid cols (K = {k}) differ from b valid rows ({k2})")
+        if _known(m, m2) and m != m2:
+            raise VerifyException(f"a valid rows (M = {m}) differ from dst valid rows ({m2})")
+        if _known(nn, n2) and nn != n2:
+            raise VerifyException(f"b valid cols (N = {nn}) differ from dst valid cols ({n2})")
+        for d, name in ((m, "m"), (k, "k"), (nn, "n")):
+            if _known(d) and not 1 <= d <= MATMUL_MAX_DIM:
+                raise VerifyException(f"{name} = {d} is outside [1, {MATMUL_MAX_DIM}]")
+        if bias is not None and _known(*bias.valid_shape, n2) and bias.valid_shape[1] != n2:
+            raise VerifyException(f"bias valid cols {bias.valid_shape[1]} differ from dst valid cols ({n2})")
+
+
+class SubTileOp(TileOp):
+    """TEXTRACT ``ins(src, row, col) outs(dst)``: ``dst[i, j] = src[row + i, col + j]`` over dst's
+    valid region; TINSERT ``ins(src, row, col) outs(dst)``: ``dst[row + i, col + j] = src[i, j]`` over
+    src's valid region (pto_isa.md §3 "sub-tile extract/insert at (row, col)")."""
+
+    FAMILY: ClassVar[str] = "subtile"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    INSERT: ClassVar[bool] = False
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        (src,) = _tiles(self, 1, "a source tile")[:1]
+        if len(self.ins) != 3 or any(isinstance(v.type, TileLikeType) for v in self.ins[1:]):
+            raise VerifyException("expects ins(src, row, col) with index offsets")
+        _same_dtype(dst, src)
 
 
 class OpaqueTileOp(TileOp):
@@ -1087,6 +1184,14 @@ TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, 
 
 TCvtOp = _define("tcvt", ConvertOp, ANY, FN="convert")
 TMovOp = _define("tmov", MoveOp, ANY)
+TMatmulOp = _define("tmatmul", MatmulOp)
+TMatmulAccOp = _define("tmatmul.acc", MatmulOp, ACC=True)
+TMatmulBiasOp = _define("tmatmul.bias", MatmulOp, BIAS=True)
+TGemvOp = _define("tgemv", MatmulOp)
+TGemvAccOp = _define("tgemv.acc", MatmulOp, ACC=True)
+TGemvBiasOp = _define("tgemv.bias", MatmulOp, BIAS=True)
+TExtractOp = _define("textract", SubTileOp, ANY)
+TInsertOp = _define("tinsert", SubTileOp, ANY, INSERT=True)
 TLoadOp = _define("tload", LoadOp, ANY)
 TStoreOp = _define("tstore", StoreOp, ANY)
 
@@ -1098,9 +1203,9 @@ OPAQUE_TILE_OP_NAMES = (
     "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tneg", "tnot", "trems", "tfmods", "tands",
     "tors", "txors", "tshls", "tshrs", "tlrelu", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
-    "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter", "tmatmul", "tmatmul.acc", "tmatmul.bias",
-    "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv", "tgemv.acc", "tgemv.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
-    "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract", "textract_fp", "tinsert", "tinsert_fp",
+    "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
+    "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
+    "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tconcat", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter", "tci", "ttri",
     "tquant", "tdequant", "trandom", "tprint", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",

@@ -1,13 +1,17 @@
-"""``pto-plan-memory{target=... manual=false}``: a UB byte address for every vec tile buffer.
+"""``pto-plan-memory{target=... manual=false}``: an address for every tile buffer, per memory.
 
-Every ``pto.alloc_tile`` with ``loc = vec`` gets the attribute
+Every ``pto.alloc_tile`` gets the attribute
 
 ``ub_addr`` (i64)
-    the byte address of its buffer in UB, a multiple of 32 (reference/pto_isa.md §5 "UB
-    alignment 32 B"); the buffer spans ``[ub_addr, ub_addr + rows*cols*sizeof(T))``.
+    the byte address of its buffer in the memory its ``loc`` names (``Target.spaces``,
+    pto_compiler/targets.py: vec = UB, mat = L1, left = L0A, right = L0B, acc = L0C, bias = BT,
+    scaling = FB; the name is historical: for a cube tile it is an L1/L0 address), a multiple of
+    the space's alignment (32 B; one 512-byte fractal in L0A/L0B/L0C); the buffer spans
+    ``[ub_addr, ub_addr + rows*cols*sizeof(T))``.
 
-so that tiles whose data is live at the same time never overlap, and never run past the
-target's UB (``Target.ub_bytes``: 192 KiB on a2a3, 256 KiB on ascend950).
+so that tiles of one memory whose data is live at the same time never overlap, and never run
+past the memory's capacity (UB: 192 KiB on a2a3, 256 KiB on ascend950; the cube memories per
+target in the same table).  Each memory is planned on its own, with the rules below.
 
 **Liveness** is a backward data-flow over the structured control flow: a buffer is live from
 a write to every read that can follow it; an ``scf.for`` body loops back to its head (a tile
@@ -72,7 +76,6 @@ from pto_compiler.passes.tile_access import (
     constant_int,
     full_write,
     in_place_safe,
-    is_vec_buf,
     tile_reads,
     tile_writes,
     tmp_operands,
@@ -80,13 +83,17 @@ from pto_compiler.passes.tile_access import (
 )
 from pto_compiler.passes.tile_reads_check import TileReadsCheck
 from pto_compiler.passes.tmp_strategy import resolve_target
-from pto_compiler.targets import Target
+from pto_compiler.targets import Space, Target
 
 ALIGN = 32
 
 
-def _align_up(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n}-byte"
+
+
+def _align_up(n: int, align: int = ALIGN) -> int:
+    return -(-n // align) * align
 
 
 def _bits(mask: int):
@@ -134,10 +141,13 @@ class _Node:
 
 
 class _Planner:
-    def __init__(self, fn: func.FuncOp, target: Target, manual: bool):
+    def __init__(self, fn: func.FuncOp, target: Target, manual: bool, space: Space):
         self.fn = fn
         self.target = target
         self.manual = manual
+        self.space = space
+        self.scratch = (target.scratch_offset, target.scratch_bytes) if space.locs == ("vec",) else (0, 0)
+        """The a2a3 TMP_UB_OFFSET scratch (offset, bytes): UB only."""
         self.vars: list[_Var] = []
         self.var_of: dict[SSAValue, int] = {}
         self.parent: list[int] = []
@@ -164,19 +174,24 @@ class _Planner:
             if ra != rb:
                 self.parent[max(ra, rb)] = min(ra, rb)
 
+    def mine(self, value: SSAValue) -> bool:
+        """A tile buffer of this planner's memory."""
+        t = value.type
+        return isinstance(t, pto.TileBufType) and t.loc.data in self.space.locs
+
     def _address(self, op: Operation, value: SSAValue, what: str) -> int:
         c = constant_int(value)
         if c is None:
-            raise op_error(op, f"{what} is not an arith.constant; a computed or loop-dependent UB address "
-                               "is not supported by pto-plan-memory yet")
+            raise op_error(op, f"{what} is not an arith.constant; a computed or loop-dependent {self.space.name} "
+                               "address is not supported by pto-plan-memory yet")
         if c < 0:
-            raise op_error(op, f"{what} gives the negative UB address {c}")
+            raise op_error(op, f"{what} gives the negative {self.space.name} address {c}")
         return c
 
     def collect(self) -> None:
         for op in self.fn.body.walk():
             if isinstance(op, pto.AllocTileOp):
-                if is_vec_buf(op.result):
+                if self.mine(op.result):
                     v = self._new_var(op.result, "alloc", op)
                     if op.addr is not None:
                         self.vars[v].fixed.append((self._address(op, op.addr, "the 'addr' operand"), op))
@@ -185,7 +200,7 @@ class _Planner:
                         self.vars[v].fixed.append((placed.value.data, op))
             elif isinstance(op, pto.TAssignOp):
                 tile = op.tile[0]
-                if not is_vec_buf(tile):
+                if not self.mine(tile):
                     continue
                 if tile not in self.var_of:
                     raise op_error(op, "assigns an address to a tile that no pto.alloc_tile defines")
@@ -200,12 +215,12 @@ class _Planner:
             elif isinstance(op, scf.ForOp):
                 body = op.body.block
                 for k, init in enumerate(op.iter_args):
-                    if is_vec_buf(init):
+                    if self.mine(init):
                         self._new_var(body.args[k + 1], "iter_arg", op)
                         self._new_var(op.res[k], "result", op)
             elif isinstance(op, scf.IfOp):
                 for r in op.output:
-                    if is_vec_buf(r):
+                    if self.mine(r):
                         self._new_var(r, "result", op)
             elif isinstance(op, scf.WhileOp):
                 raise op_error(op, "scf.while is not supported by pto-plan-memory yet")
@@ -213,7 +228,7 @@ class _Planner:
                 if isinstance(op, pto.TileOp) and any(isinstance(r.type, pto.TileType) for r in op.res):
                     raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-plan-memory")
                 for r in op.results:
-                    if is_vec_buf(r):
+                    if self.mine(r):
                         raise op_error(op, "defines a tile buffer that pto-plan-memory cannot place yet")
         # link carried values
         for op in self.fn.body.walk():
@@ -260,7 +275,7 @@ class _Planner:
     def _op(self, op: Operation, preds: list[int]) -> list[int]:
         if isinstance(op, scf.ForOp):
             body = op.body.block
-            carried = [(k, init) for k, init in enumerate(op.iter_args) if is_vec_buf(init)]
+            carried = [(k, init) for k, init in enumerate(op.iter_args) if self.mine(init)]
             for k, init in carried:
                 preds = self._move(preds, body.args[k + 1], init, op)
             head = self._node(preds, _Node(op))
@@ -406,7 +421,7 @@ class _Planner:
             for g in _bits(occ):
                 self.strict[g] |= occ
                 self.first_use[g] = min(self.first_use[g], i)
-                total += self.target.scratch_bytes if g == self.scratch_g else sizes[g]
+                total += self.scratch[1] if g == self.scratch_g else sizes[g]
             for g in _bits(held):
                 mask = held
                 if r_only >> g & 1:
@@ -426,9 +441,10 @@ class _Planner:
             self.group_vars[r] = self.group_vars.get(r, 0) | (1 << v.index)
         self.check_carried()
         roots = sorted(self.group_vars)
-        self.group_sizes = [_align_up(max(self.vars[v].size for v in _bits(self.group_vars[r]))) for r in roots]
+        self.group_sizes = [_align_up(max(self.vars[v].size for v in _bits(self.group_vars[r])), self.space.align)
+                            for r in roots]
         self.interference()
-        cap = self.target.ub_bytes
+        cap, mem = self.space.bytes, self.space.name
         fixed: dict[int, tuple[int, Operation]] = {}
         for g, r in enumerate(roots):
             members = [self.vars[v] for v in _bits(self.group_vars[r])]
@@ -441,18 +457,18 @@ class _Planner:
             if seen is None:
                 if self.manual:
                     first = min(members, key=lambda m: m.line)
-                    raise op_error(first.def_op, f"{first.name} has no UB address; manual placement "
+                    raise op_error(first.def_op, f"{first.name} has no {mem} address; manual placement "
                                                  "(--manual) needs `alloc_tile addr = %c` or `pto.tassign` "
-                                                 "for every vec tile")
+                                                 "for every tile")
                 continue
             addr, src = seen
             size = max(m.size for m in members)
             name = min(members, key=lambda m: m.line).name
             if addr % ALIGN:
-                raise op_error(src, f"UB address {addr:#x} of {name} is not 32-byte aligned (a multiple of 32)")
+                raise op_error(src, f"{mem} address {addr:#x} of {name} is not 32-byte aligned (a multiple of 32)")
             if addr + size > cap:
                 raise op_error(src, f"{name} ({size} bytes at {addr:#x}) ends at {addr + size:#x}, past the end "
-                                    f"of the {cap // 1024} KiB {self.target.name} UB ({cap:#x})")
+                                    f"of the {_kib(cap)} {self.target.name} {mem} ({cap:#x})")
             fixed[g] = (addr, src)
         self.check_fixed(fixed, roots)
         return self.place(fixed, roots, cap)
@@ -477,9 +493,9 @@ class _Planner:
                     name2, line2 = self._group_name(h, roots)
                     raise op_error(src, f"{name} (line {line}) at [{lo:#x}, {hi:#x}) overlaps {name2} (line {line2}) "
                                         f"at [{lo2:#x}, {hi2:#x}) while both are live")
-            s_lo = self.target.scratch_offset
-            s_hi = s_lo + self.target.scratch_bytes
-            if self.target.scratch_bytes and lo < s_hi and s_lo < hi and g in self.scratch_node_of:
+            s_lo, s_n = self.scratch
+            s_hi = s_lo + s_n
+            if s_n and lo < s_hi and s_lo < hi and g in self.scratch_node_of:
                 user = self.nodes[self.scratch_node_of[g]].op
                 raise op_error(src, f"{name} (line {line}) at [{lo:#x}, {hi:#x}) overlaps the {self.target.name} "
                                     f"TMP_UB_OFFSET scratch [{s_lo:#x}, {s_hi:#x}) that the Mode-1 '{user.name}' at "
@@ -490,8 +506,8 @@ class _Planner:
         return max(self.vars[v].size for v in _bits(self.group_vars[roots[g]]))
 
     def place(self, fixed: dict[int, tuple[int, Operation]], roots: list[int], cap: int) -> dict[int, int]:
-        s_lo = self.target.scratch_offset
-        s_range = (s_lo, s_lo + self.target.scratch_bytes)
+        s_lo, s_n = self.scratch
+        s_range = (s_lo, s_lo + s_n)
         free = [g for g in range(len(roots)) if g not in fixed]
         orders = [sorted(free, key=lambda g: (self.first_use[g], g)),
                   sorted(free, key=lambda g: (-self.group_sizes[g], self.first_use[g], g))]
@@ -509,7 +525,7 @@ class _Planner:
                 for lo, hi in busy:
                     if at + size <= lo:
                         break
-                    at = max(at, _align_up(hi))
+                    at = max(at, _align_up(hi, self.space.align))
                 if at + size > cap:
                     ok = False
                     failed = failed if failed is not None else g
@@ -518,16 +534,17 @@ class _Planner:
             if ok:
                 return addr
         assert failed is not None
+        mem = self.space.name
         name, _ = self._group_name(failed, roots)
         members = [self.vars[v] for v in _bits(self.group_vars[roots[failed]])]
         where = min(members, key=lambda m: m.line).def_op
         peak_line = _line(self.nodes[self.peak_node].op) if self.peak_node is not None else 0
         if self.peak > cap:
-            raise op_error(where, f"UB over capacity: cannot place {name} ({self.group_sizes[failed]} bytes); "
+            raise op_error(where, f"{mem} over capacity: cannot place {name} ({self.group_sizes[failed]} bytes); "
                                   f"{self.peak} bytes of tiles are live at once at line {peak_line} (the peak), "
-                                  f"more than the {cap} bytes of the {self.target.name} UB")
+                                  f"more than the {cap} bytes of the {self.target.name} {mem}")
         raise op_error(where, f"cannot place {name} ({self.group_sizes[failed]} bytes): the fixed addresses "
-                              f"fragment the {cap}-byte {self.target.name} UB (peak {self.peak} bytes at line "
+                              f"fragment the {cap}-byte {self.target.name} {mem} (peak {self.peak} bytes at line "
                               f"{peak_line})")
 
     def run(self) -> None:
@@ -561,4 +578,5 @@ class PlanMemoryPass(ModulePass):
         target = resolve_target(self.target)
         for fn in op.walk():
             if isinstance(fn, func.FuncOp) and fn.body.blocks:
-                _Planner(fn, target, self.manual).run()
+                for space in target.spaces:
+                    _Planner(fn, target, self.manual, space).run()

@@ -56,8 +56,12 @@ Semantics decisions (each one where the ISA page leaves a choice)
 * **TSTORE** writes the tile's valid region; ``atomicType = atomic_add`` adds (element type).
 * **TCVT** uses ``rmode`` (default CAST_RINT) and, for int -> int, ``sat_mode``/``saturation_mode``
   ON to clamp; see ``elementwise.convert``.
-* **TMOV** copies the valid region between tiles of one element type (any location); tmov with
-  a scaling/quant operand or a type change has no semantics yet.
+* **TMOV** copies the valid region between tiles of one element type (any location); out of
+  acc (and **TSTORE** of an acc tile) through the fixpipe of runtime/cube.py (f32 -> f16/bf16
+  nearest-even, ``reluPreMode``); tmov with a scaling/quant operand has no semantics yet.
+* **TMATMUL / TGEMV** (``.acc``, ``.bias``): runtime/cube.py (f16/bf16/f32 accumulate in f32,
+  the exact sum rounded once; i8 in i32, wrapping).  **TEXTRACT / TINSERT** copy a sub-tile at
+  (row, col): extract over dst's valid region, insert over src's.
 * Scalars of tile-scalar ops and TEXPANDS are converted to the tile's element type with
   ``elementwise.scalar_to`` (floats round to nearest-even, ints wrap).
 * Events, flags and barriers have no effect on values (program order is the semantics).
@@ -101,6 +105,7 @@ from xdsl.utils.exceptions import VerifyException
 from pto_compiler.diagnostics import Diagnostic, PtocError, op_error
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
+from pto_compiler.runtime import cube
 from pto_compiler.targets import TARGETS
 
 __all__ = [
@@ -417,7 +422,7 @@ def gm_shape(fn: func.FuncOp, spec: ArgSpec, scalars: Mapping[str, object] | Non
     for op, _ in views:
         rt = op.result.type
         shape = [_static(v, known) for v in op.shape_]
-        if isinstance(rt, pto.TensorViewType):
+        if isinstance(rt, pto.TensorViewType) and len(rt.dims) == len(shape):  # `<2xf32>`: a rank, old PTOAS
             shape = [d if d != pto.DYNAMIC else s for d, s in zip(rt.dims, shape)]
         strides = [_static(v, known) for v in op.strides_]
         described.append((shape, strides))
@@ -998,11 +1003,43 @@ class Evaluator:
         self.need(op, len(op.ins) == 1, "with extra operands (scaling, quantisation) has no semantics in ptoc yet")
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
-        self.need(op, src.dtype == dst.dtype,
-                  f"from {E.dtype_name(src.dtype)} to {E.dtype_name(dst.dtype)} has no semantics in ptoc yet")
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src")
-        dst.data[:r, :c] = src.data[:r, :c]
+        dst.data[:r, :c] = self._out_of(op, src, src.data[:r, :c], dst.dtype)
+
+    def _out_of(self, op, src: Tile, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """Values leaving ``src``: through the fixpipe out of acc (runtime/cube.py), else unchanged."""
+        if src.type.loc.data == "acc":
+            return cube.fixpipe(x, dtype, cube.relu_pre(op))
+        self.need(op, x.dtype == dtype,
+                  f"from {E.dtype_name(x.dtype)} to {E.dtype_name(dtype)} has no semantics in ptoc yet")
+        return x
+
+    def family_matmul(self, op, env):
+        c_in, a, b, bias = (None if v is None else self.tile(op, v, env) for v in op.operands_abc())
+        (m, k), (k2, n) = a.valid, b.valid
+        self.need(op, k == k2, f"a valid cols (K = {k}) differ from b valid rows ({k2}) at run time")
+        dst = self.dst(op, env, (m, n))
+        self.need(op, dst.valid == (m, n), f"dst valid region {dst.valid[0]}x{dst.valid[1]} is not "
+                                           f"M x N = {m}x{n} at run time")
+        if c_in is not None:
+            self._same_valid(op, c_in, dst.valid, "c_in")
+        self._store(dst, m, n, cube.matmul(a.data[:m, :k], b.data[:k, :n], dst.dtype,
+                                           None if c_in is None else c_in.data[:m, :n],
+                                           None if bias is None else bias.data[0, :n]))
+
+    def family_subtile(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        r0, c0 = (int(env[v]) for v in op.ins[1:3])
+        dst = self.dst(op, env, None)
+        r, c = src.valid if op.INSERT else dst.valid
+        big = dst if op.INSERT else src
+        self.need(op, 0 <= r0 and 0 <= c0 and r0 + r <= big.type.rows and c0 + c <= big.type.cols,
+                  f"the {r}x{c} region at ({r0}, {c0}) runs past the {big.type.rows}x{big.type.cols} tile")
+        if op.INSERT:
+            dst.data[r0:r0 + r, c0:c0 + c] = src.data[:r, :c]
+        else:
+            dst.data[:r, :c] = src.data[r0:r0 + r, c0:c0 + c]
 
     def _gm_indices(self, op, pv: PartitionView, count: int) -> np.ndarray:
         idx = pv.flat_indices()
@@ -1044,7 +1081,9 @@ class Evaluator:
         idx = self._gm_indices(op, pv, r * c)
         gm = pv.view.gm
         vals = tile.data[:r, :c].reshape(-1)
-        if vals.dtype != gm.data.dtype:
+        if tile.type.loc.data == "acc":
+            vals = cube.fixpipe(vals, gm.data.dtype, cube.relu_pre(op))
+        elif vals.dtype != gm.data.dtype:
             vals = vals.view(gm.data.dtype)
         atomic = _attr_body(op, "atomicType", "atomic_type", "atomic")
         if atomic is not None and "add" in atomic.lower():
@@ -1135,6 +1174,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
+    pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
 }
 """The golden model's rule per tile-op family, keyed by the family's op class."""
 

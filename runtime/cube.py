@@ -1,0 +1,123 @@
+"""The cube half's semantics: matmul, the fixpipe conversions, and where a tile's elements sit in
+the cube memories.  The golden model (runtime/reference.py) and the executor's cube
+instructions (runtime/executor.py) both call these functions, as both call
+runtime/elementwise.py for the vector side.
+
+**Matmul** (reference/pto_isa.md §3 Matrix; ptoas_peer.md §2.3 dtype triples).
+``C = [Cin +] A·B [+ bias]`` over the valid regions, A M x K, B K x N, C M x N.
+
+* f16/bf16/f32 inputs accumulate in f32.  Every product of two f16, bf16 or f32 values is exact
+  in float64, and the sum of the K products, Cin and the bias is formed in float64 (NumPy's
+  matmul) and rounded **once** to f32, nearest-even.  The hardware sums in f32 in an order it
+  does not document, so a run compares matmul outputs with the float-sum tolerance
+  (``reference.FLOAT_SUM_RTOL``), never bit for bit.
+* i8 inputs accumulate in i32: exact in int64, then wrapped to 32 bits (two's complement), as
+  an i32 accumulator that overflows does.
+
+**Fixpipe** (moves and stores out of acc, pto_isa.md §4.8 "Acc types"): an f32 acc converts to
+f32, f16 or bf16 (nearest-even, ``elementwise.convert`` CAST_RINT; f16 overflow gives inf), an
+i32 acc stays i32.  ``reluPreMode = normal_relu`` applies ``max(x, 0)`` before the conversion.
+
+**Layouts** (pto_isa.md §2 "Element addressing"): :func:`tile_offsets` gives the byte offset of
+every element of a tile in its memory from its ``blayout`` / ``slayout`` / ``fractal``: NoneBox
+row-major ``r*Cols + c`` (ND) or column-major ``c*Rows + r`` (DN); boxed layouts are fractals of
+``16 x 32/sizeof(T)`` (inner row-major), ``32/sizeof(T) x 16`` (inner column-major) or ``16 x 16``
+(fractal 1024, the acc tiles), the fractals laid out column-major (blayout col_major: Nz, Nn) or
+row-major (Zz, Zn).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from . import elementwise as E
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out_dtype, c_in: np.ndarray | None = None,
+           bias: np.ndarray | None = None) -> np.ndarray:
+    """``[c_in +] a @ b [+ bias]`` (bias: one value per column) in the accumulator type."""
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype.kind == "i":
+        acc = a.astype(np.int64) @ b.astype(np.int64)
+        if c_in is not None:
+            acc = acc + c_in.astype(np.int64)
+        if bias is not None:
+            acc = acc + bias.astype(np.int64).reshape(1, -1)
+        return acc.astype(out_dtype)  # wraps modulo 2**32
+    acc = a.astype(np.float64) @ b.astype(np.float64)
+    if c_in is not None:
+        acc = acc + c_in.astype(np.float64)
+    if bias is not None:
+        acc = acc + bias.astype(np.float64).reshape(1, -1)
+    return E.convert(acc, out_dtype, "CAST_RINT")
+
+
+def fixpipe(x: np.ndarray, dst_dtype, relu: bool = False) -> np.ndarray:
+    """An acc value on its way out (to GM, L1 or UB): optional ReLU, then the conversion."""
+    if relu:
+        x = E.relu(x)
+    dst_dtype = np.dtype(dst_dtype)
+    if x.dtype == dst_dtype:
+        return x
+    return E.convert(x, dst_dtype, "CAST_RINT")
+
+
+def relu_pre(op) -> bool:
+    """``reluPreMode = #pto<relu_pre_mode normal_relu>`` on a move/store out of acc."""
+    for key in ("reluPreMode", "relu_pre_mode", "relu"):
+        a = op.attributes.get(key) or op.properties.get(key)
+        if a is not None:
+            return "normal_relu" in str(a).lower()
+    return False
+
+
+LAYOUTS = ("nd", "dn", "nz", "zn", "zz", "nn")
+"""Layout names: ND/DN (no fractals, row-/column-major), then the boxed ones by (outer, inner)
+order: N = column-major, Z = row-major (Nz = blayout col_major + slayout row_major)."""
+
+
+def layout_name(blayout: str, slayout: str) -> str:
+    if slayout == "none_box":
+        return "nd" if blayout == "row_major" else "dn"
+    return ("n" if blayout == "col_major" else "z") + ("z" if slayout == "row_major" else "n")
+
+
+def box_shape(layout: str, fractal: int, esize: int) -> tuple[int, int]:
+    """(rows, cols) of one fractal of a boxed layout."""
+    if fractal == 1024:
+        return 16, 16
+    c0 = 32 // esize
+    return (16, c0) if layout[1] == "z" else (c0, 16)
+
+
+@lru_cache(maxsize=256)
+def tile_offsets(rows: int, cols: int, layout: str, fractal: int, esize: int) -> np.ndarray:
+    """Byte offset of element ``(r, c)`` of a ``rows x cols`` tile, shape ``(rows, cols)``
+    (read-only, cached).  A boxed tile whose shape is not a whole number of fractals is padded
+    up to one (pto-verify-target rejects such tiles; the executor never sees them)."""
+    r = np.arange(rows, dtype=np.int64)[:, None]
+    c = np.arange(cols, dtype=np.int64)[None, :]
+    if layout == "nd":
+        off = r * cols + c
+    elif layout == "dn":
+        off = c * rows + r
+    else:
+        br, bc = box_shape(layout, fractal, esize)
+        nbr, nbc = -(-rows // br), -(-cols // bc)
+        R, C, ir, ic = r // br, c // bc, r % br, c % bc
+        box = C * nbr + R if layout[0] == "n" else R * nbc + C
+        inner = ir * bc + ic if layout[1] == "z" else ic * br + ir
+        off = box * (br * bc) + inner
+    out = off * esize
+    out.setflags(write=False)
+    return out
+
+
+def layout_fits(rows: int, cols: int, layout: str, fractal: int, esize: int) -> bool:
+    """A boxed tile holds a whole number of fractals."""
+    if layout in ("nd", "dn"):
+        return True
+    br, bc = box_shape(layout, fractal, esize)
+    return rows % br == 0 and cols % bc == 0

@@ -1,0 +1,261 @@
+"""The cube half: matmul semantics against an independent NumPy reference, domain moves, the cube
+memories per target (targets.py), their planning (pto-plan-memory) and verification.
+
+The reference here is plain NumPy written next to each case (``a.astype(f32) @ b.astype(f32)``
+for floats, int64 then wrapped for i8 -> i32); the golden model (runtime/reference.py +
+runtime/cube.py) must agree with it within the float-sum tolerance (floats) or bit for bit (ints).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
+from pto_compiler.runtime import reference as R
+from pto_compiler.targets import A2A3, ASCEND950
+
+F32 = np.float32
+DT = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "i8": np.int8, "i32": np.int32}
+COMBOS = [("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("i8", "i32")]
+
+
+def matmul_kernel(ab: str, acc: str, M: int, K: int, N: int, kt: int, *, vm: int | None = None,
+                  vn: int | None = None, bias: bool = False) -> str:
+    """C (M x N) = A (M x K) . B (K x N) over a K loop of ``kt``-wide tiles; ``vm``/``vn`` make the
+    valid region of the M/N side partial (tiles stay M x N, the GM views vm x ..)."""
+    vm, vn = vm or M, vn or N
+    steps = K // kt
+    tl = lambda loc, r, c, vr, vc, dt, extra="": (  # noqa: E731
+        f"!pto.tile_buf<{loc}, {r}x{c}x{dt}, valid={vr}x{vc}{extra}>")
+    MA = tl("mat", M, kt, vm, kt, ab, ", blayout=col_major, slayout=row_major")
+    MB = tl("mat", kt, N, kt, vn, ab, ", blayout=col_major, slayout=row_major")
+    LA = tl("left", M, kt, vm, kt, ab, ", slayout=row_major")
+    RB = tl("right", kt, N, kt, vn, ab, ", slayout=col_major")
+    AC = tl("acc", M, N, vm, vn, acc, ", blayout=col_major, slayout=row_major, fractal=1024")
+    MBIAS = tl("mat", 1, N, 1, vn, acc)
+    BT = tl("bias", 1, N, 1, vn, acc)
+    bias_arg = f", %bias: !pto.ptr<{acc}>" if bias else ""
+    first = (f"pto.tmatmul.bias ins(%la, %rb, %bt : {LA}, {RB}, {BT}) outs(%acc : {AC})" if bias else
+             f"pto.tmatmul ins(%la, %rb : {LA}, {RB}) outs(%acc : {AC})")
+    bias_setup = f"""
+    %vbias = pto.make_tensor_view %bias, shape = [%c1, %cvn], strides = [%cvn, %c1] : !pto.tensor_view<?x?x{acc}>
+    %pbias = pto.partition_view %vbias, offsets = [%c0, %c0], sizes = [%c1, %cvn] : !pto.tensor_view<?x?x{acc}> -> !pto.partition_tensor_view<1x{vn}x{acc}>
+    %mbias = pto.alloc_tile : {MBIAS}
+    %bt = pto.alloc_tile : {BT}
+    pto.tload ins(%pbias : !pto.partition_tensor_view<1x{vn}x{acc}>) outs(%mbias : {MBIAS})
+    pto.tmov ins(%mbias : {MBIAS}) outs(%bt : {BT})""" if bias else ""
+    return f"""module {{
+  func.func @mm(%a: !pto.ptr<{ab}>, %b: !pto.ptr<{ab}>, %c: !pto.ptr<{acc}>{bias_arg}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %csteps = arith.constant {steps} : index
+    %ckt = arith.constant {kt} : index
+    %cK = arith.constant {K} : index
+    %cvm = arith.constant {vm} : index
+    %cvn = arith.constant {vn} : index
+    %va = pto.make_tensor_view %a, shape = [%cvm, %cK], strides = [%cK, %c1] : !pto.tensor_view<?x?x{ab}>
+    %vb = pto.make_tensor_view %b, shape = [%cK, %cvn], strides = [%cvn, %c1] : !pto.tensor_view<?x?x{ab}>
+    %vc = pto.make_tensor_view %c, shape = [%cvm, %cvn], strides = [%cvn, %c1] : !pto.tensor_view<?x?x{acc}>
+    %ma = pto.alloc_tile : {MA}
+    %mb = pto.alloc_tile : {MB}
+    %la = pto.alloc_tile : {LA}
+    %rb = pto.alloc_tile : {RB}
+    %acc = pto.alloc_tile : {AC}{bias_setup}
+    scf.for %k = %c0 to %csteps step %c1 {{
+      %off = arith.muli %k, %ckt : index
+      %pa = pto.partition_view %va, offsets = [%c0, %off], sizes = [%cvm, %ckt] : !pto.tensor_view<?x?x{ab}> -> !pto.partition_tensor_view<{vm}x{kt}x{ab}>
+      %pb = pto.partition_view %vb, offsets = [%off, %c0], sizes = [%ckt, %cvn] : !pto.tensor_view<?x?x{ab}> -> !pto.partition_tensor_view<{kt}x{vn}x{ab}>
+      pto.tload ins(%pa : !pto.partition_tensor_view<{vm}x{kt}x{ab}>) outs(%ma : {MA})
+      pto.tload ins(%pb : !pto.partition_tensor_view<{kt}x{vn}x{ab}>) outs(%mb : {MB})
+      pto.tmov ins(%ma : {MA}) outs(%la : {LA})
+      pto.tmov ins(%mb : {MB}) outs(%rb : {RB})
+      %first = arith.cmpi eq, %k, %c0 : index
+      scf.if %first {{
+        {first}
+      }} else {{
+        pto.tmatmul.acc ins(%acc, %la, %rb : {AC}, {LA}, {RB}) outs(%acc : {AC})
+      }}
+    }}
+    %pc = pto.partition_view %vc, offsets = [%c0, %c0], sizes = [%cvm, %cvn] : !pto.tensor_view<?x?x{acc}> -> !pto.partition_tensor_view<{vm}x{vn}x{acc}>
+    pto.tstore ins(%acc : {AC}) outs(%pc : !pto.partition_tensor_view<{vm}x{vn}x{acc}>)
+    return
+  }}
+}}
+"""
+
+
+def numpy_matmul(a, b, acc: str, bias=None):
+    """The independent reference: f32 (or wrapped i32) products and sums."""
+    if acc == "i32":
+        out = a.astype(np.int64) @ b.astype(np.int64) + (0 if bias is None else bias.astype(np.int64))
+        return out.astype(np.int32)
+    out = a.astype(F32) @ b.astype(F32) + (0 if bias is None else bias.astype(F32))
+    return out.astype(F32)
+
+
+def inputs_for(ab: str, vm: int, vn: int, K: int, seed: int = 1, bias: bool = False, acc: str = "f32"):
+    rng = np.random.default_rng(seed)
+    if ab == "i8":
+        a = rng.integers(-128, 128, (vm, K)).astype(np.int8)
+        b = rng.integers(-128, 128, (K, vn)).astype(np.int8)
+    else:
+        a = rng.uniform(-2, 2, (vm, K)).astype(DT[ab])
+        b = rng.uniform(-2, 2, (K, vn)).astype(DT[ab])
+    ins = {"a": a, "b": b, "c": np.zeros((vm, vn), DT[acc])}
+    if bias:
+        ins["bias"] = (rng.integers(-1000, 1000, (1, vn)) if acc == "i32" else rng.uniform(-4, 4, (1, vn))).astype(DT[acc])
+    return ins
+
+
+def assert_matmul(got, want, acc: str, K: int):
+    if acc == "i32":
+        np.testing.assert_array_equal(got, want)
+    else:
+        # the f32 reference sums in f32 in NumPy's order, the model exactly: K roundings apart
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * K)
+
+
+@pytest.mark.parametrize("ab,acc", COMBOS)
+@pytest.mark.parametrize("M,K,N,kt,vm,vn", [(16, 32, 16, 32, None, None), (32, 128, 32, 32, None, None),
+                                            (32, 64, 48, 32, 19, 37), (16, 256, 16, 64, 1, None)])
+def test_golden_matmul_matches_numpy(ab, acc, M, K, N, kt, vm, vn):
+    if ab == "i8" and kt % 32:
+        kt = 32
+    mod = api.parse(matmul_kernel(ab, acc, M, K, N, kt, vm=vm, vn=vn))
+    ins = inputs_for(ab, vm or M, vn or N, K, acc=acc)
+    out = R.evaluate(mod, ins)
+    assert_matmul(out["c"], numpy_matmul(ins["a"], ins["b"], acc), acc, K)
+
+
+@pytest.mark.parametrize("ab,acc", [("f16", "f32"), ("i8", "i32")])
+def test_golden_matmul_bias(ab, acc):
+    mod = api.parse(matmul_kernel(ab, acc, 16, 64, 32, 32, bias=True))
+    ins = inputs_for(ab, 16, 32, 64, bias=True, acc=acc)
+    out = R.evaluate(mod, ins)
+    assert_matmul(out["c"], numpy_matmul(ins["a"], ins["b"], acc, ins["bias"]), acc, 64)
+
+
+def test_golden_i32_accumulator_wraps():
+    mod = api.parse(matmul_kernel("i8", "i32", 16, 32768 // 256 * 256, 16, 256))
+    K = 32768
+    ins = {"a": np.full((16, K), -128, np.int8), "b": np.full((K, 16), -128, np.int8),
+           "c": np.zeros((16, 16), np.int32)}
+    out = R.evaluate(mod, ins)
+    want = np.int64(K * 128 * 128)  # 2**29: fits; now twice over the range
+    assert int(out["c"][0, 0]) == want
+    mod2 = api.parse(matmul_kernel("i8", "i32", 16, 4 * K, 16, 256))
+    ins2 = {"a": np.full((16, 4 * K), -128, np.int8), "b": np.full((4 * K, 16), -128, np.int8),
+            "c": np.zeros((16, 16), np.int32)}
+    out2 = R.evaluate(mod2, ins2)
+    assert int(out2["c"][0, 0]) == (4 * K * 128 * 128) - (1 << 32)  # 2**31 wraps to -2**31
+
+
+def test_golden_fixpipe_f16_store_and_relu():
+    text = matmul_kernel("f16", "f32", 16, 32, 16, 32).replace(
+        "pto.tstore ins(%acc", "pto.tstore ins(%acc").replace(
+        "outs(%pc : !pto.partition_tensor_view<16x16xf32>)",
+        "outs(%pc : !pto.partition_tensor_view<16x16xf32>) {reluPreMode = #pto<relu_pre_mode normal_relu>}")
+    mod = api.parse(text)
+    ins = inputs_for("f16", 16, 16, 32)
+    out = R.evaluate(mod, ins)
+    want = np.maximum(numpy_matmul(ins["a"], ins["b"], "f32"), 0)
+    np.testing.assert_allclose(out["c"], want, rtol=1e-5, atol=1e-4)
+    assert (out["c"] >= 0).all()
+
+
+EXTRACT = """module {
+  func.func @ex(%a: !pto.ptr<f16>, %o: !pto.ptr<f16>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %va = pto.make_tensor_view %a, shape = [%c32, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf16>
+    %vo = pto.make_tensor_view %o, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf16>
+    %pa = pto.partition_view %va, offsets = [%c0, %c0], sizes = [%c32, %c64] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<32x64xf16>
+    %po = pto.partition_view %vo, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x32xf16>
+    %m = pto.alloc_tile : !pto.tile_buf<mat, 32x64xf16, blayout=col_major, slayout=row_major>
+    %s = pto.alloc_tile : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>
+    pto.tload ins(%pa : !pto.partition_tensor_view<32x64xf16>) outs(%m : !pto.tile_buf<mat, 32x64xf16, blayout=col_major, slayout=row_major>)
+    pto.textract ins(%m, %c16, %c32 : !pto.tile_buf<mat, 32x64xf16, blayout=col_major, slayout=row_major>, index, index) outs(%s : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>)
+    pto.tstore ins(%s : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>) outs(%po : !pto.partition_tensor_view<16x32xf16>)
+    return
+  }
+}
+"""
+
+
+def test_golden_textract():
+    a = np.arange(32 * 64, dtype=np.float32).astype(np.float16).reshape(32, 64)
+    out = R.evaluate(api.parse(EXTRACT), {"a": a, "o": np.zeros((16, 32), np.float16)})
+    np.testing.assert_array_equal(out["o"], a[16:32, 32:64])
+
+
+# ---- targets, planning, verification -------------------------------------------------------
+
+def test_cube_memories_per_target():
+    a2 = {s.name: s.bytes for s in A2A3.spaces}
+    a5 = {s.name: s.bytes for s in ASCEND950.spaces}
+    assert a2 == {"UB": 192 << 10, "L1": 512 << 10, "L0A": 64 << 10, "L0B": 64 << 10, "L0C": 128 << 10,
+                  "BT": 1 << 10, "FB": 2 << 10}
+    assert a5 == {"UB": 256 << 10, "L1": 512 << 10, "L0A": 64 << 10, "L0B": 64 << 10, "L0C": 256 << 10,
+                  "BT": 4 << 10, "FB": 4 << 10}
+    assert A2A3.space_of("left").name == "L0A" and ASCEND950.space_of("acc").align == 512
+
+
+def _placed(text: str, target="a2a3"):
+    from pto_compiler import pipeline
+    from pto_compiler.targets import lookup_target
+
+    placed = pipeline.compile_module(api.parse(text), lookup_target(target), stop_after="placed")
+    return {op.result.name_hint: op.attributes["ub_addr"].value.data
+            for op in placed.walk() if op.name == "pto.alloc_tile"}
+
+
+def test_plan_memory_places_each_cube_space_on_its_own():
+    addr = _placed(matmul_kernel("f16", "f32", 32, 128, 32, 32))
+    # mat tiles share L1 (two 2 KiB tiles live at once), the others each start their own memory
+    assert sorted((addr["ma"], addr["mb"])) == [0, 2048]
+    assert addr["la"] == 0 and addr["rb"] == 0 and addr["acc"] == 0
+
+
+def test_plan_memory_l0a_overflow_is_located():
+    # one 128 x 512 f16 left tile is 128 KiB: more than L0A's 64 KiB (it fits L1's 512 KiB)
+    text = matmul_kernel("f16", "f32", 128, 512, 16, 512)
+    with pytest.raises(PtocError) as e:
+        _placed(text)
+    assert "L0A over capacity" in str(e.value) and "65536 bytes" in str(e.value)
+
+
+def test_manual_l0c_address_past_the_end_is_located():
+    text = matmul_kernel("f16", "f32", 16, 32, 16, 32).replace(
+        "%acc = pto.alloc_tile :", "%a0 = arith.constant 131072 : i64\n    %acc = pto.alloc_tile addr = %a0 :")
+    with pytest.raises(PtocError) as e:
+        _placed(text)
+    msg = str(e.value)
+    assert "L0C" in msg and "past the end" in msg
+    assert _placed(text, "ascend950")["acc"] == 131072  # 256 KiB of L0C on ascend950
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ("!pto.tile_buf<acc, 16x16xf16, blayout=col_major, slayout=row_major, fractal=1024>",
+     "(acc, left, right) element types (f16, f16, f16)"),
+])
+def test_verify_matmul_dtype_triple(bad, msg):
+    text = matmul_kernel("f16", "f32", 16, 32, 16, 32).replace(
+        "!pto.tile_buf<acc, 16x16xf32, valid=16x16, blayout=col_major, slayout=row_major, fractal=1024>", bad)
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(text), A2A3)
+    assert msg in str(e.value)
+
+
+def test_verify_tmov_domains():
+    text = EXTRACT.replace("pto.textract ins(%m, %c16, %c32 : !pto.tile_buf<mat, 32x64xf16, blayout=col_major, "
+                           "slayout=row_major>, index, index)",
+                           "pto.tmov ins(%m : !pto.tile_buf<mat, 32x64xf16, blayout=col_major, slayout=row_major>)")
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(text), A2A3)
+    assert "has no move from loc=mat to loc=mat" in str(e.value)
