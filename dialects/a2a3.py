@@ -37,8 +37,14 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-PIPES = ("S", "V", "MTE2", "MTE3")
-"""The pipes of an a2a3 vector core that a program uses."""
+PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
+"""The pipes a program uses: the vector core's S, V, MTE2 (GM in), MTE3 (GM out) and the cube
+core's MTE1 (L1 -> L0A/L0B/BT), M (the cube unit) and FIX (the fixpipe out of L0C)."""
+
+IN_ORDER_PIPES = ("MTE1", "M", "FIX")
+"""The cube pipes run in order: an instruction sees what the previous one of its pipe wrote (the
+cube unit accumulates into L0C back to back; the MTE1 and FIX queues are FIFO), so no
+pipe_barrier orders them (the executor and pto-insert-sync read this)."""
 
 REPEAT_MAX = 255
 EVENT_IDS = 8
@@ -82,6 +88,9 @@ class OpSpec:
     """Name of the element function in runtime/elementwise.py that computes it."""
     cost: OpCost | None = None
     """Cycle cost on a2a3 (runtime/cycles.py); every number is a placeholder [P]."""
+    spaces: dict = field(default_factory=dict)
+    """Address field -> the memory it addresses when not the UB (cube rows: L1, L0A, L0B, L0C, BT,
+    FB; the name of the targets.py Space); a field of kind 'gm' addresses GM."""
 
 
 def _strides(ops):
@@ -210,6 +219,69 @@ for _n, _fn in (("sadd", "add"), ("ssub", "sub"), ("smul", "mul"), ("sdiv", "div
                 semantics=_fn, cost=OpCost(issue=8, unit="none") if _n == "sdiv" else _ONE))
 for _n in ("get_block_idx", "get_block_num"):
     _add(OpSpec(_n, "S", "block", ("dst",), {"dst": "reg"}, dtype="none", cost=_ONE))
+
+# ---- the cube core: one instruction per tile move or matmul (runtime/cube_exec.py runs them).
+# A local operand X is its byte address (kind 'ub', in the memory ``spaces[X]`` names) and the
+# geometry of its tile: X_rows, X_cols, X_layout (runtime/cube.py places element (r, c)); a GM
+# operand X is @arg+offset and X_stride, the elements from one row to the next.  rows x cols is
+# the region moved, at (X_r0, X_c0) of a local tile (textract / tinsert).
+LAYOUT_NAMES = ("nd", "dn", "nz", "zn", "zz", "nn", "nz1024", "zn1024", "zz1024", "nn1024")
+_CUBE_TYPES = "enum:f16|bf16|f32|i8|i32"
+
+
+def _cube_side(name: str, space: str | None, offsets: bool) -> tuple[tuple, dict, dict]:
+    if space is None:
+        return (name, f"{name}_stride"), {name: "gm", f"{name}_stride": "int"}, {}
+    fields = (name, f"{name}_rows", f"{name}_cols") + ((f"{name}_r0", f"{name}_c0") if offsets else ())
+    kinds = {f: "int" for f in fields[1:]}
+    kinds.update({name: "ub", f"{name}_layout": "enum:" + "|".join(LAYOUT_NAMES)})
+    defaults = {f"{name}_layout": "nd", **({f"{name}_r0": 0, f"{name}_c0": 0} if offsets else {})}
+    return fields + (f"{name}_layout",), kinds, defaults
+
+
+def _cube(name: str, pipe: str, family: str, dst: str | None, src: str | None, cost: OpCost,
+          offsets: bool = False):
+    fields, kinds, defaults = (), {}, {}
+    for side, space in (("dst", dst), ("src", src)):
+        f, k, d = _cube_side(side, space, offsets and space is not None)
+        fields, kinds, defaults = fields + f, {**kinds, **k}, {**defaults, **d}
+    fields += ("rows", "cols")
+    kinds.update(rows="int", cols="int")
+    if family == "fix":  # out of L0C: the acc type and ReLU before the conversion (runtime/cube.py)
+        fields += ("src_type", "relu")
+        kinds.update(src_type=_CUBE_TYPES, relu="enum:no|yes")
+        defaults.update(src_type="f32", relu="no")
+    spaces = {k: v for k, v in (("dst", dst), ("src", src)) if v is not None}
+    _add(OpSpec(name, pipe, family, fields, kinds, defaults, cost=cost, spaces=spaces))
+
+
+# [P] GM <-> L1 as GM <-> UB (_DMA); L1 -> L0 / L0C out: ~256 B per cycle and a short pipeline;
+# the cube unit: one 16 x (32 B) x 16 fractal MAC per cycle (f16: 16x16x16), 2 cycles to start.
+_L1_MOVE = OpCost(issue=4, per_unit=1 / 256, latency=16, unit="byte", per_burst=0)
+_FIX_MOVE = OpCost(issue=8, per_unit=1 / 128, latency=32, unit="byte", per_burst=0)
+_MMAD = OpCost(issue=2, per_unit=1, latency=16)
+_cube("copy_gm_to_cbuf", "MTE2", "cube_copy", "L1", None, _DMA)
+_cube("copy_cbuf_to_gm", "MTE3", "cube_copy", None, "L1", _DMA)
+_cube("load_cbuf_to_ca", "MTE1", "cube_copy", "L0A", "L1", _L1_MOVE, offsets=True)
+_cube("load_cbuf_to_cb", "MTE1", "cube_copy", "L0B", "L1", _L1_MOVE, offsets=True)
+_cube("load_cbuf_to_bt", "MTE1", "cube_copy", "BT", "L1", _L1_MOVE, offsets=True)
+_cube("copy_cbuf_to_cbuf", "MTE1", "cube_copy", "L1", "L1", _L1_MOVE, offsets=True)
+_cube("copy_cbuf_to_fbuf", "FIX", "cube_copy", "FB", "L1", _L1_MOVE, offsets=True)
+_cube("copy_ubuf_to_cbuf", "MTE3", "cube_copy", "L1", "UB", _L1_MOVE, offsets=True)
+_cube("fixpipe_cc_to_gm", "FIX", "fix", None, "L0C", _FIX_MOVE)
+_cube("fixpipe_cc_to_cbuf", "FIX", "fix", "L1", "L0C", _FIX_MOVE, offsets=True)
+_cube("fixpipe_cc_to_ubuf", "FIX", "fix", "UB", "L0C", _FIX_MOVE, offsets=True)
+for _n, _bias in (("mmad", False), ("mmad_bias", True)):
+    _f, _k, _d = (), {}, {}
+    for _side, _space in (("dst", "L0C"), ("a", "L0A"), ("b", "L0B")) + ((("bias", "BT"),) if _bias else ()):
+        _sf, _sk, _sd = _cube_side(_side, _space, False)
+        _f, _k, _d = _f + _sf, {**_k, **_sk}, {**_d, **_sd}
+    _add(OpSpec(_n, "M", "mmad", _f + ("m", "k", "n", "src_type", "init"),
+                {**_k, "m": "int", "k": "int", "n": "int", "src_type": _CUBE_TYPES, "init": "enum:zero|acc"},
+                {**_d, "src_type": "f16", "init": "zero"}, cost=_MMAD,
+                spaces={"dst": "L0C", "a": "L0A", "b": "L0B", **({"bias": "BT"} if _bias else {})}))
+
+CUBE_FAMILIES = ("cube_copy", "fix", "mmad")
 
 VECTOR_FAMILIES = ("binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv")
 

@@ -20,6 +20,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.dialects import a2a3
+from pto_compiler.dialects.a2a3 import CUBE_FAMILIES
 from pto_compiler.passes import lower_a2a3 as L
 from pto_compiler.passes.lower_a2a3 import FULL, M64, _is_int, ceil_div
 from pto_compiler.runtime.program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate, expr_vars
@@ -219,6 +220,8 @@ def _footprint(ins: Instr, a: dict, mask):
                            + np.arange(e)[None, None, :]).reshape(-1))
             return reads, writes, gr, gw
         writes.append((starts[:, None] + np.arange(length)[None, :]).reshape(-1))
+    elif fam in CUBE_FAMILIES:
+        return None  # GM <-> L1 on MTE2/MTE3: ordered after everything of its pipe
     elif fam == "copy_ub":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
         k = np.arange(n, dtype=np.int64)[:, None]
@@ -398,7 +401,7 @@ class _BarrierPass:
         p = ins.pipe
         if op == "pipe_barrier":
             pipe = ins.args["pipe"]
-            pipes = ("V", "MTE2", "MTE3") if pipe == "ALL" else (pipe,)
+            pipes = tuple(st.ub) if pipe == "ALL" else (pipe,)
             if pipe == "ALL" or any(st.any.get(q) for q in pipes):
                 self.barrier_used.add(id(ins))
             for q in pipes:

@@ -83,8 +83,9 @@ from pto_compiler.passes.tile_access import (
     gm_writes,
     pipe_of,
     tile_reads,
+    IN_ORDER,
+    tile_range,
     tile_writes,
-    ub_range,
     uses_scratch,
 )
 from pto_compiler.passes.tmp_strategy import resolve_target
@@ -92,10 +93,14 @@ from pto_compiler.targets import Target
 
 S, V, MTE2, MTE3 = range(4)
 PIPE_INDEX = {name: i for i, name in enumerate(PIPES)}
+NP = len(PIPES)
+_IN_ORDER = frozenset(PIPE_INDEX[p] for p in IN_ORDER)
 N_EVENTS = 8
 
 EVENT_TYPE_PIPE = {"TLOAD": PIPE_MTE2, "TSTORE_VEC": PIPE_MTE3, "TSTORE": PIPE_MTE3, "TVEC": PIPE_V,
-                   "TVECTOR": PIPE_V, "TVECWAIT_EVENT": PIPE_V, "TMOV_M2V": PIPE_V}
+                   "TVECTOR": PIPE_V, "TVECWAIT_EVENT": PIPE_V, "TMOV_M2V": PIPE_V, "TSTORE_ACC": "PIPE_FIX",
+                   "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+                   "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M"}
 """PTOAS pipe_event_type -> pipe (ptoas_peer.md §1.5 ``PTOSyncUtils.cpp``); others are not modelled."""
 
 _UB_ALL = ("ub", 0, 1 << 62)
@@ -214,8 +219,9 @@ class _Program:
         pipe = pipe_of(op)
         if pipe is None:
             return None
-        reads = [self._ub(v) for v in tile_reads(op) if self._is_ub(v)] + [self._gm(v) for v in gm_reads(op)]
-        writes = [self._ub(v) for v in tile_writes(op) if self._is_ub(v)] + [self._gm(v) for v in gm_writes(op)]
+        reads = [self._local(v) for v in tile_reads(op) if self._is_local(v)] + [self._gm(v) for v in gm_reads(op)]
+        writes = [self._local(v) for v in tile_writes(op) if self._is_local(v)] \
+            + [self._gm(v) for v in gm_writes(op)]
         if uses_scratch(op) and self.target.scratch_bytes:
             scratch = ("ub", self.target.scratch_offset, self.target.scratch_offset + self.target.scratch_bytes)
             reads.append(scratch)
@@ -233,14 +239,16 @@ class _Program:
         return self.counter
 
     @staticmethod
-    def _is_ub(v: SSAValue) -> bool:
-        t = v.type
-        return isinstance(t, pto.TileBufType) and t.loc.data == "vec"
+    def _is_local(v: SSAValue) -> bool:
+        return isinstance(v.type, pto.TileBufType)
 
     @staticmethod
-    def _ub(v: SSAValue) -> tuple:
-        r = ub_range(v)
-        return ("ub", r[0], r[1]) if r is not None else _UB_ALL
+    def _local(v: SSAValue) -> tuple:
+        """(memory, lo, hi): the tile's bytes in the memory of its loc (UB: "ub")."""
+        loc = v.type.loc.data
+        space = "ub" if loc == "vec" else loc
+        r = tile_range(v)
+        return (space, r[0], r[1]) if r is not None else (space, *_UB_ALL[1:])
 
     def _gm(self, v: SSAValue) -> tuple:
         owner = v.owner
@@ -395,12 +403,13 @@ def _overlap_index(ranges: set) -> dict:
     """range -> the ranges of the set it overlaps (itself included), by a sweep per space/root."""
     groups: dict = {}
     for r in ranges:
-        groups.setdefault(r[1] if r[0] == "gm" else "ub", []).append(r)
+        groups.setdefault(r[1] if r[0] == "gm" else ("mem", r[0]), []).append(r)
     out: dict = {r: [] for r in ranges}
     wild = groups.get(None, [])  # GM ranges of an unknown pointer meet every GM range
     for root, rs in groups.items():
-        lo = (lambda r: r[1]) if root == "ub" else (lambda r: -1 if r[2] is None else r[2])
-        hi = (lambda r: r[2]) if root == "ub" else (lambda r: 1 << 62 if r[3] is None else r[3])
+        local = isinstance(root, tuple)
+        lo = (lambda r: r[1]) if local else (lambda r: -1 if r[2] is None else r[2])
+        hi = (lambda r: r[2]) if local else (lambda r: 1 << 62 if r[3] is None else r[3])
         rs.sort(key=lo)
         active: list = []
         for r in rs:
@@ -410,7 +419,7 @@ def _overlap_index(ranges: set) -> dict:
                 out[r].append(a)
             out[r].append(r)
             active.append(r)
-        if root not in ("ub", None):
+        if not local and root is not None:
             for r in rs:
                 out[r].extend(wild)
                 for w in wild:
@@ -445,7 +454,7 @@ class _Flow:
     def __init__(self, prog: _Program):
         self.prog = prog
         self.all_bits = sum(a.bit for a in prog.accesses)
-        self.pipe_bits = [0] * 4
+        self.pipe_bits = [0] * NP
         for a in prog.accesses:
             self.pipe_bits[a.pipe] |= a.bit
         self.at: dict[_Slot, list[tuple[str, tuple]]] = {}
@@ -460,7 +469,7 @@ class _Flow:
             self.at[slot].remove((what, (u.src, u.dst, ("unit", id(u)))))
 
     def start(self) -> _State:
-        return _State([self.all_bits] * 4, {})
+        return _State([self.all_bits] * NP, {})
 
     def _apply(self, st: _State, what: str, src: int, dst: int, key) -> None:
         if what == "set":
@@ -471,7 +480,7 @@ class _Flow:
         elif what == "barrier":
             st.k[src] |= self.pipe_bits[src]
         elif what == "barrier_all":
-            for q in range(4):
+            for q in range(NP):
                 st.k[q] |= self.pipe_bits[q]
 
     def _slot(self, st: _State, block: _Block, index: int, where: str) -> None:
@@ -490,8 +499,8 @@ class _Flow:
         if item.kind == "access":
             self.states[item.bit] = list(st.k)
             b = ~item.bit
-            for q in range(4):
-                if not (item.pipe == S and q == S):
+            for q in range(NP):
+                if not (item.pipe == q and q in _IN_ORDER):
                     st.k[q] &= b
             for key in st.snap:
                 st.snap[key] &= b

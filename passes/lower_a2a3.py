@@ -90,6 +90,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
+from pto_compiler.passes import lower_cube
+from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
@@ -292,10 +294,9 @@ _ROUND = {"RINT": "r", "CAST_RINT": "r", "NONE": "r", "CAST_NONE": "r", "ROUND":
           "FLOOR": "f", "CAST_FLOOR": "f", "CEIL": "c", "CAST_CEIL": "c", "TRUNC": "z", "CAST_TRUNC": "z",
           "ODD": "o", "CAST_ODD": "o"}
 
-_PIPE_NAMES = {"PIPE_MTE2": "MTE2", "PIPE_V": "V", "PIPE_MTE3": "MTE3", "PIPE_S": "S", "PIPE_ALL": "ALL",
-               "MTE2": "MTE2", "V": "V", "MTE3": "MTE3", "S": "S", "ALL": "ALL"}
-_EVENT_PIPES = {"TLOAD": "MTE2", "TSTORE": "MTE3", "TSTORE_VEC": "MTE3", "TVEC": "V", "TVECTOR": "V",
-                "TSCALAR": "S", "TMOV": "V", "VEC": "V"}
+_PIPE_NAMES = {**{p: p for p in (*a2a3.PIPES, "ALL")}, **{f"PIPE_{p}": p for p in (*a2a3.PIPES, "ALL")}}
+_EVENT_PIPES = {"TSCALAR": "S", "TMOV": "V", "VEC": "V",
+                **{k: v.removeprefix("PIPE_") for k, v in EVENT_TYPE_PIPE.items()}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -804,7 +805,7 @@ class _FnLowering:
             return _PIPE_NAMES[body]
         if body in _EVENT_PIPES:
             return _EVENT_PIPES[body]
-        self.unsupported(f"pipe '{body}' is not a vector-core pipe (MTE2, V, MTE3, S)")
+        self.unsupported(f"pipe '{body}' is not a pipe of the program ({', '.join(a2a3.PIPES)})")
         raise AssertionError
 
     def lower_flag(self, op):
@@ -1309,6 +1310,8 @@ class _FnLowering:
         self.end_loop(outer)
 
     def tile_mov(self, op):
+        if lower_cube.is_cube_op(op):
+            return lower_cube.lower_cube_op(self, op)
         if len(op.ins) != 1:
             self.unsupported("tmov with extra operands")
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
@@ -1419,6 +1422,8 @@ class _FnLowering:
         return copies, inner_n, C, inner_s, t.row_bytes
 
     def tile_load(self, op):
+        if lower_cube.is_cube_op(op):
+            return lower_cube.lower_cube_op(self, op)
         part = self.vals.get(op.ins[0])
         if not isinstance(part, PartRef):
             self.unsupported("the source is not a partition view of a kernel argument")
@@ -1426,6 +1431,8 @@ class _FnLowering:
         self._transfer(part, t, load=True)
 
     def tile_store(self, op):
+        if lower_cube.is_cube_op(op):
+            return lower_cube.lower_cube_op(self, op)
         t = self.tile(op.ins[0])
         target = op.outs[0] if op.outs else (op.ins[1] if len(op.ins) > 1 else None)
         part = self.vals.get(target) if target is not None else None
@@ -1793,7 +1800,7 @@ def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None 
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
-    """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM of a float type):
+    """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM/matmul of a float type):
     they compare with the float-sum tolerance; every other output compares bit for bit."""
     from pto_compiler.runtime import reference as golden
 
@@ -1820,8 +1827,8 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
         for op in fn.walk():
             if isinstance(op, pto.TileOp):
                 dsts = (*op.outs, *op.res)
-                is_sum = op.name in ("pto.trowsum", "pto.tcolsum") and op.dst_type is not None and \
-                    pto.is_float(op.dst_type.element_type)
+                is_sum = (op.name in ("pto.trowsum", "pto.tcolsum") or isinstance(op, pto.MatmulOp)) and \
+                    op.dst_type is not None and pto.is_float(op.dst_type.element_type)
                 if op.name == "pto.tstore":
                     if any(carries(s) for s in op.ins[:1]):
                         taint(dsts)
@@ -1883,6 +1890,8 @@ _FAMILY_RULES = {
     pto.MoveOp: _FnLowering.tile_mov,
     pto.LoadOp: _FnLowering.tile_load,
     pto.StoreOp: _FnLowering.tile_store,
+    pto.MatmulOp: lower_cube.tile_matmul,
+    pto.SubTileOp: lower_cube.tile_move,
 }
 """One rule per tile-op family, keyed by the family's op class."""
 

@@ -81,6 +81,7 @@ from pto_compiler.diagnostics import PtocError, op_error, value_name
 from pto_compiler.dialects import pto, vf
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
+from pto_compiler.passes import lower_cube
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import Instr, Loop, If, Program
 from pto_compiler.targets import ASCEND950, Target
@@ -903,7 +904,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
         counter = 0
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
-                and type(op).FAMILY not in ("load", "store")]
+                and type(op).FAMILY not in ("load", "store") and not lower_cube.is_cube_op(op)]
         for op in todo:
             if op.res and not op.outs:
                 raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-lower-vf")
@@ -976,8 +977,8 @@ class _VfProgramLowering(A._FnLowering):
         return super()._lower_op(op)
 
     def lower_tile_op(self, op):
-        if type(op).FAMILY in ("load", "store"):
-            return self.emit_tile_op(op)
+        if type(op).FAMILY in ("load", "store") or lower_cube.is_cube_op(op):
+            return self.emit_tile_op(op)  # DMA and the cube core: the a2a3 rules
         self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
 
     def lower_vf_call(self, op: vf.VfCallOp):

@@ -4,8 +4,10 @@ The a2a3 lowering can use the same helpers (``pipe_of``, ``root_alloc``, ``ub_ra
 the placement, the syncs and the emitted micro-instructions agree on one model:
 
 * **Pipes** (reference/pto_isa.md §2 "event classes", ptoas_peer.md §1.5): ``pto.tload`` runs
-  on ``PIPE_MTE2`` (GM -> UB), ``pto.tstore`` on ``PIPE_MTE3`` (UB -> GM), every other tile op
-  on ``PIPE_V``; the scalar ops that touch a tile or GM (``pto.tgetval``, ``pto.tsetval``,
+  on ``PIPE_MTE2`` (GM -> UB or L1), ``pto.tstore`` on ``PIPE_MTE3`` (UB/L1 -> GM) or
+  ``PIPE_FIX`` (acc -> GM), matmuls on ``PIPE_M``, moves touching the cube on the pipe of their
+  instruction (:data:`CUBE_MOVES`: mat -> left/right/bias ``PIPE_MTE1``, out of acc and mat ->
+  scaling ``PIPE_FIX``, vec -> mat ``PIPE_MTE3``), every other tile op on ``PIPE_V``; the scalar ops that touch a tile or GM (``pto.tgetval``, ``pto.tsetval``,
   ``pto.load_scalar``, ``pto.store_scalar``) on ``PIPE_S``.
 * **Reads / writes.** A tile op reads its ``ins`` tiles and writes its ``outs`` tiles.  A
   *tmp* operand (the last ``ins`` operand of TROWEXPAND*, TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN,
@@ -27,14 +29,23 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from pto_compiler.dialects import pto
+from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.pto import constant_int
 
 PIPE_S = "PIPE_S"
 PIPE_V = "PIPE_V"
 PIPE_MTE2 = "PIPE_MTE2"
 PIPE_MTE3 = "PIPE_MTE3"
-PIPES = (PIPE_S, PIPE_V, PIPE_MTE2, PIPE_MTE3)
+PIPES = tuple(f"PIPE_{p}" for p in a2a3.PIPES)
+IN_ORDER = frozenset(f"PIPE_{p}" for p in ("S", *a2a3.IN_ORDER_PIPES))
+"""Pipes whose instructions see what the previous one of the pipe wrote (no pipe_barrier)."""
+
+CUBE_MOVES = {("mat", "left"): "load_cbuf_to_ca", ("mat", "right"): "load_cbuf_to_cb",
+              ("mat", "bias"): "load_cbuf_to_bt", ("mat", "scaling"): "copy_cbuf_to_fbuf",
+              ("mat", "mat"): "copy_cbuf_to_cbuf", ("acc", "mat"): "fixpipe_cc_to_cbuf",
+              ("acc", "vec"): "fixpipe_cc_to_ubuf", ("vec", "mat"): "copy_ubuf_to_cbuf"}
+"""(src loc, dst loc) of a tmov / textract / tinsert touching the cube -> its instruction (the
+a2a3 OPCODES row, which names the pipe)."""
 
 UB_ADDR = "ub_addr"
 """Attribute pto-plan-memory sets on every vec ``pto.alloc_tile``: i64 byte address in UB."""
@@ -66,12 +77,30 @@ def is_gm_view(value: SSAValue) -> bool:
     return isinstance(value.type, (pto.PartitionTensorViewType, pto.TensorViewType, pto.PtrType))
 
 
+def _loc(value: SSAValue) -> str | None:
+    t = value.type
+    return t.loc.data if isinstance(t, pto.TileBufType) else None
+
+
+def cube_move_opcode(op: Operation) -> str | None:
+    """The cube instruction of a tmov / textract / tinsert between the cube memories (or in/out
+    of them), else None."""
+    if not isinstance(op, (pto.MoveOp, pto.SubTileOp)) or not op.ins or not op.outs:
+        return None
+    return CUBE_MOVES.get((_loc(op.ins[0]), _loc(op.outs[0])))
+
+
 def pipe_of(op: Operation) -> str | None:
     """The pipe an op's memory accesses run on, or None for an op that touches no tile/GM."""
     if isinstance(op, pto.TLoadOp):
         return PIPE_MTE2
     if isinstance(op, pto.TStoreOp):
-        return PIPE_MTE3
+        return "PIPE_FIX" if op.ins and _loc(op.ins[0]) == "acc" else PIPE_MTE3
+    if isinstance(op, pto.MatmulOp):
+        return "PIPE_M"
+    opcode = cube_move_opcode(op)
+    if opcode is not None:
+        return f"PIPE_{a2a3.OPCODES[opcode].pipe}"
     if isinstance(op, pto.TileOp) or op.name == "vf.call":
         return PIPE_V
     if isinstance(op, pto.GenericPtoOp) and (op.name in _SCALAR_READ | _SCALAR_WRITE or any(
@@ -222,9 +251,9 @@ def root_alloc(value: SSAValue, _seen: set | None = None) -> pto.AllocTileOp | N
     return None
 
 
-def ub_range(value: SSAValue) -> tuple[int, int] | None:
-    """``[ub_addr, ub_addr + nbytes)`` of a placed vec tile, else None."""
-    if not is_vec_buf(value):
+def tile_range(value: SSAValue) -> tuple[int, int] | None:
+    """``[ub_addr, ub_addr + nbytes)`` of a placed tile in its memory (its loc's), else None."""
+    if not is_tile_buf(value):
         return None
     alloc = root_alloc(value)
     if alloc is None:

@@ -42,9 +42,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pto_compiler.dialects.a2a3 import OPCODES, OpCost
+from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
 
-PIPE_ORDER = ("S", "V", "MTE2", "MTE3")
+PIPE_ORDER = PIPES
 
 
 def _a2a3_table() -> dict:
@@ -387,6 +387,7 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True) -> Cyc
         entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
         per_block.append(_schedule_block(entries, table, pipes, counts, events if keep_events else None, b,
                                          vfc, flows))
+    pipes = {p: s for p, s in pipes.items() if s.instructions or p not in IN_ORDER_PIPES}  # cube pipes: if used
     return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
                       per_block, events, table.clock_ghz, vfc, flows)
 

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from . import cube_exec
 from . import elementwise as ew
 from .hazards import Footprint, HazardLog, Record
 from .loop_batch import BATCHED as _BATCHED, run_loop
@@ -74,7 +75,7 @@ from .program import (
 )
 
 from pto_compiler.diagnostics import Diagnostic, PtocError
-from pto_compiler.dialects.a2a3 import OPCODES
+from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES
 from pto_compiler.targets import lookup_target
 
 # ---------------------------------------------------------------------------------------------
@@ -87,8 +88,10 @@ ELEMENT_FUNCTIONS = {op: spec.semantics for op, spec in OPCODES.items() if spec.
 _FN = {op: getattr(ew, name) for op, name in ELEMENT_FUNCTIONS.items()}
 _ROUND = {"r": "RINT", "a": "ROUND", "f": "FLOOR", "c": "CEIL", "z": "TRUNC", "o": "ODD"}
 
-_PIPE_IDX = {"S": 0, "V": 1, "MTE2": 2, "MTE3": 3}
-_PIPE_NAMES = ("S", "V", "MTE2", "MTE3")
+_PIPE_NAMES = PIPES
+_PIPE_IDX = {name: i for i, name in enumerate(_PIPE_NAMES)}
+_NP = len(_PIPE_NAMES)
+_IN_ORDER = frozenset(_PIPE_IDX[q] for q in IN_ORDER_PIPES)
 _S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
 
 
@@ -333,7 +336,7 @@ the sync mutation test (tests/test_sync_mutation.py) runs mutants under all thre
 class _Machine:
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
                  check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS,
-                 schedule: str = "eager"):
+                 schedule: str = "eager", cube_spaces: tuple = ()):
         self.p = program
         self.schedule = schedule
         self.steps_left = max_steps
@@ -355,6 +358,10 @@ class _Machine:
         self.counts: dict[str, int] = {}
         self.seq = 0
         # hazard state
+        self.local = {"UB": self.ub}
+        """The on-chip memories by name (targets.py Space): the UB and the cube memories."""
+        for sp in cube_spaces:
+            self.local[sp.name] = np.zeros(sp.bytes, np.uint8)
         self.log = HazardLog(len(_PIPE_NAMES))
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
         cap = 1 << 12
@@ -363,12 +370,12 @@ class _Machine:
         self.tok_block = np.zeros(cap, np.int64)
         self.tok_info: list = [None]
         self.ntok = 1  # token 0: "never accessed", always ordered
-        self.pipe_toks: list = [[], [], [], []]
-        self.pipe_epochs: list = [[], [], [], []]
+        self.pipe_toks: list = [[] for _ in range(_NP)]
+        self.pipe_epochs: list = [[] for _ in range(_NP)]
         """Per pipe, its tokens and their epochs in issue order (both ascending)."""
         self.first_unordered = 0
-        self.epoch = np.zeros(4, np.int64)
-        self.known = np.zeros((4, 4), np.int64)
+        self.epoch = np.zeros(_NP, np.int64)
+        self.known = np.zeros((_NP, _NP), np.int64)
         self.block = 0
         self._const: dict = {}
         self.ub_image = None
@@ -425,10 +432,13 @@ class _Machine:
                 self.ub.fill(self.ub_init & 0xFF)
                 if self.ub_image is not None:
                     self.ub[: self.ub_image.size] = self.ub_image
-                self.log.reset()  # a fresh UB; GM conflicts across blocks: gm_shadow
+                for name, mem in self.local.items():
+                    if name != "UB":
+                        mem.fill(0)
+                self.log.reset()  # fresh on-chip memories; GM conflicts across blocks: gm_shadow
             self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
             order = (_MTE3, _MTE2, _V) if self.schedule == "reverse" else (_V, _MTE2, _MTE3)
-            self.queues = {p: deque() for p in order}
+            self.queues = {p: deque() for p in (*order, *range(_MTE3 + 1, _NP))}
             self.flags: dict = {}
             self.ctx: tuple = ()
             self._body(self.p.body)
@@ -549,8 +559,8 @@ class _Machine:
         ins = d.ins
         op = ins.opcode
         self.counts[op] = self.counts.get(op, 0) + 1
-        if p == _S:
-            self.known[_S, _S] = self.epoch[_S]
+        if p == _S or p in _IN_ORDER:  # in order: each sees what its pipe's previous one did
+            self.known[p, p] = self.epoch[p]
         self.epoch[p] += 1
         fam = ins.spec.family
         te = None
@@ -578,7 +588,7 @@ class _Machine:
                 te.flag = (pipe,)
             if pipe == "ALL":
                 self._drain_or_deadlock(d)
-                for q in range(4):
+                for q in range(_NP):
                     self.known[q] = np.maximum(self.known[q], self.epoch)
             else:
                 q = _PIPE_IDX[pipe]
@@ -644,7 +654,7 @@ class _Machine:
         epochs, so the ones ``known[p]`` orders are a prefix of them."""
         krow = self.known[p]
         first = self.ntok
-        for q in range(4):
+        for q in range(_NP):
             i = bisect_right(self.pipe_epochs[q], int(krow[q]))
             if i < len(self.pipe_toks[q]):
                 first = min(first, self.pipe_toks[q][i])
@@ -675,10 +685,11 @@ class _Machine:
         lo, hi = acc.fp.lo, acc.fp.hi
         if hi <= lo:
             return
-        if acc.space == "UB":
-            if lo < 0 or hi > self.ub.size:
-                self.fail("bounds", f"{_desc(d)}: {acc.what} touches UB bytes "
-                          f"[{_h(lo)}, {_h(hi)}) outside the {self.ub.size // 1024} KiB UB", d)
+        mem = self.local.get(acc.space)
+        if mem is not None:
+            if lo < 0 or hi > mem.size:
+                self.fail("bounds", f"{_desc(d)}: {acc.what} touches {acc.space} bytes "
+                          f"[{_h(lo)}, {_h(hi)}) outside the {mem.size // 1024} KiB {acc.space}", d)
         else:
             arr = self.gm[acc.space]
             size = arr.size
@@ -742,8 +753,8 @@ class _Machine:
         self._race_keys.add(key)
         if len([f for f in self.findings if f.kind == "race"]) >= self.max_races:
             return
-        if acc.space == "UB":
-            where = f"UB bytes [{_h(first)}, {_h(last + 1)})"
+        if acc.space in self.local:
+            where = f"{acc.space} bytes [{_h(first)}, {_h(last + 1)})"
         else:
             where = f"GM @{acc.space} elements [{first}, {last + 1})"
         verb = {"RAW": "reads what {a} wrote", "WAW": "overwrites what {a} wrote",
@@ -1318,6 +1329,7 @@ _HANDLERS = {
     "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
     "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block,
+    **cube_exec.HANDLERS,
 }
 
 
@@ -1380,7 +1392,8 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
     if blocks < 1:
         raise ValueError("blocks must be >= 1")
-    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule)
+    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule,
+                 t.cube_spaces)
     if ub is not None:
         init = np.frombuffer(bytes(ub), np.uint8) if not isinstance(ub, np.ndarray) \
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)

@@ -614,7 +614,7 @@ def _fmt_field(spec: OpSpec, name: str, v) -> str:
     return _fmt_value(kind, v)
 
 
-_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round")
+_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0")
 
 
 def _format_instr(ins: Instr, depth: int, with_origin: bool = True) -> str:
