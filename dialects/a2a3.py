@@ -223,7 +223,8 @@ for _n in ("get_block_idx", "get_block_num"):
 # ---- the cube core: one instruction per tile move or matmul (runtime/cube_exec.py runs them).
 # A local operand X is its byte address (kind 'ub', in the memory ``spaces[X]`` names) and the
 # geometry of its tile: X_rows, X_cols, X_layout (runtime/cube.py places element (r, c)); a GM
-# operand X is @arg+offset and X_stride, the elements from one row to the next.  rows x cols is
+# operand X is @arg+offset, X_stride the elements from one row to the next and X_col_stride from
+# one column to the next (1: ND; a DN view has X_stride 1).  rows x cols is
 # the region moved, at (X_r0, X_c0) of a local tile (textract / tinsert).
 LAYOUT_NAMES = ("nd", "dn", "nz", "zn", "zz", "nn", "nz1024", "zn1024", "zz1024", "nn1024")
 _CUBE_TYPES = "enum:f16|bf16|f32|i8|i32"
@@ -231,7 +232,8 @@ _CUBE_TYPES = "enum:f16|bf16|f32|i8|i32"
 
 def _cube_side(name: str, space: str | None, offsets: bool) -> tuple[tuple, dict, dict]:
     if space is None:
-        return (name, f"{name}_stride"), {name: "gm", f"{name}_stride": "int"}, {}
+        return ((name, f"{name}_stride", f"{name}_col_stride"),
+                {name: "gm", f"{name}_stride": "int", f"{name}_col_stride": "int"}, {f"{name}_col_stride": 1})
     fields = (name, f"{name}_rows", f"{name}_cols") + ((f"{name}_r0", f"{name}_c0") if offsets else ())
     kinds = {f: "int" for f in fields[1:]}
     kinds.update({name: "ub", f"{name}_layout": "enum:" + "|".join(LAYOUT_NAMES)})

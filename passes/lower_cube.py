@@ -64,7 +64,7 @@ def _cube_tile(low, v):
 
 
 def _gm(low, part, t) -> dict:
-    """A 2-D GM region for a tile: base byte address and row stride (elements)."""
+    """A 2-D GM region for a tile (ND or DN): base byte address, row and column strides (elements)."""
     from pto_compiler.passes.lower_a2a3 import PartRef, _is_int, ex_add, ex_mul
 
     if not isinstance(part, PartRef):
@@ -73,13 +73,13 @@ def _gm(low, part, t) -> dict:
     if view.esize != t.esize:
         low.fail(f"GM element size {view.esize} differs from the tile's {t.esize}")
     strides = list(view.strides)
-    if len(strides) < 2 or not (_is_int(strides[-1]) and strides[-1] == 1):
-        low.unsupported("a cube tile needs a GM view whose last stride is 1 (ND)")
+    if len(strides) < 2:
+        low.unsupported("a cube tile from a 1-D GM view")
     lead = [(sz, st) for sz, st in zip(part.sizes[:-2], strides[:-2]) if not (_is_int(sz) and sz == 1)]
     if lead:
         low.unsupported("a cube tile from a GM partition with more than two non-unit dimensions")
     base = ex_add(0, *[ex_mul(o, s) for o, s in zip(part.offsets, strides)])
-    return {"gm": GmAddr(view.arg, ex_mul(base, t.esize)), "stride": strides[-2]}
+    return {"gm": GmAddr(view.arg, ex_mul(base, t.esize)), "stride": strides[-2], "col_stride": strides[-1]}
 
 
 def _region(low, t) -> tuple:
@@ -96,7 +96,7 @@ def tile_load(low, op) -> None:
         low.unsupported(f"tload into loc={t.t.loc.data} (GM loads into loc=mat or loc=vec)")
     g = _gm(low, low.vals.get(op.ins[0]), t)
     rows, cols = _region(low, t)
-    low.emit("copy_gm_to_cbuf", t.dtype, **_local("dst", t), src=g["gm"], src_stride=g["stride"],
+    low.emit("copy_gm_to_cbuf", t.dtype, **_local("dst", t), src=g["gm"], src_stride=g["stride"], src_col_stride=g["col_stride"],
              rows=rows, cols=cols)
 
 
@@ -118,11 +118,11 @@ def tile_store(low, op) -> None:
     if loc == "acc":
         dt = canonical_dtype(pto.dtype_name(target.type.element_type))
         g = _gm(low, part, _Sized(t, dt))
-        low.emit("fixpipe_cc_to_gm", dt, dst=g["gm"], dst_stride=g["stride"], **_local("src", t),
+        low.emit("fixpipe_cc_to_gm", dt, dst=g["gm"], dst_stride=g["stride"], dst_col_stride=g["col_stride"], **_local("src", t),
                  rows=rows, cols=cols, src_type=t.dtype, relu="yes" if relu_pre(op) else "no")
     elif loc == "mat":
         g = _gm(low, part, t)
-        low.emit("copy_cbuf_to_gm", t.dtype, dst=g["gm"], dst_stride=g["stride"], **_local("src", t),
+        low.emit("copy_cbuf_to_gm", t.dtype, dst=g["gm"], dst_stride=g["stride"], dst_col_stride=g["col_stride"], **_local("src", t),
                  rows=rows, cols=cols)
     else:
         low.unsupported(f"tstore from loc={loc} (GM stores take vec, mat or acc tiles)")

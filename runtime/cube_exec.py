@@ -21,7 +21,8 @@ from .hazards import Footprint
 
 
 class _Operand:
-    """One side of a cube instruction: a region of a tile in a memory, or of a GM argument."""
+    """One side of a cube instruction: a region of a tile in a memory, or of a GM argument (element
+    (r, c) at offset + (r*X_stride + c*X_col_stride) elements)."""
 
     def __init__(self, m, d, a: dict, name: str, dtype: str, rows: int, cols: int, r0: int = 0, c0: int = 0):
         from . import executor as X
@@ -31,9 +32,9 @@ class _Operand:
         self.dtype = dtype
         if self.space is None:  # GM: row r at byte offset + r*stride*esize
             self.gm, base = X._gm_base(m, d, a, name)
-            (stride,) = X._ints(m, d, a, [f"{name}_stride"])
+            stride, cstride = X._ints(m, d, a, [f"{name}_stride", f"{name}_col_stride"])
             off = (base + (np.arange(rows, dtype=np.int64)[:, None] * stride
-                           + np.arange(cols, dtype=np.int64)[None, :]) * self.esize)
+                           + np.arange(cols, dtype=np.int64)[None, :] * cstride) * self.esize)
         else:
             base = X._ub_addr(m, d, a, name, 32)
             R, C = X._ints(m, d, a, [f"{name}_rows", f"{name}_cols"])

@@ -614,7 +614,8 @@ def _fmt_field(spec: OpSpec, name: str, v) -> str:
     return _fmt_value(kind, v)
 
 
-_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0")
+_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0",
+                   "src_col_stride", "dst_col_stride")
 
 
 def _format_instr(ins: Instr, depth: int, with_origin: bool = True) -> str:

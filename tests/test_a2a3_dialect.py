@@ -52,7 +52,7 @@ def test_verifier():
         a2a3.OPS["set_flag"].build_from({"event_id": c.result},
                                         {"src_pipe": StringAttr("V"), "dst_pipe": StringAttr("V")}, None).verify()
     with pytest.raises(VerifyException, match="unknown pipe"):
-        a2a3.OPS["pipe_barrier"].build_from({}, {"pipe": StringAttr("M")}, None).verify()
+        a2a3.OPS["pipe_barrier"].build_from({}, {"pipe": StringAttr("MTE4")}, None).verify()
     with pytest.raises(VerifyException, match="needs an element type"):
         a2a3.OPS["vexp"].build_from({f: c.result for f in a2a3.OPCODES["vexp"].fields}, {}, None).verify()
     with pytest.raises(VerifyException, match="missing operand"):

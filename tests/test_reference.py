@@ -778,7 +778,7 @@ func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %r: index, %c: index) {{
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op", ["tcmp", "tmatmul", "tsel"])
+@pytest.mark.parametrize("op", ["tcmp", "tmatmul.mx", "tsel"])
 def test_opaque_ops_raise_located_no_semantics(op):
     m = parse(l1(op, [T(2, 2), T(2, 2)], T(2, 2)))
     with pytest.raises(PtocError) as e:
