@@ -1575,6 +1575,11 @@ WaitFlagOp = SYNC_OPS["wait_flag"]
 BarrierOp = SYNC_OPS["barrier"]
 
 
+SECTION_OPS = ("pto.section.cube", "pto.section.vector")
+"""A kernel's cube and vector parts; ptoc runs their bodies inline, in program order (one machine
+has both halves' pipes and memories; the golden model, the lowerings and pto-plan-memory agree)."""
+
+
 class GenericPtoOp(IRDLOperation):
     """PTOAS ops outside the tile ISA (sections, pipes, buffers, scalars); printed in generic form."""
 

@@ -1,8 +1,11 @@
 """``pto-insert-sync{target=...}``: the set_flag / wait_flag / pipe_barrier a placed kernel needs.
 
 Runs after pto-plan-memory (it reads ``ub_addr``).  Pipes (passes/tile_access.py):
-``pto.tload`` = ``PIPE_MTE2``, ``pto.tstore`` = ``PIPE_MTE3``, every other tile op =
-``PIPE_V``, scalar tile/GM accesses = ``PIPE_S``.
+``pto.tload`` = ``PIPE_MTE2``, ``pto.tstore`` = ``PIPE_MTE3`` (``PIPE_FIX`` out of acc),
+matmuls = ``PIPE_M``, moves touching the cube = their instruction's pipe (``PIPE_MTE1``,
+``PIPE_FIX``, ``PIPE_MTE3``), every other tile op = ``PIPE_V``, scalar tile/GM accesses =
+``PIPE_S``.  Tiles of different memories (UB, L1, L0A, L0B, L0C, BT, FB: their ``loc``) never
+conflict; the cube pipes MTE1, M and FIX run in order, so a same-pipe pair there needs no barrier.
 
 **Hazards.**  Two tile ops conflict when one writes bytes the other reads or writes: UB bytes
 ``[ub_addr, ub_addr + rows*cols*sizeof(T))`` of the tiles they read/write (a tmp operand and,

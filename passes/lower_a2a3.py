@@ -793,7 +793,20 @@ class _FnLowering:
             return self.lowered(op)
         if isinstance(op, func.CallOp):
             self.unsupported("function calls are not inlined yet (call the kernel's body directly)")
+        if name in pto.SECTION_OPS and op.regions and op.regions[0].blocks:
+            return self.lower_section(op)
         self.unsupported("no rule for this op")
+
+    def lower_section(self, op: Operation):
+        """``pto.section.cube`` / ``pto.section.vector``: the body runs inline, in program order
+        (lowering: its ops move out in front of it)."""
+        block = op.regions[0].block
+        ops = list(block.ops)
+        if self.lowering:
+            Rewriter.inline_block(block, InsertPoint.before(op))
+            Rewriter.erase_op(op)
+        for o in ops:
+            self.lower_op(o)
 
     # ---- sync ----------------------------------------------------------------------------------
     def pipe_of(self, attr) -> str:

@@ -1,8 +1,10 @@
 """``pto-verify-target``: the constraints that depend on the target (DESIGN.md §4).
 
 Each op's dtype set per target (declared on the op class, dialects/pto.py), a single tile no
-larger than the target's UB, ``vf`` ops only where the target has vector functions, and a
-TCVT round mode that exists.
+larger than its memory on the target (UB, L1, L0A, L0B, L0C, bias table, fixpipe buffer:
+targets.py), the cube tiles' layouts (:data:`CUBE_LAYOUTS`, whole fractals), TMOV vec -> mat
+only where it exists, ``vf`` ops only where the target has vector functions, and a TCVT round
+mode that exists.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, argument_location, location_of, sources_of
-from pto_compiler.dialects.pto import ConvertOp, TileBufType, TileLikeType, TileOp
+from pto_compiler.dialects.pto import ConvertOp, MoveOp, TileBufType, TileLikeType, TileOp
 from pto_compiler.targets import Target, lookup_target
 
 
@@ -55,11 +57,20 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
             except VerifyException as e:
                 found.append(_diag(op, str(e)))
                 continue
+        if isinstance(op, MoveOp) and op.ins and op.outs and not target.vec_to_mat and \
+                (op.ins[0].type.loc.data, op.outs[0].type.loc.data) == ("vec", "mat"):
+            found.append(_diag(op, f"has no vec -> mat move on {target.name} (ascend950 only)"))
         for res in op.results:
             t = res.type
-            if isinstance(t, TileBufType) and t.loc.data == "vec" and t.nbytes > target.ub_bytes:
-                found.append(_diag(op, f"tile of {t.nbytes} bytes does not fit in the {target.name} UB "
-                                       f"({target.ub_bytes // 1024} KiB)"))
+            if not isinstance(t, TileBufType):
+                continue
+            space = target.space_of(t.loc.data)
+            if space is not None and t.nbytes > space.bytes:
+                found.append(_diag(op, f"tile of {t.nbytes} bytes does not fit in the {target.name} {space.name} "
+                                       f"({_size(space.bytes)})"))
+            why = _cube_layout_error(t)
+            if why:
+                found.append(_diag(op, why))
         for region in op.regions:
             for block in region.blocks:
                 for arg in block.args:
@@ -70,6 +81,36 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
                                                 f"the {target.name} UB ({target.ub_bytes // 1024} KiB)",
                                                 *argument_location(op, name, sources_of(module))))
     return found
+
+
+CUBE_LAYOUTS = {"left": (None, "row_major"), "right": ("row_major", "col_major"), "acc": ("col_major", "row_major")}
+"""(blayout, slayout) of the L0 tiles (pto_isa.md §2 TileLeft/TileRight aliases, acc Nz); ``None``:
+either, as PTOAS rewrites a left tile's blayout per target at parse time (row_major on A3, col_major
+on A5, ptoas_peer.md §1.8) and ptoc keeps the declared one, which places elements consistently."""
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024} KiB" if n % 1024 == 0 else f"{n} bytes"
+
+
+def _cube_layout_error(t: TileBufType) -> str | None:
+    """The layout rules of the cube memories: the L0 tiles' fixed layouts, whole fractals."""
+    loc = t.loc.data
+    want = CUBE_LAYOUTS.get(loc)
+    if want is not None:
+        bl, sl = want
+        if (bl is not None and t.blayout.data != bl) or t.slayout.data != sl:
+            return (f"a loc={loc} tile must have {'blayout=' + bl + ', ' if bl else ''}slayout={sl} "
+                    f"(got blayout={t.blayout.data}, slayout={t.slayout.data})")
+    if loc == "vec" or t.slayout.data == "none_box":
+        return None
+    from pto_compiler.runtime.cube import box_shape, layout_name  # NumPy: only kernels with cube tiles
+
+    br, bc = box_shape(layout_name(t.blayout.data, t.slayout.data), t.fractal.data, t.elem_bytes)
+    if t.rows % br or t.cols % bc:
+        return (f"a {t.rows}x{t.cols} {t.dtype} loc={loc} tile is not a whole number of its {br}x{bc} "
+                f"fractals (fractal={t.fractal.data})")
+    return None
 
 
 @dataclass(frozen=True)

@@ -47,9 +47,6 @@ class Target:
     """The cube core's memories (L1, L0A, L0B, L0C, bias table, fixpipe buffer)."""
     vec_to_mat: bool = False
     """TMOV vec -> mat exists (ascend950 only, reference/pto_isa.md §3 "Data movement")."""
-    left_blayout: str = "row_major"
-    """The blayout PTOAS forces on ``loc=left`` tiles at parse time (ptoas_peer.md §1.8: row_major
-    on A3, col_major on A5); pto-verify-target reads a left tile with this blayout."""
 
     @property
     def spaces(self) -> tuple[Space, ...]:
@@ -63,7 +60,7 @@ class Target:
 A2A3 = Target("a2a3", ub_bytes=192 * 1024, has_vf=False, mode1_needs_broadcast_buffer=True,
               scratch_offset=184 * 1024, scratch_bytes=8 * 1024, cube_spaces=_CUBE_A2A3)
 ASCEND950 = Target("ascend950", ub_bytes=256 * 1024, has_vf=True, mode1_needs_broadcast_buffer=False,
-                   cube_spaces=_CUBE_A5, vec_to_mat=True, left_blayout="col_major")
+                   cube_spaces=_CUBE_A5, vec_to_mat=True)
 
 TARGETS = {"a2a3": A2A3, "ascend950": ASCEND950}
 ALIASES = {

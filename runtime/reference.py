@@ -741,6 +741,9 @@ class Evaluator:
             return
         if type(op) in pto.SYNC_OPS.values():
             return  # events, flags and barriers: no effect on values
+        if name in pto.SECTION_OPS and op.regions:
+            self.run_region(op.regions[0], [], env)  # a kernel's cube / vector part, in program order
+            return
         if name in ("pto.get_block_idx", "pto.get_block_num"):
             env[op.results[0]] = self.block[name == "pto.get_block_num"]
             return

@@ -16,6 +16,8 @@ def matmul_kernel(ab: str, acc: str, M: int, K: int, N: int, kt: int, *, vm: int
     """C (M x N) = A (M x K) . B (K x N) over a K loop of ``kt``-wide tiles; ``vm``/``vn`` make the
     valid region of the M/N side partial (tiles stay M x N, the GM views vm x ..)."""
     vm, vn = vm or M, vn or N
+    if ab == "i8":  # i8 Nz fractals are 16 x 32: the B tiles' columns round up to 32 (valid vn)
+        N = -(-N // 32) * 32
     steps = K // kt
     tl = lambda loc, r, c, vr, vc, dt, extra="": (  # noqa: E731
         f"!pto.tile_buf<{loc}, {r}x{c}x{dt}, valid={vr}x{vc}{extra}>")

@@ -133,12 +133,42 @@ def test_plan_memory_places_each_cube_space_on_its_own():
     assert addr["la"] == 0 and addr["rb"] == 0 and addr["acc"] == 0
 
 
+TWO_LEFT = """func.func @k(%a: !pto.ptr<f16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c96 = arith.constant 96 : index
+  %c256 = arith.constant 256 : index
+  %va = pto.make_tensor_view %a, shape = [%c96, %c256], strides = [%c256, %c1] : !pto.tensor_view<?x?xf16>
+  %pa = pto.partition_view %va, offsets = [%c0, %c0], sizes = [%c96, %c256] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<96x256xf16>
+  %ma = pto.alloc_tile : !pto.tile_buf<mat, 96x256xf16, blayout=col_major, slayout=row_major>
+  %la1 = pto.alloc_tile ADDR1: !pto.tile_buf<left, 96x256xf16, slayout=row_major>
+  %la2 = pto.alloc_tile ADDR2: !pto.tile_buf<left, 96x256xf16, slayout=row_major>
+  %rb = pto.alloc_tile : !pto.tile_buf<right, 256x16xf16, slayout=col_major>
+  %acc = pto.alloc_tile : !pto.tile_buf<acc, 96x16xf32, blayout=col_major, slayout=row_major, fractal=1024>
+  pto.tload ins(%pa : !pto.partition_tensor_view<96x256xf16>) outs(%ma : !pto.tile_buf<mat, 96x256xf16, blayout=col_major, slayout=row_major>)
+  pto.tmov ins(%ma : !pto.tile_buf<mat, 96x256xf16, blayout=col_major, slayout=row_major>) outs(%la1 : !pto.tile_buf<left, 96x256xf16, slayout=row_major>)
+  pto.tmov ins(%ma : !pto.tile_buf<mat, 96x256xf16, blayout=col_major, slayout=row_major>) outs(%la2 : !pto.tile_buf<left, 96x256xf16, slayout=row_major>)
+  pto.tmatmul ins(%la1, %rb : !pto.tile_buf<left, 96x256xf16, slayout=row_major>, !pto.tile_buf<right, 256x16xf16, slayout=col_major>) outs(%acc : !pto.tile_buf<acc, 96x16xf32, blayout=col_major, slayout=row_major, fractal=1024>)
+  pto.tmatmul ins(%la2, %rb : !pto.tile_buf<left, 96x256xf16, slayout=row_major>, !pto.tile_buf<right, 256x16xf16, slayout=col_major>) outs(%acc : !pto.tile_buf<acc, 96x16xf32, blayout=col_major, slayout=row_major, fractal=1024>)
+  return
+}
+"""
+
+
 def test_plan_memory_l0a_overflow_is_located():
-    # one 128 x 512 f16 left tile is 128 KiB: more than L0A's 64 KiB (it fits L1's 512 KiB)
-    text = matmul_kernel("f16", "f32", 128, 512, 16, 512)
+    # two 96 x 256 f16 left tiles (48 KiB each) live at once: more than L0A's 64 KiB
     with pytest.raises(PtocError) as e:
-        _placed(text)
+        _placed(TWO_LEFT.replace("ADDR1", "").replace("ADDR2", ""))
     assert "L0A over capacity" in str(e.value) and "65536 bytes" in str(e.value)
+
+
+def test_plan_memory_l0a_manual_overlap_is_located():
+    fixed = TWO_LEFT.replace("ADDR1", "addr = %x0 ").replace("ADDR2", "addr = %x1 ").replace(
+        "  %c0 = arith.constant 0 : index\n",
+        "  %c0 = arith.constant 0 : index\n  %x0 = arith.constant 0 : i64\n  %x1 = arith.constant 512 : i64\n")
+    with pytest.raises(PtocError) as e:
+        _placed(fixed)
+    assert "overlaps" in str(e.value) and "while both are live" in str(e.value)
 
 
 def test_manual_l0c_address_past_the_end_is_located():
@@ -280,3 +310,57 @@ def test_removing_any_cube_sync_is_a_race_or_deadlock(target):
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_section_bodies_run_inline(target):
+    """``pto.section.cube`` runs its body in program order: the same program as without it."""
+    text = matmul_kernel("f16", "f32", 16, 64, 16, 32)
+    head, body = text.split("    %c0 = arith.constant 0 : index\n", 1)
+    body, tail = body.rsplit("    return\n", 1)
+    sectioned = head + "    pto.section.cube {\n    %c0 = arith.constant 0 : index\n" + body + "    }\n    return\n" + tail
+    ins = inputs_for("f16", 16, 16, 64)
+    want = numpy_matmul(ins["a"], ins["b"], "f32")
+    assert_matmul(R.evaluate(api.parse(sectioned), ins)["c"], want, "f32", 64)
+    prog = api.lower(api.parse(sectioned), target)
+    plain = api.lower(api.parse(text), target)
+    strip = lambda p: [line.split("  ;")[0] for line in p.to_text().splitlines()]  # noqa: E731
+    assert strip(prog) == strip(plain)
+    outputs, _ = api.run(prog, ins)
+    assert_matmul(outputs["c"], want, "f32", 64)
+
+
+@pytest.mark.parametrize("old,new,msg", [
+    ("!pto.tile_buf<right, 32x16xf16, valid=32x16, slayout=col_major>",
+     "!pto.tile_buf<right, 32x16xf16, valid=32x16, slayout=row_major>",
+     "a loc=right tile must have blayout=row_major, slayout=col_major (got blayout=row_major, slayout=row_major)"),
+    ("!pto.tile_buf<acc, 16x16xf32, valid=16x16, blayout=col_major, slayout=row_major, fractal=1024>",
+     "!pto.tile_buf<acc, 16x16xf32, valid=16x16, slayout=row_major, fractal=1024>",
+     "a loc=acc tile must have blayout=col_major, slayout=row_major"),
+    ("!pto.tile_buf<mat, 16x32xf16, valid=16x32, blayout=col_major, slayout=row_major>",
+     "!pto.tile_buf<mat, 24x32xf16, valid=16x32, blayout=col_major, slayout=row_major>",
+     "a 24x32 f16 loc=mat tile is not a whole number of its 16x16 fractals"),
+])
+def test_verify_target_cube_layouts(old, new, msg):
+    text = matmul_kernel("f16", "f32", 16, 32, 16, 32)
+    assert old in text
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(text.replace(old, new)), A2A3)
+    assert msg in str(e.value)
+
+
+def test_verify_target_cube_capacity_and_vec_to_mat():
+    big = "!pto.tile_buf<acc, 256x256xf32, blayout=col_major, slayout=row_major, fractal=1024>"  # 256 KiB
+    text = f"func.func @k() {{\n  %t = pto.alloc_tile : {big}\n  return\n}}\n"
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(text), A2A3)
+    assert "does not fit in the a2a3 L0C (128 KiB)" in str(e.value)
+    api.verify(api.parse(text), ASCEND950)  # 256 KiB of L0C there
+    mv = ("func.func @k() {\n  %v = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf16>\n"
+          "  %m = pto.alloc_tile : !pto.tile_buf<mat, 16x16xf16, blayout=col_major, slayout=row_major>\n"
+          "  pto.tmov ins(%v : !pto.tile_buf<vec, 16x16xf16>) outs(%m : !pto.tile_buf<mat, 16x16xf16, "
+          "blayout=col_major, slayout=row_major>)\n  return\n}\n")
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(mv), A2A3)
+    assert "has no vec -> mat move on a2a3 (ascend950 only)" in str(e.value)
+    api.verify(api.parse(mv), ASCEND950)
