@@ -205,7 +205,7 @@ def test_verify_tmov_domains():
 # ---- lowering and execution (both targets) ----------------------------------------------------
 
 def _run(text: str, ins: dict, target: str):
-    prog = api.lower(api.parse(text), target)
+    prog = api.compile(api.parse(text), target)
     return prog, api.run(prog, ins)
 
 
@@ -215,7 +215,9 @@ def test_executor_matmul_matches_numpy(target, ab, acc):
     M, K, N, kt = 32, 128, 48, 64 if ab != "i8" else 64
     text = matmul_kernel(ab, acc, M, K, N, kt, vm=29, vn=40)
     ins = inputs_for(ab, 29, 40, K, acc=acc)
-    _, (outputs, _) = _run(text, ins, target)
+    _, res = _run(text, ins, target)
+    assert not res.findings
+    outputs = res.outputs
     assert_matmul(outputs["c"], numpy_matmul(ins["a"], ins["b"], acc), acc, K)
 
 
@@ -223,7 +225,9 @@ def test_executor_matmul_matches_numpy(target, ab, acc):
 def test_executor_bias_and_nz_layouts_in_l1(target):
     text = matmul_kernel("bf16", "f32", 16, 64, 32, 32, bias=True)
     ins = inputs_for("bf16", 16, 32, 64, bias=True)
-    prog, (outputs, _) = _run(text, ins, target)
+    prog, res = _run(text, ins, target)
+    assert not res.findings
+    outputs = res.outputs
     assert_matmul(outputs["c"], numpy_matmul(ins["a"], ins["b"], "f32", ins["bias"]), "f32", 64)
     listing = prog.to_text()
     assert "dst_layout=nz" in listing and "mmad_bias.f32" in listing and "load_cbuf_to_bt" in listing
@@ -291,7 +295,7 @@ def test_removing_any_cube_sync_is_a_race_or_deadlock(target):
     from pto_compiler.runtime.executor import execute
 
     text = (REPO / "examples" / "matmul.pto").read_text()
-    prog = api.lower(api.parse(text, "matmul.pto"), target)
+    prog = api.compile(api.parse(text, "matmul.pto"), target)
     ins = inputs_for("f16", 32, 32, 128)
     ok = execute(prog, ins, raise_on_findings=False)
     assert not ok.findings
@@ -322,12 +326,13 @@ def test_section_bodies_run_inline(target):
     ins = inputs_for("f16", 16, 16, 64)
     want = numpy_matmul(ins["a"], ins["b"], "f32")
     assert_matmul(R.evaluate(api.parse(sectioned), ins)["c"], want, "f32", 64)
-    prog = api.lower(api.parse(sectioned), target)
-    plain = api.lower(api.parse(text), target)
+    prog = api.compile(api.parse(sectioned), target)
+    plain = api.compile(api.parse(text), target)
     strip = lambda p: [line.split("  ;")[0] for line in p.to_text().splitlines()]  # noqa: E731
     assert strip(prog) == strip(plain)
-    outputs, _ = api.run(prog, ins)
-    assert_matmul(outputs["c"], want, "f32", 64)
+    res = api.run(prog, ins)
+    assert not res.findings
+    assert_matmul(res.outputs["c"], want, "f32", 64)
 
 
 @pytest.mark.parametrize("old,new,msg", [

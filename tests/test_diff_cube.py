@@ -61,9 +61,10 @@ def run_case(case):
     mod = api.parse(text)
     ins = inputs_for(ab, vm or M, vn or N, K, seed=len(_id(case)), bias=bias, acc=acc)
     want = R.evaluate(mod, ins)
-    prog = api.lower(mod, t)
-    got, _ = api.run(prog, ins)
-    cmp = pipeline.compare_outputs(got, want, float_sum_outputs(mod))
+    prog = api.compile(mod, t)
+    res = api.run(prog, ins)
+    assert not res.findings, res.findings[:2]
+    cmp = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(mod))
     assert cmp and all(c.ok for c in cmp), "\n".join(c.line() for c in cmp) + "\n" + text
 
 
