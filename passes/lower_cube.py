@@ -5,7 +5,8 @@ dialects/a2a3.py's OPCODES, one instruction per tile op.
 * ``tload`` GM -> L1: ``copy_gm_to_cbuf`` (MTE2; ND GM rows into the tile's layout, the ND2NZ
   DMA); ``tstore`` L1 -> GM ``copy_cbuf_to_gm`` (MTE3), L0C -> GM ``fixpipe_cc_to_gm`` (FIX, the
   acc conversion and ``reluPreMode``).
-* ``tmov`` / ``textract`` / ``tinsert`` by (src loc, dst loc) (:data:`MOVES`): L1 -> L0A/L0B/BT
+* ``tmov`` / ``textract`` / ``tinsert`` by (src loc, dst loc) (tile_access.CUBE_MOVES, which
+  pto-insert-sync reads for the pipe): L1 -> L0A/L0B/BT
   on MTE1 (``load_cbuf_to_ca/cb/bt``), L1 -> FB on FIX (``copy_cbuf_to_fbuf``, PTOAS's TMOV_M2S
   pipe), L0C -> L1/UB through the fixpipe (FIX), UB -> L1 (``copy_ubuf_to_cbuf``, MTE3, ascend950);
   textract reads at (row, col) of its source, tinsert writes at (row, col) of its destination.
@@ -19,14 +20,9 @@ where the producer put them (runtime/cube.py ``tile_offsets``).
 from __future__ import annotations
 
 from pto_compiler.dialects import pto
+from pto_compiler.passes.tile_access import cube_move_opcode
 from pto_compiler.runtime.cube import layout_name
 from pto_compiler.runtime.program import GmAddr
-
-MOVES = {("mat", "left"): "load_cbuf_to_ca", ("mat", "right"): "load_cbuf_to_cb",
-         ("mat", "bias"): "load_cbuf_to_bt", ("mat", "scaling"): "copy_cbuf_to_fbuf",
-         ("mat", "mat"): "copy_cbuf_to_cbuf", ("acc", "mat"): "fixpipe_cc_to_cbuf",
-         ("acc", "vec"): "fixpipe_cc_to_ubuf", ("vec", "mat"): "copy_ubuf_to_cbuf"}
-"""(src loc, dst loc) -> the instruction of a tmov / textract / tinsert."""
 
 CUBE_LOCS = frozenset(("mat", "left", "right", "acc", "bias", "scaling"))
 
@@ -82,6 +78,10 @@ def _gm(low, part, t) -> dict:
     return {"gm": GmAddr(view.arg, ex_mul(base, t.esize)), "stride": strides[-2], "col_stride": strides[-1]}
 
 
+def _gm_fields(name: str, g: dict) -> dict:
+    return {name: g["gm"], f"{name}_stride": g["stride"], f"{name}_col_stride": g["col_stride"]}
+
+
 def _region(low, t) -> tuple:
     from pto_compiler.passes.lower_a2a3 import _is_int
 
@@ -96,8 +96,7 @@ def tile_load(low, op) -> None:
         low.unsupported(f"tload into loc={t.t.loc.data} (GM loads into loc=mat or loc=vec)")
     g = _gm(low, low.vals.get(op.ins[0]), t)
     rows, cols = _region(low, t)
-    low.emit("copy_gm_to_cbuf", t.dtype, **_local("dst", t), src=g["gm"], src_stride=g["stride"], src_col_stride=g["col_stride"],
-             rows=rows, cols=cols)
+    low.emit("copy_gm_to_cbuf", t.dtype, **_local("dst", t), **_gm_fields("src", g), rows=rows, cols=cols)
 
 
 def tile_store(low, op) -> None:
@@ -118,12 +117,11 @@ def tile_store(low, op) -> None:
     if loc == "acc":
         dt = canonical_dtype(pto.dtype_name(target.type.element_type))
         g = _gm(low, part, _Sized(t, dt))
-        low.emit("fixpipe_cc_to_gm", dt, dst=g["gm"], dst_stride=g["stride"], dst_col_stride=g["col_stride"], **_local("src", t),
-                 rows=rows, cols=cols, src_type=t.dtype, relu="yes" if relu_pre(op) else "no")
+        low.emit("fixpipe_cc_to_gm", dt, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols,
+                 src_type=t.dtype, relu="yes" if relu_pre(op) else "no")
     elif loc == "mat":
         g = _gm(low, part, t)
-        low.emit("copy_cbuf_to_gm", t.dtype, dst=g["gm"], dst_stride=g["stride"], dst_col_stride=g["col_stride"], **_local("src", t),
-                 rows=rows, cols=cols)
+        low.emit("copy_cbuf_to_gm", t.dtype, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols)
     else:
         low.unsupported(f"tstore from loc={loc} (GM stores take vec, mat or acc tiles)")
 
@@ -143,7 +141,7 @@ def tile_move(low, op) -> None:
 
     s, d = _cube_tile(low, op.ins[0]), _cube_tile(low, op.outs[0])
     pair = (s.t.loc.data, d.t.loc.data)
-    opcode = MOVES.get(pair)
+    opcode = cube_move_opcode(op)
     if opcode is None:
         low.unsupported(f"a move from loc={pair[0]} to loc={pair[1]}")
     if opcode == "copy_ubuf_to_cbuf" and not low.target.vec_to_mat:

@@ -2,7 +2,8 @@
 
 Each op's dtype set per target (declared on the op class, dialects/pto.py), a single tile no
 larger than its memory on the target (UB, L1, L0A, L0B, L0C, bias table, fixpipe buffer:
-targets.py), the cube tiles' layouts (:data:`CUBE_LAYOUTS`, whole fractals), TMOV vec -> mat
+targets.py), the cube tiles' layouts (:data:`CUBE_LAYOUTS`; boxed L1 tiles of whole fractals),
+TMOV vec -> mat
 only where it exists, ``vf`` ops only where the target has vector functions, and a TCVT round
 mode that exists.
 """
@@ -58,6 +59,7 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
                 found.append(_diag(op, str(e)))
                 continue
         if isinstance(op, MoveOp) and op.ins and op.outs and not target.vec_to_mat and \
+                all(isinstance(v.type, TileBufType) for v in (op.ins[0], op.outs[0])) and \
                 (op.ins[0].type.loc.data, op.outs[0].type.loc.data) == ("vec", "mat"):
             found.append(_diag(op, f"has no vec -> mat move on {target.name} (ascend950 only)"))
         for res in op.results:
@@ -94,7 +96,8 @@ def _size(n: int) -> str:
 
 
 def _cube_layout_error(t: TileBufType) -> str | None:
-    """The layout rules of the cube memories: the L0 tiles' fixed layouts, whole fractals."""
+    """The layout rules of the cube memories: the L0 tiles' fixed layouts, L1 tiles of whole
+    fractals (pto_isa.md §2: a boxed tile's rows and cols are multiples of the inner box)."""
     loc = t.loc.data
     want = CUBE_LAYOUTS.get(loc)
     if want is not None:
@@ -102,8 +105,8 @@ def _cube_layout_error(t: TileBufType) -> str | None:
         if (bl is not None and t.blayout.data != bl) or t.slayout.data != sl:
             return (f"a loc={loc} tile must have {'blayout=' + bl + ', ' if bl else ''}slayout={sl} "
                     f"(got blayout={t.blayout.data}, slayout={t.slayout.data})")
-    if loc == "vec" or t.slayout.data == "none_box":
-        return None
+    if loc != "mat" or t.slayout.data == "none_box":
+        return None  # L0 tiles may be partial fractals (TGEMV's 1-row left/acc tiles, PTOAS's tests)
     from pto_compiler.runtime.cube import box_shape, layout_name  # NumPy: only kernels with cube tiles
 
     br, bc = box_shape(layout_name(t.blayout.data, t.slayout.data), t.fractal.data, t.elem_bytes)

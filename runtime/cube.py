@@ -73,12 +73,9 @@ def relu_pre(op) -> bool:
     return False
 
 
-LAYOUTS = ("nd", "dn", "nz", "zn", "zz", "nn")
-"""Layout names: ND/DN (no fractals, row-/column-major), then the boxed ones by (outer, inner)
-order: N = column-major, Z = row-major (Nz = blayout col_major + slayout row_major)."""
-
-
 def layout_name(blayout: str, slayout: str) -> str:
+    """ND/DN (no fractals, row-/column-major), else the boxed layout by (outer, inner) order:
+    N = column-major, Z = row-major (Nz = blayout col_major + slayout row_major)."""
     if slayout == "none_box":
         return "nd" if blayout == "row_major" else "dn"
     return ("n" if blayout == "col_major" else "z") + ("z" if slayout == "row_major" else "n")
@@ -113,11 +110,3 @@ def tile_offsets(rows: int, cols: int, layout: str, fractal: int, esize: int) ->
     out = off * esize
     out.setflags(write=False)
     return out
-
-
-def layout_fits(rows: int, cols: int, layout: str, fractal: int, esize: int) -> bool:
-    """A boxed tile holds a whole number of fractals."""
-    if layout in ("nd", "dn"):
-        return True
-    br, bc = box_shape(layout, fractal, esize)
-    return rows % br == 0 and cols % bc == 0

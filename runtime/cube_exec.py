@@ -6,8 +6,9 @@ Each cube memory (L1, L0A, L0B, L0C, BT, FB; ``Target.cube_spaces``) is a byte a
 executor, like the UB; a tile operand is its byte address plus its tile's geometry (X_rows,
 X_cols, X_layout: ``runtime/cube.py`` ``tile_offsets`` places element (r, c)), so a producer and
 its consumer agree on where every element is.  The cube pipes MTE1, M and FIX run in order
-(an instruction reads what the previous one of its pipe wrote: no pipe_barrier between them).  Every access goes through the executor's bounds and hazard checks
-(space = the memory's name), so a missing set_flag/wait_flag between MTE2, MTE1, M and FIX is a
+(an instruction reads what the previous one of its pipe wrote: no pipe_barrier between them).
+Every access goes through the executor's bounds and hazard checks (space = the memory's name),
+so a missing set_flag/wait_flag between MTE2, MTE1, M and FIX is a
 race, exactly as between MTE2, V and MTE3.  Values: runtime/cube.py (``matmul``, ``fixpipe``).
 """
 

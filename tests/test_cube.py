@@ -369,3 +369,18 @@ def test_verify_target_cube_capacity_and_vec_to_mat():
         api.verify(api.parse(mv), A2A3)
     assert "has no vec -> mat move on a2a3 (ascend950 only)" in str(e.value)
     api.verify(api.parse(mv), ASCEND950)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_mixed_matmul_softmax_example(target):
+    text = (REPO / "examples" / "mixed_matmul_softmax.pto").read_text()
+    rng = np.random.default_rng(3)
+    q = rng.uniform(-1, 1, (16, 64)).astype(np.float16)
+    k = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
+    ins = {"q": q, "k": k, "s": np.zeros((16, 64), F32), "p": np.zeros((16, 64), F32)}
+    s = q.astype(F32) @ k.astype(F32).T
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    res = api.run(api.compile(api.parse(text, "mixed_matmul_softmax.pto"), target), ins)
+    assert not res.findings
+    np.testing.assert_allclose(res.outputs["s"], s, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(res.outputs["p"], e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
