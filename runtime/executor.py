@@ -43,8 +43,12 @@ complete before later V instructions start; the headers put one between dependen
 instructions"): a V instruction reading or overwriting bytes an earlier V instruction wrote,
 with no ``pipe_barrier V`` between them, is a race; WAR within a pipe is ordered (in-order
 issue reads an instruction's sources before any later instruction writes).  The same rule
-applies to MTE2 and MTE3.  Blocks run in turn, each on a fresh UB, but GM accesses of
-different blocks that conflict are races (cores run concurrently on hardware).
+applies to MTE2 and MTE3; the cube pipes MTE1, M and FIX run in order (a2a3.IN_ORDER_PIPES:
+each instruction sees what the previous one of its pipe wrote).  The cube memories (L1, L0A,
+L0B, L0C, BT, FB: ``Target.cube_spaces``) are byte arrays beside the UB, checked the same way;
+their instructions are runtime/cube_exec.py's.  Blocks run in turn, each on fresh on-chip
+memories, but GM accesses of different blocks that conflict are races (cores run concurrently
+on hardware).
 
 Issue model: the scalar unit issues the program in order; S instructions run as they are
 issued, others are queued to their pipe and run in order, a ``wait_flag`` blocking its pipe
