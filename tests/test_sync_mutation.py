@@ -23,7 +23,8 @@ from pto_compiler.runtime.program import Instr
 from test_sync_proof import _without
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["vadd", "vadd_synced", "softmax", "layernorm", "rowclamp_manual", "rowscale300"]
+EXAMPLES = ["vadd", "vadd_synced", "softmax", "layernorm", "rowclamp_manual", "rowscale300", "matmul",
+            "mixed_matmul_softmax"]
 TARGETS = ("a2a3", "ascend950")
 
 
