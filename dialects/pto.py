@@ -589,6 +589,7 @@ class TileOp(IRDLOperation):
 
     # ---- verification -----------------------------------------------------------------
     def verify_(self) -> None:
+        check_rules(self)
         if any(isinstance(v.type, MemRefType) for v in (*self.ins, *self.outs, *self.res)):
             return  # a lowered (memref) form of the corpus: parsed and type-checked by xDSL, not run
         if self.outs and self.res and self.FAMILY != "other":
@@ -604,6 +605,9 @@ class TileOp(IRDLOperation):
 
     def check_dtype_for_target(self, target_name: str) -> None:
         """The per-target dtype set (run by pto-verify-target, not by verify_)."""
+        target_rule = TARGET_RULES.get(self.name)
+        if target_rule is not None:
+            target_rule(self, target_name)
         if self.DTYPES is None:
             return
         t = self.dst_type or (self.tile_ins()[0].type if self.tile_ins() else None)
@@ -933,7 +937,10 @@ class ConvertOp(TileOp):
         if not 1 <= len(self.ins) <= 2:
             raise VerifyException("expects ins(src[, tmp])")
         (src,) = _tiles(self, 1, "a source tile")[:1]
-        _same_valid(src, dst, "src valid shape must equal dst valid shape")
+        if (src.rows, src.cols) != (dst.rows, dst.cols):
+            raise VerifyException(f"expects src and dst to have compatible shapes ({src.rows}x{src.cols} vs "
+                                  f"{dst.rows}x{dst.cols})")
+        _same_valid(src, dst, "expects src and dst to have the same valid_shape")
 
 
 MOVE_DOMAINS = {("vec", "vec"), ("mat", "left"), ("mat", "right"), ("mat", "bias"), ("mat", "scaling"),
@@ -1006,6 +1013,15 @@ class StoreOp(TileOp):
             if self.ins and not self.outs:
                 raise VerifyException("expects ins(%tile) outs(%partition_view)")
             return
+        tile, view = self.ins[0].type, self.outs[0].type if self.outs else None
+        if isinstance(view, PartitionTensorViewType) and _known(*view.dims, *tile.valid_shape):
+            count = 1
+            for d in view.dims:
+                count *= d
+            if count != tile.valid_row * tile.valid_col:
+                raise VerifyException(
+                    f"expects dst static element count ({_dims_text(view.dims)} = {count}) to equal the tile's "
+                    f"valid element count ({_dims_text(tile.valid_shape)} = {tile.valid_row * tile.valid_col})")
 
 
 MATMUL_DTYPES = (("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"))
@@ -1592,6 +1608,9 @@ class GenericPtoOp(IRDLOperation):
         super().__init__(operands=[list(operands)], result_types=[list(result_types)],
                          attributes=attributes or {}, regions=[list(regions)])
 
+    def verify_(self) -> None:
+        check_rules(self)
+
 
 GENERIC_OP_NAMES = (
     "get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num", "addptr", "load_scalar",
@@ -1645,3 +1664,121 @@ def view_root(value: SSAValue) -> SSAValue:
             break
     return value
 
+
+
+# --------------------------------------------------------------------------------------
+# Rules PTOAS checks on ops ptoc parses but does not run (its negative tests, RUN: not ptoas)
+# --------------------------------------------------------------------------------------
+# Each rule raises VerifyException with PTOAS's wording of the rule, so a rejected file names it.
+
+
+def _int_attr(op: IRDLOperation, key: str) -> int | None:
+    a = op.attributes.get(key, op.properties.get(key))
+    if isinstance(a, IntegerAttr):
+        return a.value.data
+    return None
+
+
+def _rule_tput_async(op: IRDLOperation) -> None:
+    dst = op.operands[0].type if op.operands else None
+    if isinstance(dst, MemRefType) and (len(dst.get_shape()) != 1 or DYNAMIC_INDEX in dst.get_shape()):
+        raise VerifyException("expects dst to be a static flat contiguous logical 1D GM memref")
+
+
+def _rule_tget_scale_addr(op: TileOp) -> None:
+    dst = op.dst_type
+    if dst is not None and dst.loc.data != "scaling":
+        raise VerifyException(f"expects dst to be in the scaling address space (got loc={dst.loc.data})")
+
+
+def _rule_tpop(op: TileOp) -> None:
+    dst = op.dst_type
+    if op.ins and dst is not None and dst.valid_shape != (DYNAMIC, DYNAMIC):
+        raise VerifyException("expects tile result to have dynamic validShape (?, ?) when valid_row/valid_col "
+                              "operands are provided")
+
+
+def _pipe_buffer_source(v: SSAValue) -> str | None:
+    owner = v.owner
+    name = getattr(owner, "name", "")
+    return name if name in ("pto.reserve_buffer", "pto.import_reserved_buffer") else None
+
+
+def _rule_initialize_l2l_pipe(op: IRDLOperation) -> None:
+    if "flag_base" in op.attributes or not op.operands:
+        return
+    src = _pipe_buffer_source(op.operands[0])
+    if src is None:
+        raise VerifyException("requires local_addr to come from pto.reserve_buffer or pto.import_reserved_buffer "
+                              "when 'flag_base' is not explicit")
+    # the peer side (the function importing / reserving the same buffer name) must initialise its pipe too
+    name = op.operands[0].owner.attributes.get("name")
+    module = op.get_toplevel_object()
+    peers = [o for o in module.walk() if getattr(o, "name", "") in ("pto.reserve_buffer", "pto.import_reserved_buffer")
+             and o.attributes.get("name") == name and o is not op.operands[0].owner]
+    for peer in peers:
+        if not any("initialize" in getattr(u.operation, "name", "") for r in peer.results for u in r.uses):
+            raise VerifyException("requires a complete peer init pair when local_addr comes from "
+                                  "pto.reserve_buffer or pto.import_reserved_buffer")
+
+
+def _rule_nosplit(op: IRDLOperation) -> None:
+    nosplit = op.attributes.get("nosplit")
+    if not isinstance(nosplit, IntegerAttr) or nosplit.value.data != 0:
+        return
+    fn = op.parent_op()
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent_op()
+    if fn is None:
+        return
+    for o in fn.walk():
+        if o.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree")) and _int_attr(o, "split") == 0:
+            raise VerifyException("explicit 'nosplit = false' conflicts with downstream users that require split = 0")
+
+
+RULES: dict[str, tuple] = {
+    "pto.tput_async": (_rule_tput_async,),
+    "pto.tget_scale_addr": (_rule_tget_scale_addr,),
+    "pto.tpop_from_aic": (_rule_tpop,),
+    "pto.tpop_from_aiv": (_rule_tpop,),
+    "pto.initialize_l2l_pipe": (_rule_initialize_l2l_pipe,),
+    "pto.aic_initialize_pipe": (_rule_nosplit,),
+    "pto.aiv_initialize_pipe": (_rule_nosplit,),
+}
+"""op name -> checks PTOAS's verifier makes (the op's own verify_ runs them first)."""
+
+
+def check_rules(op: IRDLOperation) -> None:
+    for rule in RULES.get(op.name, ()):
+        rule(op)
+
+
+def _only_a5(op: TileOp, target_name: str) -> None:
+    if target_name != "ascend950":
+        raise VerifyException(f"{op.name.split('.', 1)[1]} is only supported on A5 (ascend950)")
+
+
+def _tgather_compare_a2a3(op: TileOp, target_name: str) -> None:
+    """The compare form (``ins(src, scalar, tmp) outs(dst, cdst)``) on A2/A3."""
+    if target_name != "a2a3" or len(op.outs) != 2 or not op.ins or not is_tile(op.ins[0].type):
+        return
+    src = op.ins[0].type.dtype
+    eq = "eq" in str(op.attributes.get("cmpMode", op.attributes.get("cmp_mode", ""))).lower()
+    if src not in ("f16", "f32") and not (src == "i32" and eq):
+        raise VerifyException("expects A2/A3 compare-form tgather src element type to be f16/f32, "
+                              f"or i32 when cmpMode=eq (got {src})")
+
+
+def _tsel_a2a3(op: TileOp, target_name: str) -> None:
+    dst = op.dst_type
+    if target_name == "a2a3" and dst is not None and dst.dtype not in ("i16", "i32", "f16", "f32"):
+        raise VerifyException("expects A2/A3 tsel src0, src1, and dst element type to be i16/i32/f16/f32 "
+                              f"(got {dst.dtype})")
+
+
+TARGET_RULES: dict[str, object] = {
+    "pto.thistogram": _only_a5,
+    "pto.tsel": _tsel_a2a3,
+    "pto.tgather": _tgather_compare_a2a3,
+}
+"""op name -> target-dependent checks (run by pto-verify-target with the op's dtype set)."""

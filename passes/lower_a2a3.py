@@ -88,7 +88,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
+from pto_compiler.diagnostics import PtocError, cube_space_message, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
@@ -470,7 +470,7 @@ class _FnLowering:
         raise op_error(op or self.op, message)
 
     def unsupported(self, why: str, op=None):
-        raise op_error(op or self.op, f"has no a2a3 lowering: {why}")
+        raise op_error(op or self.op, f"has no {self.target.name} lowering: {why}")
 
     # ---- free UB for internal temporaries --------------------------------------------------
     def free_ub(self, nbytes: int) -> int:
@@ -556,7 +556,7 @@ class _FnLowering:
                 e = self._constant(v.owner)
                 self.vals[v] = e
                 return e
-            self.fail(f"operand {value_name(v)} has no value the a2a3 lowering knows", op)
+            self.fail(f"operand {value_name(v)} has no value the {self.target.name} lowering knows", op)
         if isinstance(e, (TileRef, ViewRef, PartRef, tuple)):
             self.fail(f"operand {value_name(v)} is not a scalar", op)
         return e
@@ -564,11 +564,11 @@ class _FnLowering:
     def tile(self, v: SSAValue) -> TileRef:
         t = self.vals.get(v)
         if not isinstance(t, TileRef):
-            self.fail(f"operand {value_name(v)} is not a tile the a2a3 lowering knows")
+            self.fail(f"operand {value_name(v)} is not a tile the {self.target.name} lowering knows")
+        if t.t.loc.data != "vec":
+            self.fail(cube_space_message(v, t.t.loc.data))
         if t.addr is None:
             self.fail(f"tile {value_name(v)} has no UB address: run pto-plan-memory, or bind it with pto.tassign")
-        if t.t.loc.data != "vec":
-            self.unsupported(f"tile {value_name(v)} is in '{t.t.loc.data}', not in the vector unit's UB (loc=vec)")
         return t
 
     @staticmethod
@@ -726,7 +726,7 @@ class _FnLowering:
         try:
             self._lower_op(op)
         except _Unsupported as e:
-            raise op_error(op, f"has no a2a3 lowering: {e}") from None
+            self.unsupported(str(e), op)
         finally:
             self.origin, self.op = saved
 
@@ -947,7 +947,7 @@ class _FnLowering:
             if reg is None:
                 t = self.vals.get(v)
                 if not isinstance(t, TileRef) or not isinstance(tgt, TileRef):
-                    self.fail(f"yields {value_name(v)}, which is not a tile the lowering knows")
+                    self.fail(f"yields {v}, which is not a tile the lowering knows")
                 if t.addr != tgt.addr:
                     self.fail(f"yields a tile at UB address {t.addr} where the carried tile is at {tgt.addr}; "
                               "tiles carried through scf.for/scf.if must share a buffer (pto-plan-memory)")

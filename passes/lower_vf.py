@@ -77,7 +77,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from pto_compiler.diagnostics import PtocError, op_error, value_name
+from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
 from pto_compiler.dialects import pto, vf
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
@@ -328,8 +328,10 @@ class _OpLowering:
                 return i
         t = v.type
         if isinstance(t, pto.TileLikeType):
-            if not isinstance(t, pto.TileBufType) or t.loc.data != "vec":
-                raise _Unsupported(f"operand {value_name(v)} is not a vec tile buffer in UB")
+            if t.loc.data != "vec":
+                raise _Unsupported(cube_space_message(v, t.loc.data))
+            if not isinstance(t, pto.TileBufType):
+                raise _Unsupported(f"operand {value_name(v)} is an L1 tile value, not a tile buffer: run pto-bufferize")
         self.kargs.append(v)
         self.types.append(t)
         return len(self.kargs) - 1
@@ -964,9 +966,6 @@ class _VfProgramLowering(A._FnLowering):
 
     def restore_mask(self):
         self.mask = A.FULL
-
-    def unsupported(self, why: str, op=None):
-        raise op_error(op or self.op, f"has no ascend950 lowering: {why}")
 
     def _lower_op(self, op: Operation):
         if isinstance(op, vf.VfFuncOp):

@@ -73,6 +73,12 @@ def location_of(op) -> tuple[str, int, int]:
     return (filename.data, loc.line.data, loc.column.data)
 
 
+def cube_space_message(v, loc: str) -> str:
+    """A vector op given a tile outside UB (mat/left/right/acc/bias/scaling: the cube half)."""
+    return (f"tile {value_name(v)} is in the cube space (loc={loc}), not in the vector unit's UB: "
+            "this operation reads and writes vec tiles (loc=vec) only")
+
+
 def op_error(op, message: str) -> PtocError:
     """A diagnostic located at ``op``, worded as MLIR does: ``'pto.tadd' op message``."""
     filename, line, col = location_of(op)

@@ -31,6 +31,26 @@ def op_diagnostic(op):
     return None
 
 
+def entry_diagnostics(module: ModuleOp) -> list:
+    """PTOAS's rule: the kernel entry (marked ``pto.entry``, else a module's only function) returns
+    nothing; ptoc's L1 kernels may also return tiles."""
+    from xdsl.dialects import func
+
+    from pto_compiler.diagnostics import Diagnostic
+    from pto_compiler.dialects.pto import is_tile
+
+    funcs = [op for op in module.body.ops if isinstance(op, func.FuncOp)]
+    entries = [f for f in funcs if "pto.entry" in f.attributes] or (funcs if len(funcs) == 1 else [])
+    found = []
+    for f in entries:
+        bad = [t for t in f.function_type.outputs.data if not is_tile(t)]
+        if bad:
+            filename, line, col = location_of(f)
+            found.append(Diagnostic(f"'func.func' op PTO entry functions must return void "
+                                    f"(@{f.sym_name.data} returns {', '.join(map(str, bad))})", filename, line, col))
+    return found
+
+
 def _first_line(e: Exception) -> str:
     return str(e).strip() or type(e).__name__
 
@@ -45,7 +65,7 @@ def verify_module(module: ModuleOp, target: Target) -> None:
     """Raise PtocError with every located verifier and target diagnostic found."""
     from pto_compiler.passes.verify_target import target_diagnostics
 
-    diags = op_diagnostics(module)
+    diags = op_diagnostics(module) + entry_diagnostics(module)
     if not diags:
         diags = target_diagnostics(module, target)
     if diags:

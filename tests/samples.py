@@ -14,3 +14,9 @@ SAMPLES = sorted(SAMPLES_DIR.glob("*.pto")) + sorted((SAMPLES_DIR / "corpus").gl
 needs_samples = pytest.mark.skipif(
     not SAMPLES, reason=f"PTOAS corpus not found at {SAMPLES_DIR} (set PTOC_SHARED to the folder holding ptoas_samples/)"
 )
+
+
+def is_negative(path: Path) -> bool:
+    """A file PTOAS must reject: ``RUN: not ptoas``, or a ``*_invalid`` file whose CHECK is an error."""
+    text = path.read_text(errors="replace")
+    return "not ptoas" in text or ("_invalid" in path.name and "CHECK: error:" in text)
