@@ -76,7 +76,12 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VfFuseLaunchesPass
 
-    return {"pto-verify-target": verify_target, "pto-bufferize": bufferize,
+    def inline_calls():
+        from pto_compiler.passes.inline_calls import InlineCallsPass
+
+        return InlineCallsPass
+
+    return {"pto-verify-target": verify_target, "pto-inline-calls": inline_calls, "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,

@@ -71,6 +71,12 @@ def _make_pass(name: str, target: Target, manual: bool):
     return cls(**kwargs)
 
 
+def has_calls(module) -> bool:
+    from xdsl.dialects import func
+
+    return any(isinstance(op, func.CallOp) for op in module.walk())
+
+
 def _has_l1(module) -> bool:
     from xdsl.dialects import func
 
@@ -85,6 +91,7 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
     names = ["verify"]
     if stop_after == "pto":
         return names
+    names += ["pto-inline-calls"] if has_calls(module) else []
     names += ["pto-bufferize"] if _has_l1(module) else []
     names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
     if stop_after == "placed":

@@ -300,6 +300,9 @@ def select_entry(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
         return funcs[0]
     if not funcs:
         raise usage_error("the module has no function to run")
+    public = [f for f in funcs if getattr(f.sym_visibility, "data", None) != "private"]
+    if len(public) == 1:  # PTOAS: the private functions are helpers of the one public kernel
+        return public[0]
     raise usage_error("the module has several functions (" + ", ".join(_fname(f) for f in funcs)
                       + ") and none is marked pto.entry; choose one with --entry")
 
