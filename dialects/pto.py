@@ -484,6 +484,9 @@ class TileOp(IRDLOperation):
     FAMILY: ClassVar[str] = "other"
     A2A3_VOP: ClassVar[str | None] = None
     """The a2a3 repeat-vector instruction the op lowers to (its main one)."""
+    BY_SCALAR: ClassVar[int | None] = None
+    """A unary op computed as its tile-scalar instruction with this scalar on both targets
+    (TNEG: ``vmuls``/``vf.muls`` by -1, exact: a sign flip for floats, wrapping for ints)."""
 
     def __init__(self, ins: Sequence[SSAValue] = (), outs: Sequence[SSAValue] = (),
                  result_types: Sequence[Attribute] = (), attributes: dict[str, Attribute] | None = None,
@@ -1155,6 +1158,8 @@ TRsqrtOp = _define("trsqrt", UnaryOp, FLOAT_ONLY, "TRSQRT: dst = 1/sqrt(src) (op
 TRecipOp = _define("trecip", UnaryOp, FLOAT_ONLY, "TRECIP: dst = 1/src.", A2A3_VOP="vrec", FN="recip")
 TAbsOp = _define("tabs", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TABS: dst = |src|.", A2A3_VOP="vabs",
                  FN="abs_")
+TNegOp = _define("tneg", UnaryOp, _per_target(F16_F32 | {"i16", "i32"}, F16_F32 | {"bf16", "i16", "i32"}),
+                 "TNEG: dst = -src.", A2A3_VOP="vmuls", BY_SCALAR=-1, FN="neg")
 TReluOp = _define("trelu", UnaryOp, _per_target(A2A3_ARITH, A5_ARITH), "TRELU: dst = max(src, 0).",
                   A2A3_VOP="vrelu", FN="relu")
 
@@ -1216,7 +1221,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 OPAQUE_TILE_OP_NAMES = (
     "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr", "tprelu", "tcmp", "tsel", "tpow", "taddc",
     "tsubc", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu", "tsubrelu", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tneg", "tnot", "trems", "tfmods", "tands",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tnot", "trems", "tfmods", "tands",
     "tors", "txors", "tshls", "tshrs", "tlrelu", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
@@ -1644,6 +1649,20 @@ def constant_int(value: SSAValue) -> int | None:
         if isinstance(v, IntegerAttr):
             return v.value.data
     return None
+
+
+SUBBLOCK = {"pto.get_subblock_idx": 0, "pto.get_subblock_num": 1}
+"""Each block ptoc runs is one vector core: sub-block 0 of 1 (``--blocks`` counts vector cores)."""
+EVENTID_ARRAY_OPS = ("pto.declare_eventid_array", "pto.eventid_array_set", "pto.eventid_array_get")
+
+
+def eventid_array_size(t) -> int:
+    """N of ``!pto.eventid_array<N>``."""
+    body = getattr(getattr(t, "body", None), "data", "")
+    digits = "".join(ch for ch in body if ch.isdigit())
+    if not digits:
+        raise VerifyException(f"event-id array type {t} has no size")
+    return int(digits)
 
 
 def view_root(value: SSAValue) -> SSAValue:

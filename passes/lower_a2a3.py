@@ -783,6 +783,11 @@ class _FnLowering:
             else:
                 self.vals[op.results[0]] = Var(reg)
             return
+        if name in pto.SUBBLOCK:
+            self.vals[op.results[0]] = pto.SUBBLOCK[name]
+            return
+        if name in pto.EVENTID_ARRAY_OPS:
+            return self.lower_eventid_array(op)
         if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
                     "pto.set_flag_dyn", "pto.wait_flag_dyn"):
             self.lower_flag(op)
@@ -807,6 +812,23 @@ class _FnLowering:
             Rewriter.erase_op(op)
         for o in ops:
             self.lower_op(o)
+
+    def lower_eventid_array(self, op):
+        """The array lives in the compiler (an event id is a field of the flag instruction): its
+        index must be a constant, its values are expressions; the ops stay (as get_block_idx)."""
+        if op.name == "pto.declare_eventid_array":
+            self.vals[op.results[0]] = [0] * pto.eventid_array_size(op.results[0].type)
+            return
+        arr = self.vals.get(op.operands[0])
+        i = self.expr(op.operands[-1], op)  # set: (array, value, index); get: (array, index)
+        if not isinstance(arr, list) or not is_const(i):
+            self.unsupported("an event-id array index that is not a constant")
+        if not 0 <= i < len(arr):
+            self.fail(f"event-id array index {i} is out of range 0..{len(arr) - 1}")
+        if op.name == "pto.eventid_array_set":
+            arr[i] = self.expr(op.operands[1], op)
+            return
+        self.vals[op.results[0]] = arr[i]
 
     # ---- sync ----------------------------------------------------------------------------------
     def pipe_of(self, attr) -> str:
@@ -1128,8 +1150,9 @@ class _FnLowering:
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         self._rows_aligned(s, d, rows=d.vr)
         L = 256 // d.esize
+        k = type(op).BY_SCALAR
         self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(s, L)}, d.vr, d.vc,
-                 row_bound=d.t.rows)
+                 row_bound=d.t.rows, extra=None if k is None else {"scalar": k})
 
     def scalar_operand(self, v: SSAValue, dtype: str, negate=False):
         """The scalar field for a tile-scalar op on ``dtype`` (converted as the golden model does)."""

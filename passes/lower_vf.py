@@ -301,7 +301,8 @@ _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pt
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp}
 _BIN = {"vadd": vf.AddOp, "vsub": vf.SubOp, "vmul": vf.MulOp, "vdiv": vf.DivOp, "vmax": vf.MaxOp,
         "vmin": vf.MinOp}
-_SCAL = {"pto.tadds": vf.AddsOp, "pto.tmuls": vf.MulsOp, "pto.tmaxs": vf.MaxsOp, "pto.tmins": vf.MinsOp}
+_SCAL_OF_VOP = {"vadds": vf.AddsOp, "vmuls": vf.MulsOp, "vmaxs": vf.MaxsOp, "vmins": vf.MinsOp}
+_SCAL = {n: _SCAL_OF_VOP[pto.TILE_OPS[n].A2A3_VOP] for n in ("pto.tadds", "pto.tmuls", "pto.tmaxs", "pto.tmins")}
 _RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
 
 
@@ -469,17 +470,19 @@ class _OpLowering:
         self.arg(s)
         self.arg(d)
         self.dyn_args(R, C)
-        cls = _UNARY[self.op.name]
+        k = type(self.op).BY_SCALAR
+        cls = _UNARY[self.op.name] if k is None else _SCAL_OF_VOP[type(self.op).A2A3_VOP]
 
         def plan():
             b = self.b
             ts, td = self.tile(s), self.tile(d)
             self._aligned((ts, R), (td, R))
             rt = _reg(td.elt)
+            extra = [] if k is None else [b.cf(k, td.elt) if pto.is_float(td.elt) else b.c(k, td.elt)]
 
-            def chunk(i, k, m, _):
-                x = _load(b, ts, _elem(b, ts, i, k))
-                _store(b, td, _elem(b, td, i, k), b.op(cls([x], m, rt)), m)
+            def chunk(i, kk, m, _):
+                x = _load(b, ts, _elem(b, ts, i, kk))
+                _store(b, td, _elem(b, td, i, kk), b.op(cls([x, *extra], m, rt)), m)
             self.map_region([s, d], d, self.dims(R), self.dims(C), td.elt, chunk)
         return plan
 

@@ -750,6 +750,11 @@ class Evaluator:
         if name in ("pto.get_block_idx", "pto.get_block_num"):
             env[op.results[0]] = self.block[name == "pto.get_block_num"]
             return
+        if name in pto.SUBBLOCK:
+            env[op.results[0]] = pto.SUBBLOCK[name]
+            return
+        if name in pto.EVENTID_ARRAY_OPS:
+            return self.eval_eventid_array(op, env)
         raise op_error(op, "has no semantics in ptoc yet")
 
     def ub_view(self, op: Operation, t: pto.TileLikeType, addr: int) -> np.ndarray:
@@ -770,6 +775,20 @@ class Evaluator:
         if t.is_row_major:
             return flat.reshape(t.rows, t.cols)
         return flat.reshape(t.cols, t.rows).T
+
+    def eval_eventid_array(self, op: Operation, env: dict) -> None:
+        """``pto.declare_eventid_array`` (N event ids, 0 initially), ``eventid_array_set %a[%i], %v``,
+        ``%e = eventid_array_get %a[%i]``: a small array of the scalar unit."""
+        if op.name == "pto.declare_eventid_array":
+            env[op.results[0]] = [0] * pto.eventid_array_size(op.results[0].type)
+            return
+        arr = env[op.operands[0]]
+        i = int(env[op.operands[-1]])  # set: (array, value, index); get: (array, index)
+        self.need(op, 0 <= i < len(arr), f"event-id array index {i} is out of range 0..{len(arr) - 1}")
+        if op.name == "pto.eventid_array_set":
+            arr[i] = int(env[op.operands[1]])
+        else:
+            env[op.results[0]] = arr[i]
 
     def eval_for(self, op: scf.ForOp, env: dict) -> None:
         lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))

@@ -78,3 +78,74 @@ def test_recursive_call_is_a_located_error(tmp_path, capsys):
     path.write_text(src)
     assert cli.main([str(path), "--emit", "program"]) == 1
     assert f"{path}:2:3: error: 'func.call' op call chain deeper than 64 (recursion?)" in capsys.readouterr().err
+
+
+EVENTS = """
+func.func @k() {
+  %arr = pto.declare_eventid_array -> !pto.eventid_array<4>
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c5 = arith.constant 5 : index
+  pto.eventid_array_set %arr[%c1], %c3 : !pto.eventid_array<4>
+  %e = pto.eventid_array_get %arr[%c1] : !pto.eventid_array<4>
+  pto.eventid_array_set %arr[%c1], %c5 : !pto.eventid_array<4>
+  %f = pto.eventid_array_get %arr[%c1] : !pto.eventid_array<4>
+  pto.set_flag_dyn [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE3>, %e]
+  pto.wait_flag_dyn [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE3>, %WAIT]
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_eventid_array_gives_the_value_last_set(target, tmp_path, capsys):
+    """get reads what the last set wrote: the flags carry ids 3 (and 5); waiting on 5 with only 3
+    set is a deadlock the executor reports, located at the wait (exit 4)."""
+    path = tmp_path / "e.pto"
+    path.write_text(EVENTS.replace("%WAIT", "%e"))
+    assert cli.main([str(path), "--target", target]) == 0
+    out = capsys.readouterr().out
+    assert "set_flag MTE2->MTE3 id=3" in out and "wait_flag MTE2->MTE3 id=3" in out, out
+    assert cli.main([str(path), "--target", target, "--run"]) == 0
+    capsys.readouterr()
+    path.write_text(EVENTS.replace("%WAIT", "%f"))
+    assert cli.main([str(path), "--target", target, "--run"]) == 4
+    assert f"{path}:12:3: error: deadlock" in capsys.readouterr().err
+
+
+def test_eventid_array_index_out_of_range_is_located(tmp_path, capsys):
+    path = tmp_path / "e.pto"
+    path.write_text(EVENTS.replace("%WAIT", "%e").replace("<4>", "<1>"))
+    assert cli.main([str(path)]) == 1
+    assert f"{path}:7:3: error: 'pto.eventid_array_set' op event-id array index 1 is out of range 0..0" \
+        in capsys.readouterr().err
+
+
+SUBBLOCK = """
+func.func @k(%z: !pto.ptr<i32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %zv = pto.make_tensor_view %z, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xi32>
+    %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xi32> -> !pto.partition_tensor_view<16x16xi32>
+    %i = pto.get_subblock_idx
+    %n = pto.get_subblock_num
+    %b = pto.get_block_idx
+    %t = arith.muli %b, %n : i64
+    %u = arith.addi %t, %i : i64
+    %v = arith.addi %u, %n : i64
+    %w = arith.trunci %v : i64 to i32
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xi32>
+    pto.texpands ins(%w : i32) outs(%a : !pto.tile_buf<vec, 16x16xi32>)
+    pto.tstore ins(%a : !pto.tile_buf<vec, 16x16xi32>) outs(%zp : !pto.partition_tensor_view<16x16xi32>)
+    return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_subblock_idx_and_num(target, tmp_path, capsys):
+    """Each block ptoc runs is one vector core: sub-block 0 of 1, so block*num + idx + num = 1."""
+    rc, out, err = _run(tmp_path, capsys, SUBBLOCK, target, {})
+    assert rc == 0, out + err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), np.ones((16, 16), np.int32))

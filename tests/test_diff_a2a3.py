@@ -37,7 +37,7 @@ def a2a3_dtypes(op: str) -> list[str]:
 
 # (op, variant) -> dtypes; variants change the operand form
 BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin")
-UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu")
+UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg")
 SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins")
 ROWEXP = ("trowexpandadd", "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
           "trowexpandmin", "trowexpandexpdif")

@@ -476,11 +476,12 @@ def test_elementwise_binary_f32(op, want):
 
 @pytest.mark.parametrize("op,want", [
     ("texp", [1, np.float32(math.e)]), ("tlog", [-np.inf, 0]), ("tsqrt", [0, 1]), ("trsqrt", [np.inf, 1]),
-    ("trecip", [np.inf, 1]), ("tabs", [0, 1]), ("trelu", [0, 1]),
+    ("trecip", [np.inf, 1]), ("tabs", [0, 1]), ("trelu", [0, 1]), ("tneg", [-0.0, -1]),
 ])
 def test_unary_f32(op, want):
     got = run1(op, [T(1, 2)], T(1, 2), f32([0.0, 1.0]))
     np.testing.assert_array_equal(got, f32(want))
+    assert (np.signbit(got) == np.signbit(f32(want))).all()  # -0 where the page gives -0
 
 
 def test_tile_scalar_ops_and_scalar_first_tdivs():

@@ -385,14 +385,16 @@ def o_unary(name, v, dt):
         return rnd(o_div(1.0, v), dt)
     if name == "tabs":
         return abs(v) if is_float(dt) else wrap(abs(v), dt)
+    if name == "tneg":
+        return -v if is_float(dt) else wrap(-v, dt)
     return o_max(v, 0.0) if is_float(dt) else max(v, 0)
 
 
 @PROFILE
-@given(tile_case(), st.sampled_from(["texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu"]))
+@given(tile_case(), st.sampled_from(["texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg"]))
 def test_unary_ops_match_loops(case, op):
     dt, rows, cols, vr, vc, rng, special = case
-    if op not in ("tabs", "trelu") and not is_float(dt):
+    if op not in ("tabs", "trelu", "tneg") and not is_float(dt):
         dt = "f32"
     x = values(rng, dt, (vr, vc), special)
     t = T(rows, cols, dt, (vr, vc))
