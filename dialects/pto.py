@@ -1101,6 +1101,19 @@ class SubTileOp(TileOp):
         _same_dtype(dst, src)
 
 
+class PrintOp(TileOp):
+    """TPRINT ``ins(%tile)``: a debug print of the tile's valid region (the scalar unit's printf,
+    PIPE_S); the golden model and the executor both print it to stderr (runtime/elementwise.py
+    ``tile_text``), in program order."""
+
+    FAMILY: ClassVar[str] = "print"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        if self.outs or self.res or len(self.ins) != 1 or not is_tile(self.ins[0].type):
+            raise VerifyException("expects ins(%tile) and no destination")
+
+
 class OpaqueTileOp(TileOp):
     """An instruction ptoc parses and type-checks but has no semantics or lowering for."""
 
@@ -1214,6 +1227,7 @@ TGemvBiasOp = _define("tgemv.bias", MatmulOp, BIAS=True)
 TExtractOp = _define("textract", SubTileOp)
 TInsertOp = _define("tinsert", SubTileOp, INSERT=True)
 TLoadOp = _define("tload", LoadOp, ANY)
+TPrintOp = _define("tprint", PrintOp, ANY)
 TStoreOp = _define("tstore", StoreOp, ANY)
 
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
@@ -1229,7 +1243,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tconcat", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter", "tci", "ttri",
-    "tquant", "tdequant", "trandom", "tprint", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
+    "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
 )

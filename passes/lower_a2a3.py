@@ -1457,6 +1457,11 @@ class _FnLowering:
             copies.append((g, ex_add(t.addr, ex_mul(flat, ex_mul(inner_n, t.row_bytes)))))
         return copies, inner_n, C, inner_s, t.row_bytes
 
+    def tile_print(self, op):
+        t = self.tile(op.ins[0])
+        rs, cs = (t.t.cols, 1) if t.row_major else (1, t.t.rows)
+        self.emit("print_ub", t.dtype, src=t.addr, rows=t.vr, cols=t.vc, row_stride=rs, col_stride=cs)
+
     def tile_load(self, op):
         if lower_cube.is_cube_op(op):
             return lower_cube.lower_cube_op(self, op)
@@ -1928,6 +1933,7 @@ _FAMILY_RULES = {
     pto.StoreOp: _FnLowering.tile_store,
     pto.MatmulOp: lower_cube.tile_matmul,
     pto.SubTileOp: lower_cube.tile_move,
+    pto.PrintOp: _FnLowering.tile_print,
 }
 """One rule per tile-op family, keyed by the family's op class."""
 

@@ -301,6 +301,8 @@ _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pt
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp}
 _BIN = {"vadd": vf.AddOp, "vsub": vf.SubOp, "vmul": vf.MulOp, "vdiv": vf.DivOp, "vmax": vf.MaxOp,
         "vmin": vf.MinOp}
+NOT_VF = ("load", "store", "print")
+"""Tile-op families that are no vector function: MTE2/MTE3 copies and the scalar unit's print."""
 _SCAL_OF_VOP = {"vadds": vf.AddsOp, "vmuls": vf.MulsOp, "vmaxs": vf.MaxsOp, "vmins": vf.MinsOp}
 _SCAL = {n: _SCAL_OF_VOP[pto.TILE_OPS[n].A2A3_VOP] for n in ("pto.tadds", "pto.tmuls", "pto.tmaxs", "pto.tmins")}
 _RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
@@ -909,7 +911,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
         counter = 0
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
-                and type(op).FAMILY not in ("load", "store") and not lower_cube.is_cube_op(op)]
+                and type(op).FAMILY not in NOT_VF and not lower_cube.is_cube_op(op)]
         for op in todo:
             if op.res and not op.outs:
                 raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-lower-vf")
@@ -979,8 +981,8 @@ class _VfProgramLowering(A._FnLowering):
         return super()._lower_op(op)
 
     def lower_tile_op(self, op):
-        if type(op).FAMILY in ("load", "store") or lower_cube.is_cube_op(op):
-            return self.emit_tile_op(op)  # DMA and the cube core: the a2a3 rules
+        if type(op).FAMILY in NOT_VF or lower_cube.is_cube_op(op):
+            return self.emit_tile_op(op)  # DMA, TPRINT and the cube core: the a2a3 rules
         self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
 
     def lower_vf_call(self, op: vf.VfCallOp):

@@ -745,3 +745,22 @@ FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
                         relu, neg, reduce_sum, reduce_max, reduce_min, convert)
 }
+
+
+# --------------------------------------------------------------------------------------
+# TPRINT
+# --------------------------------------------------------------------------------------
+
+
+def tile_text(where: str, x: np.ndarray) -> str:
+    """What TPRINT prints for a tile's valid region ``x`` (the golden model and the executor print
+    the same text): a header ``tprint WHERE: RxC TYPE`` and one line per row, floats as the
+    shortest decimal that reads back to the same value of the element type."""
+    rows = [" ".join(_element_text(v) for v in row) for row in np.asarray(x)]
+    return "\n".join([f"tprint {where}: {x.shape[0]}x{x.shape[1]} {dtype_name(x.dtype)}", *rows]) + "\n"
+
+
+def _element_text(v) -> str:
+    if is_float_dtype(v.dtype):
+        return np.format_float_positional(v, unique=True, trim="-") if np.isfinite(v) else str(float(v))
+    return str(int(v))

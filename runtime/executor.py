@@ -63,6 +63,7 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
@@ -1320,6 +1321,19 @@ def _block(m: _Machine, d: _Dyn, p: int, te):
     m.env[d.args["dst"].name] = m.block if d.ins.opcode == "get_block_idx" else m.blocks
 
 
+def _print_ub(m: _Machine, d: _Dyn, p: int, te):
+    """TPRINT (print_ub): the scalar unit reads rows x cols elements and prints them to stderr."""
+    a = d.args
+    dt = a["dtype"]
+    e = _esize(m, d, dt)
+    base = _ub_addr(m, d, a, "src", e) // e
+    rows, cols, rs, cs = _ints(m, d, a, ["rows", "cols", "row_stride", "col_stride"])
+    idx = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
+    m._accesses(d, p, [_Acc("UB", False, e, idx.reshape(-1), what="src")])
+    o = d.ins.origin
+    sys.stderr.write(ew.tile_text(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx]))
+
+
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):
     """ascend950 ``vf_call``: runs the callee on the UB (runtime/vf_executor.py)."""
     from .vf_executor import exec_vf_call
@@ -1334,6 +1348,7 @@ _HANDLERS = {
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
     "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block,
     **cube_exec.HANDLERS,
+    "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
 
 

@@ -102,7 +102,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.diagnostics import Diagnostic, PtocError, op_error
+from pto_compiler.diagnostics import Diagnostic, PtocError, location_of, op_error
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
@@ -1066,6 +1066,14 @@ class Evaluator:
         else:
             dst.data[:r, :c] = src.data[r0:r0 + r, c0:c0 + c]
 
+    def family_print(self, op, env):
+        import sys
+
+        t = self.tile(op, op.ins[0], env)
+        r, c = t.valid
+        f, line, col = location_of(op)
+        sys.stderr.write(E.tile_text(f"{f}:{line}:{col}", t.data[:r, :c]))
+
     def _gm_indices(self, op, pv: PartitionView, count: int) -> np.ndarray:
         idx = pv.flat_indices()
         self.need(op, idx.size == count,
@@ -1200,6 +1208,7 @@ _FAMILIES = {
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
+    pto.PrintOp: Evaluator.family_print,
 }
 """The golden model's rule per tile-op family, keyed by the family's op class."""
 

@@ -149,3 +149,23 @@ def test_subblock_idx_and_num(target, tmp_path, capsys):
     rc, out, err = _run(tmp_path, capsys, SUBBLOCK, target, {})
     assert rc == 0, out + err
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), np.ones((16, 16), np.int32))
+
+
+PRINT = """func.func @k(%a: !pto.tile<1x8xf32>) -> !pto.tile<1x8xf32> {
+  pto.tprint ins(%a : !pto.tile<1x8xf32>)
+  %d = pto.tneg %a : !pto.tile<1x8xf32> -> !pto.tile<1x8xf32>
+  pto.tprint ins(%d : !pto.tile<1x8xf32>)
+  func.return %d : !pto.tile<1x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tprint_prints_in_order_from_executor_and_golden(target, tmp_path, capsys):
+    x = np.array([[1.5, -2, 0.25, 0, 3, -0.5, 100, 7]], np.float32)
+    rc, out, err = _run(tmp_path, capsys, PRINT, target, {"a": x})
+    assert rc == 0, out + err
+    k = tmp_path / "k.pto"
+    first = f"tprint {k}:2:3: 1x8 f32\n1.5 -2 0.25 0 3 -0.5 100 7\n"
+    second = f"tprint {k}:4:3: 1x8 f32\n-1.5 2 -0.25 -0 -3 0.5 -100 -7\n"
+    assert err == (first + second) * 2  # the executor's run and the golden model's, each in program order

@@ -46,6 +46,8 @@ RUNS = {
     "test__basic__eventid_array_dyn_sync.pto": ((), False),
     "test__samples__SCF__scf_for_break_like.pto": ((), False),
     "test__samples__Sync__rar_optimization_test.pto": ((), False),
+    "tprint_alloc_tile_no_rebind.pto": ((), False),
+    "test__basic__tprint_alloc_tile_no_rebind.pto": ((), False),
 }
 
 
