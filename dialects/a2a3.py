@@ -217,9 +217,10 @@ for _n, _fn in (("sadd", "add"), ("ssub", "sub"), ("smul", "mul"), ("sdiv", "div
                 ("smin", "minimum")):
     _add(OpSpec(_n, "S", "salu", ("dst", "src0", "src1"), {"dst": "reg", "src0": "scalar", "src1": "scalar"},
                 semantics=_fn, cost=OpCost(issue=8, unit="none") if _n == "sdiv" else _ONE))
-# TPRINT: the scalar unit prints rows x cols elements at src (element (i, j) at src + (i*row_stride +
-# j*col_stride) * sizeof(T)); [P] a debug print, a fixed cost.
-_add(OpSpec("print_ub", "S", "print", ("src", "rows", "cols", "row_stride", "col_stride"),
+# TPRINT: prints rows x cols elements at src (element (i, j) at src + (i*row_stride + j*col_stride) *
+# sizeof(T)); on V, ordered with the vector ops as every other tile op (passes/tile_access.py);
+# [P] a debug print, a fixed cost.
+_add(OpSpec("print_ub", "V", "print", ("src", "rows", "cols", "row_stride", "col_stride"),
             {"src": "ub_elem", "rows": "int", "cols": "int", "row_stride": "int", "col_stride": "int"},
             cost=OpCost(issue=10, unit="none")))
 for _n in ("get_block_idx", "get_block_num"):

@@ -1102,9 +1102,9 @@ class SubTileOp(TileOp):
 
 
 class PrintOp(TileOp):
-    """TPRINT ``ins(%tile)``: a debug print of the tile's valid region (the scalar unit's printf,
-    PIPE_S); the golden model and the executor both print it to stderr (runtime/elementwise.py
-    ``tile_text``), in program order."""
+    """TPRINT ``ins(%tile)``: a debug print of the tile's valid region (on PIPE_V, as every tile op
+    but the copies); the golden model and the executor both print it to stderr
+    (runtime/elementwise.py ``tile_text``), in program order."""
 
     FAMILY: ClassVar[str] = "print"
     HAS_SEMANTICS: ClassVar[bool] = True

@@ -222,6 +222,11 @@ def _footprint(ins: Instr, a: dict, mask):
         writes.append((starts[:, None] + np.arange(length)[None, :]).reshape(-1))
     elif fam in CUBE_FAMILIES:
         return None  # GM <-> L1 on MTE2/MTE3: ordered after everything of its pipe
+    elif fam == "print":
+        e = DTYPE_SIZES[dt]
+        i, j = np.arange(a["rows"], dtype=np.int64)[:, None], np.arange(a["cols"], dtype=np.int64)[None, :]
+        elems = (i * a["row_stride"] + j * a["col_stride"]).reshape(-1)
+        reads.append((a["src"] + elems[:, None] * e + np.arange(e)[None, :]).reshape(-1))
     elif fam == "copy_ub":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
         k = np.arange(n, dtype=np.int64)[:, None]

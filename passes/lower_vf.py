@@ -302,7 +302,7 @@ _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pt
 _BIN = {"vadd": vf.AddOp, "vsub": vf.SubOp, "vmul": vf.MulOp, "vdiv": vf.DivOp, "vmax": vf.MaxOp,
         "vmin": vf.MinOp}
 NOT_VF = ("load", "store", "print")
-"""Tile-op families that are no vector function: MTE2/MTE3 copies and the scalar unit's print."""
+"""Tile-op families that are no vector function: MTE2/MTE3 copies and TPRINT (print_ub)."""
 _SCAL_OF_VOP = {"vadds": vf.AddsOp, "vmuls": vf.MulsOp, "vmaxs": vf.MaxsOp, "vmins": vf.MinsOp}
 _SCAL = {n: _SCAL_OF_VOP[pto.TILE_OPS[n].A2A3_VOP] for n in ("pto.tadds", "pto.tmuls", "pto.tmaxs", "pto.tmins")}
 _RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
@@ -1010,6 +1010,8 @@ class _VfBarrierPass(B._BarrierPass):
         if ins.opcode == "vf_call":
             st.clear("V")
             return
+        if ins.opcode == "print_ub":  # a VF's writes are not tracked: TPRINT waits for every V op
+            self.need_before.add(id(ins))
         super().instr(ins, st)
 
 

@@ -94,8 +94,6 @@ def pipe_of(op: Operation) -> str | None:
     """The pipe an op's memory accesses run on, or None for an op that touches no tile/GM."""
     if isinstance(op, pto.TLoadOp):
         return PIPE_MTE2
-    if isinstance(op, pto.PrintOp):  # the scalar unit's printf
-        return PIPE_S
     if isinstance(op, pto.TStoreOp):
         return "PIPE_FIX" if op.ins and _loc(op.ins[0]) == "acc" else PIPE_MTE3
     if isinstance(op, pto.MatmulOp):

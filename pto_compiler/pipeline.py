@@ -2,7 +2,8 @@
 
 a2a3 (DESIGN.md §2, §5)::
 
-    verify -> pto-bufferize (L1 functions only) -> pto-select-expand-mode -> pto-tmp-strategy
+    verify -> pto-inline-calls (modules with func.call) -> pto-bufferize (L1 functions only)
+           -> pto-select-expand-mode -> pto-tmp-strategy
            -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 -> a2a3-complete-barriers
     (a2a3 ops; the program is their listing)
 

@@ -1322,7 +1322,7 @@ def _block(m: _Machine, d: _Dyn, p: int, te):
 
 
 def _print_ub(m: _Machine, d: _Dyn, p: int, te):
-    """TPRINT (print_ub): the scalar unit reads rows x cols elements and prints them to stderr."""
+    """TPRINT (print_ub): reads rows x cols elements and prints them to stderr."""
     a = d.args
     dt = a["dtype"]
     e = _esize(m, d, dt)

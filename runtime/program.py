@@ -96,7 +96,7 @@ st_ub                                     S     addr src: scalar write of one el
 smov                                      S     dst src   (an expression)
 sadd ssub smul sdiv smax smin             S     dst src0 src1: scalar arithmetic in the element type
 get_block_idx get_block_num               S     dst
-print_ub                                  S     src rows cols row_stride col_stride: TPRINT to stderr
+print_ub                                  V     src rows cols row_stride col_stride: TPRINT to stderr
 vf_call                                   V     callee(@name) args(comma list: tile UB addresses, scalars)
 ========================================  ====  ===================================================
 

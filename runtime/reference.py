@@ -282,7 +282,8 @@ def _fname(f: func.FuncOp) -> str:
 
 
 def select_entry(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
-    """DESIGN.md §2: ``entry`` if named, else the function marked ``pto.entry``, else the only one."""
+    """DESIGN.md §2: ``entry`` if named, else the function marked ``pto.entry``, else the only one,
+    else the only public one."""
     funcs = [f for f in _functions(module) if f.body.blocks]
     if entry is not None:
         for f in funcs:
