@@ -1329,7 +1329,7 @@ def _print_ub(m: _Machine, d: _Dyn, p: int, te):
     base = _ub_addr(m, d, a, "src", e) // e
     rows, cols, rs, cs = _ints(m, d, a, ["rows", "cols", "row_stride", "col_stride"])
     idx = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
-    m._accesses(d, p, [_Acc("UB", False, e, idx.reshape(-1), what="src")])
+    m._accesses(d, p, [_Acc("UB", False, _ub_elems(e, idx.reshape(-1)), what="src")])
     o = d.ins.origin
     sys.stderr.write(ew.tile_text(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx]))
 
