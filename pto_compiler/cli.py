@@ -184,9 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pto-level", choices=("level1", "level2", "level3"),
                    help="PTOAS's spelling: level3 is --manual, level1 and level2 the default")
     sync = p.add_mutually_exclusive_group()
-    sync.add_argument("--enable-insert-sync", dest="insert_sync", action="store_true", default=True,
+    sync.add_argument("--enable-insert-sync", action="store_true",
                       help="insert set_flag/wait_flag/pipe_barrier (ptoc's default; PTOAS's spelling)")
-    sync.add_argument("--no-insert-sync", dest="insert_sync", action="store_false",
+    sync.add_argument("--no-insert-sync", dest="insert_sync", action="store_false", default=True,
                       help="run the kernel's own set_flag/wait_flag as written; --run checks them")
     p.add_argument("--print-pipeline", action="store_true",
                    help="print the passes run, in order, on stderr")
@@ -403,6 +403,10 @@ def _compile_text(args: argparse.Namespace, filename: str, text: str, times) -> 
     target = select_target(args.target, module, filename)
     with times.pass_("verify"):
         api.verify(module, target)
+        if args.pto_level is not None:
+            from pto_compiler.verify import verify_pto_level
+
+            verify_pto_level(module, args.pto_level, args.enable_insert_sync)
     if args.entry is not None and not _find_function(module, args.entry):
         raise UsageError(f"--entry: no function named '{args.entry}' in {filename}")
     if args.print_pipeline or args.print_ir_after:

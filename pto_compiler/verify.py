@@ -77,3 +77,26 @@ def verified(module: ModuleOp, target: Target) -> bool:
     """Did :func:`verify_module` pass on this very module for ``target``?  (Only for modules that
     are not changed afterwards, as the pipeline's input, which it clones.)"""
     return target.name in getattr(module, _VERIFIED_ATTR, ())
+
+
+def verify_pto_level(module: ModuleOp, level: str, insert_sync: bool) -> None:
+    """PTOAS's placement rules when its ``--pto-level`` is given (ptoc's own ``--manual`` and default
+    mode also accept ``pto.tassign`` with sync insertion): ``pto.tassign`` only at level3 and not
+    with ``--enable-insert-sync``; at level3 every ``pto.alloc_tile`` has ``addr``."""
+    from pto_compiler.diagnostics import Diagnostic
+    from pto_compiler.dialects.pto import AllocTileOp, TAssignOp
+
+    found = []
+    for op in module.walk():
+        message = None
+        if isinstance(op, TAssignOp) and level != "level3":
+            message = "pto.tassign is only supported when --pto-level=level3"
+        elif isinstance(op, TAssignOp) and insert_sync:
+            message = "pto.tassign requires --enable-insert-sync to be disabled"
+        elif isinstance(op, AllocTileOp) and level == "level3" and op.addr is None:
+            message = "requires 'addr' operand when --pto-level=level3"
+        if message is not None:
+            filename, line, col = location_of(op)
+            found.append(Diagnostic(f"'{op.name}' op {message}", filename, line, col))
+    if found:
+        raise PtocError(found)

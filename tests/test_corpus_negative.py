@@ -44,7 +44,15 @@ NEGATIVE = {
                              "split = 0")],
     "test__basic__tstore_verify_shape_valid_mismatch_invalid.pto": [
         ((), "'pto.tstore' op expects dst static element count")],
+    "test__basic__tassign_level3_missing_alloc_addr.pto": [
+        (("--pto-level=level3", "--pto-arch=a5"), "'pto.alloc_tile' op requires 'addr' operand when "
+                                                   "--pto-level=level3")],
 }
+for _name in ("test__basic__tassign_level3_loop_rebind.pto", "tassign_level3_loop_rebind.pto"):
+    NEGATIVE[_name] = [
+        (("--pto-level=level3", "--pto-arch=a5", "--enable-insert-sync"),
+         "pto.tassign requires --enable-insert-sync to be disabled"),
+        (("--pto-level=level2", "--pto-arch=a5"), "pto.tassign is only supported when --pto-level=level3")]
 
 
 def _negative_files() -> set[str]:
@@ -53,15 +61,8 @@ def _negative_files() -> set[str]:
 
 @needs_samples
 def test_every_negative_file_has_its_rule():
-    missing = _negative_files() - set(NEGATIVE) - set(TODO)
+    missing = _negative_files() - set(NEGATIVE)
     assert not missing, f"negative corpus files with no expected rule: {sorted(missing)}"
-
-
-TODO = {
-    # PTOAS's --pto-level rules for pto.tassign (level3 only, no sync insertion, alloc_tile addr= at level3)
-    "test__basic__tassign_level3_loop_rebind.pto", "tassign_level3_loop_rebind.pto",
-    "test__basic__tassign_level3_missing_alloc_addr.pto",
-}
 
 
 @needs_samples
