@@ -940,9 +940,11 @@ class ConvertOp(TileOp):
         if not 1 <= len(self.ins) <= 2:
             raise VerifyException("expects ins(src[, tmp])")
         (src,) = _tiles(self, 1, "a source tile")[:1]
-        if (src.rows, src.cols) != (dst.rows, dst.cols):
+        if _known(*src.valid_shape, *dst.valid_shape) and src.valid_shape != dst.valid_shape \
+                and (src.rows, src.cols) != (dst.rows, dst.cols):
             raise VerifyException(f"expects src and dst to have compatible shapes ({src.rows}x{src.cols} vs "
-                                  f"{dst.rows}x{dst.cols})")
+                                  f"{dst.rows}x{dst.cols}, valid {_dims_text(src.valid_shape)} vs "
+                                  f"{_dims_text(dst.valid_shape)})")
         _same_valid(src, dst, "expects src and dst to have the same valid_shape")
 
 

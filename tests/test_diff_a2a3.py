@@ -276,4 +276,4 @@ def test_sample_covers_every_op_dtype_and_row_count():
     lowered = {c[0] for c in sample}
     assert lowered >= {n.split(".", 1)[1] for n, cls in pto.TILE_OPS.items()
                        if cls.HAS_SEMANTICS and cls.DTYPES and cls.DTYPES.get("a2a3")
-                       and n not in ("pto.tload", "pto.tstore")}
+                       and n not in ("pto.tload", "pto.tstore", "pto.tprint")}  # tprint: test_constructs
