@@ -45,9 +45,8 @@ overlap with a tile live at the same time is an error.  Each address is copied i
 by it) is placed there; without such an op the range is ordinary UB.
 
 **Reads** (passes/tile_reads_check.py, once every buffer has its bytes): a tile op reading a
-tile nothing wrote, a tmp's leftovers, or a value another tile at the same bytes overwrote
-unread (a clobber, not an alias), and a destination partially overlapping its own source, are
-located errors.
+tmp's leftovers, or a value another tile at the same bytes overwrote unread (a clobber, not an
+alias), and a destination partially overlapping its own source, are located errors.
 
 Located errors: an address that is not an ``arith.constant`` (e.g. a loop-dependent
 ``pto.tassign %t, %addr``: not supported by pto-plan-memory yet), two different addresses for
@@ -549,11 +548,11 @@ class _Planner:
 
     def run(self) -> None:
         self.collect()
-        exits = self._block(self.fn.body.block, [])
+        self._block(self.fn.body.block, [])
         self.liveness()
         addr = self.plan() if self.vars else {}
         if self.vars:
-            TileReadsCheck(self, addr).run(exits)
+            TileReadsCheck(self, addr).run()
         roots = sorted(self.group_vars) if self.vars else []
         for v in self.vars:
             if v.kind == "alloc":

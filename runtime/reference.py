@@ -102,10 +102,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.diagnostics import Diagnostic, PtocError, location_of, op_error
+from pto_compiler.diagnostics import Diagnostic, PtocError, location_of, op_error, value_name
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
+from pto_compiler.passes.tile_access import tile_reads
 from pto_compiler.targets import TARGETS
 
 __all__ = [
@@ -142,6 +143,11 @@ class Tile:
     valid: tuple[int, int]
     fresh: bool = False
     """An L1 result nobody has written yet: a full-size result array may be adopted as its data."""
+    written: bool = True
+    """False for an ``alloc_tile`` nothing has written yet (reading it is a located error)."""
+    ub_at: tuple[int, int] | None = None
+    """The UB bytes ``[lo, hi)`` of a tile placed by hand (whether it holds data is a property of
+    those bytes, which other tiles may write)."""
 
     @property
     def dtype(self) -> np.dtype:
@@ -638,6 +644,8 @@ class Evaluator:
         """What ``pto.get_block_idx``/``get_block_num`` read: the kernel runs once per block."""
         self.ub: np.ndarray | None = None
         """The block's Unified Buffer bytes, made when the first tile is bound to an address."""
+        self.ub_written: np.ndarray | None = None
+        """Per UB byte: some tile op wrote it."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -657,6 +665,9 @@ class Evaluator:
             env[a] = v
         for op in block.ops:
             if isinstance(op, (func.ReturnOp, scf.YieldOp)):
+                for o in op.operands:
+                    if isinstance(op, func.ReturnOp) and isinstance(env[o], Tile) and not self.holds_data(env[o]):
+                        raise op_error(op, f"returns {value_name(o)}, which nothing has written")
                 return [env[o] for o in op.operands]
             self.eval_op(op, env)
         return []
@@ -732,14 +743,18 @@ class Evaluator:
             if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
                 raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
             if op.addr is not None:
-                env[op.result] = Tile(t, self.ub_view(op, t, int(env[op.addr])), (vr, vc))
+                addr = int(env[op.addr])
+                env[op.result] = Tile(t, self.ub_view(op, t, addr), (vr, vc), ub_at=(addr, addr + t.nbytes))
             else:
                 env[op.result] = new_tile(t, (vr, vc))
+            env[op.result].written = False
             return
         if isinstance(op, pto.TAssignOp):
             tile = self.tile(op, op.tile[0], env)
             addr = op.static_addr
-            tile.data = self.ub_view(op, tile.type, int(env[op.addr_value[0]]) if addr is None else addr)
+            addr = int(env[op.addr_value[0]]) if addr is None else addr
+            tile.data = self.ub_view(op, tile.type, addr)
+            tile.ub_at = (addr, addr + tile.type.nbytes)
             if op.result:
                 env[op.result[0]] = tile
             return
@@ -768,6 +783,7 @@ class Evaluator:
                                "ptoc yet")
         if self.ub is None:
             self.ub = np.zeros(UB_BYTES, dtype=np.uint8)
+            self.ub_written = np.zeros(UB_BYTES, dtype=bool)
         n = t.rows * t.cols * t.elem_bytes
         if addr < 0 or addr + n > UB_BYTES:
             raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
@@ -864,11 +880,27 @@ class Evaluator:
         handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
         if handler is None:
             raise op_error(op, "has no semantics in ptoc yet")
+        for v in tile_reads(op):
+            t = env.get(v)
+            if isinstance(t, Tile) and not self.holds_data(t):
+                raise op_error(op, f"reads {value_name(v)}, which nothing has written: its contents are undefined")
         handler(self, op, env)
         for r in op.res:
             t = env.get(r)
             if isinstance(t, Tile):
                 t.fresh = False
+        for v in op.outs:
+            t = env.get(v)
+            if isinstance(t, Tile):
+                t.written = True
+                if t.ub_at is not None:
+                    self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+
+    def holds_data(self, t: Tile) -> bool:
+        """Something wrote the tile (a tile placed by hand: some of its bytes, through any name)."""
+        if t.ub_at is not None:
+            return bool(self.ub_written[t.ub_at[0]:t.ub_at[1]].any())
+        return t.written
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
         self.need(op, tile.valid == tuple(valid),
