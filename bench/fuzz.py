@@ -4,7 +4,7 @@
 
 Byte-, token- and structure-level mutants of the examples and lit inputs, and random well-typed
 kernels (pto_compiler/fuzz_kernels.py), each run as ``ptoc FILE --target T --run`` on both
-targets (10 s limit per run).  Prints the runs and exit codes per kind and target, then every
+targets (10 CPU seconds per run).  Prints the runs and exit codes per kind and target, then every
 internal error, timeout and failing generated kernel; mutants that end in exit 3/4 are listed for
 review.  ``--save DIR`` writes each of those cases as DIR/<n>-<kind>-<target>.pto.  Exit 1 if
 anything failed.

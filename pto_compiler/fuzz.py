@@ -4,7 +4,7 @@
   parses or gives a located PtocError (tests/test_frontend.py, bench/fuzz_frontend.py).
 * :func:`campaign`: the whole compiler and both models.  Byte-, token- and structure-level
   mutants of the examples and lit inputs, and random well-typed kernels (fuzz_kernels.py), each
-  run as ``ptoc FILE --target T --run`` in-process with a time limit.  A mutant must end in exit
+  run as ``ptoc FILE --target T --run`` in-process with a limit of CPU seconds.  A mutant must end in exit
   0, 1 or 2 (3 or 4 only when the mutant itself is wrong: it is kept for review); a generated
   kernel, correct by construction, must PASS (exit 0).  Exit 70 (an internal error), a Python
   traceback, or a run over the time limit is a failure (tests/fuzz/, bench/fuzz.py).
@@ -179,7 +179,7 @@ class Outcome:
 
 
 class _Deadline(KeyboardInterrupt):
-    """Raised by the alarm: ptoc's main turns a KeyboardInterrupt into exit 130, unwinding cleanly."""
+    """Raised by the timer: ptoc's main turns a KeyboardInterrupt into exit 130, unwinding cleanly."""
 
 
 def _alarm(signum, frame):
@@ -187,7 +187,8 @@ def _alarm(signum, frame):
 
 
 def run_ptoc(text: str, flags: list[str], limit_s: float = 10.0) -> Outcome:
-    """``ptoc FILE *flags --debug`` in this process on ``text``, stopped after ``limit_s`` seconds."""
+    """``ptoc FILE *flags --debug`` in this process on ``text``, stopped after ``limit_s`` seconds
+    of CPU time (this process's: on a shared machine wall time measures the neighbours)."""
     from pto_compiler import api, cli, pipeline  # noqa: F401 - imported before the alarm can cut an import
     from pto_compiler.runtime import executor, reference, vf_executor  # noqa: F401
 
@@ -196,18 +197,18 @@ def run_ptoc(text: str, flags: list[str], limit_s: float = 10.0) -> Outcome:
         with open(path, "w", encoding="utf-8", errors="replace") as f:
             f.write(text)
         out = io.StringIO()
-        old = signal.signal(signal.SIGALRM, _alarm)
-        start = time.perf_counter()
+        old = signal.signal(signal.SIGPROF, _alarm)
+        start = time.process_time()
         try:
-            signal.setitimer(signal.ITIMER_REAL, limit_s)
+            signal.setitimer(signal.ITIMER_PROF, limit_s)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 rc = cli.main([path, *flags, "--debug"])
         except _Deadline:
             rc = 130
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
-        seconds = time.perf_counter() - start
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, old)
+        seconds = time.process_time() - start
         return Outcome(rc, seconds, rc == 130 or seconds >= limit_s, out.getvalue())
 
 
@@ -256,7 +257,7 @@ class Campaign:
             lines.append(f"{kind:10s} {target:10s} {n:6d} runs ({codes})")
         lines.append(f"internal errors {len(self.internal_errors)}, timeouts {len(self.timeouts)}, "
                      f"generated kernels not passing {len(self.generated_failures)}, mutants ending in "
-                     f"exit 3/4 {len(self.mismatches)}, slowest {self.slowest_s:.1f} s")
+                     f"exit 3/4 {len(self.mismatches)}, slowest {self.slowest_s:.1f} CPU s")
         return "\n".join(lines)
 
 

@@ -94,7 +94,7 @@ class _Gen:
             self.emit(f"pto.{rng.choice(names)} ins(%{a} : {t}) outs(%{dst} : {t})")
         elif kind < 0.72:
             self.emit(f"pto.texpands ins({self.scalar()} : {self.dtype}) outs(%{dst} : {t})")
-        elif kind < 0.8:
+        elif kind < 0.8 or self.vc == 1:  # (with one valid column a row expand could expand either operand)
             (a,) = self.pick()
             self.emit(f"pto.tmov ins(%{a} : {t}) outs(%{dst} : {t})")
         else:
