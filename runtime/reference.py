@@ -21,7 +21,8 @@ Data model
   overlapping bytes share them, so a reinterpretation (a 16x1 ColMajor tile read as 1x16
   RowMajor, an f32 tile read as i32) gives the bytes the hardware holds, and a tassign moves the
   name, not the data.  The UB starts as zeros.  Tiles the planner places stay separate arrays:
-  pto-plan-memory gives them disjoint bytes while they are live, so sharing is unobservable.
+  pto-plan-memory gives them disjoint bytes while they are live, so sharing is unobservable;
+  tiles of the cube memories (mat, left, right, acc, ...) placed by hand are separate arrays too.
 * **GM arguments** (``!pto.ptr<T>``) are flat 1-D arrays; a tensor view adds a shape and
   element strides, a partition view offsets and sizes.  The partition's elements, in C
   order, are the tile's valid elements in row-major order: for the usual
@@ -193,6 +194,11 @@ class PartitionView:
         for k in range(n):
             idx += (self.offsets[k] + grids[k]) * self.view.strides[k]
         return idx
+
+
+def _in_ub(t: pto.TileLikeType) -> bool:
+    """A vec tile: its address is a UB address (the cube memories are not modelled as bytes)."""
+    return t.loc.data == "vec"
 
 
 def new_tile(t: pto.TileLikeType, valid: tuple[int, int]) -> Tile:
@@ -742,7 +748,7 @@ class Evaluator:
             vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
             if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
                 raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
-            if op.addr is not None:
+            if op.addr is not None and _in_ub(t):
                 addr = int(env[op.addr])
                 env[op.result] = Tile(t, self.ub_view(op, t, addr), (vr, vc), ub_at=(addr, addr + t.nbytes))
             else:
@@ -753,8 +759,9 @@ class Evaluator:
             tile = self.tile(op, op.tile[0], env)
             addr = op.static_addr
             addr = int(env[op.addr_value[0]]) if addr is None else addr
-            tile.data = self.ub_view(op, tile.type, addr)
-            tile.ub_at = (addr, addr + tile.type.nbytes)
+            if _in_ub(tile.type):
+                tile.data = self.ub_view(op, tile.type, addr)
+                tile.ub_at = (addr, addr + tile.type.nbytes)
             if op.result:
                 env[op.result[0]] = tile
             return
