@@ -116,7 +116,8 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
             s = _stored_chunk(stored, c)
             if s is not None and s.mask is ua.res[0] and _masked_uses(o, ub_.res[0]):
                 vmb[o.res[0]] = s.value
-                forwarded.append(s)
+                if s not in forwarded:  # the second body may load the stored chunk more than once
+                    forwarded.append(s)
                 c.erase()
                 continue
         new.append(c)

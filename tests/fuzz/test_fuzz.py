@@ -8,7 +8,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from pto_compiler.fuzz import MUTATION_KINDS, campaign, mutant, repo_sources, run_ptoc
+import pytest
+
+from pto_compiler.fuzz import MUTATION_KINDS, TARGET_NAMES, campaign, mutant, repo_sources, run_ptoc
 from pto_compiler.fuzz_kernels import random_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,3 +41,14 @@ def test_a_run_over_the_limit_is_a_timeout():
     text = (REPO / "examples" / "vadd.pto").read_text()
     o = run_ptoc(text, ["--run", "--max-steps", "1000000000", "--blocks", "4096"], limit_s=0.5)
     assert o.timed_out and o.rc == 130
+
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.pto"))
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_cases_the_fuzzer_found_pass(case, target):
+    """Kernels bench/fuzz.py generated that ptoc got wrong (each file says how): now PASS."""
+    o = run_ptoc(case.read_text(), ["--target", target, "--run"], limit_s=60)
+    assert o.rc == 0 and o.output.startswith("PASS"), o.output
