@@ -87,6 +87,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -103,7 +104,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.diagnostics import Diagnostic, PtocError, location_of, op_error, value_name
+from pto_compiler.diagnostics import Diagnostic, PtocError, format_diagnostic, location_of, op_error, value_name
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
@@ -652,6 +653,8 @@ class Evaluator:
         """The block's Unified Buffer bytes, made when the first tile is bound to an address."""
         self.ub_written: np.ndarray | None = None
         """Per UB byte: some tile op wrote it."""
+        self.warned: set = set()
+        """Ops already warned about (a read of a tile nothing wrote: once per op, not per trip)."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -889,8 +892,12 @@ class Evaluator:
             raise op_error(op, "has no semantics in ptoc yet")
         for v in tile_reads(op):
             t = env.get(v)
-            if isinstance(t, Tile) and not self.holds_data(t):
-                raise op_error(op, f"reads {value_name(v)}, which nothing has written: its contents are undefined")
+            if isinstance(t, Tile) and not self.holds_data(t) and op not in self.warned:
+                self.warned.add(op)  # legal code (PTOAS's samples do it), but its values mean nothing
+                filename, line, col = location_of(op)
+                sys.stderr.write(format_diagnostic(Diagnostic(
+                    f"'{op.name}' op reads {value_name(v)}, which nothing has written: its contents are undefined",
+                    filename, line, col, severity="warning")) + "\n")
         handler(self, op, env)
         for r in op.res:
             t = env.get(r)

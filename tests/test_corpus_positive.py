@@ -2,8 +2,8 @@
 line's ``--pto-arch``, else its ``pto.target_arch``, else a2a3) exits 0 and every output line is
 PASS against the golden model; integer scalar arguments get the values below (a loop bound or
 offset is never random).  Files with no GM output (codegen tests of syncs, entry selection,
-empty kernels) compile and run with nothing to compare.  (trsqrt_emitc and tprint_alloc_tile_no_rebind
-read tiles nothing wrote: ``--run`` rejects them, located.)"""
+empty kernels) compile and run with nothing to compare. (A file reading a tile nothing wrote runs with a located
+warning.)"""
 
 from __future__ import annotations
 

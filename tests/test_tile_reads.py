@@ -87,15 +87,16 @@ def test_tile_read_after_serving_as_tmp_is_located(tmp_path, target):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("addr", ["", " addr = %a4096"])
 def test_read_of_a_never_written_tile_is_located_when_run(tmp_path, target, addr):
-    """It compiles (PTOAS's codegen tests read tiles nothing wrote), but running it is an error
-    of the kernel, located at the read (the golden model; for a tile placed by hand: no byte of it
-    was written through any name)."""
+    """Legal code (PTOAS's own samples read tiles nothing wrote), so it compiles and runs, but the
+    run warns, located at the read (the golden model; for a tile placed by hand: no byte of it was
+    written through any name)."""
     body = f"""    %u = pto.alloc_tile{addr} : {T16x16}
     %yt = pto.alloc_tile : {T16x16}
     pto.tadd ins(%xt, %u : {T16x16}, {T16x16}) outs(%yt : {T16x16})"""
     assert run(tmp_path, k16(body), "--target", target)[0] == 0
     rc, _, err = run(tmp_path, k16(body), "--target", target, "--run")
-    assert rc == 1 and located(err, 23, 5) and "reads %u, which nothing has written" in err, err
+    head = f"{tmp_path / 'k.pto'}:23:5: warning: 'pto.tadd' op reads %u, which nothing has written"
+    assert rc == 0 and err.startswith(head), err
 
 
 def test_returning_a_never_written_tile_is_located_when_run(tmp_path):
