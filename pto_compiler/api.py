@@ -15,6 +15,7 @@ different kernels at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pto_compiler.builder import KernelBuilder  # noqa: F401  (re-exported)
@@ -64,6 +65,7 @@ def parse_printed(text: str, filename: str = "<ir>", ctx=None):
 
     from pto_compiler.diagnostics import error_at
 
+    _check_string_literals(text, filename)
     try:
         module = _locating_parser(ctx or context(), text, filename).parse_module()
     except ParseError as e:
@@ -71,6 +73,25 @@ def parse_printed(text: str, filename: str = "<ir>", ctx=None):
         raise error_at(e.msg, filename, loc.line, loc.col).quote({filename: text}) from None
     add_sources(module, {filename: text})
     return module
+
+
+_STRING_OR_COMMENT = re.compile(r'//[^\n]*+|"(?:[^"\\\n\v\f]++|\\.)*+(?P<close>")?|[^"/]++|/')
+
+
+def _check_string_literals(text: str, filename: str) -> None:
+    """An unterminated string literal is a located error before xDSL's lexer sees it: the lexer's
+    string regex nests quantifiers (``(?:[^"...]+|...)*``), so an unclosed ``"`` backtracks
+    exponentially in the length of its line (a 95-character line took minutes).  Same rule
+    as the lexer (a string ends at ``"`` and cannot cross a newline), matched with possessive
+    quantifiers, so the scan is linear."""
+    from pto_compiler.diagnostics import error_at
+
+    for m in _STRING_OR_COMMENT.finditer(text):
+        if m.group(0).startswith('"') and m.group("close") is None:
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise error_at("unterminated string literal (no closing '\"' on its line)", filename, line, col) \
+                .quote({filename: text})
 
 
 def _locating_parser(ctx, text: str, filename: str):

@@ -206,3 +206,13 @@ def test_negative_manual_address_is_located(tmp_path, old, new, line, what):
     text = MANUAL.replace("    pto.tassign %xt, @tile(0x0)\n", "    %cneg = arith.constant -64 : i64\n")
     rc, _, err = run(tmp_path, text.replace(old, new), "--target", "a2a3")
     assert rc == 1 and located(err, line, 11) and f"{what} gives the negative UB address -64" in err, err
+
+
+def test_unterminated_string_in_printed_ir_is_located_quickly(tmp_path):
+    """A file starting with '"' is read as printed IR; xDSL's lexer backtracks exponentially on an
+    unclosed string of a long line (found by the fuzzer: minutes for this 95-character line)."""
+    line = '"[(a// The tmp (a 2x64 f32 tile, 512 bytes) is the ceil(16/8) * 256 bytes that vbrcb writes for'
+    rc, out, err = run(tmp_path, line + "\n", "--emit", "pto")
+    assert rc == 1
+    assert "k.pto:1:1: error: unterminated string literal" in err
+    assert err.splitlines()[1] == line
