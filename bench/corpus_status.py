@@ -50,6 +50,15 @@ def target_of(text: str) -> list[str]:
     return []
 
 
+def level_of(text: str) -> list[str]:
+    """PTOAS's ``--pto-level`` of the RUN line: its level rules (tassign, ``addr=``) apply only with it."""
+    for line in run_lines(text):
+        m = re.search(r"--pto-level[= ](level[123])", line)
+        if m:
+            return ["--pto-level", m.group(1)]
+    return []
+
+
 def is_negative(text: str) -> bool:
     lines = run_lines(text)
     return bool(lines) and all(re.search(r"\bnot\s+ptoas", line) for line in lines)
@@ -78,9 +87,10 @@ def reason(stderr: str) -> str:
 def classify(path: Path) -> dict[str, str]:
     text = path.read_text(encoding="utf-8", errors="replace")
     target = target_of(text)
+    flags = target + level_of(text)
     name = path.name
     rec = {"file": name, "target": (target[1] if target else "")}
-    code, _, err = ptoc([str(path), *target])
+    code, _, err = ptoc([str(path), *flags])
     if is_negative(text):
         rec["class"] = "negative-ok" if code == 1 else "negative-accepted"
         rec["reason"] = "" if code == 1 else f"exit {code}: {reason(err)}"
@@ -90,7 +100,7 @@ def classify(path: Path) -> dict[str, str]:
         return rec
     inputs: list[str] = []
     for _ in range(2):
-        code, out, err = ptoc([str(path), *target, "--run", *inputs])
+        code, out, err = ptoc([str(path), *flags, "--run", *inputs])
         m = re.search(r"integer/index scalar argument\(s\) ([\w, ]+?) (?:need|must|are|is)", err)
         if code != 2 or not m or inputs:
             break
