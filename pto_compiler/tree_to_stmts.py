@@ -118,6 +118,8 @@ class Converter:
         return TypeRef(self.type(node), _pos(first_token(node)))
 
     def type(self, node) -> Attribute:
+        if not isinstance(node, Tree):  # a dialect type's parameter that is no type: `!pto.ptr<5>`
+            raise self.err(f"expected a type, found '{node}'", node)
         kind = node.data
         if kind == "builtin_type":
             tok = node.children[0]

@@ -216,3 +216,12 @@ def test_unterminated_string_in_printed_ir_is_located_quickly(tmp_path):
     assert rc == 1
     assert "k.pto:1:1: error: unterminated string literal" in err
     assert err.splitlines()[1] == line
+
+
+@pytest.mark.parametrize("param", ["5", '"f32"'])
+def test_pointer_of_a_non_type_is_located(tmp_path, param):
+    """Found by bench/fuzz.py (exit 70): a dialect type parameter that is a token, not a type."""
+    text = f"module {{\n  func.func @k(%x: !pto.ptr<{param}>) {{\n    return\n  }}\n}}\n"
+    rc, out, err = run(tmp_path, text, "--emit", "pto")
+    assert rc == 1
+    assert f"k.pto:2:29: error: expected a type, found '{param}'" in err
