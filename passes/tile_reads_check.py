@@ -156,7 +156,14 @@ class TileReadsCheck:
     def check_overlap(self, op, reads: list[int], defs: list[int], tmps: set[int]) -> None:
         for d in defs:
             for u in reads:
-                if u == d or not self.alias[d] >> u & 1:
+                if u == d:
+                    # an accumulating op (tmatmul.acc) reads its dst by definition; any other op's
+                    # lowerings order reads and writes differently per target
+                    if not in_place_safe(op) and not getattr(op, "ACC", False):
+                        raise op_error(op, f"{self.var_name(d)} is both a source and the destination, and "
+                                           f"'{op.name}' cannot work in place: give its result another tile")
+                    continue
+                if not self.alias[d] >> u & 1:
                     continue
                 (lo, hi), (lo2, hi2) = self.range[d], self.range[u]
                 what = "tmp" if d in tmps else "destination"

@@ -225,3 +225,13 @@ def test_pointer_of_a_non_type_is_located(tmp_path, param):
     rc, out, err = run(tmp_path, text, "--emit", "pto")
     assert rc == 1
     assert f"k.pto:2:29: error: expected a type, found '{param}'" in err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tpairreducesum_in_place_is_located(tmp_path, target):
+    """Found by bench/fuzz.py (seed 3): an op that cannot work in place given one tile as source and
+    destination ran differently per target (ascend950 FAIL, a2a3 PASS); now a located error."""
+    body = "    pto.tpairreducesum ins(%t : !pto.tile_buf<vec, 16x16xf32>) outs(%t : !pto.tile_buf<vec, 16x16xf32>)\n"
+    rc, out, err = run(tmp_path, kernel(body=body), "--target", target, "--run")
+    assert rc == 1
+    assert "k.pto:12:5: error: 'pto.tpairreducesum' op %t (line 10) is both a source and the destination" in err
