@@ -40,6 +40,7 @@ values in this one table.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
@@ -151,73 +152,152 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     ``acc = max(acc, x)`` waits for each result, and independent accumulators (or the next trip of
     an elementwise loop) fill the gaps.  Each hardware loop instance entered costs ``loop_entry``
     front-end cycles; address arithmetic is folded into the loop's address registers (free).
-    PUSHQ VF = ``launch`` + the time until the last instruction completes."""
-    from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_TRIP
-
+    PUSHQ VF = ``launch`` + the time until the last instruction completes.  The trips of a
+    ``LOG_LOOP`` run one by one until STEADY_TRIPS of them moved every clock alike; the rest
+    are extrapolated."""
     P = {k: v for k, (v, _src) in VF_PARAMS.items()}
     if params:
         P.update(params)
-    step = 1.0 / P["dispatch_width"]
-    window = int(P["window"])
-    busy: dict = {"LD": [], "ST": [], "MSK": [], "EX": []}
-    issued: list = []
-    ready: dict = {}
-    pend: dict = {}
-    front = end = 0.0
-    c = dict.fromkeys(VF_COUNTERS, 0.0)
-    for kind, op in log:
-        if kind == LOG_ENTER:
-            c["rveclp"] += P["rveclp"]
-            body = op.body.blocks[0]
-            innermost = not any(o.name == "scf.for" for o in body.ops)
-            top = op.parent_op() is not None and op.parent_op().name == "vf.func"
-            scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
-            c["rvecsu"] += P["rvecsu"] * ((innermost or top) + scalars)
-            front += P["loop_entry"]
-            pend[op] = [ready.get(v, 0.0) for v in op.iter_args]
-        elif kind == LOG_TRIP:
-            args = op.body.blocks[0].args
-            ready[args[0]] = front
-            for a, t in zip(args[1:], pend[op]):
-                ready[a] = t
-        elif kind == LOG_EXIT:
-            for r, t in zip(op.results, pend.pop(op)):
-                ready[r] = t
-        elif op.name == "scf.yield":
+    t = _VfTimer(P)
+    t.stream(log)
+    c = t.c
+    c["vf_count"] = 1
+    c["pushq_vf"] = P["launch"] + max(t.end, t.front)
+    c["push_pb"] = P["push_pb"]
+    return c
+
+
+class _VfTimer:
+    def __init__(self, P: dict):
+        self.P = P
+        self.step = 1.0 / P["dispatch_width"]
+        self.window = int(P["window"])
+        self.busy: dict = {u: ([], []) for u in ("LD", "ST", "MSK", "EX")}
+        """Per issue unit, the (starts, ends) of its busy intervals."""
+        self.issued: list = []
+        self.ready: dict = {}
+        self.pend: dict = {}
+        self.front = self.end = 0.0
+        self.c = dict.fromkeys(VF_COUNTERS, 0.0)
+
+    def stream(self, log) -> None:
+        from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_LOOP, LOG_OP, LOG_TRIP
+
+        for kind, op in log:
+            if kind == LOG_OP:
+                self.op(op)
+            elif kind == LOG_ENTER:
+                self.enter(op)
+            elif kind == LOG_TRIP:
+                self.trip(op)
+            elif kind == LOG_EXIT:
+                self.exit(op)
+            elif kind == LOG_LOOP:
+                self.loop(*op)
+
+    def enter(self, op) -> None:
+        P, c = self.P, self.c
+        c["rveclp"] += P["rveclp"]
+        body = op.body.blocks[0]
+        innermost = not any(o.name == "scf.for" for o in body.ops)
+        top = op.parent_op() is not None and op.parent_op().name == "vf.func"
+        scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
+        c["rvecsu"] += P["rvecsu"] * ((innermost or top) + scalars)
+        self.front += P["loop_entry"]
+        self.pend[op] = [self.ready.get(v, 0.0) for v in op.iter_args]
+
+    def trip(self, op) -> None:
+        args = op.body.blocks[0].args
+        self.ready[args[0]] = self.front
+        for a, t in zip(args[1:], self.pend[op]):
+            self.ready[a] = t
+
+    def exit(self, op) -> None:
+        for r, t in zip(op.results, self.pend.pop(op)):
+            self.ready[r] = t
+
+    def op(self, op) -> None:
+        ready = self.ready
+        name = op.name
+        if name == "scf.yield":
             loop = op.parent_op()
-            if loop in pend:
-                pend[loop] = [ready.get(v, 0.0) for v in op.operands]
-        elif op.name.startswith("vf."):
-            front += step
-            t = max([front] + [ready.get(v, 0.0) for v in op.operands])
-            if len(issued) >= window:
-                t = max(t, issued[-window])
-            unit = _VF_UNIT.get(op.name, "EX")
-            occ = P[_VF_OCC[op.name]] if op.name in _VF_OCC else 1.0
-            t = _first_free(busy[unit], t, occ, front)
+            if loop in self.pend:
+                self.pend[loop] = [ready.get(v, 0.0) for v in op.operands]
+        elif name.startswith("vf."):
+            P = self.P
+            self.front += self.step
+            t = max([self.front] + [ready.get(v, 0.0) for v in op.operands])
+            issued = self.issued
+            if len(issued) >= self.window:
+                t = max(t, issued[-self.window])
+            unit = _VF_UNIT.get(name, "EX")
+            occ = P[_VF_OCC[name]] if name in _VF_OCC else 1.0
+            t = _first_free(*self.busy[unit], t, occ, self.front)
             issued.append(t)
-            done = t + P[_VF_LAT.get(op.name, "lat_other")]
+            done = t + P[_VF_LAT.get(name, "lat_other")]
             for r in op.results:
                 ready[r] = done
-            end = max(end, done, t + occ)
-            c["rvec" + {"MSK": "ex"}.get(unit, unit.lower())] += VF_EVENT_CYCLES.get(op.name, 1)
+            self.end = max(self.end, done, t + occ)
+            self.c["rvec" + {"MSK": "ex"}.get(unit, unit.lower())] += VF_EVENT_CYCLES.get(name, 1)
         else:  # arith: scalar address and count arithmetic, ready with its operands
             t = max([0.0] + [ready.get(v, 0.0) for v in op.operands])
             for r in op.results:
                 ready[r] = t
-    c["vf_count"] = 1
-    c["pushq_vf"] = P["launch"] + max(end, front)
-    c["push_pb"] = P["push_pb"]
-    return c
+
+    def loop(self, op, per_trip: list, trips: int) -> None:
+        """A hardware loop whose every trip ran ``per_trip``."""
+        from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+
+        self.enter(op)
+        body = op.body.blocks[0]
+        values = list(body.args) + [r for kind, o in per_trip if kind == LOG_OP for r in o.results]
+        values += [r for kind, x in per_trip if kind == LOG_LOOP for r in x[0].results]
+        snaps = [self._clocks(values)] if trips > STEADY_TRIPS + 1 else None
+        for k in range(trips):
+            if snaps is not None and len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
+                self._extrapolate(values, snaps[-2], snaps[-1], trips - k)
+                break
+            self.trip(op)
+            self.stream(per_trip)
+            if snaps is not None:
+                snaps.append(self._clocks(values))
+        self.exit(op)
+
+    def _clocks(self, values):
+        """The timer's clocks and counters, in the form :func:`_steady` compares."""
+        w = self.window
+        pend = [t for ts in self.pend.values() for t in ts]
+        return ([self.front, self.end, *(self.ready.get(v, 0.0) for v in values), *pend,
+                 *self.issued[-w:]],
+                {u: starts + ends for u, (starts, ends) in self.busy.items()},
+                [], dict(self.c), {}, 0)
+
+    def _extrapolate(self, values, a, b, n: int) -> None:
+        (ca, sa, _, na, _, _), (cb, sb, _, nb, _, _) = a, b
+        x = [y + n * (y - x) for x, y in zip(ca, cb)]
+        self.front, self.end = x[0], x[1]
+        k = 2
+        for v in values:
+            if v in self.ready:
+                self.ready[v] = x[k]
+            k += 1
+        for key, ts in self.pend.items():
+            self.pend[key] = x[k:k + len(ts)]
+            k += len(ts)
+        self.issued = x[k:]
+        for u in self.busy:
+            flat = [y + n * (y - x) for x, y in zip(sa[u], sb[u])]
+            h = len(flat) // 2
+            self.busy[u] = (flat[:h], flat[h:])
+        for key, v in nb.items():
+            self.c[key] = v + n * (v - na[key])
 
 
 def vf_static_cycles(fn) -> float | None:
     """PUSHQ VF of one launch of ``vf.func`` ``fn`` without running it: the executed stream built
     from the loops' constant bounds (None when a bound is not a constant).  The VF optimisation
     passes ask this to choose between forms."""
-    from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_OP, LOG_TRIP
-
-    log: list = []
+    from ..runtime.vf_executor import LOG_LOOP, LOG_OP
 
     def const(v):
         op = v.owner
@@ -225,39 +305,35 @@ def vf_static_cycles(fn) -> float | None:
             return op.value.value.data
         return None
 
-    def walk(block) -> bool:
+    def walk(block) -> list | None:
+        log: list = []
         for op in block.ops:
             log.append((LOG_OP, op))
             if op.name == "scf.for":
                 b = [const(v) for v in (op.lb, op.ub, op.step)]
-                if None in b:
-                    return False
-                log.append((LOG_ENTER, op))
-                for _ in range(b[0], b[1], b[2]):
-                    log.append((LOG_TRIP, op))
-                    if not walk(op.body.blocks[0]):
-                        return False
-                log.append((LOG_EXIT, op))
-        return True
+                inner = None if None in b else walk(op.body.blocks[0])
+                if inner is None:
+                    return None
+                log.append((LOG_LOOP, (op, inner, len(range(*b)))))
+        return log
 
-    if not walk(fn.body.blocks[0]):
-        return None
-    return vf_timing(log)["pushq_vf"]
+    log = walk(fn.body.blocks[0])
+    return None if log is None else vf_timing(log)["pushq_vf"]
 
 
-def _first_free(intervals: list, t: float, occ: float, horizon: float) -> float:
+def _first_free(starts: list, ends: list, t: float, occ: float, horizon: float) -> float:
     """The first start >= t where [start, start + occ) overlaps no busy interval of the unit
-    (sorted (start, end) pairs); records it.  Intervals ending before ``horizon`` (no later
-    instruction can issue that early) are dropped."""
-    while intervals and intervals[0][1] <= horizon - 64:
-        intervals.pop(0)
-    i = 0
-    while i < len(intervals) and intervals[i][1] <= t:
+    (disjoint, so ``starts`` and ``ends`` both ascend); records it.  Intervals ending by
+    ``horizon`` (no later instruction can issue before it) are dropped."""
+    k = bisect_right(ends, horizon)
+    if k:
+        del starts[:k], ends[:k]
+    i = bisect_right(ends, t)
+    while i < len(starts) and starts[i] < t + occ:
+        t = max(t, ends[i])
         i += 1
-    while i < len(intervals) and intervals[i][0] < t + occ:
-        t = max(t, intervals[i][1])
-        i += 1
-    intervals.insert(i, (t, t + occ))
+    starts.insert(i, t)
+    ends.insert(i, t + occ)
     return t
 
 
@@ -284,6 +360,9 @@ class CycleStats:
     """ascend950: the study's counters summed over the VF launches (:data:`VF_COUNTERS`)."""
     flows: list = field(default_factory=list)
     """(set_flag event index, wait_flag event index) per flag that was waited on."""
+    repeats: list = field(default_factory=list)
+    """(first event, end event, cycles per pipe, times) per extrapolated run of trips: events
+    ``[first, end)`` (one trip) happen ``times`` more times, each its pipe's cycles later."""
 
     def utilization(self, s: PipeStats) -> float:
         """Busy share of the blocks' time: each block's pipe runs within that block's makespan."""
@@ -335,15 +414,27 @@ class CycleStats:
         tids = {p: i for i, p in enumerate(PIPE_ORDER)}
         us = 1.0 / (self.clock_ghz * 1000.0)
         ev = []
-        for blk, pipe, name, start, end, _complete, origin in self.events:
+        events, flows = list(self.events), list(self.flows)
+        for lo, hi, shift, times in self.repeats:  # the extrapolated trips, with their flag arrows
+            n = hi - lo
+            pairs = [(a - lo, b - lo) for a, b in self.flows if lo - n <= a < hi and lo <= b < hi]
+            prev = lo
+            for k in range(1, times + 1):
+                base = len(events)
+                events += [(blk, pipe, name, start + k * shift[pipe], end + k * shift[pipe],
+                            done + k * shift[pipe], origin)
+                           for blk, pipe, name, start, end, done, origin in self.events[lo:hi]]
+                flows += [(base + a if a >= 0 else prev + n + a, base + b) for a, b in pairs]
+                prev = base
+        for blk, pipe, name, start, end, _complete, origin in events:
             e = {"name": name, "ph": "X", "pid": blk, "tid": tids.get(pipe, 9), "ts": start * us,
                  "dur": max(end - start, 0.01) * us, "args": {"cycles": round(end - start, 2)}}
             if origin is not None:
                 e["args"]["origin"] = str(origin)
             ev.append(e)
-        for k, (a, b) in enumerate(self.flows):
+        for k, (a, b) in enumerate(flows):
             for ph, i in (("s", a), ("f", b)):
-                blk, pipe, _n, start, end, _c, _o = self.events[i]
+                blk, pipe, _n, start, end, _c, _o = events[i]
                 f = {"name": "flag", "cat": "sync", "ph": ph, "id": k, "pid": blk,
                      "tid": tids.get(pipe, 9), "ts": (end if ph == "s" else start) * us}
                 if ph == "f":
@@ -382,33 +473,56 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True) -> Cyc
     per_block: list[float] = []
     vfc: dict = {}
     flows: list = []
+    repeats: list = []
     blocks = sorted({e.block for e in trace}) or [0]
     for b in blocks:
         entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
-        per_block.append(_schedule_block(entries, table, pipes, counts, events if keep_events else None, b,
-                                         vfc, flows))
+        sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats)
+        per_block.append(sched.run(entries, trace))
     pipes = {p: s for p, s in pipes.items() if s.instructions or p not in IN_ORDER_PIPES}  # cube pipes: if used
     return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
-                      per_block, events, table.clock_ghz, vfc, flows)
+                      per_block, events, table.clock_ghz, vfc, flows, repeats)
 
 
-def _schedule_block(entries, table: CycleTable, pipes, counts, events, block, vfc, flows) -> float:
-    free = dict.fromkeys(PIPE_ORDER, 0.0)       # pipe can start its next instruction
-    complete = dict.fromkeys(PIPE_ORDER, 0.0)   # every started instruction of the pipe complete
-    signals: dict = {}
-    queues = {p: [] for p in PIPE_ORDER if p != "S"}
-    heads = dict.fromkeys(queues, 0)
-    s_clock = 0.0
-    end = 0.0
-    vf_times: dict = {}
+STEADY_TRIPS = 3
+"""A repeated trip (``TraceRepeat``) is extrapolated once this many consecutive trips advanced
+every clock of the schedule by the same amount (each clock its own: a pipe that is the
+bottleneck drifts away from the scalar unit's issue clock at a constant rate)."""
 
-    def cost_of(e) -> OpCost:
-        c = table.ops.get(e.opcode)
+
+class _Scheduler:
+    """The schedule of one block (module docstring, "Model")."""
+
+    def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats):
+        self.table, self.pipes, self.counts, self.events = table, pipes, counts, events
+        self.block, self.vfc, self.flows, self.repeats = block, vfc, flows, repeats
+        self.free = dict.fromkeys(PIPE_ORDER, 0.0)       # pipe can start its next instruction
+        self.complete = dict.fromkeys(PIPE_ORDER, 0.0)   # every started instruction of the pipe complete
+        self.signals: dict = {}
+        self.queues = {p: [] for p in PIPE_ORDER if p != "S"}
+        self.heads = dict.fromkeys(self.queues, 0)
+        self.s_clock = 0.0
+        self.end = 0.0
+        self.vf_times: dict = {}
+
+    def run(self, entries, trace) -> float:
+        from .executor import TraceRepeat
+
+        for e in entries:
+            if isinstance(e, TraceRepeat):
+                self.repeat(sorted(trace[e.start:e.start + e.length], key=lambda x: x.seq), e.times)
+            else:
+                self.issue(e)
+        self.pump()
+        return max([self.end, self.s_clock] + list(self.complete.values()))
+
+    def cost_of(self, e) -> OpCost:
+        c = self.table.ops.get(e.opcode)
         return c if c is not None else OpCost(issue=1, unit="none")
 
-    def run(e, pipe, t_issue) -> bool:
-        nonlocal end
-        c = cost_of(e)
+    def exec(self, e, pipe, t_issue) -> bool:
+        table, free, complete, signals = self.table, self.free, self.complete, self.signals
+        c = self.cost_of(e)
         start = max(t_issue, free[pipe])
         setter = None
         if e.opcode == "wait_flag":
@@ -427,67 +541,136 @@ def _schedule_block(entries, table: CycleTable, pipes, counts, events, block, vf
         name = e.opcode
         log = getattr(e, "vf_log", None)
         if log is not None:
-            v = vf_times.get(id(log))
+            v = self.vf_times.get(id(log))
             if v is None:  # the trips of a batched loop share their VF's log (runtime/loop_batch.py)
-                v = vf_times[id(log)] = vf_timing(log)
+                v = self.vf_times[id(log)] = vf_timing(log)
             for k, x in v.items():
-                vfc[k] = vfc.get(k, 0.0) + x
+                self.vfc[k] = self.vfc.get(k, 0.0) + x
             busy += v["pushq_vf"]
-            pipes["S"].busy += v["push_pb"]  # the scalar unit pushes the parameters
+            self.pipes["S"].busy += v["push_pb"]  # the scalar unit pushes the parameters
             name = getattr(e, "vf_callee", name)
         stop = start + busy
         done = stop + c.latency
+        events = self.events
         if events is not None and setter is not None:
-            flows.append((setter, len(events)))
+            self.flows.append((setter, len(events)))
         if e.opcode == "set_flag":
-            signals.setdefault(e.flag, []).append((max(stop, complete[pipe]), len(events) if events is not None else 0))
+            signals.setdefault(e.flag, []).append((max(stop, complete[pipe]),
+                                                   len(events) if events is not None else 0))
         if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             for p in PIPE_ORDER:
                 free[p] = max(free[p], stop)
         free[pipe] = stop
         complete[pipe] = max(complete[pipe], done)
-        ps = pipes[pipe]
+        ps = self.pipes[pipe]
         ps.busy += busy
         if e.opcode != "loop_trip":
             ps.instructions += 1
-        counts[e.opcode] = counts.get(e.opcode, 0) + 1
-        end = max(end, done)
+        self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
+        self.end = max(self.end, done)
         if events is not None:
-            events.append((block, pipe, name, start, stop, done, e.origin))
+            events.append((self.block, pipe, name, start, stop, done, e.origin))
         return True
 
-    def pump():
+    def pump(self):
         progress = True
         while progress:
             progress = False
-            for p, q in queues.items():
-                while heads[p] < len(q):
-                    e, t = q[heads[p]]
-                    if not run(e, p, t):
+            for p, q in self.queues.items():
+                while self.heads[p] < len(q):
+                    e, t = q[self.heads[p]]
+                    if not self.exec(e, p, t):
                         break
-                    heads[p] += 1
+                    self.heads[p] += 1
                     progress = True
 
-    for e in entries:
+    def issue(self, e):
         pipe = e.pipe
-        t_issue = s_clock
+        t_issue = self.s_clock
         if e.opcode != "loop_trip":
-            s_clock += table.dispatch
-            pipes["S"].busy += table.dispatch  # the scalar unit issues every instruction
+            self.s_clock += self.table.dispatch
+            self.pipes["S"].busy += self.table.dispatch  # the scalar unit issues every instruction
         if pipe == "S":
-            if e.opcode == "wait_flag" and not signals.get(e.flag):
-                pump()
+            if e.opcode == "wait_flag" and not self.signals.get(e.flag):
+                self.pump()
             if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
-                pump()
-            if run(e, "S", t_issue):
-                s_clock = max(s_clock, free["S"])
+                self.pump()
+            if self.exec(e, "S", t_issue):
+                self.s_clock = max(self.s_clock, self.free["S"])
             else:  # the executor reported this deadlock; skip the wait
-                counts[e.opcode] = counts.get(e.opcode, 0) + 1
+                self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
         else:
-            queues[pipe].append((e, t_issue))
-            pump()
-    pump()
-    return max([end, s_clock] + list(complete.values()))
+            self.queues[pipe].append((e, t_issue))
+            self.pump()
+
+    # ---- repeated trips -------------------------------------------------------------------
+    def _clocks(self):
+        """Every clock of the schedule and every accumulated figure, or None while an
+        instruction waits in a queue (then the trip is not a period of the schedule)."""
+        if any(self.heads[p] < len(q) for p, q in self.queues.items()):
+            return None
+        sig = {k: [t for t, _ in q] for k, q in self.signals.items() if q}
+        return ([self.s_clock, self.end, *self.free.values(), *self.complete.values()], sig,
+                [(s.busy, s.instructions) for s in self.pipes.values()], dict(self.counts), dict(self.vfc),
+                len(self.events) if self.events is not None else 0)
+
+    def repeat(self, period: list, times: int) -> None:
+        """``times`` trips of ``period``: scheduled one by one until STEADY_TRIPS trips advanced
+        every clock alike, then the rest extrapolated (events: ``CycleStats.repeats``)."""
+        snaps = [self._clocks()]
+        for k in range(times):
+            deltas = _steady(snaps[-STEADY_TRIPS - 1:]) if len(snaps) > STEADY_TRIPS else None
+            if deltas is not None:
+                self._extrapolate(snaps[-2], snaps[-1], times - k)
+                return
+            for e in period:
+                self.issue(e)
+            snaps.append(self._clocks())
+
+    def _extrapolate(self, a, b, n: int) -> None:
+        (ca, sa, pa, na, va, ea), (cb, sb, pb, nb, vb, eb) = a, b
+        clocks = [y + n * (y - x) for x, y in zip(ca, cb)]
+        self.s_clock, self.end = clocks[0], clocks[1]
+        k = len(PIPE_ORDER)
+        self.free = dict(zip(PIPE_ORDER, clocks[2:2 + k]))
+        self.complete = dict(zip(PIPE_ORDER, clocks[2 + k:]))
+        for key, q in self.signals.items():
+            if q:
+                self.signals[key] = [(y + n * (y - x), ev) for x, (y, ev) in zip(sa[key], q)]
+        for s, (ba, ia), (bb, ib) in zip(self.pipes.values(), pa, pb):
+            s.busy, s.instructions = bb + n * (bb - ba), ib + n * (ib - ia)
+        for key, v in nb.items():
+            self.counts[key] = v + n * (v - na.get(key, 0))
+        for key, v in vb.items():
+            self.vfc[key] = v + n * (v - va.get(key, 0.0))
+        if self.events is not None:
+            self.repeats.append((ea, eb, dict(zip(PIPE_ORDER, (y - x for x, y in zip(ca[2:], cb[2:])))), n))
+
+
+def _steady(snaps) -> tuple | None:
+    """What each of the consecutive trips between ``snaps`` advanced every clock, flag signal and
+    figure by, if it is the same for all of them (else None)."""
+    if any(s is None for s in snaps):
+        return None
+    first = None
+    for a, b in zip(snaps, snaps[1:]):
+        (ca, sa, pa, na, va, _), (cb, sb, pb, nb, vb, _) = a, b
+        if len(ca) != len(cb) or sa.keys() != sb.keys() or any(len(sa[k]) != len(sb[k]) for k in sa) or na.keys() != nb.keys():
+            return None
+        d = ([y - x for x, y in zip(ca, cb)], [y - x for k in sa for x, y in zip(sa[k], sb[k])],
+             [(y[0] - x[0], y[1] - x[1]) for x, y in zip(pa, pb)], [nb[k] - na[k] for k in na],
+             [vb.get(k, 0.0) - va.get(k, 0.0) for k in vb])
+        if first is None:
+            first = d
+        elif not _close(first, d):
+            return None
+    return first
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
 def estimate(program, inputs: dict | None = None, scalars: dict | None = None, *, blocks: int = 1,

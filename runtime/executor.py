@@ -170,6 +170,36 @@ class TraceEntry:
 
 
 @dataclass
+class TraceRepeat:
+    """``times`` more trips of a batched loop (runtime/loop_batch.py): the ``length`` entries from
+    ``trace[start]`` (the last exact trip) again, each time ``seq_step`` later.  The cycle model
+    extrapolates them (runtime/cycles.py); :func:`expand_trace` spells them out."""
+    seq: float
+    start: int
+    length: int
+    times: int
+    seq_step: int
+    block: int = 0
+
+
+def expand_trace(trace: list) -> list:
+    """``trace`` with every :class:`TraceRepeat` replaced by the entries it stands for."""
+    out = []
+    for e in trace:
+        if not isinstance(e, TraceRepeat):
+            out.append(e)
+            continue
+        period = trace[e.start:e.start + e.length]
+        for t in range(1, e.times + 1):
+            for x in period:
+                c = object.__new__(type(x))
+                c.__dict__.update(x.__dict__)
+                c.seq = x.seq + t * e.seq_step
+                out.append(c)
+    return out
+
+
+@dataclass
 class ExecResult:
     outputs: dict
     """Every GM argument after the run, in its declared shape and dtype."""

@@ -22,9 +22,9 @@ Then the hazard relations of a batched trip are those of the last exact trip (th
 accesses against the same relative clocks; findings are kept once per instruction pair), so
 the batched trips are not checked again.  Afterwards the clocks, flags and counters are
 advanced by the number of batched trips, the last trip's accesses are recorded (a GM access
-covering what all batched trips touched, with the last trip's token), the trace replays the
-last exact trip's entries, and the UB holds the last trip's bytes.  Otherwise every trip runs
-one by one.
+covering what all batched trips touched, with the last trip's token), the trace marks the
+last exact trip's entries as repeated (``TraceRepeat``: the cycle model extrapolates them), and
+the UB holds the last trip's bytes.  Otherwise every trip runs one by one.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def _shifted(fp: Footprint, du: int, k0: int, k1: int) -> Footprint:
 
 def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: int, seq0: int,
              outer) -> None:
-    from .executor import _Dyn
+    from .executor import TraceRepeat, _Dyn
 
     (_, k1, f1, _, _), (_, k2, f2, _, _) = states
     dk = k2 - k1
@@ -297,18 +297,8 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
         for (s, _), a, b in zip(q, f1.get(key, []), f2.get(key, [])):
             s += T * (b - a)
     per_seq = m.seq - seq0
-    # the trace: the last exact trip's entries, once per batched trip
-    if m.want_trace:
-        entries = m.trace[trace0:]
-        fields = [(type(te), te.__dict__, te.seq) for te in entries]
-        new = object.__new__
-        for t in range(1, T + 1):
-            shift = t * per_seq
-            for cls, attrs, seq in fields:
-                c = new(cls)
-                c.__dict__.update(attrs)
-                c.seq = seq + shift
-                m.trace.append(c)
+    if m.want_trace:  # the last exact trip's entries stand for the batched trips (TraceRepeat)
+        m.trace.append(TraceRepeat(m.seq + 0.5, trace0, len(m.trace) - trace0, T, per_seq, m.block))
     m.seq += T * per_seq
     for e in tape:
         op = e[0].ins.opcode

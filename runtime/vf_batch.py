@@ -108,9 +108,9 @@ class _Batch:
             env[res] = v if v.ndim else int(v)
         if not self.r.want_log:
             return []
-        from .vf_executor import LOG_ENTER, LOG_EXIT, LOG_TRIP
+        from .vf_executor import LOG_LOOP
 
-        return [(LOG_ENTER, op)] + ([(LOG_TRIP, op)] + per_trip) * trips + [(LOG_EXIT, op)]
+        return [(LOG_LOOP, (op, per_trip, trips))]
 
     def block(self, body, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
         from .vf_executor import LOG_OP

@@ -307,14 +307,29 @@ class VfCallResult:
     """Executed ops per name (loop bodies per trip)."""
     log: list = field(default_factory=list)
     """The executed stream for the cycle model (runtime/cycles.py ``vf_timing``): ``(LOG_OP, op)``
-    per executed op, ``(LOG_ENTER | LOG_TRIP | LOG_EXIT, for_op)`` around hardware loops."""
+    per executed op, ``(LOG_ENTER | LOG_TRIP | LOG_EXIT, for_op)`` around hardware loops run trip
+    by trip, ``(LOG_LOOP, (for_op, trip_log, trips))`` for a loop whose trips ran the same stream
+    (runtime/vf_batch.py); :func:`expand_log` spells those out."""
 
 
 _FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp", "log", "sqrt",
                                              "rsqrt", "recip", "abs_", "relu")}
 
 
-LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT = range(4)
+LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT, LOG_LOOP = range(5)
+
+
+def expand_log(log: list) -> list:
+    """``log`` with every ``LOG_LOOP`` entry written out trip by trip."""
+    out = []
+    for kind, x in log:
+        if kind == LOG_LOOP:
+            op, per_trip, trips = x
+            body = expand_log(per_trip)
+            out += [(LOG_ENTER, op)] + ([(LOG_TRIP, op)] + body) * trips + [(LOG_EXIT, op)]
+        else:
+            out.append((kind, x))
+    return out
 
 
 class VfRunner:
@@ -399,9 +414,10 @@ class VfRunner:
         body = op.body.blocks[0]
         args = list(body.args)
         self.depth += 1
-        self.log.append((LOG_ENTER, op))
+        log, trip_logs = self.log, []
         for i in range(lb, ub, step):
-            self.log.append((LOG_TRIP, op))
+            self.log = []
+            trip_logs.append(self.log)
             # SSA values are defined once: the body's values of one trip overwrite the previous
             # trip's in the same environment (nothing outside the loop can name them)
             env[args[0]] = i
@@ -409,7 +425,15 @@ class VfRunner:
                 env[a] = v
             vals = self.run_block(body, env)
         self.depth -= 1
-        self.log.append((LOG_EXIT, op))
+        self.log = log
+        if trip_logs and all(t == trip_logs[0] for t in trip_logs):  # every trip ran the same stream
+            log.append((LOG_LOOP, (op, trip_logs[0], len(trip_logs))))
+        else:
+            log.append((LOG_ENTER, op))
+            for t in trip_logs:
+                log.append((LOG_TRIP, op))
+                log.extend(t)
+            log.append((LOG_EXIT, op))
         for r, v in zip(op.results, vals):
             env[r] = v
 

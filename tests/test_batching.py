@@ -16,12 +16,15 @@ import pytest
 
 from pto_compiler import api, pipeline
 from pto_compiler.runtime import loop_batch, reference as golden, vf_executor
-from pto_compiler.runtime.executor import execute
+from pto_compiler.runtime import cycles
+from pto_compiler.runtime.executor import execute, expand_trace
+from pto_compiler.runtime.vf_executor import expand_log
 from pto_compiler.runtime.program import parse_program
 from pto_compiler.targets import A2A3, ASCEND950
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
-from gen_kernels import tiled_loop  # noqa: E402  (bench/ is not a package)
+from exec_speed import tiled_loop as batched_loop  # noqa: E402  (bench/ is not a package)
+from gen_kernels import tiled_loop  # noqa: E402
 
 
 ROWEXPANDMAX = """func.func @k(%x: !pto.tile<40x128xf32>, %s: !pto.tile<40x1xf32, blayout=col_major>) -> !pto.tile<40x128xf32> {
@@ -59,8 +62,8 @@ def _same(a, b):
     assert np.array_equal(a.ub, b.ub)
     assert a.counts == b.counts
     key = lambda e: (e.seq, e.pipe, e.opcode, e.dtype, e.repeats, e.nbytes, e.bursts, e.flag,  # noqa: E731
-                     getattr(e, "vf_counts", None), getattr(e, "vf_log", None))
-    assert [key(e) for e in a.trace] == [key(e) for e in b.trace]
+                     getattr(e, "vf_counts", None), expand_log(getattr(e, "vf_log", None) or []))
+    assert [key(e) for e in expand_trace(a.trace)] == [key(e) for e in expand_trace(b.trace)]
 
 
 @pytest.mark.parametrize("target", [A2A3, ASCEND950], ids=lambda t: t.name)
@@ -74,6 +77,26 @@ def test_batched_run_is_the_trip_by_trip_run(target, text, unbatched):
     assert not fast.findings
     unbatched()
     _same(fast, _run(program, gm))
+
+
+@pytest.mark.parametrize("target", [A2A3, ASCEND950], ids=lambda t: t.name)
+def test_the_cycle_model_extrapolates_repeated_trips_exactly(target):
+    """A batched loop's trips (TraceRepeat) and a VF's repeated hardware-loop trips (LOG_LOOP) are
+    scheduled until steady, then extrapolated: the figures are those of every trip scheduled."""
+    module = api.parse(batched_loop(40), "<k>")
+    program = pipeline.compile_module(module, target)
+    r = execute(program, pipeline.gm_inputs(golden.make_inputs(module, 0)))
+    assert len(expand_trace(r.trace)) > 3 * len(r.trace)
+    a, b = cycles.simulate(r.trace, target.name), cycles.simulate(expand_trace(r.trace), target.name)
+    assert a.to_dict() == b.to_dict()
+    ta, tb = a.chrome_trace()["traceEvents"], b.chrome_trace()["traceEvents"]
+    assert len(ta) == len(tb)
+    assert sorted(e["ts"] for e in ta if e["ph"] == "X") == pytest.approx(sorted(e["ts"] for e in tb if e["ph"] == "X"))
+    for e in r.trace:
+        log = getattr(e, "vf_log", None)
+        if log:
+            got, want = cycles.vf_timing(log), cycles.vf_timing(expand_log(log))
+            assert got == pytest.approx(want, rel=1e-9)
 
 
 def test_deleting_any_sync_of_a_batched_loop_finds_the_same(unbatched, monkeypatch):
