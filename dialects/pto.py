@@ -673,12 +673,15 @@ class ElementwiseBinaryOp(TileOp):
 
     FAMILY: ClassVar[str] = "binary"
     HAS_SEMANTICS: ClassVar[bool] = True
+    TMP_OK: ClassVar[bool] = False
+    """The op takes an optional third ``ins`` operand, a tmp tile (TREM): the lowerings need none."""
 
     def verify_family(self) -> None:
         dst = _need_dst(self)
         a, b = _tiles(self, 2, "two source tiles")[:2]
-        if len(self.ins) != 2:
-            raise VerifyException(f"expects 2 source operands, got {len(self.ins)}")
+        if len(self.ins) != 2 and not (self.TMP_OK and len(self.ins) == 3 and is_tile(self.ins[2].type)):
+            raise VerifyException(f"expects ins(src0, src1{'[, tmp]' if self.TMP_OK else ''}), "
+                                  f"got {len(self.ins)} operands")
         _same_dtype(dst, a, b, rule="dst, src0 and src1 must have the same element type")
         _same_valid(a, dst, "src0 valid shape must equal dst valid shape (no implicit broadcast)")
         _same_valid(b, dst, "src1 valid shape must equal dst valid shape (no implicit broadcast)")
@@ -714,12 +717,19 @@ class TileScalarOp(TileOp):
     def scalar_first(self) -> bool:
         return len(self.ins) == 2 and not isinstance(self.ins[0].type, TileLikeType)
 
+    @property
+    def src(self) -> SSAValue:
+        """The source tile (the first tile operand; a third ``ins`` operand is the tmp)."""
+        return self.tile_ins()[0]
+
     def verify_family(self) -> None:
         dst = _need_dst(self)
-        if len(self.ins) != 2:
-            raise VerifyException(f"expects a tile and a scalar operand, got {len(self.ins)} operands")
-        tiles, scalars = self.tile_ins(), self.scalar_ins()
-        if len(tiles) != 1 or len(scalars) != 1:
+        tmp = self.TMP_OK and len(self.ins) == 3 and is_tile(self.ins[2].type)
+        if len(self.ins) != 2 and not tmp:
+            raise VerifyException(f"expects a tile and a scalar operand{' (and an optional tmp)' if self.TMP_OK else ''}"
+                                  f", got {len(self.ins)} operands")
+        tiles, scalars = self.tile_ins()[:1], self.scalar_ins()
+        if len(self.tile_ins()) != 1 + tmp or len(scalars) != 1:
             raise VerifyException("expects exactly one tile and one scalar operand")
         if self.scalar_first and not self.SCALAR_FIRST_OK:
             raise VerifyException("the scalar operand must come second")
@@ -729,6 +739,8 @@ class TileScalarOp(TileOp):
         _row_major(dst, "dst")
 
     SCALAR_FIRST_OK: ClassVar[bool] = False
+    TMP_OK: ClassVar[bool] = False
+    """``ins(src, s, tmp)`` is accepted (TREMS, TXORS): the lowerings need no tmp."""
 
 
 class ExpandScalarOp(TileOp):
@@ -1185,6 +1197,34 @@ TDivsOp = _define("tdivs", TileScalarOp, FLOAT_ONLY, "TDIVS: dst = src / s, or s
                   A2A3_VOP="vdivs", SCALAR_FIRST_OK=True, FN="div")
 TMaxsOp = _define("tmaxs", TileScalarOp, ARITH, "TMAXS: dst = max(src, s).", A2A3_VOP="vmaxs", FN="maximum")
 TMinsOp = _define("tmins", TileScalarOp, ARITH, "TMINS: dst = min(src, s).", A2A3_VOP="vmins", FN="minimum")
+# Remainders, bitwise ops, shifts, PReLU (pto_isa.md §3; no page lists their dtypes: the arithmetic
+# sets for the remainders, the integer types for the bitwise ops (8-bit ones on A5 only: a2a3 runs
+# b8 data as b16, vector_isa.md §1.4), the float types for PReLU)
+INT16_32 = frozenset({"i16", "ui16", "i32", "ui32"})
+INTS = _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"})
+REM = _per_target(A2A3_ARITH, A5_ARITH)
+TRemOp = _define("trem", ElementwiseBinaryOp, REM, "TREM: dst = fmod(src0, src1), + src1 when the signs differ.",
+                 A2A3_VOP="vrem", FN="rem", TMP_OK=True)
+TFmodOp = _define("tfmod", ElementwiseBinaryOp, REM, "TFMOD: dst = fmod(src0, src1) (C % for integers).",
+                  A2A3_VOP="vfmod", FN="fmod")
+TAndOp = _define("tand", ElementwiseBinaryOp, INTS, "TAND: dst = src0 & src1.", A2A3_VOP="vand", FN="bitand")
+TOrOp = _define("tor", ElementwiseBinaryOp, INTS, "TOR: dst = src0 | src1.", A2A3_VOP="vor", FN="bitor")
+TXorOp = _define("txor", ElementwiseBinaryOp, INTS, "TXOR: dst = src0 ^ src1.", A2A3_VOP="vxor", FN="bitxor")
+TShlOp = _define("tshl", ElementwiseBinaryOp, INTS, "TSHL: dst = src0 << src1.", A2A3_VOP="vshl", FN="shl")
+TShrOp = _define("tshr", ElementwiseBinaryOp, INTS, "TSHR: dst = src0 >> src1 (arithmetic when signed).",
+                 A2A3_VOP="vshr", FN="shr")
+TPreluOp = _define("tprelu", ElementwiseBinaryOp, FLOAT_ONLY, "TPRELU: dst = src0 > 0 ? src0 : src0 * src1.",
+                   A2A3_VOP="vprelu", FN="prelu")
+TNotOp = _define("tnot", UnaryOp, INTS, "TNOT: dst = ~src.", A2A3_VOP="vnot", FN="bitnot")
+TRemsOp = _define("trems", TileScalarOp, REM, "TREMS: dst = rem(src, s).", A2A3_VOP="vrems", FN="rem", TMP_OK=True)
+TFmodsOp = _define("tfmods", TileScalarOp, REM, "TFMODS: dst = fmod(src, s).", A2A3_VOP="vfmods", FN="fmod")
+TAndsOp = _define("tands", TileScalarOp, INTS, "TANDS: dst = src & s.", A2A3_VOP="vands", FN="bitand")
+TOrsOp = _define("tors", TileScalarOp, INTS, "TORS: dst = src | s.", A2A3_VOP="vors", FN="bitor")
+TXorsOp = _define("txors", TileScalarOp, INTS, "TXORS: dst = src ^ s.", A2A3_VOP="vxors", FN="bitxor", TMP_OK=True)
+TShlsOp = _define("tshls", TileScalarOp, INTS, "TSHLS: dst = src << s.", A2A3_VOP="vshls", FN="shl")
+TShrsOp = _define("tshrs", TileScalarOp, INTS, "TSHRS: dst = src >> s.", A2A3_VOP="vshrs", FN="shr")
+TLreluOp = _define("tlrelu", TileScalarOp, FLOAT_ONLY, "TLRELU: dst = src > 0 ? src : src * s.",
+                   A2A3_VOP="vlrelu", FN="prelu")
 TExpandsOp = _define("texpands", ExpandScalarOp, BROADCAST, "TEXPANDS: dst = s.", A2A3_VOP="vector_dup")
 
 TRowExpandOp = _define("trowexpand", RowExpandOp, BROADCAST)
@@ -1235,10 +1275,9 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
-    "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr", "tprelu", "tcmp", "tsel", "tpow", "taddc",
+    "tcmp", "tsel", "tpow", "taddc",
     "tsubc", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu", "tsubrelu", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tnot", "trems", "tfmods", "tands",
-    "tors", "txors", "tshls", "tshrs", "tlrelu", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",

@@ -1803,14 +1803,44 @@ def _call_compatible(actual: Attribute, formal: Attribute) -> bool:
 
 
 # --------------------------------------------------------------------------------------
+# Remainder, bitwise, shift and PReLU lanes (the tile ops TREM ... TLRELU).  vector_isa.md does
+# not describe these instructions (pto_isa.md §3 names vand among the A5 micro-instructions); each
+# computes its element function lane-wise under the mask, as vf.add does.
+# --------------------------------------------------------------------------------------
+
+INT_DTYPES = ARITH_DTYPES - FLOAT_DTYPES
+
+
+def _lane_op(base: type[_ComputeOp], name: str, pypto: str, fn: str, dtypes=ARITH_DTYPES) -> type[_ComputeOp]:
+    cls_name = "".join(p.capitalize() for p in name.split(".", 1)[1].split("_")) + "Op"
+    return irdl_op_definition(type(cls_name, (base,), {
+        "name": name, "PYPTO": pypto, "FN": fn, "DTYPES": dtypes, "__doc__": base.__doc__, "__module__": __name__,
+        "__annotations__": {"PYPTO": ClassVar[str], "FN": ClassVar[str], "DTYPES": ClassVar[frozenset[str]]}}))
+
+
+LANE_BINARY_OPS = tuple(_lane_op(BinaryOp, f"vf.{n}", p, fn, d) for n, p, fn, d in (
+    ("rem", "Rem/vrem", "rem", ARITH_DTYPES), ("fmod", "Fmod/vfmod", "fmod", ARITH_DTYPES),
+    ("and", "And/vand", "bitand", INT_DTYPES), ("or", "Or/vor", "bitor", INT_DTYPES),
+    ("xor", "Xor/vxor", "bitxor", INT_DTYPES), ("shl", "ShiftLeft/vshl", "shl", INT_DTYPES),
+    ("shr", "ShiftRight/vshr", "shr", INT_DTYPES), ("prelu", "Prelu/vprelu", "prelu", FLOAT_DTYPES)))
+LANE_SCALAR_OPS = tuple(_lane_op(ScalarOp, f"vf.{n}", p, fn, d) for n, p, fn, d in (
+    ("rems", "Rems/vrems", "rem", ARITH_DTYPES), ("fmods", "Fmods/vfmods", "fmod", ARITH_DTYPES),
+    ("ands", "Ands/vands", "bitand", INT_DTYPES), ("ors", "Ors/vors", "bitor", INT_DTYPES),
+    ("xors", "Xors/vxors", "bitxor", INT_DTYPES), ("shls", "ShiftLefts/vshls", "shl", INT_DTYPES),
+    ("shrs", "ShiftRights/vshrs", "shr", INT_DTYPES), ("lrelu", "LeakyRelu/vlrelu", "prelu", FLOAT_DTYPES)))
+NotOp = _lane_op(UnaryOp, "vf.not", "Not/vnot", "bitnot", INT_DTYPES)
+
+# --------------------------------------------------------------------------------------
 # Op tables (the PTO-AS front end's builders are in pto_compiler/vf_builder.py)
 # --------------------------------------------------------------------------------------
 
 SCALAR_WORDS = ("INF", "NEG_INF", "NAN", "MAX", "MIN")
 
-BINARY_OPS: dict[str, type[BinaryOp]] = {c.name: c for c in (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp)}
-SCALAR_OPS: dict[str, type[ScalarOp]] = {c.name: c for c in (AddsOp, MulsOp, MaxsOp, MinsOp)}
-UNARY_OPS: dict[str, type[UnaryOp]] = {c.name: c for c in (ExpOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp)}
+BINARY_OPS: dict[str, type[BinaryOp]] = {c.name: c for c in (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,
+                                                              *LANE_BINARY_OPS)}
+SCALAR_OPS: dict[str, type[ScalarOp]] = {c.name: c for c in (AddsOp, MulsOp, MaxsOp, MinsOp, *LANE_SCALAR_OPS)}
+UNARY_OPS: dict[str, type[UnaryOp]] = {c.name: c for c in (ExpOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp,
+                                                           NotOp)}
 REDUCE_OPS: dict[str, type[ReduceOp]] = {c.name: c for c in (ReduceMinOp, ReduceMaxOp, ReduceSumOp)}
 
 
@@ -1835,6 +1865,7 @@ OPS: tuple[type[IRDLOperation], ...] = (
     VfFuncOp, VfCallOp, CreateMaskOp, UpdateMaskOp, LoadAlignOp, LoadUnalignOp, StoreAlignOp, StoreUnalignOp,
     StoreUnalignPostOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, AddsOp, MulsOp, MaxsOp, MinsOp, ExpOp, DupOp,
     ReduceMinOp, ReduceMaxOp, ReduceSumOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp, PairReduceSumOp, CvtOp,
+    *LANE_BINARY_OPS, *LANE_SCALAR_OPS, NotOp,
 )
 
 VF = Dialect("vf", list(OPS), [RegType, MaskType])

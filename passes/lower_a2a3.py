@@ -1169,9 +1169,8 @@ class _FnLowering:
         return ex_mul(-1, Var(reg))
 
     def tile_scalar(self, op):
-        (tv,) = op.tile_ins()
         (sv,) = op.scalar_ins()
-        s, d = self.tile(tv), self.tile(op.outs[0])
+        s, d = self.tile(op.src), self.tile(op.outs[0])
         self._rows_aligned(s, d, rows=d.vr)
         L = 256 // d.esize
         ops = {"dst": self.opnd(d, L), "src": self.opnd(s, L)}

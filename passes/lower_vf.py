@@ -297,14 +297,20 @@ def _store(b: _B, t: _T, off, v, m, dist="NORM"):
 # The pass: one vf.func per tile op
 # --------------------------------------------------------------------------------------------
 
+def _by_vop(ops: dict) -> dict:
+    """vf op classes by the repeat instruction their PyPTO name gives (``Add/vadd`` -> ``vadd``)."""
+    return {c.PYPTO.split("/")[1]: c for c in ops.values()}
+
+
 _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
-          "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp}
-_BIN = {"vadd": vf.AddOp, "vsub": vf.SubOp, "vmul": vf.MulOp, "vdiv": vf.DivOp, "vmax": vf.MaxOp,
-        "vmin": vf.MinOp}
+          "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp, "pto.tnot": vf.NotOp}
+_BIN = _by_vop(vf.BINARY_OPS)
 NOT_VF = ("load", "store", "print")
 """Tile-op families that are no vector function: MTE2/MTE3 copies and TPRINT (print_ub)."""
-_SCAL_OF_VOP = {"vadds": vf.AddsOp, "vmuls": vf.MulsOp, "vmaxs": vf.MaxsOp, "vmins": vf.MinsOp}
-_SCAL = {n: _SCAL_OF_VOP[pto.TILE_OPS[n].A2A3_VOP] for n in ("pto.tadds", "pto.tmuls", "pto.tmaxs", "pto.tmins")}
+_SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
+_SCAL = {n: c for n, op in pto.TILE_OPS.items()
+         if op.FAMILY == "scalar" and (c := _SCAL_OF_VOP.get(op.A2A3_VOP)) is not None and c.FN == op.FN}
+"""Tile-scalar ops that are one vf scalar op (tsubs and tdivs are not: vf.dup + vf.sub / vf.div)."""
 _RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
 
 
@@ -537,7 +543,7 @@ class _OpLowering:
 
     def f_scalar(self):
         op = self.op
-        (tv,) = op.tile_ins()
+        tv = op.src
         (sv,) = op.scalar_ins()
         d = op.outs[0]
         self._same_layout(tv, d)

@@ -51,7 +51,7 @@ UB_ADDR = "ub_addr"
 """Attribute pto-plan-memory sets on every vec ``pto.alloc_tile``: i64 byte address in UB."""
 
 # families whose last `ins` operand, when present beyond the sources, is a tmp tile
-_TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1}
+_TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1, "binary": 2, "scalar": 2}
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
 _FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast",

@@ -195,6 +195,15 @@ def element_fn(kind: str):
     return wrap
 
 
+def on_active(fn, act, *xs):
+    """``fn(*xs)`` for a vector instruction under a mask: lanes ``act`` leaves off read 1 instead
+    of what the register or UB holds there, so a lane no one asked for cannot raise (a zero
+    divisor or an out-of-range shift count); their results are discarded by the caller."""
+    if act is None:
+        return fn(*xs)
+    return fn(*(np.where(act, x, np.ones((), np.asarray(x).dtype)) for x in xs))
+
+
 # --------------------------------------------------------------------------------------
 # Float helpers
 # --------------------------------------------------------------------------------------
@@ -348,6 +357,120 @@ def expdif(a, b):
 
 
 # --------------------------------------------------------------------------------------
+# Remainders, bitwise ops, shifts, PReLU (pto_isa.md §3 "Elementwise tile-tile" / "Tile-scalar")
+# --------------------------------------------------------------------------------------
+
+
+def _need_int(x: np.ndarray, what: str) -> None:
+    if is_float_dtype(x.dtype) or x.dtype == np.bool_:
+        raise ElementwiseError(f"{what} is defined for integer element types only, got {dtype_name(x.dtype)}")
+
+
+def _int_divisor(b: np.ndarray, what: str) -> None:
+    if (np.asarray(b) == 0).any():
+        raise ElementwiseError(f"integer {what} by zero (the CPU simulator asserts a nonzero divisor)")
+
+
+def _int_fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C ``a % b`` (truncated; the sign of a), computed in int64/uint64 so INT_MIN % -1 = 0."""
+    if a.dtype.kind == "u":
+        return np.remainder(a, b, dtype=a.dtype)
+    wa, wb = a.astype(np.int64), b.astype(np.int64)
+    r = np.abs(wa) % np.abs(wb) if a.dtype.itemsize < 8 else np.fmod(wa, wb)
+    return np.where(wa < 0, -r, r).astype(a.dtype)
+
+
+@element_fn("binary")
+def fmod(a, b):
+    """TFMOD: C ``fmod`` for floats (exact: the result is representable; fmod(x, 0), fmod(±inf, y)
+    NaN; fmod(x, ±inf) = x; the sign of a, so fmod(-0, y) = -0), C ``%`` for integers (truncated,
+    the sign of a; a zero divisor raises ElementwiseError)."""
+    a, b = _same(a, b)
+    a, b = np.broadcast_arrays(a, b)
+    if is_float_dtype(a.dtype):
+        return _round_to(np.fmod(a.astype(np.float64), b.astype(np.float64)), a.dtype)
+    _int_divisor(b, "remainder")
+    return _int_fmod(a, b)
+
+
+@element_fn("binary")
+def rem(a, b):
+    """TREM (pto_isa.md §3): the remainder with the sign of the divisor: ``r = fmod(a, b)``, then
+    ``r + b`` (one rounding to the element type) when r != 0 and the signs of r and b differ.
+    Integers: floor modulo (a zero divisor raises ElementwiseError)."""
+    a, b = _same(a, b)
+    a, b = np.broadcast_arrays(a, b)
+    if not is_float_dtype(a.dtype):
+        _int_divisor(b, "remainder")
+        r = _int_fmod(a, b)
+        fix = (r != 0) & ((r < 0) != (b < 0)) if a.dtype.kind == "i" else np.zeros(r.shape, bool)
+        return np.where(fix, np.add(r, b, dtype=a.dtype), r).astype(a.dtype)
+    r = fmod(a, b)
+    wr, wb = _work(r), _work(b)
+    fix = (wr != 0) & (np.signbit(wr) != np.signbit(wb))
+    return np.where(fix, _float_binary(r, b, np.add), r).astype(a.dtype)
+
+
+@element_fn("binary")
+def bitand(a, b):
+    """a & b (integers)."""
+    a, b = _same(a, b)
+    _need_int(a, "and")
+    return np.bitwise_and(a, b)
+
+
+@element_fn("binary")
+def bitor(a, b):
+    """a | b (integers)."""
+    a, b = _same(a, b)
+    _need_int(a, "or")
+    return np.bitwise_or(a, b)
+
+
+@element_fn("binary")
+def bitxor(a, b):
+    """a ^ b (integers)."""
+    a, b = _same(a, b)
+    _need_int(a, "xor")
+    return np.bitwise_xor(a, b)
+
+
+def _shift_counts(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
+    _need_int(a, what)
+    bits = a.dtype.itemsize * 8
+    n = b.astype(np.int64)
+    if ((n < 0) | (n >= bits)).any():
+        raise ElementwiseError(f"{what} count outside 0..{bits - 1} (undefined in C++, the ISA's reference)")
+    return n.astype(a.dtype)
+
+
+@element_fn("binary")
+def shl(a, b):
+    """a << b (integers; wraps to the element type).  A count outside 0..bits-1 raises
+    ElementwiseError (C++ leaves it undefined)."""
+    a, b = _same(a, b)
+    return np.left_shift(a, _shift_counts(a, b, "shift left"), dtype=a.dtype)
+
+
+@element_fn("binary")
+def shr(a, b):
+    """a >> b: arithmetic for signed, logical for unsigned element types (C++ ``>>``).  A count
+    outside 0..bits-1 raises ElementwiseError."""
+    a, b = _same(a, b)
+    return np.right_shift(a, _shift_counts(a, b, "shift right"), dtype=a.dtype)
+
+
+@element_fn("binary")
+def prelu(a, b):
+    """TPRELU / TLRELU: ``a > 0 ? a : a * b`` (the product rounded once; NaN a gives NaN, -0 gives
+    -0 * b).  Floats only."""
+    a, b = _same(a, b)
+    _need_float(a, "prelu")
+    a, b = np.broadcast_arrays(a, b)
+    return _canon(np.where(_work(a) > 0, a, _float_binary(a, b, np.multiply)).astype(a.dtype))
+
+
+# --------------------------------------------------------------------------------------
 # Unary
 # --------------------------------------------------------------------------------------
 
@@ -424,6 +547,14 @@ def neg(x):
     if is_float_dtype(x.dtype):
         return _canon(np.negative(_work(x)).astype(x.dtype))
     return np.negative(x, dtype=x.dtype)
+
+
+@element_fn("unary")
+def bitnot(x):
+    """~x (integers)."""
+    x = _arr(x)
+    _need_int(x, "not")
+    return np.invert(x)
 
 
 # --------------------------------------------------------------------------------------
@@ -743,7 +874,8 @@ def fill_value(dtype, pad: int):
 # Name table, for tools and tests: every element function by name.
 FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
-                        relu, neg, reduce_sum, reduce_max, reduce_min, convert)
+                        relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, bitnot, reduce_sum,
+                        reduce_max, reduce_min, convert)
 }
 
 

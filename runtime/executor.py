@@ -1039,16 +1039,17 @@ def _elementwise(m: _Machine, d: _Dyn, p: int, te):
         blk, rep = _ints(m, d, a, [f"{o}_blk_stride", f"{o}_rep_stride"])
         idx[o] = _SV.vector(base, e, nrep, blk, rep, lanes)
     srcs = [(idx[o], act, dt, o) for o in ops[1:]]
+    on = (lambda rs: None) if act is None else (lambda rs: act[rs])  # noqa: E731
     if fam == "binary":
         fn = _FN[op]
-        compute = lambda g, rs: fn(g[0], g[1])  # noqa: E731
+        compute = lambda g, rs: ew.on_active(fn, on(rs), g[0], g[1])  # noqa: E731
     elif fam == "scalar":
         fn = _FN[op]
         s = _scalar_value(m, d, a["scalar"], dt)
-        compute = lambda g, rs: fn(g[0], np.broadcast_to(s, g[0].shape))  # noqa: E731
+        compute = lambda g, rs: ew.on_active(fn, on(rs), g[0], np.broadcast_to(s, g[0].shape))  # noqa: E731
     elif fam == "unary":
         fn = _FN[op]
-        compute = lambda g, rs: fn(g[0])  # noqa: E731
+        compute = lambda g, rs: ew.on_active(fn, on(rs), g[0])  # noqa: E731
     else:
         s = _scalar_value(m, d, a["scalar"], dt)
         compute = lambda g, rs: np.broadcast_to(s, (rs.stop - rs.start, lanes))  # noqa: E731

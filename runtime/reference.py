@@ -948,9 +948,8 @@ class Evaluator:
         self._store(dst, r, c, self.fn(op)(a.data[:r, :c]))
 
     def family_scalar(self, op, env):
-        (tv,) = op.tile_ins()
         (sv,) = op.scalar_ins()
-        a = self.tile(op, tv, env)
+        a = self.tile(op, op.src, env)
         dst = self.dst(op, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src")

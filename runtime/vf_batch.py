@@ -357,6 +357,10 @@ def _merge(result, act, mode: str, old) -> np.ndarray:
     return np.where(keep, result, old if mode == "MERGING" else np.uint8(0))
 
 
+def _lanes_on(act, depth):
+    return None if act is None else _at(act, depth, 1)
+
+
 def _finish(b, op, env, depth, result, act) -> None:
     if act is None:
         env[op.res[0]] = result
@@ -376,7 +380,8 @@ def _h_binary(b, op, env, depth):
 
     dt = _dtype_of(op)
     x, y = (r.view(dt) for r in _regs([env[v] for v in op.sources], depth))
-    _finish(b, op, env, depth, _to_reg(_FN[op.FN](x, y)), env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth), x, y)), act)
 
 
 def _h_scalar(b, op, env, depth):
@@ -385,15 +390,18 @@ def _h_scalar(b, op, env, depth):
     dt = _dtype_of(op)
     x = _at(env[op.sources[0]], depth, 1).view(dt)
     s = ew.scalar_to(_scalar(env[op.scalar]), dt)
-    _finish(b, op, env, depth, _to_reg(_FN[op.FN](x, np.broadcast_to(s, x.shape))), env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth), x,
+                                                    np.broadcast_to(s, x.shape))), act)
 
 
 def _h_unary(b, op, env, depth):
     from .vf_executor import _FN, _dtype_of
 
     dt = _dtype_of(op)
-    _finish(b, op, env, depth, _to_reg(_FN[op.FN](_at(env[op.sources[0]], depth, 1).view(dt))),
-            env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth),
+                                                    _at(env[op.sources[0]], depth, 1).view(dt))), act)
 
 
 def _h_dup(b, op, env, depth):

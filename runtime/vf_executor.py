@@ -312,8 +312,7 @@ class VfCallResult:
     (runtime/vf_batch.py); :func:`expand_log` spells those out."""
 
 
-_FN = {name: getattr(ew, name) for name in ("add", "sub", "mul", "div", "maximum", "minimum", "exp", "log", "sqrt",
-                                             "rsqrt", "recip", "abs_", "relu")}
+_FN = {c.FN: getattr(ew, c.FN) for c in (*vf.BINARY_OPS.values(), *vf.SCALAR_OPS.values(), *vf.UNARY_OPS.values())}
 
 
 LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT, LOG_LOOP = range(5)
@@ -580,19 +579,22 @@ def _finish(op: vf._ComputeOp, env: dict, result: np.ndarray, act: np.ndarray | 
 def _h_binary(r: VfRunner, op: vf.BinaryOp, env: dict) -> None:
     dt = _dtype_of(op)
     a, b = (lanes(env[v], dt) for v in op.sources)
-    _finish(op, env, to_reg(_FN[op.FN](a, b)), env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, a, b)), act)
 
 
 def _h_scalar(r: VfRunner, op: vf.ScalarOp, env: dict) -> None:
     dt = _dtype_of(op)
     a = lanes(env[op.sources[0]], dt)
     s = ew.scalar_to(env[op.scalar], dt)
-    _finish(op, env, to_reg(_FN[op.FN](a, np.broadcast_to(s, a.shape))), env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, a, np.broadcast_to(s, a.shape))), act)
 
 
 def _h_unary(r: VfRunner, op: vf.UnaryOp, env: dict) -> None:
     dt = _dtype_of(op)
-    _finish(op, env, to_reg(_FN[op.FN](lanes(env[op.sources[0]], dt))), env[op.mask_operand])
+    act = env[op.mask_operand]
+    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, lanes(env[op.sources[0]], dt))), act)
 
 
 def pair_reduce_sum(src: np.ndarray, act: np.ndarray, dtype) -> np.ndarray:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import random
 import zlib
 
+import numpy as np
 import pytest
 
 import a2a3_harness as H
 from pto_compiler.dialects import pto
+from pto_compiler.runtime import elementwise as E
 
 ROWS = (1, 7, 8, 9, 16, 240, 255, 256, 257, 300)
 ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "ui8": 1, "i16": 2, "ui16": 2, "i32": 4, "ui32": 4,
@@ -36,9 +38,14 @@ def a2a3_dtypes(op: str) -> list[str]:
 
 
 # (op, variant) -> dtypes; variants change the operand form
-BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin")
-UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg")
-SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins")
+BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr",
+          "tprelu")
+UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg", "tnot")
+SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins", "trems", "tfmods", "tands", "tors", "txors",
+          "tshls", "tshrs", "tlrelu")
+DIVISOR_OPS = ("trem", "tfmod", "tshl", "tshr", "trems", "tfmods", "tshls", "tshrs")
+"""Ops whose second operand has a domain on integer types: a nonzero divisor, a shift count in
+0..bits-1 (outside it the golden model rejects the input, as C++ leaves it undefined)."""
 ROWEXP = ("trowexpandadd", "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
           "trowexpandmin", "trowexpandexpdif")
 COLEXP = ("tcolexpandadd", "tcolexpandsub", "tcolexpandmul", "tcolexpanddiv", "tcolexpandmax",
@@ -189,7 +196,12 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         body = f"%d = pto.tcvt %a {{rmode = #pto<round_mode {mode}>}} : {src} -> {full}"
     else:
         raise KeyError(op)
-    return f"func.func @k({', '.join(args)}) -> {rt} {{\n  {pre}{body}\n  return %d : {rt}\n}}\n"
+    text = f"func.func @k({', '.join(args)}) -> {rt} {{\n  {pre}{body}\n  return %d : {rt}\n}}\n"
+    if dt.startswith("ui") and "arith.constant" in text:
+        # arith constants are signless: the scalar of an unsigned tile is written as iN
+        text = text.replace(f"arith.constant 3 : {dt}", f"arith.constant 3 : {dt[1:]}")
+        text = text.replace(f", {dt} -> ", f", {dt[1:]} -> ").replace(f"%s, %a : {dt},", f"%s, %a : {dt[1:]},")
+    return text
 
 
 def _given(text: str):
@@ -197,6 +209,30 @@ def _given(text: str):
         if f"%s: {t}" in text:
             return {"s": -3}
     return None
+
+
+def domain_inputs(case, given):
+    """``given`` with the second operand of a :data:`DIVISOR_OPS` op on an integer type drawn from
+    its domain: divisors from ±1..±7 (1..15 unsigned), shift counts from 0..bits-1 (scalar: 3)."""
+    op, _, dt, R, _, C = case
+    if op not in DIVISOR_OPS or dt.startswith(("f", "b")):
+        return given
+    given = dict(given or {})
+    rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
+    shift = op.startswith("tsh")
+    if op.endswith("s"):
+        if "s" in given:
+            given["s"] = 3
+        return given
+    bits = ESIZE[dt] * 8
+    if shift:
+        vals = rng.integers(0, bits, size=(R, C))
+    elif dt.startswith("ui"):
+        vals = rng.integers(1, 16, size=(R, C))
+    else:
+        vals = rng.integers(1, 8, size=(R, C)) * rng.choice([-1, 1], size=(R, C))
+    given["b"] = vals.astype(E.np_dtype(dt))
+    return given
 
 
 def all_cases():
@@ -247,7 +283,7 @@ def run_case(case):
     op, variant, dt, R, cols, C = case
     text = kernel(*case)
     seed = zlib.crc32(_id(case).encode()) % 1000
-    cmp, findings, prog = H.check(text, seed, _given(text))
+    cmp, findings, prog = H.check(text, seed, domain_inputs(case, _given(text)))
     bad = [c.line() for c in cmp if not c.ok]
     assert cmp, "no outputs compared"
     assert not findings, "\n".join(str(f) for f in findings[:3])

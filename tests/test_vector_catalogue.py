@@ -1,0 +1,232 @@
+"""The vector catalogue's remainder, bitwise, shift and PReLU ops (issue 12, item 1).
+
+Each op's golden model is checked against an oracle written from the ISA catalogue's words
+(reference/pto_isa.md §3) one element at a time with Python numbers: TREM "fmod, then += b if the
+signs differ and the result is != 0", TFMOD C ``fmod`` / ``%``, the bitwise ops on Python's
+two's-complement integers, TSHR arithmetic for signed types, TPRELU/TLRELU ``a > 0 ? a : a*b``.
+Then both backends run the same ops on NaN, ±0, ±inf and integer extremes and must give the golden
+model's bits (the differential matrices, tests/test_diff_*.py, cover shapes and dtypes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import a2a3_harness as H
+import test_diff_a2a3 as DA
+import test_diff_ascend950 as D5
+from test_reference_props import INTS, PROFILE, SIZE, T, check, is_float, py, rnd, run, tile_case, values, wrap
+from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
+from pto_compiler.targets import A2A3, ASCEND950
+
+FLOAT_ARITH = ("f16", "f32")
+REM_DTYPES = FLOAT_ARITH + ("i16", "i32", "i8", "ui8", "ui16", "ui32")
+
+
+# ---- the oracle ---------------------------------------------------------------------------------
+
+def o_fmod(x, y, dt):
+    """C fmod / C ``%`` (truncated; the sign of x)."""
+    if is_float(dt):
+        try:
+            return math.fmod(x, y)  # exact: the result is representable
+        except ValueError:  # fmod(x, 0), fmod(±inf, y)
+            return math.nan
+    r = abs(x) % abs(y)
+    return wrap(-r if x < 0 else r, dt)
+
+
+def o_rem(x, y, dt):
+    """pto_isa.md §3: fmod, then += b if the signs differ and the result is != 0."""
+    r = o_fmod(x, y, dt)
+    if r != 0 and not (isinstance(r, float) and math.isnan(r)) and (r < 0) != (y < 0):
+        r = rnd(r + y, dt) if is_float(dt) else wrap(r + y, dt)
+    return r
+
+
+def o_prelu(x, y, dt):
+    return x if x > 0 else rnd(x * y, dt)
+
+
+BINARY = {
+    "trem": o_rem, "tfmod": o_fmod, "tprelu": o_prelu,
+    "tand": lambda x, y, dt: wrap(x & y, dt), "tor": lambda x, y, dt: wrap(x | y, dt),
+    "txor": lambda x, y, dt: wrap(x ^ y, dt), "tshl": lambda x, y, dt: wrap(x << y, dt),
+    "tshr": lambda x, y, dt: wrap(x >> y, dt),
+}
+SCALAR = {"trems": "trem", "tfmods": "tfmod", "tands": "tand", "tors": "tor", "txors": "txor", "tshls": "tshl",
+          "tshrs": "tshr", "tlrelu": "tprelu"}
+
+
+def dtypes_of(op):
+    base = SCALAR.get(op, op)
+    if base in ("trem", "tfmod"):
+        return REM_DTYPES
+    if base == "tprelu":
+        return FLOAT_ARITH
+    return INTS
+
+
+def second_operand(rng, op, dt, shape, special):
+    """The divisor / shift count / slope: in the op's domain on integer types."""
+    base = SCALAR.get(op, op)
+    if base in ("tshl", "tshr"):
+        return rng.integers(0, SIZE[dt] * 8, size=shape).astype(values(rng, dt, (1, 1), 0).dtype)
+    y = values(rng, dt, shape, special)
+    if base in ("trem", "tfmod") and not is_float(dt):
+        y[y == 0] = 1
+    return y
+
+
+# ---- golden model against the oracle -----------------------------------------------------------
+
+@PROFILE
+@given(tile_case(dtypes=("f16", "f32", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64")),
+       st.sampled_from(sorted(BINARY)))
+def test_binary_ops_match_the_catalogue(case, op):
+    dt, rows, cols, vr, vc, rng, special = case
+    if dt not in dtypes_of(op):
+        dt = dtypes_of(op)[rng.integers(len(dtypes_of(op)))]
+    a = values(rng, dt, (vr, vc), special)
+    b = second_operand(rng, op, dt, (vr, vc), special)
+    t = T(rows, cols, dt, (vr, vc))
+    got = run(op, [t, t], t, [a, b])
+    f = BINARY[op]
+    check(got, [[f(py(a[i, j], dt), py(b[i, j], dt), dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+@PROFILE
+@given(tile_case(), st.sampled_from(sorted(SCALAR)), st.sampled_from([3, -5, 0.5, -0.0, math.inf, math.nan]))
+def test_scalar_ops_match_the_catalogue(case, op, s):
+    dt, rows, cols, vr, vc, rng, special = case
+    if dt not in dtypes_of(op):
+        dt = dtypes_of(op)[rng.integers(len(dtypes_of(op)))]
+    base = SCALAR[op]
+    if not is_float(dt):
+        s = 3 if not isinstance(s, int) or base in ("tshl", "tshr") else s
+        if dt.startswith("ui"):
+            s = abs(s)
+    stype = "f32" if is_float(dt) else dt
+    x = values(rng, dt, (vr, vc), special)
+    t = T(rows, cols, dt, (vr, vc))
+    got = run(op, [t, stype], t, [x, s])
+    sv = rnd(rnd(s, "f32"), dt) if is_float(dt) else wrap(s, dt)
+    f = BINARY[base]
+    check(got, [[f(py(x[i, j], dt), sv, dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+@PROFILE
+@given(tile_case(dtypes=INTS))
+def test_tnot_matches_the_catalogue(case):
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    t = T(rows, cols, dt, (vr, vc))
+    check(run("tnot", [t], t, [x]), [[wrap(~py(x[i, j], dt), dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+def test_trem_worked_examples():
+    """The page's rule on the four sign combinations and the ±0 / NaN / inf cases."""
+    t = T(1, 8, "f32")
+    a = np.array([[5, -5, 5, -5, -0.0, 3, math.inf, 1]], np.float32)
+    b = np.array([[3, 3, -3, -3, 2, 0, 2, -math.inf]], np.float32)
+    got = run("trem", [t, t], t, [a, b])
+    want = [2, 1, -1, -2, -0.0, math.nan, math.nan, -math.inf]
+    check(got, [want], "f32")
+    ti = T(1, 4, "i32")
+    check(run("trem", [ti, ti], ti, [np.array([[5, -5, 5, -5]], np.int32), np.array([[3, 3, -3, -3]], np.int32)]),
+          [[2, 1, -1, -2]], "i32")
+    check(run("tfmod", [ti, ti], ti, [np.array([[5, -5, 5, -5]], np.int32), np.array([[3, 3, -3, -3]], np.int32)]),
+          [[2, -2, 2, -2]], "i32")
+
+
+@pytest.mark.parametrize("op, b, why", [
+    ("trem", 0, "integer remainder by zero"), ("tfmod", 0, "integer remainder by zero"),
+    ("tshl", 16, "count outside 0..15"), ("tshr", -1, "count outside 0..15")])
+def test_undefined_integer_inputs_are_located_errors(op, b, why):
+    t = T(1, 16, "i16")
+    text = f"func.func @k(%a: {t}, %b: {t}) -> {t} {{\n  %d = pto.{op} %a, %b : {t}, {t} -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match=why) as e:
+        api.reference(api.parse(text, "k.pto"), {"a": np.ones((1, 16), np.int16), "b": np.full((1, 16), b, np.int16)})
+    assert "k.pto:2:8" in str(e.value)  # the op's line
+
+
+@pytest.mark.parametrize("op, dt, target", [("tand", "f32", "a2a3"), ("tshl", "f16", "ascend950"),
+                                            ("tprelu", "i32", "a2a3"), ("tand", "i8", "a2a3")])
+def test_dtypes_outside_the_sets_are_rejected(op, dt, target):
+    t = T(16, 32, dt)
+    text = f"func.func @k(%a: {t}, %b: {t}) -> {t} {{\n  %d = pto.{op} %a, %b : {t}, {t} -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match=f"element type {dt} is not supported on {target}"):
+        api.verify(api.parse(text), A2A3 if target == "a2a3" else ASCEND950)
+
+
+def test_trem_takes_the_tmp_of_ptoas():
+    """``pto.trem ins(%src0, %src1, %tmp)`` (PTOAS's form): the tmp is scratch, never read."""
+    t = "!pto.tile_buf<vec, 1x16xf32>"
+    text = f"""func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %z: !pto.ptr<f32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %vx = pto.make_tensor_view %x, shape = [%c1, %c16], strides = [%c16, %c1] : !pto.tensor_view<1x16xf32>
+  %vy = pto.make_tensor_view %y, shape = [%c1, %c16], strides = [%c16, %c1] : !pto.tensor_view<1x16xf32>
+  %vz = pto.make_tensor_view %z, shape = [%c1, %c16], strides = [%c16, %c1] : !pto.tensor_view<1x16xf32>
+  %px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%c1, %c16] : !pto.tensor_view<1x16xf32> -> !pto.partition_tensor_view<1x16xf32>
+  %py = pto.partition_view %vy, offsets = [%c0, %c0], sizes = [%c1, %c16] : !pto.tensor_view<1x16xf32> -> !pto.partition_tensor_view<1x16xf32>
+  %pz = pto.partition_view %vz, offsets = [%c0, %c0], sizes = [%c1, %c16] : !pto.tensor_view<1x16xf32> -> !pto.partition_tensor_view<1x16xf32>
+  %a = pto.alloc_tile : {t}
+  %b = pto.alloc_tile : {t}
+  %tmp = pto.alloc_tile : {t}
+  %d = pto.alloc_tile : {t}
+  pto.tload ins(%px : !pto.partition_tensor_view<1x16xf32>) outs(%a : {t})
+  pto.tload ins(%py : !pto.partition_tensor_view<1x16xf32>) outs(%b : {t})
+  pto.trem ins(%a, %b, %tmp : {t}, {t}, {t}) outs(%d : {t})
+  pto.tstore ins(%d : {t}) outs(%pz : !pto.partition_tensor_view<1x16xf32>)
+  return
+}}
+"""
+    a = np.linspace(-7, 7, 16, dtype=np.float32).reshape(1, 16)
+    b = np.full((1, 16), 2.5, np.float32)
+    want = [[o_rem(float(a[0, j]), 2.5, "f32") for j in range(16)]]
+    for target in (A2A3, ASCEND950):
+        m = api.parse(text)
+        res = api.check(m, target, inputs={"x": a, "y": b, "z": np.zeros((1, 16), np.float32)})
+        assert res.ok, res
+        check(res.outputs["z"].reshape(1, 16), want, "f32")
+
+
+# ---- both backends on special values --------------------------------------------------------------
+
+SPECIAL_CASES = [(op, dt) for op in ("trem", "tfmod", "tprelu", "trems", "tfmods", "tlrelu") for dt in FLOAT_ARITH] + [
+    (op, dt) for op in ("tand", "tor", "txor", "tshl", "tshr", "tnot", "tshrs", "tands") for dt in ("i16", "ui32")] + [
+    (op, dt) for op in ("trem", "tfmod", "trems") for dt in ("i16", "i32")]
+
+
+def _special_inputs(op, dt, R, C):
+    rng = np.random.default_rng(7)
+    x = values(rng, dt, (R, C), 0.4)
+    given = {"a": x}
+    if op in DA.BINARY:
+        given["b"] = second_operand(rng, op, dt, (R, C), 0.4)
+    if op in DA.SCALAR:
+        given["s"] = 3 if not is_float(dt) else -0.0
+    return given
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("op, dt", SPECIAL_CASES)
+def test_backends_give_the_golden_bits_on_special_values(target, op, dt):
+    R, cols, C = 9, 256 // SIZE[dt], 256 // SIZE[dt] - 3  # odd valid columns, valid < tile
+    variant = "arg" if op in DA.SCALAR else ""
+    text = DA.kernel(op, variant, dt, R, cols, C)
+    given = _special_inputs(op, dt, R, C)
+    if target == "a2a3":
+        cmp, findings, _ = H.check(text, 0, given)
+    else:
+        cmp, findings, _ = D5.check(text, 0, given)
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
