@@ -41,6 +41,14 @@ STUDY = {
 }
 
 
+# pairs whose study order the model does not keep, with why
+EXPLAINED = {
+    ("reduce_sum_ra_baseline", "reduce_sum_ra_pragma"):
+        "seeds/001 calls every pragma variant = its baseline (#pragma unroll keeps the one chain); "
+        "this pair is 5.1 % apart, reduce_max_ra's -2.7 % the other way: noise no model orders",
+}
+
+
 def group(name: str) -> str:
     return name.rsplit("_", 1)[0] if name.startswith("reduce") else name.split("_", 1)[0]
 
@@ -109,7 +117,8 @@ def main() -> int:
                 continue
             pairs += 1
             if (sa < sb) != (rows[a] < rows[b]):
-                bad.append(f"{a} vs {b}")
+                why = EXPLAINED.get((a, b))
+                bad.append(f"{a} vs {b}" + (f" ({why})" if why else " (unexplained)"))
         print(f"  {g:<16} {pairs - len(bad)}/{pairs} pairs in the study's order" + (f"; differ: {', '.join(bad)}" if bad else ""))
     return 0
 

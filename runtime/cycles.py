@@ -40,6 +40,7 @@ values in this one table.
 from __future__ import annotations
 
 import json
+import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -97,7 +98,8 @@ VF_PARAMS = {
     # (tail_axis_1 left out: see bench/study/tail_axis_1_naive.pto) minimising the worst
     # |model / study - 1| of PUSHQ VF; bench/study_fit.py prints the result.
     "launch": (8.0, "fitted"),
-    "push_pb": (4.0, "study: PUSH_PB sum_cycles 68/17, 68/17, 96/24, 32/8 per launch"),
+    "push_pb": (4.0, "study: PUSH_PB sum_cycles per push, 68/17, 68/17, 96/24, 32/8 per launch"),
+    "pb_regs": (9, "fitted: scalar registers one PB push carries (see pb_pushes); all 10 PUSH_PB figures"),
     "dispatch_width": (3.0, "fitted"),
     "window": (32, "fitted: how far an instruction may overtake a stalled one"),
     "loop_entry": (4.0, "fitted: front-end bubble of each hardware loop instance entered"),
@@ -163,8 +165,80 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     c = t.c
     c["vf_count"] = 1
     c["pushq_vf"] = P["launch"] + max(t.end, t.front)
-    c["push_pb"] = P["push_pb"]
+    c["push_pb"] = P["push_pb"] * pb_pushes(_vf_func(log), P["pb_regs"])
     return c
+
+
+def _vf_func(log: list):
+    for _kind, x in log[:1]:
+        op = x[0] if isinstance(x, tuple) else x
+        while op is not None and op.name != "vf.func":
+            op = op.parent_op()
+        return op
+    return None
+
+
+def pb_pushes(fn, pb_regs: float) -> int:
+    """PB pushes of one launch of ``fn``: its parameters plus one register per distinct loop
+    stride of its addresses (the increments the VF's address registers step by), ``pb_regs`` a
+    push.  Fitted to seeds/001, whose only two-push variants (8 cycles) are the ones addressing
+    with three strides: tail_axis_2 (row, chunk, and the BRC load's one element), mid_axis_4/5
+    (m row block, row, chunk); two strides (head_axis_2/3, mid_axis_2/3) or one (the naive
+    variants) take one push with 5 to 7 parameters.  An index parameter only ever added to
+    addresses is the study's pointer arithmetic (``xUb + offset``): it rides in its pointer."""
+    if fn is None:
+        return 1
+    strides: set = set()
+    memo: dict = {}
+    for op in fn.walk():
+        off = getattr(op, "dyn_offset", None) if op.name.startswith("vf.") else None
+        if off is not None:
+            strides.update(c for c in _linear(off, memo).values() if c[0])
+    regs = sum(1 for a in fn.args if not _offset_only(a)) + len(strides)
+    return max(1, math.ceil(regs / pb_regs))
+
+
+def _offset_only(v) -> bool:
+    """``v`` only ever ends up added into the offset operand of a vf memory op."""
+    uses = list(v.uses)
+    return bool(uses) and all(
+        u.index == 1 if u.operation.name.startswith("vf.") else
+        u.operation.name == "arith.addi" and _offset_only(u.operation.results[0]) for u in uses)
+
+
+def _linear(v, memo: dict) -> dict:
+    """{loop induction variable: coefficient} of an index expression (+, * of constants, loop
+    variables and parameters); a coefficient is (integer factor, ids of the symbolic factors)."""
+    if v in memo:
+        return memo[v]
+    op = v.owner
+    out: dict = {}
+    if not hasattr(op, "name"):  # a block argument: a loop's induction variable
+        parent = op.parent_op()
+        if parent is not None and parent.name == "scf.for" and v.index == 0:
+            out = {v: (1, ())}
+    elif op.name == "arith.addi":
+        out = dict(_linear(op.lhs, memo))
+        for k, c in _linear(op.rhs, memo).items():
+            out[k] = (out[k][0] + c[0], c[1]) if k in out and out[k][1] == c[1] else c
+    elif op.name == "arith.muli":
+        a, b = _linear(op.lhs, memo), _linear(op.rhs, memo)
+        lin, other = (a, op.rhs) if a else (b, op.lhs)
+        f, syms = _factor(other)
+        out = {k: (c[0] * f, tuple(sorted(c[1] + syms))) for k, c in lin.items()}
+    memo[v] = out
+    return out
+
+
+def _factor(v) -> tuple:
+    """A loop-invariant index value as a coefficient factor: its constant, else itself."""
+    op = v.owner
+    if getattr(op, "name", None) == "arith.constant":
+        return op.value.value.data, ()
+    if getattr(op, "name", None) == "arith.muli":
+        a, b = _factor(op.lhs), _factor(op.rhs)
+        return a[0] * b[0], tuple(sorted(a[1] + b[1]))
+    return 1, (id(v),)
 
 
 class _VfTimer:
