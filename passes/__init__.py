@@ -81,7 +81,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InlineCallsPass
 
-    return {"pto-verify-target": verify_target, "pto-inline-calls": inline_calls, "pto-bufferize": bufferize,
+    def raise_memref():
+        from pto_compiler.passes.raise_memref import RaiseMemrefPass
+
+        return RaiseMemrefPass
+
+    return {"pto-verify-target": verify_target, "pto-inline-calls": inline_calls, "pto-raise-memref": raise_memref,
+            "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,

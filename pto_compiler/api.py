@@ -36,14 +36,18 @@ def _usage(message: str) -> PtocError:
 
 @_boundary
 def parse(text: str, filename: str = "<stdin>"):
-    """PTO-AS text -> xDSL ``ModuleOp`` (ops carry FileLineColLoc).  What ``ptoc --emit`` and
+    """PTO-AS text -> xDSL ``ModuleOp`` (ops carry FileLineColLoc), PTOAS's memref form raised
+    (passes/raise_memref.py).  What ``ptoc --emit`` and
     ``ptoc-opt`` print (``builtin.module``, the generic form, a ``.mlir`` file) is read with xDSL's
     parser instead, keeping printed ``loc(...)`` locations."""
     if _is_printed_ir(text, filename):
         return parse_printed(text, filename)
     from pto_compiler.frontend import parse_module
+    from pto_compiler.passes.raise_memref import raise_module
 
-    return parse_module(text, filename)
+    module = parse_module(text, filename)
+    raise_module(module)  # PTOAS's lowered memref form, in ptoc's tile model (one model downstream)
+    return module
 
 
 def _is_printed_ir(text: str, filename: str) -> bool:

@@ -163,17 +163,15 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
 
 
 def _reject_memref_form(module) -> None:
-    """PTOAS's lowered memref form is parsed and verified (the corpus uses it) but has no tile
-    types to lower from: say so at the first such op rather than fail inside a lowering."""
-    from xdsl.dialects.builtin import MemRefType
+    """PTOAS's memref form that pto-raise-memref could not raise is parsed and verified (the corpus
+    uses it) but has no tile types to lower from: say why at the first such op."""
+    from xdsl.dialects import func
 
-    from pto_compiler.diagnostics import op_error
+    from pto_compiler.passes.raise_memref import has_memref_form, memref_form_error
 
     for op in module.walk():
-        if op.name.startswith("pto.") and any(isinstance(v.type, MemRefType)
-                                              for v in (*op.operands, *op.results)):
-            raise op_error(op, "has memref operands (PTOAS's lowered form): ptoc verifies it but "
-                               "compiles only !pto.tile_buf / !pto.tile kernels")
+        if isinstance(op, func.FuncOp) and op.body.blocks and has_memref_form(op):
+            raise memref_form_error(op)
 
 
 def lower_placed(module, target: Target, entry: str | None = None, scalars: dict | None = None):

@@ -98,6 +98,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     Signedness,
 )
@@ -360,6 +361,10 @@ def kernel_args(fn: func.FuncOp) -> list[ArgSpec]:
                 specs.append(ArgSpec(name, arg.index, "scalar", t, _float_dtype(t), arg))
             elif _int_width(t) is not None:
                 specs.append(ArgSpec(name, arg.index, "scalar", t, None, arg))
+            elif isinstance(t, MemRefType):
+                from pto_compiler.passes.raise_memref import memref_form_error
+
+                raise memref_form_error(fn)
             else:
                 raise PtocError([Diagnostic(f"kernel argument '%{name}' has type {t}, which ptoc cannot run")],
                                 exit_code=2)

@@ -1,0 +1,216 @@
+"""``pto-raise-memref``: PTOAS's lowered memref form -> ptoc's GM view / tile model.
+
+PTOAS tests write kernels after its own bufferization: GM kernel arguments are
+``memref<..., #pto.address_space<gm>>``, on-chip buffers ``memref.alloc() : memref<...,
+#pto.address_space<vec|mat|left|right|acc|...>>``, and tile ops take those memrefs.  The same
+kernel in ptoc's model is a ``!pto.ptr<T>`` argument with a ``make_tensor_view`` +
+``partition_view`` of the whole memref, and ``pto.alloc_tile`` buffers; this pass rewrites the
+former into the latter so the golden model, the planner and both lowerings see one model
+(ptoc raises at parse time, :func:`raise_module`).
+
+A memref buffer of shape ``d0 x .. x dn`` becomes a ``prod(d0..dn-1) x dn`` tile (one row per
+innermost line, as a GM tensor of that shape is loaded row by row), in the layout its memory
+requires (the cube memories' fixed layouts).  ``memref.reinterpret_cast`` of a GM argument at
+offset 0 is a tensor view with its sizes and strides.  A function using a memref any other way
+(``pto.bind_tile``, memrefs through ``scf.yield``, dynamic shapes, async sessions) stays in the
+memref form; :func:`unraisable` says why, located, when it is compiled or run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import DYNAMIC_INDEX, FunctionType, IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from pto_compiler.diagnostics import op_error
+from pto_compiler.dialects import pto
+
+TILE_CONFIG = {
+    "vec": {},
+    "mat": {"blayout": "col_major", "slayout": "row_major"},
+    "left": {"blayout": "row_major", "slayout": "row_major"},
+    "right": {"blayout": "row_major", "slayout": "col_major"},
+    "acc": {"blayout": "col_major", "slayout": "row_major", "fractal": 1024},
+    "bias": {},
+    "scaling": {},
+}
+"""The tile layout of a memref buffer per address space (verify_target.CUBE_LAYOUTS, mat: Nz)."""
+
+GM_USES = ("pto.tload", "pto.tstore")
+
+
+def _space(t) -> str | None:
+    space = getattr(t, "memory_space", None)
+    body = getattr(space, "body", None)
+    return getattr(body, "data", None)
+
+
+def _is_gm(t) -> bool:
+    return isinstance(t, MemRefType) and _space(t) in ("gm", None)
+
+
+def _static_shape(t: MemRefType) -> list[int] | None:
+    shape = list(t.get_shape())
+    return None if not shape or DYNAMIC_INDEX in shape or any(d <= 0 for d in shape) else shape
+
+
+def _strides(t: MemRefType) -> list[int] | None:
+    """The memref's strides: its ``strided<[..]>`` layout, else row-major contiguous."""
+    shape = _static_shape(t)
+    layout = getattr(t.layout, "strides", None)
+    if layout is not None:
+        strides = [getattr(s, "data", s) for s in layout.data]
+        return None if any(not isinstance(s, int) or s == DYNAMIC_INDEX for s in strides) else strides
+    return [math.prod(shape[i + 1:]) for i in range(len(shape))] if shape else None
+
+
+def tile_of(t: MemRefType) -> pto.TileBufType | None:
+    """The tile buffer of an on-chip memref, or None when it has no tile form."""
+    shape = _static_shape(t)
+    space = _space(t)
+    if shape is None or space not in TILE_CONFIG:
+        return None
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    return pto.TileBufType(t.element_type, [rows, cols], loc=space, **TILE_CONFIG[space])
+
+
+def _static_cast(op: memref.ReinterpretCastOp) -> bool:
+    """A cast ptoc can view: of a GM argument, at offset 0, static sizes and strides."""
+    statics = [op.static_offsets.get_values(), op.static_sizes.get_values(), op.static_strides.get_values()]
+    return (isinstance(op.source, SSAValue) and _is_gm(op.source.type) and not op.offsets and not op.sizes
+            and not op.strides and tuple(statics[0]) == (0,) and all(d > 0 for d in statics[1])
+            and all(s > 0 for s in statics[2]) and _gm_values_ok(op.result))
+
+
+def _gm_values_ok(value: SSAValue) -> bool:
+    return all(u.operation.name in GM_USES for u in value.uses)
+
+
+def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
+    """Why a memref of ``fn`` has no place in the tile model (the op and the reason), else None."""
+    for arg in fn.body.blocks[0].args:
+        if isinstance(arg.type, MemRefType):
+            if not _is_gm(arg.type):
+                return fn, f"argument %{arg.name_hint or arg.index} is a memref outside GM"
+            if _static_shape(arg.type) is None or _strides(arg.type) is None:
+                return fn, f"GM memref argument %{arg.name_hint or arg.index} has a dynamic shape or strides"
+            for u in arg.uses:
+                if u.operation.name not in GM_USES and not isinstance(u.operation, memref.ReinterpretCastOp):
+                    return u.operation, "takes a GM memref, which ptoc raises only for tload/tstore"
+    for op in fn.walk():
+        if op is fn or isinstance(op, memref.DeallocOp):
+            continue
+        if isinstance(op, memref.AllocOp):
+            if tile_of(op.memref.type) is None or op.dynamic_sizes or op.symbol_operands:
+                return op, "allocates a memref with no tile form (a dynamic shape or an unknown address space)"
+            for u in op.memref.uses:
+                if not (u.operation.name.startswith("pto.") or isinstance(u.operation, memref.DeallocOp)):
+                    return u.operation, "carries a memref buffer, which ptoc raises only as a tile op operand"
+        elif isinstance(op, memref.ReinterpretCastOp):
+            if not _static_cast(op):
+                return op, "is not a static cast at offset 0 of a GM argument used by tload/tstore"
+        elif any(isinstance(r.type, MemRefType) for r in op.results):
+            return op, "defines a memref, which ptoc has no tile form for"
+    return None
+
+
+def has_memref_form(fn: func.FuncOp) -> bool:
+    return any(isinstance(a.type, MemRefType) for a in fn.body.blocks[0].args) or any(
+        isinstance(r.type, MemRefType) for op in fn.walk() for r in op.results)
+
+
+class _Entry:
+    """Inserts index constants and GM views at the top of the function body."""
+
+    def __init__(self, block: Block, location):
+        self.block = block
+        self.location = location
+        self.first = block.first_op
+        self.constants: dict[int, SSAValue] = {}
+
+    def add(self, op: Operation) -> Operation:
+        op.location = self.location
+        if self.first is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.first)
+        return op
+
+    def index(self, value: int) -> SSAValue:
+        if value not in self.constants:
+            op = self.add(arith.ConstantOp(IntegerAttr(value, IndexType())))
+            op.results[0].name_hint = f"c{value}"
+            self.constants[value] = op.results[0]
+        return self.constants[value]
+
+    def whole_view(self, ptr: SSAValue, shape: list[int], strides: list[int], elt) -> SSAValue:
+        """``partition_view`` of all of a ``make_tensor_view`` of ``ptr``."""
+        sizes, steps, zeros = ([self.index(d) for d in ds] for ds in (shape, strides, [0] * len(shape)))
+        tv = self.add(pto.MakeTensorViewOp(ptr, sizes, steps, pto.TensorViewType(shape, elt)))
+        pv = self.add(pto.PartitionViewOp(tv.results[0], zeros, sizes, pto.PartitionTensorViewType(shape, elt)))
+        return pv.results[0]
+
+
+def raise_function(fn: func.FuncOp) -> None:
+    block = fn.body.blocks[0]
+    entry = _Entry(block, fn.location)
+    for arg in list(block.args):
+        if not isinstance(arg.type, MemRefType):
+            continue
+        t = arg.type
+        new = block.insert_arg(pto.PtrType(t.element_type), arg.index)
+        new.name_hint = arg.name_hint
+        # the whole view also sizes the argument's GM as declared (runtime/reference.gm_shape)
+        view = entry.whole_view(new, _static_shape(t), _strides(t), t.element_type)
+        for use in list(arg.uses):
+            user = use.operation
+            if isinstance(user, memref.ReinterpretCastOp):
+                sizes = list(user.static_sizes.get_values())
+                strides = list(user.static_strides.get_values())
+                entry.location = user.location
+                cast_view = entry.whole_view(new, sizes, strides, t.element_type)
+                user.result.replace_all_uses_with(cast_view)
+                user.detach()
+                user.erase()
+            else:
+                user.operands[use.index] = view
+        block.erase_arg(arg)
+    for op in list(fn.walk()):
+        if isinstance(op, memref.DeallocOp):
+            op.detach()
+            op.erase()
+        elif isinstance(op, memref.AllocOp):
+            alloc = pto.AllocTileOp(tile_of(op.memref.type))
+            alloc.location = op.location
+            alloc.results[0].name_hint = op.memref.name_hint
+            op.parent_block().insert_op_before(alloc, op)
+            op.memref.replace_all_uses_with(alloc.results[0])
+            op.detach()
+            op.erase()
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args], fn.function_type.outputs.data)
+
+
+def memref_form_error(fn: func.FuncOp):
+    """The located error for a function left in the memref form (compiling or running it)."""
+    where, why = unraisable(fn) or (fn, "is in PTOAS's memref form (raised only from PTO-AS text)")
+    return op_error(where, f"{why}: ptoc compiles and runs PTOAS's memref form only where it maps onto "
+                           "tiles and GM views")
+
+
+def raise_module(module: ModuleOp) -> None:
+    for fn in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
+        if fn.body.blocks and has_memref_form(fn) and unraisable(fn) is None:
+            raise_function(fn)
+
+
+@dataclass(frozen=True)
+class RaiseMemrefPass(ModulePass):
+    name = "pto-raise-memref"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise_module(op)
