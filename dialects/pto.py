@@ -1112,7 +1112,10 @@ class SubTileOp(TileOp):
         (src,) = _tiles(self, 1, "a source tile")[:1]
         if len(self.ins) != 3 or any(isinstance(v.type, TileLikeType) for v in self.ins[1:]):
             raise VerifyException("expects ins(src, row, col) with index offsets")
-        _same_dtype(dst, src)
+        if self.INSERT:
+            check_acc_conversion(src, dst.dtype)  # acc -> mat goes through the fixpipe, as TMOV does
+        else:
+            _same_dtype(dst, src)
 
 
 class PrintOp(TileOp):
