@@ -301,6 +301,21 @@ for _n, _bias in (("mmad", False), ("mmad_bias", True)):
                 {**_d, "src_type": "f16", "init": "zero"}, cost=_MMAD,
                 spaces={"dst": "L0C", "a": "L0A", "b": "L0B", **({"bias": "BT"} if _bias else {})}))
 
+# ---- the cube<->vector pipe (runtime/pipes.py runs them; passes/lower_cube.py emits them): a push
+# reads the valid rows x cols of its tile (L0C through the fixpipe, or UB) into the FIFO, a pop
+# writes its part into the consumer's slot tile (UB or L1); ``split`` 0/1/2 = no split, up/down,
+# left/right (TileSplitAxis).  [P] costs: a push or pop as the DMA / fixpipe move of its bytes.
+for _n, _pipe, _fam, _side, _space, _cost in (
+        ("tpush_cc", "FIX", "pipe_push", "src", "L0C", _FIX_MOVE), ("tpush_ub", "MTE3", "pipe_push", "src", "UB", _DMA),
+        ("tpop_ub", "MTE2", "pipe_pop", "dst", "UB", _DMA), ("tpop_cbuf", "MTE2", "pipe_pop", "dst", "L1", _DMA)):
+    _sf, _sk, _sd = _cube_side(_side, _space, False)
+    _add(OpSpec(_n, _pipe, _fam, _sf + ("rows", "cols", "split"), {**_sk, "rows": "int", "cols": "int", "split": "int"},
+                {**_sd, "split": 0}, cost=_cost, spaces={_side: _space}))
+_add(OpSpec("tfree", "S", "pipe_free", ("dir", "split"), {"dir": "enum:c2v|v2c", "split": "int"}, {"split": 0},
+            dtype="none", cost=_ONE))
+_add(OpSpec("pipe_init", "S", "pipe_init", ("dir_mask", "slot_size"), {"dir_mask": "int", "slot_size": "int"},
+            dtype="none", cost=_ONE))
+
 CUBE_FAMILIES = ("cube_copy", "fix", "mmad")
 
 VECTOR_FAMILIES = ("binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv")

@@ -76,6 +76,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VfFuseLaunchesPass
 
+    def resolve_reserved_buffers():
+        from pto_compiler.passes.resolve_reserved_buffers import ResolveReservedBuffersPass
+
+        return ResolveReservedBuffersPass
+
     def inline_calls():
         from pto_compiler.passes.inline_calls import InlineCallsPass
 
@@ -92,4 +97,4 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,
             "a2a3-complete-barriers": complete_barriers, "pto-lower-vf": lower_vf,
             "vf-fuse-launches": vf_fuse_launches, "vf-loop-order": vf_loop_order, "vf-pairwise-fold": vf_pairwise_fold,
-            "vf-multi-accumulator": vf_multi_accumulator}
+            "vf-multi-accumulator": vf_multi_accumulator, "pto-resolve-reserved-buffers": resolve_reserved_buffers}

@@ -93,6 +93,7 @@ from pto_compiler.dialects import a2a3, pto
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import elementwise as E
+from pto_compiler.runtime import pipes
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
     canonical_dtype, is_const,
@@ -345,7 +346,7 @@ class _FnLowering:
         self.vals: dict = {}
         self.body: list = []
         self.mask = FULL
-        self.names: set = {"block_idx", "block_num"}
+        self.names: set = {"block_idx", "block_num", "subblock_idx", "subblock_num"}
         self.counter = 0
         self.origin: Origin | None = None
         self.op: Operation | None = None
@@ -775,17 +776,16 @@ class _FnLowering:
             else:
                 src.addr = addr
             return
-        if name in ("pto.get_block_idx", "pto.get_block_num"):
+        if name in ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK):
             # the launch's values: kept as ops, read as the predefined registers
-            reg = "block_idx" if name == "pto.get_block_idx" else "block_num"
+            reg = name.removeprefix("pto.get_")
             if self.lowering:
                 self.leaf(op.results[0], reg)
             else:
                 self.vals[op.results[0]] = Var(reg)
             return
-        if name in pto.SUBBLOCK:
-            self.vals[op.results[0]] = pto.SUBBLOCK[name]
-            return
+        if name in pipes.INIT_OPS or name in pipes.BUFFER_OPS:
+            return lower_cube.lower_pipe_setup(self, op)
         if name in pto.EVENTID_ARRAY_OPS:
             return self.lower_eventid_array(op)
         if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
@@ -1015,6 +1015,8 @@ class _FnLowering:
             Rewriter.erase_op(op)
 
     def lower_tile_op(self, op: pto.TileOp):
+        if op.name in pipes.PIPE_OPS:
+            return self.emit_tile_op(op)
         if op.res and not op.outs:
             self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
         if isinstance(op, pto.OpaqueTileOp) or not type(op).HAS_SEMANTICS:
@@ -1026,6 +1028,9 @@ class _FnLowering:
     def emit_tile_op(self, op: pto.TileOp):
         """The instructions of one tile op by its family's rule: lowering, as a pattern rewrite that
         replaces the op; else appended to the program (the ascend950 emission of DMA ops)."""
+        if op.name in pipes.PIPE_OPS:
+            lower_cube.lower_pipe_op(self, op)
+            return self.lowered(op)
         if not self.lowering:
             rule = next((r for family, r in _FAMILY_RULES.items() if isinstance(op, family)), None)
             if rule is None:

@@ -28,8 +28,10 @@ CUBE_LOCS = frozenset(("mat", "left", "right", "acc", "bias", "scaling"))
 
 
 def is_cube_op(op) -> bool:
-    """A tile op the cube rules lower (it touches a cube-side tile)."""
-    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)):
+    """A tile op the cube rules lower (it touches a cube-side tile, or is a cube<->vector pipe op)."""
+    from pto_compiler.runtime.pipes import PIPE_OPS
+
+    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS:
         return True
     return isinstance(op, (pto.MoveOp, pto.LoadOp, pto.StoreOp)) and any(
         isinstance(v.type, pto.TileBufType) and v.type.loc.data in CUBE_LOCS for v in (*op.ins, *op.outs))
@@ -172,6 +174,51 @@ def tile_matmul(low, op) -> None:
     if bias is not None:
         args.update(_local("bias", bias))
     low.emit("mmad_bias" if bias is not None else "mmad", c.dtype, **args)
+
+
+def lower_pipe_setup(low, op) -> None:
+    """``aic/aiv_initialize_pipe``: ``pipe_init`` (S) configures the core's FIFOs; the buffer ops
+    stay (their value, the slot base, is an address the pipe does not need)."""
+    from pto_compiler.runtime.pipes import BUFFER_OPS
+
+    if op.name in BUFFER_OPS:
+        low.vals[op.results[0]] = _int_attr(op, "base") or 0
+        return
+    low.emit("pipe_init", dir_mask=_int_attr(op, "dir_mask") or 0, slot_size=_int_attr(op, "slot_size") or 0)
+    low.lowered(op)
+
+
+def _int_attr(op, key: str) -> int | None:
+    from xdsl.dialects.builtin import IntegerAttr
+
+    a = op.attributes.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else None
+
+
+def lower_pipe_op(low, op) -> None:
+    """tpush / tpop (destination style, after pto-resolve-reserved-buffers) / tfree -> one
+    instruction: ``tpush_cc`` (FIX, out of L0C) or ``tpush_ub`` (MTE3, out of UB), ``tpop_ub`` /
+    ``tpop_cbuf`` (MTE2, into the slot tile), ``tfree`` (S)."""
+    from pto_compiler.runtime.pipes import PIPE_OPS
+
+    direction, action = PIPE_OPS[op.name]
+    split = _int_attr(op, "split") or 0
+    if action == "free":
+        low.emit("tfree", dir=direction, split=split)
+        return
+    if action == "pop" and not op.outs:
+        low.fail("pops into no tile: run pto-resolve-reserved-buffers (it gives the pop its slot)")
+    t = _cube_tile(low, op.ins[0] if action == "push" else op.outs[0])
+    rows, cols = _region(low, t)
+    loc = t.t.loc.data
+    want = {("c2v", "push"): ("acc",), ("v2c", "push"): ("vec",), ("c2v", "pop"): ("vec",),
+            ("v2c", "pop"): ("mat",)}[(direction, action)]
+    if loc not in want:
+        low.fail(f"{'pushes' if action == 'push' else 'pops'} a loc={loc} tile; the {direction.upper()} "
+                 f"{action} takes loc={want[0]} (pto-isa TPUSH/TPOP: Acc -> Vec, Vec -> Mat)")
+    opcode = {"acc": "tpush_cc", "mat": "tpop_cbuf"}.get(loc) or ("tpush_ub" if action == "push" else "tpop_ub")
+    side = "src" if action == "push" else "dst"
+    low.emit(opcode, t.dtype, **_local(side, t), rows=rows, cols=cols, split=split)
 
 
 RULES = ((pto.MatmulOp, tile_matmul), (pto.SubTileOp, tile_move), (pto.MoveOp, tile_move),

@@ -70,6 +70,7 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import location_of, op_error
 from pto_compiler.dialects import pto
+from pto_compiler.runtime.pipes import PIPE_OPS
 from pto_compiler.passes.tile_access import (
     UB_ADDR,
     constant_int,
@@ -227,7 +228,7 @@ class _Planner:
                 if isinstance(op, pto.TileOp) and any(isinstance(r.type, pto.TileType) for r in op.res):
                     raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-plan-memory")
                 for r in op.results:
-                    if self.mine(r):
+                    if self.mine(r) and op.name not in PIPE_OPS:  # a pipe slot: pto-resolve-reserved-buffers
                         raise op_error(op, "defines a tile buffer that pto-plan-memory cannot place yet")
         # link carried values
         for op in self.fn.body.walk():

@@ -31,6 +31,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.pto import constant_int
+from pto_compiler.runtime.pipes import PIPE_OPS
 
 PIPE_S = "PIPE_S"
 PIPE_V = "PIPE_V"
@@ -46,6 +47,12 @@ CUBE_MOVES = {("mat", "left"): "load_cbuf_to_ca", ("mat", "right"): "load_cbuf_t
               ("acc", "vec"): "fixpipe_cc_to_ubuf", ("vec", "mat"): "copy_ubuf_to_cbuf"}
 """(src loc, dst loc) of a tmov / textract / tinsert touching the cube -> its instruction (the
 a2a3 OPCODES row, which names the pipe)."""
+
+PIPE_OP_PIPES = {("c2v", "push"): "PIPE_FIX", ("v2c", "push"): PIPE_MTE3, ("c2v", "pop"): PIPE_MTE2,
+                 ("v2c", "pop"): PIPE_MTE2, ("c2v", "free"): None, ("v2c", "free"): None}
+"""The cube<->vector pipe ops (runtime/pipes.py): a push reads its tile on the pipe that moves it
+out (L0C through the fixpipe, UB on MTE3), a pop writes its slot on MTE2 (A2/A3's TPOP is a GM ->
+local DMA, PTOAS's insert-sync puts MTE2 -> V / MTE1 after it), a free touches no tile."""
 
 UB_ADDR = "ub_addr"
 """Attribute pto-plan-memory sets on every vec ``pto.alloc_tile``: i64 byte address in UB."""
@@ -101,6 +108,8 @@ def pipe_of(op: Operation) -> str | None:
     opcode = cube_move_opcode(op)
     if opcode is not None:
         return f"PIPE_{a2a3.OPCODES[opcode].pipe}"
+    if op.name in PIPE_OPS:
+        return PIPE_OP_PIPES[PIPE_OPS[op.name]]
     if isinstance(op, pto.TileOp) or op.name == "vf.call":
         return PIPE_V
     if isinstance(op, pto.GenericPtoOp) and (op.name in _SCALAR_READ | _SCALAR_WRITE or any(

@@ -288,13 +288,13 @@ def run(program, inputs: dict, *, blocks: int = 1, max_steps: int | None = None,
 
 @_boundary
 def reference(module, inputs: dict, *, entry: str | None = None, blocks: int = 1,
-              max_steps: int | None = None) -> dict:
+              max_steps: int | None = None, target: Target | str | None = None) -> dict:
     """The golden model's outputs (GM outputs by name, then ``resultN``) on ``inputs``, checked as
     :func:`run` checks them (:func:`make_inputs` fills in seeded ones); ``max_steps`` bounds it as
     it bounds :func:`run`."""
     from pto_compiler import pipeline
 
-    return pipeline.golden_outputs(module, inputs, entry, blocks, max_steps)
+    return pipeline.golden_outputs(module, inputs, entry, blocks, max_steps, target_of(module, target).name)
 
 
 @dataclass
@@ -334,7 +334,7 @@ def check(module, target: Target | str | None = None, inputs: dict | None = None
     with times.phase("execute"):
         res = run(program, {**pipeline.gm_inputs(values), **scalars}, blocks=blocks, max_steps=max_steps)
     with times.phase("golden"):
-        want = reference(module, values, entry=entry, blocks=blocks, max_steps=max_steps)
+        want = reference(module, values, entry=entry, blocks=blocks, max_steps=max_steps, target=target)
     with times.phase("compare"):
         complete = all(f.kind in ("race", "sync") for f in res.findings)
         comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, entry)) if complete else []

@@ -72,6 +72,12 @@ def _make_pass(name: str, target: Target, manual: bool):
     return cls(**kwargs)
 
 
+def is_mixed(module) -> bool:
+    from pto_compiler.runtime.pipes import is_mixed
+
+    return is_mixed(module)
+
+
 def has_calls(module) -> bool:
     from xdsl.dialects import func
 
@@ -95,6 +101,8 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
     names += ["pto-inline-calls"] if has_calls(module) else []
     names += ["pto-bufferize"] if _has_l1(module) else []
     names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
+    if is_mixed(module):  # the pipe's slot buffers, once the tiles are placed
+        names.insert(names.index("pto-plan-memory") + 1, "pto-resolve-reserved-buffers")
     if stop_after == "placed":
         return names
     if target.has_vf:
@@ -126,6 +134,8 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     times = times or HostTimes()
     from pto_compiler.verify import verified
 
+    if stop_after in (None, "program") and is_mixed(module) and AGENT_ATTR not in module.attributes:
+        return _compile_agents(module, target, entry, manual, scalars, vf_opt, insert_sync, times, observe)
     names = pass_names(module, target, stop_after, vf_opt, insert_sync)
     if not verified(module, target):  # ptoc has verified this very module already
         with times.pass_("verify"):
@@ -160,6 +170,31 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         observe("a2a3-complete-barriers", module)
     with times.phase("emit"):
         return lower_a2a3.program_of(module, target, entry, scalars)
+
+
+AGENT_ATTR = "ptoc.agent"
+"""Marks the module of one core of a mixed kernel (runtime/pipes.py ``agent_plans``)."""
+
+
+def _compile_agents(module, target: Target, entry, manual, scalars, vf_opt, insert_sync, times, observe):
+    """A mixed kernel: each core's part through the whole pipeline, one program per core kind
+    (runtime/pipes.py ``AgentsProgram``; the executor runs them concurrently)."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from pto_compiler import api
+    from pto_compiler.runtime import pipes
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.verify import verified
+
+    if not verified(module, target):
+        api.verify(module, target)
+    plans = pipes.agent_plans(module, golden.select_entry(module, entry))
+    programs = []
+    for plan in plans:
+        plan.module.attributes[AGENT_ATTR] = StringAttr(plan.kind)
+        programs.append(compile_module(plan.module, target, plan.root, manual=manual, scalars=scalars,
+                                       vf_opt=vf_opt, insert_sync=insert_sync, times=times, observe=observe))
+    return pipes.agents_program(plans, programs, target.name)
 
 
 def _reject_memref_form(module) -> None:
@@ -341,7 +376,7 @@ def gm_inputs(values: dict) -> dict:
 
 
 def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1,
-                   max_steps: int | None = None) -> dict:
+                   max_steps: int | None = None, target: str | None = None) -> dict:
     """The golden model's outputs for ``--run``: the kernel evaluated once per block, in turn, on
     one GM, as the executor runs it."""
     from pto_compiler.runtime import reference as golden
@@ -349,7 +384,8 @@ def golden_outputs(module, values: dict, entry: str | None = None, blocks: int =
     current = dict(values)
     out: dict = {}
     for b in range(blocks):
-        out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks, max_steps=max_steps)
+        out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks, max_steps=max_steps,
+                              target=target)
         for name, arr in out.items():
             if name in current and not name.startswith("result"):
                 current[name] = arr

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import cube_exec
+from . import cube_exec, pipes
 from . import elementwise as ew
 from .hazards import Footprint, HazardLog, Record
 from .loop_batch import BATCHED as _BATCHED, run_loop
@@ -418,6 +418,10 @@ class _Machine:
         """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
         self.tape = None
         """While loop_batch.py records a trip: [(dyn, pipe, accesses, vectorised)] as executed."""
+        self.subblock = (0, 1)
+        """(get_subblock_idx, get_subblock_num) of the core this machine is."""
+        self.agent_pipe = None
+        """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -460,25 +464,31 @@ class _Machine:
     # -- running -----------------------------------------------------------------------------
     def run(self):
         for b in range(self.blocks):
-            self.block = b
-            self.env = {"block_idx": b, "block_num": self.blocks}
-            self.env.update(self.arg_scalars)
-            if b:
-                self.ub.fill(self.ub_init & 0xFF)
-                if self.ub_image is not None:
-                    self.ub[: self.ub_image.size] = self.ub_image
-                for name, mem in self.local.items():
-                    if name != "UB":
-                        mem.fill(0)
-                self.log.reset()  # fresh on-chip memories; GM conflicts across blocks: gm_shadow
-            self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-            order = (_MTE3, _MTE2, _V) if self.schedule == "reverse" else (_V, _MTE2, _MTE3)
-            self.queues = {p: deque() for p in (*order, *range(_MTE3 + 1, _NP))}
-            self.flags: dict = {}
-            self.ctx: tuple = ()
-            self._body(self.p.body)
-            self._drain_or_deadlock(None)
-            self._unwaited_flags()
+            self.run_block(b)
+
+    def run_block(self, b: int):
+        """Block ``b`` (one core; a mixed kernel's agents each run their core's program:
+        runtime/pipes.py sets ``subblock``)."""
+        self.block = b
+        self.env = {"block_idx": b, "block_num": self.blocks, "subblock_idx": self.subblock[0],
+                    "subblock_num": self.subblock[1]}
+        self.env.update(self.arg_scalars)
+        if b:
+            self.ub.fill(self.ub_init & 0xFF)
+            if self.ub_image is not None:
+                self.ub[: self.ub_image.size] = self.ub_image
+            for name, mem in self.local.items():
+                if name != "UB":
+                    mem.fill(0)
+            self.log.reset()  # fresh on-chip memories; GM conflicts across blocks: gm_shadow
+        self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
+        order = (_MTE3, _MTE2, _V) if self.schedule == "reverse" else (_V, _MTE2, _MTE3)
+        self.queues = {p: deque() for p in (*order, *range(_MTE3 + 1, _NP))}
+        self.flags: dict = {}
+        self.ctx: tuple = ()
+        self._body(self.p.body)
+        self._drain_or_deadlock(None)
+        self._unwaited_flags()
 
     def _unwaited_flags(self):
         """A set_flag nothing waited for by the kernel's end: the event stays pending on the
@@ -705,6 +715,8 @@ class _Machine:
             self._bounds(d, acc)
         if not self.check:
             return
+        if self.agent_pipe is not None:
+            pipes.check_gm_across_cores(self, d, accs)
         tok = self._token(p, d)
         if self.tape is not None:
             self.tape[-1][4] = tok
@@ -1378,7 +1390,7 @@ _HANDLERS = {
     "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
     "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block,
-    **cube_exec.HANDLERS,
+    **cube_exec.HANDLERS, **pipes.HANDLERS,
     "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
 
@@ -1428,6 +1440,10 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule '{schedule}' (choose from {', '.join(SCHEDULES)})")
+    if isinstance(program, pipes.AgentsProgram):  # cube and vector cores run concurrently
+        return pipes.execute_agents(program, inputs, scalars, blocks=blocks, check=check,
+                                    raise_on_findings=raise_on_findings, ub_init=ub_init, trace=trace,
+                                    max_races=max_races, max_steps=max_steps, schedule=schedule)
     tname = target or program.target
     t = lookup_target(tname)
     if t is None:

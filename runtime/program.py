@@ -44,7 +44,8 @@ then one instruction per line::
 * ``set_flag MTE2->V id=0`` / ``wait_flag MTE2->V id=0`` (set_flag is in the source pipe's
   column, wait_flag in the destination pipe's), ``pipe_barrier V`` (``ALL`` for PIPE_ALL,
   printed in the ``S`` column).
-* Scalar registers are global and untyped (a number); ``%block_idx`` and ``%block_num`` are
+* Scalar registers are global and untyped (a number); ``%block_idx``, ``%block_num``,
+  ``%subblock_idx`` and ``%subblock_num`` are
   predefined (also readable with ``get_block_idx``/``get_block_num``).  Operands are evaluated
   when the scalar unit issues the instruction.
 * The trailing comment ``; FILE:LINE:COL OPNAME`` is the origin: the tile op the instruction
@@ -978,7 +979,7 @@ def check_program(p: Program) -> list[tuple[object, str]]:
     gm = {g.name for g in p.gm_args}
     scalars = {s.name for s in p.scalar_args}
     # Scalar registers are global: one set, filled in program order.
-    _check_body(p.body, gm, scalars | {"block_idx", "block_num"}, problems)
+    _check_body(p.body, gm, scalars | {"block_idx", "block_num", "subblock_idx", "subblock_num"}, problems)
     return problems
 
 

@@ -109,6 +109,7 @@ from pto_compiler.diagnostics import Diagnostic, PtocError, format_diagnostic, l
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
+from pto_compiler.runtime import pipes
 from pto_compiler.passes.tile_access import tile_reads
 from pto_compiler.targets import TARGETS
 
@@ -318,6 +319,9 @@ def select_entry(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
     public = [f for f in funcs if getattr(f.sym_visibility, "data", None) != "private"]
     if len(public) == 1:  # PTOAS: the private functions are helpers of the one public kernel
         return public[0]
+    pair = pipes.peer_pair(module)
+    if pair is not None:  # a cube and a vector kernel linked by a pipe: they run together
+        return pair[0]
     raise usage_error("the module has several functions (" + ", ".join(_fname(f) for f in funcs)
                       + ") and none is marked pto.entry; choose one with --entry")
 
@@ -658,6 +662,10 @@ class Evaluator:
         """The block's Unified Buffer bytes, made when the first tile is bound to an address."""
         self.ub_written: np.ndarray | None = None
         """Per UB byte: some tile op wrote it."""
+        self.pipe = None
+        """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
+        self.subblock = (pto.SUBBLOCK["pto.get_subblock_idx"], pto.SUBBLOCK["pto.get_subblock_num"])
+        """What ``get_subblock_idx`` / ``get_subblock_num`` read."""
         self.warned: set = set()
         """Ops already warned about (a read of a tile nothing wrote: once per op, not per trip)."""
 
@@ -711,9 +719,11 @@ class Evaluator:
             raise op_error(op, str(e)) from None
 
     def _eval_op(self, op: Operation, env: dict) -> None:
+        name = op.name
+        if name in pipes.PIPE_OPS or name in pipes.INIT_OPS or name in pipes.BUFFER_OPS:
+            return pipes.golden_pipe_op(self, op, env)
         if isinstance(op, pto.TileOp):
             return self.eval_tile_op(op, env)
-        name = op.name
         if name.startswith("arith."):
             try:
                 results = _eval_arith(op, env)
@@ -782,8 +792,9 @@ class Evaluator:
             env[op.results[0]] = self.block[name == "pto.get_block_num"]
             return
         if name in pto.SUBBLOCK:
-            env[op.results[0]] = pto.SUBBLOCK[name]
+            env[op.results[0]] = self.subblock[name == "pto.get_subblock_num"]
             return
+
         if name in pto.EVENTID_ARRAY_OPS:
             return self.eval_eventid_array(op, env)
         raise op_error(op, "has no semantics in ptoc yet")
@@ -895,14 +906,7 @@ class Evaluator:
         handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
         if handler is None:
             raise op_error(op, "has no semantics in ptoc yet")
-        for v in tile_reads(op):
-            t = env.get(v)
-            if isinstance(t, Tile) and not self.holds_data(t) and op not in self.warned:
-                self.warned.add(op)  # legal code (PTOAS's samples do it), but its values mean nothing
-                filename, line, col = location_of(op)
-                sys.stderr.write(format_diagnostic(Diagnostic(
-                    f"'{op.name}' op reads {value_name(v)}, which nothing has written: its contents are undefined",
-                    filename, line, col, severity="warning")) + "\n")
+        self.warn_unwritten(op, tile_reads(op), env)
         handler(self, op, env)
         for r in op.res:
             t = env.get(r)
@@ -914,6 +918,16 @@ class Evaluator:
                 t.written = True
                 if t.ub_at is not None:
                     self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+
+    def warn_unwritten(self, op: Operation, values, env: dict) -> None:
+        for v in values:
+            t = env.get(v)
+            if isinstance(t, Tile) and not self.holds_data(t) and op not in self.warned:
+                self.warned.add(op)  # legal code (PTOAS's samples do it), but its values mean nothing
+                filename, line, col = location_of(op)
+                sys.stderr.write(format_diagnostic(Diagnostic(
+                    f"'{op.name}' op reads {value_name(v)}, which nothing has written: its contents are undefined",
+                    filename, line, col, severity="warning")) + "\n")
 
     def holds_data(self, t: Tile) -> bool:
         """Something wrote the tile (a tile placed by hand: some of its bytes, through any name)."""
@@ -1313,7 +1327,8 @@ def check_inputs(module: ModuleOp, inputs: Mapping[str, object], entry: str | No
 
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
-             block_idx: int = 0, block_num: int = 1, max_steps: int | None = None) -> dict[str, np.ndarray]:
+             block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
+             target: str | None = None) -> dict[str, np.ndarray]:
     """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
     by name (GM outputs, then ``resultN``).  More than ``max_steps`` ops evaluated plus loop trips
     (default: the executor's ``--max-steps`` default) is a usage error (exit 2).
@@ -1328,6 +1343,11 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS  # one default for both models
 
         max_steps = DEFAULT_MAX_STEPS
+    if pipes.is_mixed(module):  # cube and vector cores talking through the pipe: concurrent agents
+        from pto_compiler.api import target_of
+
+        return pipes.evaluate_agents(module, inputs, fn, block_idx, block_num, max_steps,
+                                     target_of(module, target).name)
     ev = Evaluator(module, block_idx, block_num, max_steps)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)

@@ -1,0 +1,175 @@
+"""Mixed cube/vector kernels (runtime/pipes.py): the AIC and its AIV sub-blocks run concurrently and
+talk through the pipe (tpush_to_aiv / tpop_from_aic, tpush_to_aic / tpop_from_aiv, tfree_*).
+
+Each expected output is plain NumPy written here from the pages' split rules (TILE_UP_DOWN: sub-block
+s gets rows [s*R/2, (s+1)*R/2); TILE_LEFT_RIGHT: columns), never from the code under test.  A pop
+nothing feeds is a located deadlock on both models, GM shared across cores without a pipe hand-off a
+race, a reserve_buffer too small for its slots a located error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
+
+F32 = np.float32
+TARGETS = ("a2a3", "ascend950")
+
+HEAD = """module {
+  func.func @k(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %c: !pto.ptr<f32>, %o: !pto.ptr<f32>) attributes {pto.entry} {
+    func.call @k_cube(%a, %b) : (!pto.ptr<f16>, !pto.ptr<f16>) -> ()
+    func.call @k_vec(%c, %o) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    return
+  }
+"""
+
+CUBE = """  func.func private @k_cube(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>) attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %z = arith.constant 0 : i32
+    %imp = pto.import_reserved_buffer {name = "c2v", peer_func = @k_vec} -> i32
+    pto.aic_initialize_pipe {dir_mask = 1, slot_size = 2048} (c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %z : i32)
+    %av = pto.make_tensor_view %a, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf16>
+    %bv = pto.make_tensor_view %b, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf16>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x32xf16>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<32x32xf16>
+    %ma = pto.alloc_tile : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>
+    %mb = pto.alloc_tile : !pto.tile_buf<mat, 32x32xf16, blayout=col_major, slayout=row_major>
+    %l = pto.alloc_tile : !pto.tile_buf<left, 16x32xf16, slayout=row_major>
+    %r = pto.alloc_tile : !pto.tile_buf<right, 32x32xf16, slayout=col_major>
+    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x32xf16>) outs(%ma : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>)
+    pto.tload ins(%bp : !pto.partition_tensor_view<32x32xf16>) outs(%mb : !pto.tile_buf<mat, 32x32xf16, blayout=col_major, slayout=row_major>)
+    pto.tmov ins(%ma : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, slayout=row_major>) outs(%l : !pto.tile_buf<left, 16x32xf16, slayout=row_major>)
+    pto.tmov ins(%mb : !pto.tile_buf<mat, 32x32xf16, blayout=col_major, slayout=row_major>) outs(%r : !pto.tile_buf<right, 32x32xf16, slayout=col_major>)
+    pto.tmatmul ins(%l, %r : !pto.tile_buf<left, 16x32xf16, slayout=row_major>, !pto.tile_buf<right, 32x32xf16, slayout=col_major>) outs(%acc : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>)
+    pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>) {split = SPLIT}
+    return
+  }
+"""
+
+
+def vec_fn(split: int, pops: int = 1) -> str:
+    rows, cols = {1: (8, 32), 2: (16, 16)}[split]
+    t = f"!pto.tile_buf<vec, {rows}x{cols}xf32>"
+    row_off = "%sub8" if split == 1 else "%c0"
+    col_off = "%sub16" if split == 2 else "%c0"
+    pop = f"""    %p = pto.tpop_from_aic {{split = {split}}} -> {t}
+""" + "".join(f"""    %p{i} = pto.tpop_from_aic {{split = {split}}} -> {t}
+""" for i in range(1, pops))
+    return f"""  func.func private @k_vec(%c: !pto.ptr<f32>, %o: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c16 = arith.constant 16 : index
+    %cr = arith.constant {rows} : index
+    %cc = arith.constant {cols} : index
+    %c8_i64 = arith.constant 8 : i64
+    %c16_i64 = arith.constant 16 : i64
+    %z = arith.constant 0 : i32
+    %sb = pto.get_subblock_idx
+    %s8 = arith.muli %sb, %c8_i64 : i64
+    %sub8 = arith.index_cast %s8 : i64 to index
+    %s16 = arith.muli %sb, %c16_i64 : i64
+    %sub16 = arith.index_cast %s16 : i64 to index
+    %buf = pto.reserve_buffer {{name = "c2v", size = 16384, location = #pto.address_space<vec>, auto = true}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 2048}} (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)
+    %cv = pto.make_tensor_view %c, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %ov = pto.make_tensor_view %o, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %cp = pto.partition_view %cv, offsets = [{row_off}, {col_off}], sizes = [%cr, %cc] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<{rows}x{cols}xf32>
+    %op = pto.partition_view %ov, offsets = [{row_off}, {col_off}], sizes = [%cr, %cc] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<{rows}x{cols}xf32>
+    %x = pto.alloc_tile : {t}
+    %y = pto.alloc_tile : {t}
+    pto.tload ins(%cp : !pto.partition_tensor_view<{rows}x{cols}xf32>) outs(%x : {t})
+{pop}    pto.tadd ins(%x, %p : {t}, {t}) outs(%y : {t})
+    pto.tfree_from_aic {{split = {split}}}
+    pto.tstore ins(%y : {t}) outs(%op : !pto.partition_tensor_view<{rows}x{cols}xf32>)
+    return
+  }}
+}}
+"""
+
+
+def c2v_kernel(split: int, pops: int = 1) -> str:
+    return HEAD + CUBE.replace("SPLIT", str(split)) + vec_fn(split, pops)
+
+
+def c2v_inputs(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"a": rng.uniform(-2, 2, (16, 32)).astype(np.float16), "b": rng.uniform(-2, 2, (32, 32)).astype(np.float16),
+            "c": rng.uniform(-2, 2, (16, 32)).astype(F32), "o": np.zeros((16, 32), F32)}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("split", [1, 2])
+def test_c2v_split_matches_numpy(target, split):
+    """Each AIV gets its half (rows for up/down, columns for left/right) of the cube's acc tile;
+    together they write all of o = a @ b + c (f16 products summed in f32)."""
+    mod = api.parse(c2v_kernel(split))
+    ins = c2v_inputs()
+    want = ins["a"].astype(F32) @ ins["b"].astype(F32) + ins["c"]
+    res = api.check(mod, target, ins)
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    np.testing.assert_allclose(res.outputs["o"], want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(res.reference["o"], want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_pop_with_no_push_is_a_located_deadlock(target):
+    """Two pops, one push: the second pop waits forever on both AIVs; both models say where."""
+    text = c2v_kernel(1, pops=2)
+    mod = api.parse(text, "dead.pto")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "%p1 = pto.tpop_from_aic" in ln)
+    program = api.compile(mod, target)
+    res = api.run(program, {k: v for k, v in c2v_inputs().items()})
+    dead = [f for f in res.findings if f.kind == "deadlock"]
+    assert dead and all("waits forever" in str(f) for f in dead)
+    assert {f.origin.line for f in dead} == {line}
+    assert {"AIV0", "AIV1"} <= {w for f in dead for w in ("AIV0", "AIV1") if w in str(f)}
+    with pytest.raises(PtocError) as e:
+        api.reference(mod, c2v_inputs(), target=target)
+    assert f"dead.pto:{line}:" in str(e.value) and "deadlock" in str(e.value)
+
+
+def test_gm_shared_without_pipe_is_a_race():
+    """The cube stores its scores to GM and the vector core loads them with no pipe hand-off in
+    between: the cores run concurrently, so the load races the store."""
+    kernel = c2v_kernel(1).replace(
+        "    pto.tpush_to_aiv(%acc", "    pto.tstore ins(%acc : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, "
+        "slayout=row_major, fractal=1024>) outs(%cp0 : !pto.partition_tensor_view<16x32xf32>)\n"
+        "    pto.tpush_to_aiv(%acc")
+    kernel = kernel.replace('func.call @k_cube(%a, %b) : (!pto.ptr<f16>, !pto.ptr<f16>) -> ()',
+                            'func.call @k_cube(%a, %b, %c) : (!pto.ptr<f16>, !pto.ptr<f16>, !pto.ptr<f32>) -> ()')
+    kernel = kernel.replace('@k_cube(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>)',
+                            '@k_cube(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %c: !pto.ptr<f32>)')
+    kernel = kernel.replace("    %ma = pto.alloc_tile",
+                            "    %cv0 = pto.make_tensor_view %c, shape = [%c16, %c32], strides = [%c32, %c1] : "
+                            "!pto.tensor_view<?x?xf32>\n    %cp0 = pto.partition_view %cv0, offsets = [%c0, %c0], "
+                            "sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x32xf32>\n"
+                            "    %ma = pto.alloc_tile", 1)
+    res = api.run(api.compile(api.parse(kernel, "race.pto"), "a2a3"), c2v_inputs())
+    races = [f for f in res.findings if f.kind == "race" and "across cores" in str(f)]
+    assert races, [str(f) for f in res.findings]
+
+
+def test_reserve_buffer_too_small_is_located():
+    text = c2v_kernel(1).replace("size = 16384", "size = 4096")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.reserve_buffer" in ln)
+    with pytest.raises(PtocError) as e:
+        api.compile(api.parse(text, "small.pto"), "a2a3")
+    assert f"small.pto:{line}:" in str(e.value) and "2048 x 8" in str(e.value)
+
+
+def test_pop_of_the_wrong_shape_is_located():
+    """An up/down pop of a 16x32 tile must take 8x32: a 16x32 pop tile is refused by both models."""
+    text = c2v_kernel(1).replace("!pto.tile_buf<vec, 8x32xf32>", "!pto.tile_buf<vec, 16x32xf32>") \
+        .replace("%cr = arith.constant 8", "%cr = arith.constant 16").replace("size = 16384", "size = 32768")
+    mod = api.parse(text, "shape.pto")
+    with pytest.raises(PtocError) as e:
+        api.reference(mod, c2v_inputs())
+    assert "shape.pto:" in str(e.value) and "8x32" in str(e.value)
