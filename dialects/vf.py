@@ -1772,6 +1772,14 @@ class VfCallOp(IRDLOperation):
         return cls(name, [parser.resolve_operand(u, t) for u, t in zip(unresolved, ft.inputs.data)], attrs)
 
     def resolve(self) -> VfFuncOp | None:
+        from pto_compiler.verify import run_table
+
+        root = self
+        while root.parent_op() is not None:
+            root = root.parent_op()
+        symbols = run_table((VfSymbols, root), lambda: VfSymbols(root))
+        if symbols is not None:  # verifying: one table for the module's n calls, not n scans
+            return symbols.lookup(self, self.callee_name)
         return lookup_vf_func(self, self.callee_name)
 
     def verify_(self) -> None:

@@ -364,29 +364,57 @@ class _OpLowering:
         return out
 
     # ---- driver -----------------------------------------------------------------------------------
-    def run(self):
+    def run(self, built: dict | None = None):
+        """The vf.func and the vf.call.  ``built``: the functions built so far by
+        :meth:`body_key`; an op whose key is there gets a copy of that body (built once, copied
+        many times: a copy skips the builder and the construction-time verification)."""
         op = self.op
         fam = type(op).FAMILY
         handler = getattr(self, f"f_{fam}", None)
         if handler is None or not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
             raise _Unsupported("no rule for this instruction")
         plan = handler()      # registers the arguments, returns the body generator
-        b = _B(self.name, self.types)
-        b.fn.location = op.location
-        b.fn.attributes["tile_op"] = StringAttr(op.name)
-        args = b.fn.args
-        for k, a in zip(self.kargs, args):
-            if k.name_hint:
-                a.name_hint = k.name_hint
-        self.b = b
-        self.vals = {}
-        for k, a in zip(self.kargs, args):
-            self.vals[k] = _T(a, k.type) if isinstance(k.type, pto.TileLikeType) else a
-        plan()
-        fn = b.finish()
+        key = self.body_key() if built is not None else None
+        if key is not None and key in built:
+            fn = built[key].clone()
+            fn.properties["sym_name"] = StringAttr(self.name)
+        else:
+            fn = self.build(plan)
+            if key is not None:
+                built[key] = fn
+        fn.location = op.location
+        for k, a in zip(self.kargs, fn.args):
+            a.name_hint = k.name_hint
         call = vf.VfCallOp(self.name, list(self.kargs))
         call.location = op.location
         return fn, call
+
+    def build(self, plan) -> vf.VfFuncOp:
+        b = _B(self.name, self.types)
+        b.fn.attributes["tile_op"] = StringAttr(self.op.name)
+        self.b = b
+        self.vals = {}
+        for k, a in zip(self.kargs, b.fn.args):
+            self.vals[k] = _T(a, k.type) if isinstance(k.type, pto.TileLikeType) else a
+        plan()
+        return b.finish()
+
+    def body_key(self) -> tuple | None:
+        """What the body depends on when every VF argument is a tile (the families read the op's
+        name, attributes and operand types, and which operands are the same tile); None when
+        a scalar or run-time valid shape is passed (its defining op might be read)."""
+        if not all(isinstance(t, pto.TileLikeType) for t in self.types):
+            return None
+        op = self.op
+        position = {k: i for i, k in enumerate(self.kargs)}
+        key = (op.name, self.target.name, tuple(self.types), tuple(position.get(v, -1) for v in op.operands),
+               tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+               tuple(sorted(op.attributes.items())), tuple(sorted(op.properties.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def tile(self, v) -> _T:
         return self.vals[v]
@@ -915,6 +943,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
         if not fn.body.blocks:
             continue
         counter = 0
+        built: dict = {}
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
                 and type(op).FAMILY not in NOT_VF and not lower_cube.is_cube_op(op)]
@@ -925,7 +954,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
             name = f"{base}_{short}_{counter}"
             counter += 1
             try:
-                vfn, call = _OpLowering(op, name, target).run()
+                vfn, call = _OpLowering(op, name, target).run(built)
             except _Unsupported as e:
                 raise op_error(op, f"has no ascend950 lowering: {e}") from None
             except PtocError:

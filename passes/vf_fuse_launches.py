@@ -87,7 +87,9 @@ def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
 
 def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tuple[vf.VfFuncOp, list, list]:
     """The fused vf.func, its call operands and the first body's stores the second body's loads
-    now take from the register."""
+    now take from the register.  The ops of ``a.fn`` and ``b.fn`` move into it (the caller
+    erases both functions, or passes copies of those it keeps): moving a body costs nothing per
+    op, while a copy of every op per fusion made a chain of k fused launches cost k**2 op copies."""
     operands: list[SSAValue] = []
     for v in a_args + b_args:
         if v not in operands:
@@ -96,34 +98,44 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
     by_operand = dict(zip(a_args + b_args, types))
     fn = vf.VfFuncOp(name, [by_operand[v] for v in operands])
     new_args = dict(zip(operands, fn.args))
-    vm: dict = {p: new_args[v] for p, v in zip(a.fn.args, a_args)}
-    ops: list[Operation] = [o.clone(vm) for o in a.fn.block.ops]
-    loop = next(o for o in ops if isinstance(o, scf.ForOp))
-    vmb: dict = {p: new_args[v] for p, v in zip(b.fn.args, b_args)}
-    pre_b = [o.clone(vmb) for o in b.fn.block.ops if not isinstance(o, scf.ForOp)]
-    lb = loop.body.blocks[0]
-    ua, ub_ = _upd(loop), _upd(b.loop)
+    for p, v in [*zip(a.fn.args, a_args), *zip(b.fn.args, b_args)]:
+        _redirect(p, new_args[v])
+    ops = [o for o in a.fn.block.ops]
+    pre_b = [o for o in b.fn.block.ops if o is not b.loop]
+    for o in ops + pre_b:
+        o.detach()
+    lb = a.loop.body.blocks[0]
+    ua, ub_ = _upd(a.loop), _upd(b.loop)
     bb = b.loop.body.blocks[0]
-    vmb.update({bb.args[0]: lb.args[0], bb.args[1]: lb.args[1], ub_.res[0]: ua.res[0], ub_.res[1]: ua.res[1]})
+    _redirect(bb.args[0], lb.args[0])
+    _redirect(ub_.res[0], ua.res[0])  # ub_, its count argument and b's yield stay in b.loop
     stored = [o for o in lb.ops if isinstance(o, vf.StoreAlignOp)]
     forwarded: list[vf.StoreAlignOp] = []
     new = []
-    for o in bb.ops:
+    for o in list(bb.ops):
         if o is ub_ or isinstance(o, scf.YieldOp):
             continue
-        c = o.clone(vmb)
-        if isinstance(c, vf.LoadAlignOp):
-            s = _stored_chunk(stored, c)
-            if s is not None and s.mask is ua.res[0] and _masked_uses(o, ub_.res[0]):
-                vmb[o.res[0]] = s.value
+        o.detach()
+        if isinstance(o, vf.LoadAlignOp):
+            s = _stored_chunk(stored, o)
+            if s is not None and s.mask is ua.res[0] and _masked_uses(o, ua.res[0]):
+                _redirect(o.res[0], s.value)
                 if s not in forwarded:  # the second body may load the stored chunk more than once
                     forwarded.append(s)
-                c.erase()
+                o.erase()
                 continue
-        new.append(c)
+        new.append(o)
     lb.insert_ops_before(new, lb.last_op)
     fn.block.add_ops(pre_b + ops)
     return fn, operands, forwarded
+
+
+def _redirect(old: SSAValue, new: SSAValue) -> None:
+    """Every use of ``old`` reads ``new``, whose name stays as it was (xDSL's
+    replace_all_uses_with would give an unnamed ``new`` the name of ``old``)."""
+    hint = new.name_hint
+    old.replace_all_uses_with(new)
+    new.name_hint = hint
 
 
 def _stored_chunk(stored: list, load: vf.LoadAlignOp) -> vf.StoreAlignOp | None:
@@ -185,12 +197,19 @@ class VfFuseLaunchesPass(ModulePass):
 
 class _Fuser:
     """One run of the pass: the module's vf.funcs by name (:class:`vf.VfSymbols`), the launches
-    per VF (a VF with none is erased) and the tiles' last uses, each gathered once."""
+    per VF (a VF with none is erased), the tiles' last uses and each VF's loop (:func:`_flat`),
+    each gathered once."""
 
     def __init__(self, module: ModuleOp):
         self.symbols = vf.VfSymbols(module)
         self.launches = Counter(c.callee_name for c in module.walk() if isinstance(c, vf.VfCallOp))
         self.uses = _Uses(module)
+        self.flats: dict[vf.VfFuncOp, _Flat | None] = {}
+
+    def flat(self, fn: vf.VfFuncOp | None) -> _Flat | None:
+        if fn not in self.flats:
+            self.flats[fn] = _flat(fn)
+        return self.flats[fn]
 
     def run(self, calls: list[vf.VfCallOp]) -> None:
         i = 0
@@ -217,14 +236,20 @@ class _Fuser:
             second = second.next_op
         if second is None:
             return None
-        a = _flat(self.symbols.lookup(first, first.callee_name))
-        b = _flat(self.symbols.lookup(second, second.callee_name))
+        fa, fb = self.symbols.lookup(first, first.callee_name), self.symbols.lookup(second, second.callee_name)
+        a, b = self.flat(fa), self.flat(fb)
         if a is None or b is None or a.key != b.key:
             return None
-        name = f"{a.fn.sym_name.data}_{b.fn.sym_name.data}"
+        name = f"{fa.sym_name.data}_{fb.sym_name.data}"
+        # the bodies move into the fused function: a function launched elsewhere too gives a copy
+        a, b = (f if self.launches[f.fn.sym_name.data] == 1 else _flat(f.fn.clone()) for f in (a, b))
         fn, operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
-        a.fn.parent_block().insert_op_before(fn, a.fn)
+        fa.parent_block().insert_op_before(fn, fa)
+        for f in (a.fn, b.fn):
+            if f is not fa and f is not fb:
+                f.erase()  # a copy's shell: drop its uses of the values that moved
         self.symbols.add(fn)
+        self.flats[fn] = _Flat(fn, a.loop, a.key)  # what _flat(fn) finds: a's loop, now with b's body
         block = second.parent_block()
         call = last = vf.VfCallOp(name, operands)
         block.insert_op_before(last, second)
@@ -243,9 +268,10 @@ class _Fuser:
             if self.uses.dead_after(call, operands[list(fn.args).index(st.tile)]):
                 st.parent_block().erase_op(st)
         self.launches[name] += 1
-        for f in (a.fn, b.fn):
+        for f in (fa, fb):
             self.launches[f.sym_name.data] -= 1
             if not self.launches[f.sym_name.data]:
                 self.symbols.remove(f)
+                self.flats.pop(f, None)
                 f.parent_block().erase_op(f)
         return call

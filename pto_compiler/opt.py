@@ -220,13 +220,14 @@ def _verify_located(callback):
 
     def verify_then(previous, module, next_pass) -> None:
         from pto_compiler.diagnostics import PtocError
-        from pto_compiler.verify import op_diagnostics
+        from pto_compiler.verify import op_diagnostics, unchanged_ir
 
         diags = op_diagnostics(module)
         if diags:
             raise PtocError(diags)
         if callback is not None:
-            callback(previous, module, next_pass)
+            with unchanged_ir():  # xDSL's module.verify()
+                callback(previous, module, next_pass)
 
     return verify_then
 
