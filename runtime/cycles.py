@@ -241,6 +241,43 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
+_YIELD, _VF, _SCALAR = range(3)
+
+
+class _Decoded:
+    """What the VF timer needs of one op, read once (values by ``id``: xDSL hashes in Python)."""
+    __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
+                 "su_events")
+
+    def __init__(self, op):
+        name = op.name
+        self.key = id(op)
+        self.ins = tuple(id(v) for v in op.operands)
+        self.outs = tuple(id(r) for r in op.results)
+        self.kind = _YIELD if name == "scf.yield" else _VF if name.startswith("vf.") else _SCALAR
+        self.unit = _VF_UNIT.get(name, "EX")
+        self.occ = _VF_OCC.get(name)
+        self.lat = _VF_LAT.get(name, "lat_other")
+        self.counter = "rvec" + {"MSK": "ex"}.get(self.unit, self.unit.lower())
+        self.cycles = VF_EVENT_CYCLES.get(name, 1)
+        self.loop = id(op.parent_op()) if self.kind == _YIELD else None
+        if name == "scf.for":
+            body = op.body.blocks[0]
+            self.ins = tuple(id(v) for v in op.iter_args)
+            self.args = tuple(id(a) for a in body.args)
+            innermost = not any(o.name == "scf.for" for o in body.ops)
+            top = op.parent_op() is not None and op.parent_op().name == "vf.func"
+            scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
+            self.su_events = (innermost or top) + scalars
+
+
+def _decoded(op) -> _Decoded:
+    d = getattr(op, "_vft", None)
+    if d is None:
+        d = op._vft = _Decoded(op)
+    return d
+
+
 class _VfTimer:
     def __init__(self, P: dict):
         self.P = P
@@ -271,51 +308,52 @@ class _VfTimer:
 
     def enter(self, op) -> None:
         P, c = self.P, self.c
+        d = _decoded(op)
         c["rveclp"] += P["rveclp"]
-        body = op.body.blocks[0]
-        innermost = not any(o.name == "scf.for" for o in body.ops)
-        top = op.parent_op() is not None and op.parent_op().name == "vf.func"
-        scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
-        c["rvecsu"] += P["rvecsu"] * ((innermost or top) + scalars)
+        c["rvecsu"] += P["rvecsu"] * d.su_events
         self.front += P["loop_entry"]
-        self.pend[op] = [self.ready.get(v, 0.0) for v in op.iter_args]
+        self.pend[d.key] = [self.ready.get(v, 0.0) for v in d.ins]
 
     def trip(self, op) -> None:
-        args = op.body.blocks[0].args
-        self.ready[args[0]] = self.front
-        for a, t in zip(args[1:], self.pend[op]):
-            self.ready[a] = t
+        d = _decoded(op)
+        ready = self.ready
+        ready[d.args[0]] = self.front
+        for a, t in zip(d.args[1:], self.pend[d.key]):
+            ready[a] = t
 
     def exit(self, op) -> None:
-        for r, t in zip(op.results, self.pend.pop(op)):
+        d = _decoded(op)
+        for r, t in zip(d.outs, self.pend.pop(d.key)):
             self.ready[r] = t
 
     def op(self, op) -> None:
         ready = self.ready
-        name = op.name
-        if name == "scf.yield":
-            loop = op.parent_op()
-            if loop in self.pend:
-                self.pend[loop] = [ready.get(v, 0.0) for v in op.operands]
-        elif name.startswith("vf."):
+        d = _decoded(op)
+        if d.kind == _YIELD:
+            if d.loop in self.pend:
+                self.pend[d.loop] = [ready.get(v, 0.0) for v in d.ins]
+        elif d.kind == _VF:
             P = self.P
             self.front += self.step
-            t = max([self.front] + [ready.get(v, 0.0) for v in op.operands])
+            t = self.front
+            for v in d.ins:
+                t = max(t, ready.get(v, 0.0))
             issued = self.issued
             if len(issued) >= self.window:
                 t = max(t, issued[-self.window])
-            unit = _VF_UNIT.get(name, "EX")
-            occ = P[_VF_OCC[name]] if name in _VF_OCC else 1.0
-            t = _first_free(*self.busy[unit], t, occ, self.front)
+            occ = P[d.occ] if d.occ else 1.0
+            t = _first_free(*self.busy[d.unit], t, occ, self.front)
             issued.append(t)
-            done = t + P[_VF_LAT.get(name, "lat_other")]
-            for r in op.results:
+            done = t + P[d.lat]
+            for r in d.outs:
                 ready[r] = done
             self.end = max(self.end, done, t + occ)
-            self.c["rvec" + {"MSK": "ex"}.get(unit, unit.lower())] += VF_EVENT_CYCLES.get(name, 1)
+            self.c[d.counter] += d.cycles
         else:  # arith: scalar address and count arithmetic, ready with its operands
-            t = max([0.0] + [ready.get(v, 0.0) for v in op.operands])
-            for r in op.results:
+            t = 0.0
+            for v in d.ins:
+                t = max(t, ready.get(v, 0.0))
+            for r in d.outs:
                 ready[r] = t
 
     def loop(self, op, per_trip: list, trips: int) -> None:
@@ -323,9 +361,8 @@ class _VfTimer:
         from ..runtime.vf_executor import LOG_LOOP, LOG_OP
 
         self.enter(op)
-        body = op.body.blocks[0]
-        values = list(body.args) + [r for kind, o in per_trip if kind == LOG_OP for r in o.results]
-        values += [r for kind, x in per_trip if kind == LOG_LOOP for r in x[0].results]
+        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
+        values += [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
         snaps = [self._clocks(values)] if trips > STEADY_TRIPS + 1 else None
         for k in range(trips):
             if snaps is not None and len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:

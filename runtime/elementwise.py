@@ -603,7 +603,8 @@ def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:
     hi = int(b.max())
     if hi >= 0x7F800000:
         return False  # ±inf or NaN: line by line
-    lo = int((b - np.uint32(1)).min()) + 1  # the smallest nonzero (zeros wrap to the largest)
+    np.subtract(b, np.uint32(1), out=b)  # in place: one temporary for the whole certificate
+    lo = int(b.min()) + 1  # the smallest nonzero (zeros wrap to the largest)
     if lo > hi:
         return True  # all zero
     high = (hi >> 23) - 126            # |x| < 2**high
