@@ -235,7 +235,7 @@ def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if is_bf16(dtype) and x.dtype == np.float64:
         # ml_dtypes may go through f32 (double rounding): round exactly instead.
         return _round_float(x, dtype, "RINT")
-    r = x.astype(dtype)
+    r = x.astype(dtype, copy=False)  # x is a fresh result: no copy when it has the type already
     return _canon(r)
 
 

@@ -862,12 +862,13 @@ class _Machine:
         if addr % align:
             self.fail("align", f"{_desc(d)}: {what} address {_h(addr)} is not {align}-byte aligned", d)
 
-    def _vector(self, d: _Dyn, p: int, te, srcs, dst, compute, view_dtype, out_dtype=None):
+    def _vector(self, d: _Dyn, p: int, te, srcs, dst, compute, view_dtype, out_dtype=None, lanewise=False):
         """Generic vector step.
 
         srcs: list of (_SV, act or None, dtype, name); dst: (_SV, act or None, name); act: the
         active lanes ``(nrep, lanes)``.  compute(list of gathered (n, L) arrays, slice of
-        repeats) -> (n, Lo) results.
+        repeats) -> (n, Lo) results; ``lanewise``: compute maps lane to lane, so it takes the
+        operands in any shape shared by all of them (no slice).
         """
         dsv, dact, dname = dst
         out_dt = out_dtype or view_dtype
@@ -884,10 +885,13 @@ class _Machine:
                 sv.same(dsv) or not acc.fp.overlaps(dfp) for (sv, _, _, _), acc in zip(srcs, accs)):
             # every lane active, no source read after the destination overwrote it: NumPy views
             g = [self.ub_view(sv, ew.np_dtype(dt)) for sv, _, dt, _ in srcs]
+            dv = self.ub_view(dsv, ew.np_dtype(out_dt))
+            if lanewise and all(v.shape == dv.shape for v in g):  # any shape will do: no reshape
+                dv[...] = compute(g, None)
+                return
             g = [v.reshape(-1, sv.size // nrep) for v, (sv, _, _, _) in zip(g, srcs)]
             rows = nrep * (self.batch.n if self.batch is not None else 1)
             res = compute(g, slice(0, rows))
-            dv = self.ub_view(dsv, ew.np_dtype(out_dt))
             dv[...] = np.asarray(res).reshape(dv.shape)
             return
         assert self.batch is None, "loop_batch.py runs only vectorised instructions"
@@ -1083,7 +1087,7 @@ def _elementwise(m: _Machine, d: _Dyn, p: int, te):
         s = _scalar_value(m, d, a["scalar"], dt)
         compute = lambda g, rs: np.broadcast_to(s, (rs.stop - rs.start, lanes))  # noqa: E731
     try:
-        m._vector(d, p, te, srcs, (idx["dst"], act, "dst"), compute, dt)
+        m._vector(d, p, te, srcs, (idx["dst"], act, "dst"), compute, dt, lanewise=fam != "dup")
     except ew.ElementwiseError as ex:
         m.fail("invalid", f"{_desc(d)}: {ex}", d)
 

@@ -353,6 +353,8 @@ def _to_reg(values: np.ndarray) -> np.ndarray:
 
 
 def _merge(result, act, mode: str, old) -> np.ndarray:
+    if act.all():  # every lane active (the usual case): nothing to merge
+        return np.broadcast_to(result, np.broadcast_shapes(result.shape, act.shape[:-1] + (REG,)))
     keep = np.repeat(act, REG // act.shape[-1], axis=-1)
     return np.where(keep, result, old if mode == "MERGING" else np.uint8(0))
 
