@@ -831,6 +831,18 @@ class RowExpandBinaryOp(TileOp):
                                   "Mode 2 needs no broadcast buffer")
 
 
+def _row_major_pair(op: TileOp) -> tuple[TileLikeType, TileLikeType, TileLikeType]:
+    """(dst, src0, src1) of ``ins(src0, src1)``: one element type, all RowMajor."""
+    dst = _need_dst(op)
+    if len(op.ins) != 2:
+        raise VerifyException(f"expects ins(src0, src1), got {len(op.ins)} operands")
+    a, b = _tiles(op, 2, "two source tiles")[:2]
+    _same_dtype(dst, a, b, rule="dst, src0 and src1 must have the same element type")
+    for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):
+        _row_major(t, who)
+    return dst, a, b
+
+
 class ColExpandBinaryOp(TileOp):
     """TCOLEXPAND{ADD,...}: ``dst[i,j] = fn(src0[i,j], src1[0,j])`` (only src1 is expanded)."""
 
@@ -838,13 +850,7 @@ class ColExpandBinaryOp(TileOp):
     HAS_SEMANTICS: ClassVar[bool] = True
 
     def verify_family(self) -> None:
-        dst = _need_dst(self)
-        if len(self.ins) != 2:
-            raise VerifyException(f"expects ins(src0, src1), got {len(self.ins)} operands")
-        a, b = _tiles(self, 2, "two source tiles")[:2]
-        _same_dtype(dst, a, b, rule="dst, src0 and src1 must have the same element type")
-        for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):
-            _row_major(t, who)
+        dst, a, b = _row_major_pair(self)
         _same_valid(a, dst, "src0 valid shape must equal dst valid shape")
         if _known(b.valid_col, dst.valid_col) and b.valid_col != dst.valid_col:
             raise VerifyException(f"src1 valid cols must equal dst valid cols ({b.valid_col} vs {dst.valid_col})")
@@ -939,6 +945,46 @@ class PairReduceOp(TileOp):
         _row_major(dst, "dst")
         _row_major(src, "src0")
         _same_valid(src, dst, "src0 must have the same valid shape as dst")
+
+
+class FillOp(TileOp):
+    """A dst filled from one scalar operand and the element's position (``ins(%s) outs(%dst)``):
+    TCI (family ``ci``) and TTRI (family ``tri``); see their ``_define`` lines."""
+
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 1 or is_tile(self.ins[0].type):
+            raise VerifyException("expects one scalar operand")
+        _row_major(dst, "dst")
+
+    def flag(self, key: str) -> int:
+        """An integer or boolean attribute (``descending``, ``upperOrLower``); 0 when absent."""
+        a = self.attributes.get(key)
+        if a is None:
+            return 0
+        if isinstance(a, IntegerAttr):
+            return int(a.value.data)
+        raise VerifyException(f"attribute {key} must be an integer or a boolean, got {a}")
+
+
+class ConcatOp(TileOp):
+    """TCONCAT ``ins(src0, src1) outs(dst)`` (pto_isa.md §3 "column concatenation"):
+    ``dst[i, j] = src0[i, j]`` for ``j < C0``, ``src1[i, j - C0]`` for ``C0 <= j < C0 + C1`` (C0, C1
+    the sources' valid cols; every valid row of dst)."""
+
+    FAMILY: ClassVar[str] = "concat"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst, a, b = _row_major_pair(self)
+        for t, who in ((a, "src0"), (b, "src1")):
+            if _known(t.valid_row, dst.valid_row) and t.valid_row != dst.valid_row:
+                raise VerifyException(f"{who} valid rows must equal dst valid rows ({t.valid_row} vs {dst.valid_row})")
+        if _known(a.valid_col, b.valid_col, dst.valid_col) and a.valid_col + b.valid_col != dst.valid_col:
+            raise VerifyException(f"dst valid cols must be src0's plus src1's ({dst.valid_col} vs "
+                                  f"{a.valid_col} + {b.valid_col})")
 
 
 class ConvertOp(TileOp):
@@ -1262,6 +1308,13 @@ TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, 
                            FN="add")
 
 TCvtOp = _define("tcvt", ConvertOp, ANY, FN="convert")
+TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"}),
+                "TCI ``{descending}``: dst[i, j] = s + k (descending: s - k), k = i * C + j the position in the "
+                "valid region in row-major order, wrapping in the element type.", FAMILY="ci", FN="sequence")
+TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
+                 "TTRI ``{upperOrLower}``: the triangular mask with diagonal offset s (an integer): 1 where "
+                 "j <= i + s (0, lower) or j >= i + s (1, upper), else 0.", FAMILY="tri", FN="triangle")
+TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
 TMatmulAccOp = _define("tmatmul.acc", MatmulOp, ACC=True)
@@ -1285,8 +1338,8 @@ OPAQUE_TILE_OP_NAMES = (
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract_fp", "tinsert_fp",
-    "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tconcat", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter", "tci", "ttri",
+    "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
+    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",

@@ -625,6 +625,8 @@ class _FnLowering:
             v = self.ssa[e.name]
             if isinstance(t, IndexType) and isinstance(v.type, IntegerType):
                 v = self.insert(arith.IndexCastOp(v, IndexType()))
+            elif isinstance(t, IntegerType) and isinstance(v.type, IndexType):
+                v = self.insert(arith.IndexCastOp(v, t))
             return v
         if isinstance(e, (BinOp, Call)):
             name, args = (e.op, (e.lhs, e.rhs)) if isinstance(e, BinOp) else (e.fn, e.args)
@@ -1388,6 +1390,52 @@ class _FnLowering:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=R, len_burst=length,
                       src_gap=sgap, dst_gap=dgap)
 
+    def tile_fill(self, op):
+        """TTRI: per row (a scalar loop), ``vector_dup`` of the background value over the row, then
+        of the other value over its first n = clamp(i + diag + 1, 0, C) (lower) or clamp(i + diag,
+        0, C) (upper) columns in count mode.  TCI: no vector instruction writes a ramp
+        (vector_isa.md), so the scalar unit stores ``s ± k`` element by element (``st_ub``),
+        bracketed by V->S / S->V flags as TRowMax.hpp brackets its scalar fold (also on ascend950)."""
+        d = self.tile(op.outs[0])
+        s = self.expr(op.ins[0])
+        if op.FAMILY == "ci":
+            self._static_valid(d)
+            desc = op.flag("descending")
+            self.flag("V", "S")
+            rows, r = self.loop("r", 0, d.vr)
+            outer = self.in_body(rows.body)
+            cols, c = self.loop("c", 0, d.vc)
+            inner = self.in_body(cols.body)
+            k = ex_add(ex_mul(r, d.vc), c)
+            self.emit("st_ub", d.dtype, addr=d.elem(r, c), src=ex_sub(s, k) if desc else ex_add(s, k))
+            self.end_loop(inner)
+            self.end_loop(outer)
+            self.flag("S", "V")
+            return
+        self._rows_aligned(d, rows=d.vr)
+        upper = op.flag("upperOrLower")
+        first, second = (1, 0) if upper else (0, 1)
+        node, r = self.loop("r", 0, d.vr, bound=d.t.rows)
+        outer = self.in_body(node.body)
+        row = Opnd(d.elem(r, 0), d.row_bytes, 256, d.esize)
+        self.vec("vector_dup", d.dtype, {"dst": row}, 1, d.vc, extra={"scalar": first})
+        n = ex_min(_fold(Call("max", (ex_add(r, s, 0 if upper else 1), 0))), d.vc)
+        self.vec("vector_dup", d.dtype, {"dst": row}, 1, n, extra={"scalar": second})
+        self.end_loop(outer)
+
+    def tile_concat(self, op):
+        """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
+        the copies are block-granular, vector_isa.md §1.10)."""
+        a, b = (self.tile(v) for v in op.ins)
+        d = self.tile(op.outs[0])
+        self._static_valid(a, b, d)
+        shift = a.vc * d.esize
+        if shift % 32:
+            self.unsupported(f"src0's {a.vc} valid cols are {shift} bytes, not whole 32-byte blocks: "
+                             "src1 would start inside a block")
+        self.copy_tile(a, TileRef(d.addr, d.t, d.vr, a.vc))
+        self.copy_tile(b, TileRef(ex_add(d.addr, shift), d.t, d.vr, b.vc))
+
     def tile_cvt(self, op):
         s, d = self.tile(op.tile_ins()[0]), self.tile(op.outs[0])
         mode_text = _attr_text(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
@@ -1932,6 +1980,8 @@ _FAMILY_RULES = {
     pto.ColReduceOp: _FnLowering.tile_colreduce,
     pto.PairReduceOp: _FnLowering.tile_pairreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
+    pto.ConcatOp: _FnLowering.tile_concat,
+    pto.FillOp: _FnLowering.tile_fill,
     pto.MoveOp: _FnLowering.tile_mov,
     pto.LoadOp: _FnLowering.tile_load,
     pto.StoreOp: _FnLowering.tile_store,

@@ -305,8 +305,9 @@ def _by_vop(ops: dict) -> dict:
 _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp, "pto.tnot": vf.NotOp}
 _BIN = _by_vop(vf.BINARY_OPS)
-NOT_VF = ("load", "store", "print")
-"""Tile-op families that are no vector function: MTE2/MTE3 copies and TPRINT (print_ub)."""
+NOT_VF = ("load", "store", "print", "ci")
+"""Tile-op families that are no vector function: MTE2/MTE3 copies, TPRINT (print_ub) and TCI (the
+scalar unit's stores: no vector instruction vector_isa.md describes writes a ramp)."""
 _SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
 _SCAL = {n: c for n, op in pto.TILE_OPS.items()
          if op.FAMILY == "scalar" and (c := _SCAL_OF_VOP.get(op.A2A3_VOP)) is not None and c.FN == op.FN}
@@ -882,6 +883,64 @@ class _OpLowering:
                 b.chunks(C, L, elt, chunk, [h0])
                 return []
             b.loop(R, row)
+        return plan
+
+    def f_tri(self):
+        """TTRI: per row, the background value stored over the row's chunks, then the other value over
+        the first n = clamp(i + diag + 1, 0, C) (lower) / clamp(i + diag, 0, C) (upper) columns
+        (update_mask on n: the chunk loop runs ceil(n / VL) trips)."""
+        op = self.op
+        d, sv = op.outs[0], op.ins[0]
+        R, C = self.valid(d)
+        self._static(R, C)
+        self.arg(d)
+        self.arg(sv)
+        upper = op.flag("upperOrLower")
+
+        def plan():
+            b = self.b
+            td = self.tile(d)
+            self._aligned((td, R))
+            rt, lanes = _reg(td.elt), _lanes(td.elt)
+            if pto.is_float(td.elt):
+                one, zero = b.cf(1.0, td.elt), b.cf(0.0, td.elt)
+            else:
+                one, zero = b.c(1, IntegerType(td.elt.width.data)), b.c(0, IntegerType(td.elt.width.data))
+            first, second = (b.op(vf.DupOp([v], None, rt)) for v in ((one, zero) if upper else (zero, one)))
+            diag = self.vals[sv]
+            if not isinstance(diag.type, IndexType):
+                diag = b.op(arith.IndexCastOp(diag, INDEX))
+
+            def row(i):
+                base = b.mul(i, td.stride)
+                b.chunks(C, lanes, td.elt, lambda k, m: _store(b, td, b.add(base, k), first, m))
+                n = b.op(arith.MaxSIOp(b.add(b.add(i, diag), 0 if upper else 1), b.c(0)))
+                n = b.op(arith.MinSIOp(n, b.c(C)))
+                b.chunks(n, lanes, td.elt, lambda k, m: _store(b, td, b.add(base, k), second, m))
+                return []
+            b.loop(R, row)
+        return plan
+
+    def f_concat(self):
+        """TCONCAT: per row, src0's chunks stored at the row's start and src1's at column C0 (NORM
+        stores need a 32-byte aligned address: C0 must be whole blocks)."""
+        a, bb = self.op.ins
+        d = self.op.outs[0]
+        (R, C0), (_, C1) = self.valid(a), self.valid(bb)
+        self._static(R, C0, C1)
+        if (C0 * d.type.elem_bytes) % 32:
+            raise _Unsupported(f"src0's {C0} valid cols are not whole 32-byte blocks: src1 would start inside a block")
+        for v in (a, bb, d):
+            self.arg(v)
+
+        def plan():
+            b = self.b
+            ta, tb, td = self.tile(a), self.tile(bb), self.tile(d)
+            self._aligned((ta, R), (tb, R), (td, R))
+            for src, ts, c0, n in ((a, ta, 0, C0), (bb, tb, C0, C1)):
+                self.map_region([src, d], d, R, n, td.elt,
+                                lambda i, k, m, _, ts=ts, c0=c0: _store(b, td, _elem(b, td, i, b.add(k, c0)),
+                                                                        _load(b, ts, _elem(b, ts, i, k)), m))
         return plan
 
     def f_cvt(self):

@@ -872,11 +872,36 @@ def fill_value(dtype, pad: int):
     return np.array(hi if pad == 2 else lo, dtype=dt)
 
 
+# --------------------------------------------------------------------------------------
+# Fills by position (TCI, TTRI): fn(shape, scalar, flag, dtype)
+# --------------------------------------------------------------------------------------
+
+
+@element_fn("fill")
+def sequence(shape, start, descending, dtype):
+    """TCI: ``start + k`` (``start - k`` descending) at the k-th position of a rows x cols region in
+    row-major order, wrapping in the (integer) element type."""
+    dt = np_dtype(dtype)
+    _need_int(np.zeros((), dt), "tci")
+    k = np.arange(shape[0] * shape[1], dtype=np.uint64).reshape(shape)
+    s = np.uint64(int(start) % (1 << 64))
+    v = s - k if descending else s + k  # modulo 2**64, then the low bits
+    return v.astype(_UINT_OF_SIZE[dt.itemsize]).view(dt)
+
+
+@element_fn("fill")
+def triangle(shape, diag, upper, dtype):
+    """TTRI: 1 where ``j <= i + diag`` (lower) or ``j >= i + diag`` (upper), else 0."""
+    i, j = np.indices(shape, dtype=np.int64)
+    on = (j >= i + int(diag)) if upper else (j <= i + int(diag))
+    return on.astype(np_dtype(dtype))
+
+
 # Name table, for tools and tests: every element function by name.
 FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
                         relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, bitnot, reduce_sum,
-                        reduce_max, reduce_min, convert)
+                        reduce_max, reduce_min, convert, sequence, triangle)
 }
 
 

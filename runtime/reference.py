@@ -1078,6 +1078,23 @@ class Evaluator:
         self._store(dst, r, half, sums)
         dst.data[:r, half:c] = 0
 
+    def family_fill(self, op, env):
+        dst = self.dst(op, env, None)
+        r, c = dst.valid
+        s = env[op.ins[0]]
+        flag = op.flag("descending" if op.FAMILY == "ci" else "upperOrLower")
+        dst.data[:r, :c] = self.fn(op)((r, c), int(s), flag, dst.dtype)
+
+    def family_concat(self, op, env):
+        a, b = (self.tile(op, v, env) for v in op.ins)
+        dst = self.dst(op, env, (a.valid[0], a.valid[1] + b.valid[1]))
+        r, c = dst.valid
+        c0, c1 = a.valid[1], b.valid[1]
+        self.need(op, a.valid[0] == r and b.valid[0] == r and c0 + c1 == c,
+                  f"src0 {a.valid[0]}x{c0} and src1 {b.valid[0]}x{c1} do not concatenate to dst's {r}x{c} at run time")
+        dst.data[:r, :c0] = a.data[:r, :c0]
+        dst.data[:r, c0:c] = b.data[:r, :c1]
+
     def family_cvt(self, op, env):
         src = self.tile(op, op.tile_ins()[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1271,6 +1288,7 @@ _FAMILIES = {
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
+    pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
     pto.PrintOp: Evaluator.family_print,

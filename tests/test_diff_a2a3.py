@@ -82,6 +82,11 @@ def variants():
     for op in COLRED:
         out.append((op, "", a2a3_dtypes(op)))
     out.append(("tpairreducesum", "", a2a3_dtypes("tpairreducesum")))
+    out.append(("tconcat", "", a2a3_dtypes("tconcat")))
+    for v in ("asc", "desc"):
+        out.append(("tci", v, a2a3_dtypes("tci")))
+    for v in ("lower", "upper"):
+        out.append(("ttri", v, a2a3_dtypes("ttri")))
     out.append(("tmov", "", ["f32", "f16", "bf16", "i32", "i16", "i8", "ui8", "ui16", "ui32", "i64"]))
     for src, dst, mode in CVT_PAIRS:
         out.append(("tcvt", f"{src}-{mode}", [dst]))
@@ -189,6 +194,21 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"
+    elif op == "tci":
+        args = [f"%s: {st}"]
+        body = f"%d = pto.tci %s {{descending = {str(variant == 'desc').lower()}}} : {st} -> {full}"
+    elif op == "ttri":
+        args = ["%s: i32"]
+        body = f"%d = pto.ttri %s {{upperOrLower = {int(variant == 'upper')} : i32}} : i32 -> {full}"
+    elif op == "tconcat":
+        # src0's valid cols whole 32-byte blocks (src1 starts on a block), src1 the rest of C
+        c0 = epb * max(1, C // 2 // epb)
+        c1 = max(1, C - c0)
+        dcols = max(cols, -(-(c0 + c1) // epb) * epb)
+        rt = _t(R, dcols, dt, R, c0 + c1)
+        s0, s1 = _t(R, dcols, dt, R, c0), _t(R, dcols, dt, R, c1)
+        args = [f"%a: {s0}", f"%b: {s1}"]
+        body = f"%d = pto.tconcat %a, %b : {s0}, {s1} -> {rt}"
     elif op == "tcvt":
         src_dt, mode = variant.split("-")
         src = _t(R, cols, src_dt, R, C)
@@ -205,6 +225,8 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
 
 
 def _given(text: str):
+    if "pto.ttri" in text:
+        return {"s": -3}
     for t in ("i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"):
         if f"%s: {t}" in text:
             return {"s": -3}

@@ -230,3 +230,86 @@ def test_backends_give_the_golden_bits_on_special_values(target, op, dt):
         cmp, findings, _ = D5.check(text, 0, given)
     assert cmp and not findings
     assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+# ---- TCONCAT ---------------------------------------------------------------------------------------
+
+@PROFILE
+@given(tile_case(), st.integers(1, 20))
+def test_tconcat_matches_the_catalogue(case, c1):
+    """dst[i, j] = src0[i, j] for j < C0, src1[i, j - C0] after (pto_isa.md §3 "column concatenation")."""
+    dt, rows, cols, vr, c0, rng, special = case
+    a, b = values(rng, dt, (vr, c0), special), values(rng, dt, (vr, c1), special)
+    t0, t1 = T(rows, cols, dt, (vr, c0)), T(rows, 24, dt, (vr, c1))
+    td = T(rows, c0 + c1 + 3, dt, (vr, c0 + c1))
+    got = run("tconcat", [t0, t1], td, [a, b])
+    want = [[py(a[i, j], dt) if j < c0 else py(b[i, j - c0], dt) for j in range(c0 + c1)] for i in range(vr)]
+    check(got, want, dt)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_tconcat_inside_a_block_is_a_located_error(target):
+    t0, t1, td = T(4, 32, "f32", (4, 12)), T(4, 32, "f32", (4, 8)), T(4, 32, "f32", (4, 20))
+    text = (f"func.func @k(%a: {t0}, %b: {t1}) -> {td} {{\n  %d = pto.tconcat %a, %b : {t0}, {t1} -> {td}\n"
+            f"  return %d : {td}\n}}\n")
+    with pytest.raises(PtocError, match="not whole 32-byte blocks") as e:
+        api.compile(api.parse(text, "k.pto"), target)
+    assert "k.pto:2:8" in str(e.value)
+
+
+def test_tconcat_verifier_rules():
+    t0, t1 = T(4, 32, "f32", (4, 8)), T(4, 32, "f32", (3, 8))
+    text = (f"func.func @k(%a: {t0}, %b: {t1}) -> {t0} {{\n  %d = pto.tconcat %a, %b : {t0}, {t1} -> {t0}\n"
+            f"  return %d : {t0}\n}}\n")
+    with pytest.raises(PtocError, match="src1 valid rows must equal dst valid rows"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
+    td = T(4, 32, "f32", (4, 12))
+    text = (f"func.func @k(%a: {t0}, %b: {t0}) -> {td} {{\n  %d = pto.tconcat %a, %b : {t0}, {t0} -> {td}\n"
+            f"  return %d : {td}\n}}\n")
+    with pytest.raises(PtocError, match=r"dst valid cols must be src0's plus src1's \(12 vs 8 \+ 8\)"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
+
+
+# ---- TCI, TTRI ---------------------------------------------------------------------------------------
+
+@PROFILE
+@given(tile_case(dtypes=INTS), st.integers(-2 ** 40, 2 ** 40), st.booleans())
+def test_tci_matches_the_catalogue(case, start, descending):
+    """An integer sequence from the scalar over the valid region in row-major order (ptoc's reading of
+    pto_isa.md §3 "integer sequence; descending attribute"), wrapping in the element type."""
+    dt, rows, cols, vr, vc, _, _ = case
+    t = T(rows, cols, dt, (vr, vc))
+    text = (f"func.func @k(%s: i64) -> {t} {{\n  %d = pto.tci %s {{descending = {str(descending).lower()}}} : i64 -> {t}\n"
+            f"  return %d : {t}\n}}\n")
+    got = api.reference(api.parse(text), {"s": start})["result0"]
+    step = -1 if descending else 1
+    check(got, [[wrap(start + step * (i * vc + j), dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+@PROFILE
+@given(tile_case(dtypes=("f16", "f32", "i16", "i32", "ui8", "bf16")), st.integers(-50, 50), st.booleans())
+def test_ttri_matches_the_catalogue(case, diag, upper):
+    """1 on and below (lower) / on and above (upper) the diagonal shifted by the scalar, else 0."""
+    dt, rows, cols, vr, vc, _, _ = case
+    t = T(rows, cols, dt, (vr, vc))
+    text = (f"func.func @k(%s: i32) -> {t} {{\n  %d = pto.ttri %s {{upperOrLower = {int(upper)} : i32}} : i32 -> {t}\n"
+            f"  return %d : {t}\n}}\n")
+    got = api.reference(api.parse(text), {"s": diag})["result0"]
+    want = [[(1 if (j >= i + diag if upper else j <= i + diag) else 0) for j in range(vc)] for i in range(vr)]
+    check(got, [[float(w) if is_float(dt) else w for w in row] for row in want], dt)
+
+
+def test_fill_ops_take_one_scalar():
+    t = T(4, 16, "i32")
+    text = f"func.func @k(%a: {t}) -> {t} {{\n  %d = pto.ttri %a : {t} -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match="expects one scalar operand"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("diag", [-40, -1, 0, 3, 100])
+def test_ttri_diagonal_past_the_tile_on_both_backends(target, diag):
+    """Offsets that leave rows all-0 or all-1 (the count-mode / update_mask count clamps to 0..C)."""
+    text = DA.kernel("ttri", "lower" if diag % 2 else "upper", "f32", 16, 32, 29)
+    cmp, findings, _ = (H.check if target == "a2a3" else D5.check)(text, 0, {"s": diag})
+    assert cmp and not findings and all(c.ok for c in cmp), [c.line() for c in cmp]
