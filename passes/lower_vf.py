@@ -4,8 +4,10 @@ Design (DESIGN.md §2 "target" level, §5 pass 7).  On ascend950 the vector unit
 register-level vector functions (VF, ``__simd_vf__``); the target level is the ``vf`` dialect
 (dialects/vf.py).  The pass replaces every vector tile op of the placed module (after
 pto-plan-memory and pto-insert-sync) by one ``vf.call @K_OP_N(tiles..., scalars...)`` and adds
-the callee ``vf.func @K_OP_N`` at module level: **one VF launch per tile op** (the naive form of
-seeds/001; the VF optimisation passes of DESIGN.md §5.8 fuse launches later).  ``pto.tload`` /
+the callee ``vf.func @K_OP_N`` at module level: **one VF launch per tile op**, and for the
+row/column broadcast families (TROWEXPAND*, TCOLEXPAND*) one launch per row from a kernel loop
+(:data:`PER_ROW`): the naive forms of seeds/001; the VF optimisation passes of DESIGN.md §5.8
+(vf-fuse-launches) move the row loops into the VFs and fuse launches later.  ``pto.tload`` /
 ``pto.tstore`` stay tile ops: MTE2/MTE3 copies (``copy_gm_to_ubuf`` / ``copy_ubuf_to_gm`` in the
 program, the ``copy_gm_to_ubuf_align_v2`` of the A5 headers); syncs, ``scf`` and ``arith`` stay
 as they are.  ``ptoc --emit vf`` prints the module after this pass.
@@ -995,6 +997,48 @@ def _wide_type(elt):
     raise _Unsupported(f"no wide type for {name}")
 
 
+PER_ROW = ("rowexpand", "colexpand", "rowbroadcast", "colbroadcast")
+"""Broadcast families whose VFs pto-lower-vf launches once per row, as the study's naive broadcast
+variants do (seeds/001 tail/head/mid_axis_1: one ``asc_vf_call`` per row); vf-fuse-launches moves
+the row loop back into the VF."""
+
+
+def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, list[Operation]]:
+    """``fn`` whose body is constants and masks then one row loop, as a VF of one row (the row an
+    index parameter) and the kernel ops launching it per row; anything else unchanged."""
+    ops = list(fn.block.ops)
+    loop = ops[-1] if ops else None
+    if (not isinstance(loop, scf.ForOp) or loop.iter_args
+            or any(not isinstance(o, arith.ConstantOp | vf.CreateMaskOp) for o in ops[:-1])):
+        return fn, [call]
+    bounds = [pto.constant_int(v) for v in (loop.lb, loop.ub, loop.step)]
+    if None in bounds:
+        return fn, [call]
+    row = vf.VfFuncOp(fn.sym_name.data, [*fn.arg_types, INDEX], attributes=dict(fn.attributes))
+    row.location = fn.location
+    vm: dict = dict(zip(fn.args, row.args))
+    for a, b in zip(fn.args, row.args):
+        b.name_hint = a.name_hint
+    row.args[-1].name_hint = "row"
+    vm[loop.body.blocks[0].args[0]] = row.args[-1]
+    for o in ops[:-1]:
+        row.block.add_op(o.clone(vm))
+    for o in loop.body.blocks[0].ops:
+        if not isinstance(o, scf.YieldOp):
+            row.block.add_op(o.clone(vm))
+    for o in list(row.block.ops):
+        if isinstance(o, arith.ConstantOp | vf.CreateMaskOp) and not any(list(r.uses) for r in o.results):
+            row.block.erase_op(o)
+    consts = [arith.ConstantOp(IntegerAttr(v, INDEX)) for v in bounds]
+    body = Block(arg_types=[INDEX])
+    launch = vf.VfCallOp(fn.sym_name.data, [*call.arguments, body.args[0]])
+    launch.location = call.location
+    body.add_ops([launch, scf.YieldOp()])
+    kloop = scf.ForOp(*consts, [], Region(body))
+    kloop.location = call.location
+    return row, [*consts, kloop]
+
+
 def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
     """Apply pto-lower-vf in place (see the module doc); returns the module."""
     funcs = [op for op in module.body.blocks[0].ops if isinstance(op, func.FuncOp)]
@@ -1018,8 +1062,11 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
                 raise op_error(op, f"has no ascend950 lowering: {e}") from None
             except PtocError:
                 raise
+            launch = [call]
+            if type(op).FAMILY in PER_ROW:
+                vfn, launch = _launch_per_row(vfn, call)
             parent = op.parent_block()
-            parent.insert_op_before(call, op)
+            parent.insert_ops_before(launch, op)
             parent.erase_op(op)
             module.body.blocks[0].insert_op_before(vfn, fn)
     return module

@@ -1,4 +1,10 @@
-"""``vf-fuse-launches``: consecutive VF launches over the same chunks fused into one VF and one loop.
+"""``vf-fuse-launches``: per-row launches and consecutive VF launches over the same chunks fused.
+
+First, a kernel ``scf.for`` whose body is one ``vf.call`` taking the induction variable (the
+per-row launches pto-lower-vf emits for the broadcast families, seeds/001 tail/head/mid_axis_1)
+becomes one launch of a VF that runs the loop around the callee's body, the callee's constants
+and masks hoisted before it (tail_axis_2, head_axis_3); inner loops first, so a nest of launch
+loops folds into one VF level by level.  The trips ran in order on the V pipe before and still do.
 
 seeds/001: every ``asc_vf_call`` costs a launch (PUSHQ VF) and its parameters (PUSH_PB), and a
 value passed between two VFs goes through the UB.  pto-lower-vf gives each tile op its own VF,
@@ -28,8 +34,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.dialects import vf
@@ -191,8 +197,18 @@ class VfFuseLaunchesPass(ModulePass):
     name = "vf-fuse-launches"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        calls = [o for o in op.walk() if isinstance(o, vf.VfCallOp)]
-        _Fuser(op).run(calls)
+        fuser = _Fuser(op)
+        kernel_loops = [o for o in op.walk() if isinstance(o, scf.ForOp) and not _in_vf(o)]
+        for loop in reversed(kernel_loops):  # inner loops first: a nest of launches folds level by level
+            fuser.inline_row_loop(loop)
+        fuser.run([o for o in op.walk() if isinstance(o, vf.VfCallOp)])
+
+
+def _in_vf(op: Operation) -> bool:
+    while (op := op.parent_op()) is not None:
+        if isinstance(op, vf.VfFuncOp):
+            return True
+    return False
 
 
 class _Fuser:
@@ -222,6 +238,64 @@ class _Fuser:
             # block); only the call before the fused one can now fuse differently
             calls[i:i + 2] = [fused]
             i = max(i - 1, 0)
+
+    def inline_row_loop(self, loop: scf.ForOp) -> vf.VfCallOp | None:
+        """A kernel loop whose body is one launch taking the induction variable as a parameter ->
+        one launch of a VF running that loop around the callee's body (the callee's constants and
+        masks before it); None if ``loop`` is not one."""
+        body = loop.body.blocks[0]
+        ops = list(body.ops)
+        if loop.iter_args or len(ops) != 2 or not isinstance(ops[0], vf.VfCallOp):
+            return None
+        call, iv = ops[0], body.args[0]
+        pos = [i for i, v in enumerate(call.arguments) if v is iv]
+        bounds = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
+        fn = self.symbols.lookup(call, call.callee_name)
+        if fn is None or len(pos) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX:
+            return None
+        old = fn.sym_name.data
+        name = old if self.launches[old] == 1 else f"{old}_rows"
+        operands = [v for i, v in enumerate(call.arguments) if i != pos[0]]
+        params = [a for i, a in enumerate(fn.args) if i != pos[0]]
+        new = vf.VfFuncOp(name, [a.type for a in params], attributes=dict(fn.attributes))
+        new.location = fn.location
+        vm: dict = dict(zip(params, new.args))
+        for a, b in zip(params, new.args):
+            b.name_hint = a.name_hint
+        pre = [o for o in fn.block.ops if isinstance(o, arith.ConstantOp | vf.CreateMaskOp)]
+        new.block.add_ops([o.clone(vm) for o in pre])
+        have = {(str(o.value), str(o.result.type)): o.result for o in new.block.ops if isinstance(o, arith.ConstantOp)}
+        lub = []
+        for v in bounds:
+            c = arith.ConstantOp(IntegerAttr(v, IndexType()))
+            key = (str(c.value), str(c.result.type))
+            if key not in have:
+                new.block.add_op(c)
+                have[key] = c.result
+            lub.append(have[key])
+        inner = Block(arg_types=[IndexType()])
+        inner.args[0].name_hint = iv.name_hint
+        vm[fn.args[pos[0]]] = inner.args[0]
+        inner.add_ops([o.clone(vm) for o in fn.block.ops if not any(o is p for p in pre)])
+        inner.add_op(scf.YieldOp())
+        new.block.add_op(scf.ForOp(*lub, [], Region(inner)))
+        self.launches[old] -= 1
+        if not self.launches[old]:
+            self.symbols.remove(fn)
+            fn.parent_block().insert_op_before(new, fn)
+            fn.parent_block().erase_op(fn)
+        else:
+            fn.parent_block().insert_op_before(new, fn)
+        self.symbols.add(new)
+        self.launches[name] += 1
+        launch = vf.VfCallOp(name, operands)
+        launch.location = call.location
+        block = loop.parent_block()
+        block.insert_op_before(launch, loop)
+        if loop in self.uses.index:
+            self.uses.index[launch] = self.uses.index[loop]
+        block.erase_op(loop)
+        return launch
 
     def fuse_after(self, first: vf.VfCallOp) -> vf.VfCallOp | None:
         """Fuse ``first`` with the next launch of its block; the fused call, or None."""
