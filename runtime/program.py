@@ -103,9 +103,10 @@ vf_call                                   V     callee(@name) args(comma list: t
 
 ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n``
 runs ``vf.func @k_texp_2`` (dialects/vf.py) with those arguments on the UB.  The program
-carries the functions it launches (``Program.vf_funcs``); the text form prints each after the
-header as a ``.vf @name`` line followed by the function's printed MLIR, indented by two
-spaces (read back with xDSL's parser).
+carries the functions it launches (``Program.vf_funcs``: the lowered module's ``vf.func`` ops,
+which the executor runs as they are); the listing prints each after the header as a ``.vf @name``
+line followed by the function's printed MLIR, indented by two spaces (:func:`parse_program` does
+not read them back: a program with VFs exists only as lowered).
 
 All vector operands are UB byte addresses; vector and copy operand starts must be 32-byte aligned,
 except the destination of the whole-repeat and per-block reductions (vcadd/vcmax/vcmin,
@@ -706,21 +707,6 @@ def _print_op(op) -> str:
     return buf.getvalue()
 
 
-def _parse_vf(text: str):
-    """A ``vf.func`` from its printed text (the ``.vf`` sections of a program)."""
-    from xdsl.parser import Parser
-
-    from pto_compiler.dialects import context, vf
-
-    m = Parser(context(), text).parse_module()
-    fns = [o for o in m.walk() if isinstance(o, vf.VfFuncOp)]
-    if len(fns) != 1:
-        raise ValueError("a .vf section holds exactly one vf.func")
-    fn = fns[0]
-    fn.detach()
-    return fn
-
-
 def _split_top(text: str) -> list[str]:
     """Split at the commas outside parentheses (``args=0x0,min(1,%n)``)."""
     out, depth, cur = [], 0, ""
@@ -773,30 +759,7 @@ def parse_program(text: str, filename: str = "<program>", validate: bool = True)
     def err(msg, ln):
         return ProgramSyntaxError(msg, filename, ln)
 
-    vf_name, vf_lines, vf_line = None, [], 0
-
-    def end_vf():
-        nonlocal vf_name, vf_lines
-        if vf_name is not None:
-            try:
-                prog.vf_funcs[vf_name] = _parse_vf("\n".join(vf_lines))
-            except Exception as e:  # noqa: BLE001 - xDSL parse errors
-                raise err(f".vf @{vf_name}: {str(e).strip().splitlines()[-1] if str(e).strip() else e}",
-                          vf_line) from None
-        vf_name, vf_lines = None, []
-
     for ln, raw in enumerate(text.splitlines(), start=1):
-        if vf_name is not None:
-            if raw.startswith((" ", "\t")) or not raw.strip():
-                vf_lines.append(raw)
-                continue
-            end_vf()
-        if raw.startswith(".vf"):
-            m = re.match(r"^\.vf\s+@(?P<name>[\w.$]+)\s*$", raw.strip())
-            if not m:
-                raise err("expected `.vf @name` followed by the indented vf.func", ln)
-            vf_name, vf_line = m["name"], ln
-            continue
         code, comment = _split_comment(raw)
         s = code.strip()
         if not s or s.startswith("#") or s.startswith("//"):
@@ -877,7 +840,6 @@ def parse_program(text: str, filename: str = "<program>", validate: bool = True)
             raise err(str(e.args[0]) if e.args else str(e), ln) from None
         ins.line = ln
         body.append(ins)
-    end_vf()
     if stack:
         node = stack[-1][0]
         raise err(f"{'loop' if isinstance(node, Loop) else 'if'} opened here is never closed",
