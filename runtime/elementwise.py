@@ -199,7 +199,7 @@ def on_active(fn, act, *xs):
     """``fn(*xs)`` for a vector instruction under a mask: lanes ``act`` leaves off read 1 instead
     of what the register or UB holds there, so a lane no one asked for cannot raise (a zero
     divisor or an out-of-range shift count); their results are discarded by the caller."""
-    if act is None:
+    if act is None or np.all(act):  # every lane active: nothing to replace
         return fn(*xs)
     return fn(*(np.where(act, x, np.ones((), np.asarray(x).dtype)) for x in xs))
 
