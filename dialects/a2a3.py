@@ -288,6 +288,7 @@ _cube("load_cbuf_to_bt", "MTE1", "cube_copy", "BT", "L1", _L1_MOVE, offsets=True
 _cube("copy_cbuf_to_cbuf", "MTE1", "cube_copy", "L1", "L1", _L1_MOVE, offsets=True)
 _cube("copy_cbuf_to_fbuf", "FIX", "cube_copy", "FB", "L1", _L1_MOVE, offsets=True)
 _cube("copy_ubuf_to_cbuf", "MTE3", "cube_copy", "L1", "UB", _L1_MOVE, offsets=True)
+_cube("copy_ubuf_layout", "V", "cube_copy", "UB", "UB", _L1_MOVE, offsets=True)  # vec -> vec between layouts
 _cube("fixpipe_cc_to_gm", "FIX", "fix", None, "L0C", _FIX_MOVE)
 _cube("fixpipe_cc_to_cbuf", "FIX", "fix", "L1", "L0C", _FIX_MOVE, offsets=True)
 _cube("fixpipe_cc_to_ubuf", "FIX", "fix", "UB", "L0C", _FIX_MOVE, offsets=True)
@@ -311,8 +312,8 @@ for _n, _pipe, _fam, _side, _space, _cost in (
     _sf, _sk, _sd = _cube_side(_side, _space, False)
     _add(OpSpec(_n, _pipe, _fam, _sf + ("rows", "cols", "split"), {**_sk, "rows": "int", "cols": "int", "split": "int"},
                 {**_sd, "split": 0}, cost=_cost, spaces={_side: _space}))
-_add(OpSpec("tfree", "S", "pipe_free", ("dir", "split"), {"dir": "enum:c2v|v2c", "split": "int"}, {"split": 0},
-            dtype="none", cost=_ONE))
+for _n in ("tfree_c2v", "tfree_v2c"):  # the consumer frees its oldest popped slot of that direction
+    _add(OpSpec(_n, "S", "pipe_free", ("split",), {"split": "int"}, {"split": 0}, dtype="none", cost=_ONE))
 _add(OpSpec("pipe_init", "S", "pipe_init", ("dir_mask", "slot_size"), {"dir_mask": "int", "slot_size": "int"},
             dtype="none", cost=_ONE))
 

@@ -1708,8 +1708,9 @@ BarrierOp = SYNC_OPS["barrier"]
 
 
 SECTION_OPS = ("pto.section.cube", "pto.section.vector")
-"""A kernel's cube and vector parts; ptoc runs their bodies inline, in program order (one machine
-has both halves' pipes and memories; the golden model, the lowerings and pto-plan-memory agree)."""
+"""A kernel's cube and vector parts.  With no cube<->vector pipe op ptoc runs their bodies inline, in
+program order (one machine has both halves' pipes and memories); a kernel that uses the pipe runs
+each part on its own cores, concurrently (runtime/pipes.py)."""
 
 
 class GenericPtoOp(IRDLOperation):
@@ -1763,7 +1764,8 @@ def constant_int(value: SSAValue) -> int | None:
 
 
 SUBBLOCK = {"pto.get_subblock_idx": 0, "pto.get_subblock_num": 1}
-"""Each block ptoc runs is one vector core: sub-block 0 of 1 (``--blocks`` counts vector cores)."""
+"""Outside a mixed kernel each block ptoc runs is one vector core: sub-block 0 of 1 (``--blocks``
+counts vector cores); a mixed kernel's vector part runs on sub-blocks 0 and 1 (runtime/pipes.py)."""
 EVENTID_ARRAY_OPS = ("pto.declare_eventid_array", "pto.eventid_array_set", "pto.eventid_array_get")
 
 

@@ -31,7 +31,7 @@ def is_cube_op(op) -> bool:
     """A tile op the cube rules lower (it touches a cube-side tile, or is a cube<->vector pipe op)."""
     from pto_compiler.runtime.pipes import PIPE_OPS
 
-    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS:
+    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS or cube_move_opcode(op):
         return True
     return isinstance(op, (pto.MoveOp, pto.LoadOp, pto.StoreOp)) and any(
         isinstance(v.type, pto.TileBufType) and v.type.loc.data in CUBE_LOCS for v in (*op.ins, *op.outs))
@@ -198,13 +198,13 @@ def _int_attr(op, key: str) -> int | None:
 def lower_pipe_op(low, op) -> None:
     """tpush / tpop (destination style, after pto-resolve-reserved-buffers) / tfree -> one
     instruction: ``tpush_cc`` (FIX, out of L0C) or ``tpush_ub`` (MTE3, out of UB), ``tpop_ub`` /
-    ``tpop_cbuf`` (MTE2, into the slot tile), ``tfree`` (S)."""
+    ``tpop_cbuf`` (MTE2, into the slot tile), ``tfree_c2v`` / ``tfree_v2c`` (S)."""
     from pto_compiler.runtime.pipes import PIPE_OPS
 
     direction, action = PIPE_OPS[op.name]
     split = _int_attr(op, "split") or 0
     if action == "free":
-        low.emit("tfree", dir=direction, split=split)
+        low.emit(f"tfree_{direction}", split=split)
         return
     if action == "pop" and not op.outs:
         low.fail("pops into no tile: run pto-resolve-reserved-buffers (it gives the pop its slot)")

@@ -46,7 +46,8 @@ CUBE_MOVES = {("mat", "left"): "load_cbuf_to_ca", ("mat", "right"): "load_cbuf_t
               ("mat", "mat"): "copy_cbuf_to_cbuf", ("acc", "mat"): "fixpipe_cc_to_cbuf",
               ("acc", "vec"): "fixpipe_cc_to_ubuf", ("vec", "mat"): "copy_ubuf_to_cbuf"}
 """(src loc, dst loc) of a tmov / textract / tinsert touching the cube -> its instruction (the
-a2a3 OPCODES row, which names the pipe)."""
+a2a3 OPCODES row, which names the pipe).  A vec -> vec tmov between two layouts (ND -> NZ before a
+tpush_to_aic, PTOAS's pto-a5-normalize-tmov case) is ``copy_ubuf_layout`` on V."""
 
 PIPE_OP_PIPES = {("c2v", "push"): "PIPE_FIX", ("v2c", "push"): PIPE_MTE3, ("c2v", "pop"): PIPE_MTE2,
                  ("v2c", "pop"): PIPE_MTE2, ("c2v", "free"): None, ("v2c", "free"): None}
@@ -94,7 +95,15 @@ def cube_move_opcode(op: Operation) -> str | None:
     of them), else None."""
     if not isinstance(op, (pto.MoveOp, pto.SubTileOp)) or not op.ins or not op.outs:
         return None
-    return CUBE_MOVES.get((_loc(op.ins[0]), _loc(op.outs[0])))
+    pair = (_loc(op.ins[0]), _loc(op.outs[0]))
+    if pair == ("vec", "vec"):
+        return "copy_ubuf_layout" if isinstance(op, pto.MoveOp) and _layout(op.ins[0]) != _layout(op.outs[0]) else None
+    return CUBE_MOVES.get(pair)
+
+
+def _layout(value: SSAValue) -> tuple:
+    t = value.type
+    return (t.blayout.data, t.slayout.data, t.fractal.data if t.slayout.data != "none_box" else 0)
 
 
 def pipe_of(op: Operation) -> str | None:

@@ -78,6 +78,12 @@ def is_mixed(module) -> bool:
     return is_mixed(module)
 
 
+def has_reserve(module) -> bool:
+    from pto_compiler.runtime.pipes import has_reserve
+
+    return has_reserve(module)
+
+
 def has_calls(module) -> bool:
     from xdsl.dialects import func
 
@@ -101,7 +107,7 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
     names += ["pto-inline-calls"] if has_calls(module) else []
     names += ["pto-bufferize"] if _has_l1(module) else []
     names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
-    if is_mixed(module):  # the pipe's slot buffers, once the tiles are placed
+    if is_mixed(module) or has_reserve(module):  # the pipe's slot buffers, once the tiles are placed
         names.insert(names.index("pto-plan-memory") + 1, "pto-resolve-reserved-buffers")
     if stop_after == "placed":
         return names

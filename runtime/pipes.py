@@ -67,6 +67,11 @@ def kernel_kind(fn) -> str | None:
     return "cube" if "cube" in text else "vector" if "vector" in text else None
 
 
+def has_reserve(module) -> bool:
+    """The kernel reserves a pipe slot buffer (pto-resolve-reserved-buffers places it)."""
+    return any(op.name == "pto.reserve_buffer" for op in module.walk())
+
+
 def is_mixed(module) -> bool:
     """The kernel uses the cube<->vector pipe (its agents run concurrently)."""
     return any(op.name in PIPE_OPS for op in module.walk())
@@ -182,8 +187,9 @@ class Deadlock(Exception):
 class Group:
     """One cube core and its vector cores, run concurrently (the pipe's FIFOs live here)."""
 
-    def __init__(self, names: list[str], n_vector: int):
+    def __init__(self, names: list[str], n_vector: int, block: int = 0, gm_log: dict | None = None):
         self.names = names
+        self.block = block
         self.n_vector = n_vector
         self.cv = threading.Condition()
         self.turn: str | None = None
@@ -197,8 +203,9 @@ class Group:
         """Pipe hand-offs each agent has made (the generation of its GM accesses)."""
         self.knows: dict[str, dict[str, int]] = {n: {} for n in names}
         """name -> for each other agent, how many of its hand-offs it is ordered after."""
-        self.gm_log: dict[str, list] = {}
-        """GM name -> [(agent, generation, write, footprint)]: every agent's GM accesses."""
+        self.gm_log: dict[str, list] = {} if gm_log is None else gm_log
+        """GM name -> [(block, agent, generation, write, footprint)]: every core's GM accesses (shared
+        by the groups of all blocks: cores of different blocks are never ordered)."""
 
     # -- running ---------------------------------------------------------------------------
     def run(self, bodies: dict) -> None:
@@ -277,14 +284,17 @@ class Group:
         with another core's access no pipe hand-off orders before it (a race across cores)."""
         log = self.gm_log.setdefault(space, [])
         found = None
-        for who, gen, w, other in log:
-            if who != me and (w or write) and not self.ordered_before(who, gen, me) and other.overlaps(fp):
+        for blk, who, gen, w, other in log:
+            if (blk, who) == (self.block, me) or not (w or write):
+                continue
+            if (blk != self.block or not self.ordered_before(who, gen, me)) and other.overlaps(fp):
                 kind = "RAW" if w and not write else "WAR" if write and not w else "WAW"
+                them = who if blk == self.block else f"{who} of block {blk}"
                 found = (f"{kind} race across cores on @{space}: {me} {'writes' if write else 'reads'} elements "
-                         f"{who} {'wrote' if w else 'read'} with no pipe hand-off (tpush -> tpop) between "
+                         f"{them} {'wrote' if w else 'read'} with no pipe hand-off (tpush -> tpop) between "
                          "them (the cores run concurrently)")
                 break
-        log.append((me, self.pushes[me], write, fp))
+        log.append((self.block, me, self.pushes[me], write, fp))
         return found
 
     def learn(self, consumer: str, snap: dict) -> None:
@@ -446,14 +456,14 @@ def golden_pipe_op(ev, op, env) -> None:
     from pto_compiler.diagnostics import op_error
     from pto_compiler.runtime import reference as R
 
+    if op.name in BUFFER_OPS:
+        env[op.results[0]] = 0  # an address: the pipe carries the data itself
+        return
     if ev.pipe is None:
         raise op_error(op, "is a cube<->vector pipe op outside a mixed kernel's agents")
     try:
         if op.name in INIT_OPS:
             ev.pipe.init(int(op.attributes["dir_mask"].value.data))
-            return
-        if op.name in BUFFER_OPS:
-            env[op.results[0]] = 0  # an address: the pipe carries the data itself
             return
         direction, action = PIPE_OPS[op.name]
         split = int(op.attributes["split"].value.data) if "split" in op.attributes else 0
@@ -630,8 +640,13 @@ def _pop(m, d, p: int, te) -> None:
 
 def _free(m, d, p: int, te) -> None:
     X = _X()
+    ap = _pipe_of_machine(m, d)
+    direction = d.ins.opcode.removeprefix("tfree_")
+    f = ap.group.fifos.get(direction)
+    if f is None or not f.can_free(ap.name):
+        m._pump()  # the scalar unit's free follows the pop it frees, which may still sit in MTE2's queue
     try:
-        _pipe_of_machine(m, d).free(d.args["dir"])
+        ap.free(direction)
     except PipeError as e:
         m.fail("invalid", f"{X._desc(d)}: {e}", d)
 
@@ -671,11 +686,11 @@ def execute_agents(program: AgentsProgram, inputs, scalars, *, blocks: int, chec
     sc = dict(scalars or {})
     for s in program.scalar_args:
         sc[s.name] = X._py(X.ew.scalar_to(sc[s.name], s.dtype))
-    findings, traces, counts, last = [], [], {}, None
+    findings, traces, counts, last, gm_log = [], [], {}, None, {}
     cores = [("AIC", prog, 0) for kind, prog in program.agents if kind == "cube"] + \
         [(f"AIV{s}", prog, s) for kind, prog in program.agents if kind == "vector" for s in range(program.vector_cores)]
     for b in range(blocks):
-        group = Group([n for n, _, _ in cores], program.vector_cores)
+        group = Group([n for n, _, _ in cores], program.vector_cores, b, gm_log)
         machines = {}
         for i, (name, prog, sub) in enumerate(cores):
             own = {k: gm[k] for k in (g.name for g in prog.gm_args)}

@@ -173,3 +173,64 @@ def test_pop_of_the_wrong_shape_is_located():
     with pytest.raises(PtocError) as e:
         api.reference(mod, c2v_inputs())
     assert "shape.pto:" in str(e.value) and "8x32" in str(e.value)
+
+
+def v2c_kernel(split: int) -> str:
+    """Each AIV loads its half of x (rows or columns by ``split``), converts it ND -> NZ and pushes
+    it; the cube pops the whole 32x32 tile into L1 and stores it to y."""
+    rows, cols = {1: (16, 32), 2: (32, 16)}[split]
+    half = f"!pto.tile_buf<vec, {rows}x{cols}xf32>"
+    nz = f"!pto.tile_buf<vec, {rows}x{cols}xf32, blayout=col_major, slayout=row_major>"
+    mat = "!pto.tile_buf<mat, 32x32xf32, blayout=col_major, slayout=row_major>"
+    off = ("%sub, %c0" if split == 1 else "%c0, %sub")
+    return f"""module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    pto.section.cube {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %z = arith.constant 0 : i32
+      %buf = pto.reserve_buffer {{name = "v2c", size = 32768, location = #pto.address_space<mat>, auto = true}} -> i32
+      pto.aic_initialize_pipe {{dir_mask = 2, slot_size = 4096}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %buf : i32)
+      %yv = pto.make_tensor_view %y, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+      %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<32x32xf32>
+      %m = pto.tpop_from_aiv {{split = {split}}} -> {mat}
+      pto.tstore ins(%m : {mat}) outs(%yp : !pto.partition_tensor_view<32x32xf32>)
+      pto.tfree_from_aiv {{split = {split}}}
+    }}
+    pto.section.vector {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %cr = arith.constant {rows} : index
+      %cc = arith.constant {cols} : index
+      %c16_i64 = arith.constant 16 : i64
+      %z = arith.constant 0 : i32
+      %sb = pto.get_subblock_idx
+      %s16 = arith.muli %sb, %c16_i64 : i64
+      %sub = arith.index_cast %s16 : i64 to index
+      %imp = pto.import_reserved_buffer {{name = "v2c", peer_func = @k}} -> i32
+      pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 4096}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %imp : i32)
+      %xv = pto.make_tensor_view %x, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+      %xp = pto.partition_view %xv, offsets = [{off}], sizes = [%cr, %cc] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<{rows}x{cols}xf32>
+      %t = pto.alloc_tile : {half}
+      %n = pto.alloc_tile : {nz}
+      pto.tload ins(%xp : !pto.partition_tensor_view<{rows}x{cols}xf32>) outs(%t : {half})
+      pto.tmov ins(%t : {half}) outs(%n : {nz})
+      pto.tpush_to_aic(%n : {nz}) {{split = {split}}}
+    }}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("split", [1, 2])
+def test_v2c_halves_assemble_the_tile(target, split):
+    """AIV s's half lands at rows (up/down) or columns (left/right) [16s, 16s+16) of the cube's
+    tile: y == x, bit for bit (moves only)."""
+    x = np.arange(32 * 32, dtype=F32).reshape(32, 32) * F32(0.5) - F32(100)
+    res = api.check(api.parse(v2c_kernel(split)), target, {"x": x, "y": np.zeros((32, 32), F32)})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    np.testing.assert_array_equal(res.outputs["y"], x)

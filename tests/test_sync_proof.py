@@ -23,7 +23,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _without(prog: Program, drop: set) -> Program:
-    """``prog`` without the nodes whose ids are in ``drop`` (anywhere in loops and branches)."""
+    """``prog`` without the nodes whose ids are in ``drop`` (anywhere in loops and branches; in
+    every core's program of a mixed kernel)."""
+    if hasattr(prog, "agents"):
+        return replace(prog, agents=[(kind, _without(p, drop)) for kind, p in prog.agents])
+
     def body(nodes):
         out = []
         for n in nodes:
