@@ -54,6 +54,17 @@ CUBE = """  func.func private @k_cube(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>) attr
 """
 
 
+def vec_consts(rows: int, cols: int, indent: str) -> str:
+    """The vector side's constants and its sub-block's row/column offsets (8 or 16 per sub-block)."""
+    lines = ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index", "%c16 = arith.constant 16 : index",
+             "%c32 = arith.constant 32 : index", f"%cr = arith.constant {rows} : index",
+             f"%cc = arith.constant {cols} : index", "%c8_i64 = arith.constant 8 : i64",
+             "%c16_i64 = arith.constant 16 : i64", "%z = arith.constant 0 : i32", "%sb = pto.get_subblock_idx",
+             "%s8 = arith.muli %sb, %c8_i64 : i64", "%sub8 = arith.index_cast %s8 : i64 to index",
+             "%s16 = arith.muli %sb, %c16_i64 : i64", "%sub16 = arith.index_cast %s16 : i64 to index"]
+    return "".join(f"{indent}{ln}\n" for ln in lines)
+
+
 def vec_fn(split: int, pops: int = 1) -> str:
     rows, cols = {1: (8, 32), 2: (16, 16)}[split]
     t = f"!pto.tile_buf<vec, {rows}x{cols}xf32>"
@@ -63,21 +74,7 @@ def vec_fn(split: int, pops: int = 1) -> str:
 """ + "".join(f"""    %p{i} = pto.tpop_from_aic {{split = {split}}} -> {t}
 """ for i in range(1, pops))
     return f"""  func.func private @k_vec(%c: !pto.ptr<f32>, %o: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c32 = arith.constant 32 : index
-    %c16 = arith.constant 16 : index
-    %cr = arith.constant {rows} : index
-    %cc = arith.constant {cols} : index
-    %c8_i64 = arith.constant 8 : i64
-    %c16_i64 = arith.constant 16 : i64
-    %z = arith.constant 0 : i32
-    %sb = pto.get_subblock_idx
-    %s8 = arith.muli %sb, %c8_i64 : i64
-    %sub8 = arith.index_cast %s8 : i64 to index
-    %s16 = arith.muli %sb, %c16_i64 : i64
-    %sub16 = arith.index_cast %s16 : i64 to index
-    %buf = pto.reserve_buffer {{name = "c2v", size = 16384, location = #pto.address_space<vec>, auto = true}} -> i32
+{vec_consts(rows, cols, "    ")}    %buf = pto.reserve_buffer {{name = "c2v", size = 16384, location = #pto.address_space<vec>, auto = true}} -> i32
     pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 2048}} (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)
     %cv = pto.make_tensor_view %c, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
     %ov = pto.make_tensor_view %o, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
@@ -182,7 +179,7 @@ def v2c_kernel(split: int) -> str:
     half = f"!pto.tile_buf<vec, {rows}x{cols}xf32>"
     nz = f"!pto.tile_buf<vec, {rows}x{cols}xf32, blayout=col_major, slayout=row_major>"
     mat = "!pto.tile_buf<mat, 32x32xf32, blayout=col_major, slayout=row_major>"
-    off = ("%sub, %c0" if split == 1 else "%c0, %sub")
+    off = ("%sub16, %c0" if split == 1 else "%c0, %sub16")
     return f"""module {{
   func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.entry}} {{
     pto.section.cube {{
@@ -199,17 +196,7 @@ def v2c_kernel(split: int) -> str:
       pto.tfree_from_aiv {{split = {split}}}
     }}
     pto.section.vector {{
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c32 = arith.constant 32 : index
-      %cr = arith.constant {rows} : index
-      %cc = arith.constant {cols} : index
-      %c16_i64 = arith.constant 16 : i64
-      %z = arith.constant 0 : i32
-      %sb = pto.get_subblock_idx
-      %s16 = arith.muli %sb, %c16_i64 : i64
-      %sub = arith.index_cast %s16 : i64 to index
-      %imp = pto.import_reserved_buffer {{name = "v2c", peer_func = @k}} -> i32
+{vec_consts(rows, cols, "      ")}      %imp = pto.import_reserved_buffer {{name = "v2c", peer_func = @k}} -> i32
       pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 4096}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %imp : i32)
       %xv = pto.make_tensor_view %x, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
       %xp = pto.partition_view %xv, offsets = [{off}], sizes = [%cr, %cc] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<{rows}x{cols}xf32>
