@@ -56,6 +56,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from pto_compiler.dialects.segments import decode_segments_once
+
 
 # --------------------------------------------------------------------------------------
 # Element types
@@ -1751,6 +1753,7 @@ PTO = Dialect(
     [TileType, TileBufType, TensorViewType, PartitionTensorViewType, PtrType, *RAW_ATTRS.values(),
      *RAW_TYPES.values()],
 )
+decode_segments_once(PTO.operations)
 
 
 def constant_int(value: SSAValue) -> int | None:

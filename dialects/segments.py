@@ -1,0 +1,41 @@
+"""Operand groups of ops with ``operandSegmentSizes`` (``ins``/``outs`` of every tile op) read
+without decoding the attribute each time.
+
+xDSL's accessor unpacks the DenseArrayBase bytes on every ``op.ins`` (about 7 us); the passes
+read a tile op's groups some twenty times per compile, so at 1,000 ops the decoding alone cost
+a few tenths of a second.  The sizes are decoded once per distinct byte string (a kernel has a
+handful: (2, 1), (1, 1), ...) and the accessor itself does the slicing as xDSL's does."""
+
+from __future__ import annotations
+
+from xdsl.irdl.operations import BaseAttrAccessor, VarIRConstruct
+
+_SIZES: dict[bytes, tuple[int, ...]] = {}
+
+
+class _Decoded:
+    """``op.<group>``: xDSL's accessor ``inner`` over sizes decoded once per byte string."""
+
+    def __init__(self, inner: BaseAttrAccessor):
+        self.inner = inner
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        attr = self.inner.option.container(obj)[self.inner.option.attribute_name]
+        raw = attr.data.data
+        sizes = _SIZES.get(raw)
+        if sizes is None:
+            sizes = _SIZES[raw] = tuple(attr.get_values())
+        return self.inner.index(sizes, obj.operands)
+
+    def __set__(self, obj, value):
+        self.inner.__set__(obj, value)
+
+
+def decode_segments_once(ops) -> None:
+    """Give each op class of ``ops`` the decoding-once accessors for its operand groups."""
+    for cls in ops:
+        for name, acc in list(vars(cls).items()):
+            if isinstance(acc, BaseAttrAccessor) and acc.construct == VarIRConstruct.OPERAND:
+                setattr(cls, name, _Decoded(acc))
