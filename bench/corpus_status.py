@@ -8,7 +8,7 @@ Per file: the target (``--pto-arch`` of its RUN line, else what ptoc picks from 
 Classes: ``negative-ok`` (a ``RUN: not ptoas`` file ptoc rejects too), ``negative-accepted``,
 ``no-compile`` (with the first error line), ``no-run`` (compiles; --run fails, with the reason),
 ``run`` (runs, compares nothing), ``PASS`` (runs, at least one output compared and all PASS),
-``MISMATCH``.  Integer scalar arguments get the values of ``SCALAR_INPUTS`` (else 1), as a test
+``MISMATCH``.  Integer scalar arguments get the values of ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), as a test
 would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
 This is the one corpus status script: the vector and cube work both report from it.
 """
@@ -29,8 +29,20 @@ SHARED = Path(os.environ.get("PTOC_SHARED") or REPO.parent / "shared")
 SAMPLES_DIR = SHARED / "ptoas_samples"
 TIMEOUT_S = 120
 
-SCALAR_INPUTS: dict[str, dict[str, str]] = {}
-"""Per file stem: values for integer scalar arguments that the default (1) does not suit."""
+def scalar_inputs() -> dict[str, dict[str, str]]:
+    """Per file stem: the integer scalars tests/test_corpus_positive.py runs the file with (the one
+    table of scalars that make a corpus file meaningful: loop bounds, valid shapes, offsets)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_corpus_positive import RUNS
+
+    out = {}
+    for name, (flags, _) in RUNS.items():
+        pairs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "--input"]
+        out[Path(name).stem] = dict(p.split("=", 1) for p in pairs)
+    return out
+
+
+SCALAR_INPUTS = scalar_inputs()
 DEFAULT_INT = "1"
 
 
