@@ -217,10 +217,12 @@ def emit(module, target: Target | str | None = None, level: str = "program", *, 
 
 
 def _all_kernels(module) -> list[str]:
+    """The kernels a whole-file compile emits, as PTOAS compiles a file: every function marked
+    ``pto.entry`` when several are, every function when none is (a run takes one: ``--entry``)."""
     funcs = [op for op in module.walk() if op.name == "func.func" and op.body.blocks]
-    if len(funcs) > 1 and not any("pto.entry" in f.attributes for f in funcs):
-        return [f.sym_name.data for f in funcs]
-    return []
+    marked = [f for f in funcs if "pto.entry" in f.attributes]
+    kernels = marked if marked else funcs
+    return [f.sym_name.data for f in kernels] if len(kernels) > 1 else []
 
 
 # ---- inputs ------------------------------------------------------------------------------------

@@ -169,3 +169,42 @@ def test_tprint_prints_in_order_from_executor_and_golden(target, tmp_path, capsy
     first = f"tprint {k}:2:3: 1x8 f32\n1.5 -2 0.25 0 3 -0.5 100 7\n"
     second = f"tprint {k}:4:3: 1x8 f32\n-1.5 2 -0.25 -0 -3 0.5 -100 -7\n"
     assert err == (first + second) * 2  # the executor's run and the golden model's, each in program order
+
+
+TWO_ENTRIES = f"""
+module {{
+  func.func @double(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    {_views("xz")}
+    %a = pto.alloc_tile : {T16}
+    pto.tload ins(%xp : {PV}) outs(%a : {T16})
+    pto.tadd ins(%a, %a : {T16}, {T16}) outs(%a : {T16})
+    pto.tstore ins(%a : {T16}) outs(%zp : {PV})
+    return
+  }}
+  func.func @negate(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    {_views("xz")}
+    %a = pto.alloc_tile : {T16}
+    pto.tload ins(%xp : {PV}) outs(%a : {T16})
+    pto.tneg ins(%a : {T16}) outs(%a : {T16})
+    pto.tstore ins(%a : {T16}) outs(%zp : {PV})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_several_entries_compile_all_and_run_one_each(target, tmp_path, capsys):
+    """PTOAS compiles every pto.entry kernel of a file; a run takes one kernel's inputs (--entry)."""
+    path = tmp_path / "two.pto"
+    path.write_text(TWO_ENTRIES)
+    assert cli.main([str(path), "--target", target]) == 0
+    kernels = [line for line in capsys.readouterr().out.splitlines() if line.startswith(".kernel")]
+    assert [k.split()[1] for k in kernels] == ["@double", "@negate"]
+    assert cli.main([str(path), "--target", target, "--run"]) == 2
+    assert "several functions are marked pto.entry (double, negate); choose one with --entry" in capsys.readouterr().err
+    x = np.random.default_rng(2).standard_normal((16, 16)).astype(np.float32)
+    for entry, want in (("double", x + x), ("negate", -x)):
+        rc, out, err = _run(tmp_path, capsys, TWO_ENTRIES, target, {"x": x}, ("--entry", entry))
+        assert rc == 0 and out.startswith("PASS z"), out + err
+        np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), want)

@@ -55,6 +55,7 @@ RUNS = {
     "test__basic__plan_memory_reuse_sequential.pto": ((), COMPARED),
     "test__basic__tinsert_a5_pipe_selection.pto": ((), COMPARED),
     "test__basic__tmov_acc_mat_pipe_selection.pto": ((), False),
+    "test__basic__tinsert_a5_vec_mat_mode_lowering.pto": (("--entry", "tinsert_vec_mat_nd"), False),
     "test__samples__Sync__test_inject_sync_intra_pipe_barrier.pto": ((), False),
     "compact_left_blayout_parser_a3.pto": ((), False),
     "empty_func.pto": ((), False),
