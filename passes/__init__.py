@@ -91,7 +91,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return RaiseMemrefPass
 
+    def fold_view_yields():
+        from pto_compiler.passes.fold_view_yields import FoldViewYieldsPass
+
+        return FoldViewYieldsPass
+
     return {"pto-verify-target": verify_target, "pto-inline-calls": inline_calls, "pto-raise-memref": raise_memref,
+            "pto-fold-view-yields": fold_view_yields,
             "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,

@@ -475,7 +475,8 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
     out: list[str] = []
     code = EXIT_OK
     if args.run:
-        res = api.check(module, target, values, entry=args.entry, times=times, **run_options, **_options(args))
+        res = api.check(module, target, values, entry=args.entry, times=times, max_gm_bytes=args.max_gm_bytes,
+                        **run_options, **_options(args))
         program, findings, saved = res.program, res.findings, res.outputs
         out.extend(c.line() + "\n" for c in res.comparisons)
         if not all(c.ok for c in res.comparisons):

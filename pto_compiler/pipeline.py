@@ -3,6 +3,7 @@
 a2a3 (DESIGN.md §2, §5)::
 
     verify -> pto-inline-calls (modules with func.call) -> pto-bufferize (L1 functions only)
+           -> pto-fold-view-yields (scf.if yielding GM views only)
            -> pto-select-expand-mode -> pto-tmp-strategy
            -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 -> a2a3-complete-barriers
     (a2a3 ops; the program is their listing)
@@ -101,11 +102,14 @@ def _has_l1(module) -> bool:
 def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: str | None = None,
                insert_sync: bool = True) -> list[str]:
     """The passes :func:`compile_module` runs, in order (``ptoc --print-pipeline``)."""
+    from pto_compiler.passes.fold_view_yields import has_view_results
+
     names = ["verify"]
     if stop_after == "pto":
         return names
     names += ["pto-inline-calls"] if has_calls(module) else []
     names += ["pto-bufferize"] if _has_l1(module) else []
+    names += ["pto-fold-view-yields"] if has_view_results(module) else []
     names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
     if is_mixed(module) or has_reserve(module):  # the pipe's slot buffers, once the tiles are placed
         names.insert(names.index("pto-plan-memory") + 1, "pto-resolve-reserved-buffers")

@@ -22,7 +22,8 @@ Data model
   RowMajor, an f32 tile read as i32) gives the bytes the hardware holds, and a tassign moves the
   name, not the data.  The UB starts as zeros.  Tiles the planner places stay separate arrays:
   pto-plan-memory gives them disjoint bytes while they are live, so sharing is unobservable;
-  tiles of the cube memories (mat, left, right, acc, ...) placed by hand are separate arrays too.
+  a tile of a cube memory (mat, left, right, acc, ...) placed by hand is the tile of the same
+  type last placed at that address, else a fresh array (cube bytes are not reinterpreted).
 * **GM arguments** (``!pto.ptr<T>``) are flat 1-D arrays; a tensor view adds a shape and
   element strides, a partition view offsets and sizes.  The partition's elements, in C
   order, are the tile's valid elements in row-major order: for the usual
@@ -662,6 +663,8 @@ class Evaluator:
         """The block's Unified Buffer bytes, made when the first tile is bound to an address."""
         self.ub_written: np.ndarray | None = None
         """Per UB byte: some tile op wrote it."""
+        self.cube: dict[str, list[tuple[int, Tile]]] = {}
+        """Per cube memory: the tiles placed by hand, by address (:meth:`cube_tile`)."""
         self.pipe = None
         """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
         self.subblock = (pto.SUBBLOCK["pto.get_subblock_idx"], pto.SUBBLOCK["pto.get_subblock_num"])
@@ -769,6 +772,9 @@ class Evaluator:
             if op.addr is not None and _in_ub(t):
                 addr = int(env[op.addr])
                 env[op.result] = Tile(t, self.ub_view(op, t, addr), (vr, vc), ub_at=(addr, addr + t.nbytes))
+            elif op.addr is not None:
+                env[op.result] = self.cube_tile(t, int(env[op.addr]), (vr, vc))
+                return
             else:
                 env[op.result] = new_tile(t, (vr, vc))
             env[op.result].written = False
@@ -818,6 +824,21 @@ class Evaluator:
         if t.is_row_major:
             return flat.reshape(t.rows, t.cols)
         return flat.reshape(t.cols, t.rows).T
+
+    def cube_tile(self, t: pto.TileLikeType, addr: int, valid: tuple[int, int]) -> Tile:
+        """A cube-memory tile placed by hand at ``addr``: the tile of the same type last bound
+        there (PTOAS's kernels re-declare an acc tile at its address and accumulate into it), else
+        a fresh one, which drops every tile it overlaps (their bytes are not reinterpreted:
+        the cube memories' fractal layouts are not modelled as bytes)."""
+        bound = self.cube.setdefault(t.loc.data, [])
+        hi = addr + t.nbytes
+        for lo, old in bound:
+            if lo == addr and old.type.with_valid(valid) == t.with_valid(valid):
+                return old if old.valid == valid else Tile(t, old.data, valid, written=old.written)
+        fresh = new_tile(t, valid)
+        fresh.written = False
+        bound[:] = [(lo, old) for lo, old in bound if lo + old.type.nbytes <= addr or hi <= lo] + [(addr, fresh)]
+        return fresh
 
     def eval_eventid_array(self, op: Operation, env: dict) -> None:
         """``pto.declare_eventid_array`` (N event ids, 0 initially), ``eventid_array_set %a[%i], %v``,

@@ -208,3 +208,112 @@ def test_several_entries_compile_all_and_run_one_each(target, tmp_path, capsys):
         rc, out, err = _run(tmp_path, capsys, TWO_ENTRIES, target, {"x": x}, ("--entry", entry))
         assert rc == 0 and out.startswith("PASS z"), out + err
         np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), want)
+
+
+def _if_views(then_view: str, else_view: str) -> str:
+    return f"""
+module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %z: !pto.ptr<f32>, %n: index) {{
+    {_views("xyz")}
+    %a = pto.alloc_tile : {T16}
+    pto.tload ins(%xp : {PV}) outs(%a : {T16})
+    %c = arith.cmpi slt, %n, %c1 : index
+    %zv2, %yv2 = scf.if %c -> (!pto.tensor_view<?x?xf32>, !pto.tensor_view<?x?xf32>) {{
+      pto.tstore ins(%a : {T16}) outs(%zp : {PV})
+      scf.yield {then_view}, %yv : !pto.tensor_view<?x?xf32>, !pto.tensor_view<?x?xf32>
+    }} else {{
+      pto.tadd ins(%a, %a : {T16}, {T16}) outs(%a : {T16})
+      scf.yield {else_view}, %yv : !pto.tensor_view<?x?xf32>, !pto.tensor_view<?x?xf32>
+    }}
+    %p = pto.partition_view %zv2, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {PV}
+    pto.tstore ins(%a : {T16}) outs(%p : {PV})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1])
+def test_scf_if_yielding_the_same_gm_view_runs(target, n, tmp_path, capsys):
+    """PTOAS's Qwen3 kernels thread GM views through scf.if; the view is the same either way."""
+    x = np.random.default_rng(4).standard_normal((16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, _if_views("%zv", "%zv"), target, {"x": x}, ("--input", f"n={n}"))
+    assert rc == 0 and out.startswith("PASS z"), out + err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), x if n == 0 else x + x)
+
+
+def test_scf_if_choosing_a_gm_view_is_located(tmp_path, capsys):
+    path = tmp_path / "v.pto"
+    path.write_text(_if_views("%zv", "%xv"))
+    assert cli.main([str(path), "--target", "a2a3"]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:23:10: error: 'pto.partition_view' op has no a2a3 lowering: the source is not a tensor view " \
+        "of a kernel argument" in err, err
+
+
+def _cube_t(loc: str, shape: str, dtype: str) -> str:
+    layout = {"mat": "blayout=col_major, slayout=row_major", "left": "slayout=row_major",
+              "right": "slayout=col_major", "acc": "blayout=col_major, slayout=row_major, fractal=1024"}[loc]
+    return f"!pto.tile_buf<{loc}, {shape}x{dtype}, {layout}>"
+
+
+MAT_A, MAT_B = _cube_t("mat", "16x32", "f16"), _cube_t("mat", "32x16", "f16")
+LEFT, RIGHT, ACC = _cube_t("left", "16x32", "f16"), _cube_t("right", "32x16", "f16"), _cube_t("acc", "16x16", "f32")
+
+
+def _gm(name: str, rows: int, cols: int, dtype: str) -> str:
+    pv = f"!pto.partition_tensor_view<{rows}x{cols}x{dtype}>"
+    return (f"%{name}v = pto.make_tensor_view %{name}, shape = [%c{rows}, %c{cols}], strides = [%c{cols}, %c1] "
+            f": !pto.tensor_view<?x?x{dtype}>\n    %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], "
+            f"sizes = [%c{rows}, %c{cols}] : !pto.tensor_view<?x?x{dtype}> -> {pv}")
+
+
+ACC_REBOUND = f"""
+module {{
+  func.func @k(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %c: !pto.ptr<f16>, %d: !pto.ptr<f16>, %o: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %x0 = arith.constant 0 : i64
+    %x1k = arith.constant 1024 : i64
+    {_gm("a", 16, 32, "f16")}
+    {_gm("b", 32, 16, "f16")}
+    {_gm("c", 16, 32, "f16")}
+    {_gm("d", 32, 16, "f16")}
+    {_gm("o", 16, 16, "f32")}
+    %am = pto.alloc_tile addr = %x0 : {MAT_A}
+    %bm = pto.alloc_tile addr = %x1k : {MAT_B}
+    %l = pto.alloc_tile addr = %x0 : {LEFT}
+    %r = pto.alloc_tile addr = %x0 : {RIGHT}
+    %acc = pto.alloc_tile addr = %x0 : {ACC}
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x32xf16>) outs(%am : {MAT_A})
+    pto.tload ins(%bp : !pto.partition_tensor_view<32x16xf16>) outs(%bm : {MAT_B})
+    pto.tmov ins(%am : {MAT_A}) outs(%l : {LEFT})
+    pto.tmov ins(%bm : {MAT_B}) outs(%r : {RIGHT})
+    pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})
+    pto.tload ins(%cp : !pto.partition_tensor_view<16x32xf16>) outs(%am : {MAT_A})
+    pto.tload ins(%dp : !pto.partition_tensor_view<32x16xf16>) outs(%bm : {MAT_B})
+    pto.tmov ins(%am : {MAT_A}) outs(%l : {LEFT})
+    pto.tmov ins(%bm : {MAT_B}) outs(%r : {RIGHT})
+    %acc2 = pto.alloc_tile addr = %x0 : {ACC}
+    pto.tmatmul.acc ins(%acc2, %l, %r : {ACC}, {LEFT}, {RIGHT}) outs(%acc2 : {ACC})
+    pto.tstore ins(%acc : {ACC}) outs(%op : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_acc_tile_rebound_at_its_address_accumulates(target, tmp_path, capsys):
+    """PTOAS's Qwen3 kernels re-declare an acc tile at the address of the one they accumulate into:
+    the golden model gives both names the same acc tile, as the hardware's bytes are the same."""
+    rng = np.random.default_rng(6)
+    a, c = (rng.integers(-4, 5, (16, 32)).astype(np.float16) for _ in range(2))
+    b, d = (rng.integers(-4, 5, (32, 16)).astype(np.float16) for _ in range(2))
+    rc, out, err = _run(tmp_path, capsys, ACC_REBOUND, target, {"a": a, "b": b, "c": c, "d": d})
+    assert rc == 0 and out.startswith("PASS o"), out + err
+    f = np.float32
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "o.npy"), a.astype(f) @ b.astype(f) + c.astype(f) @ d.astype(f))
