@@ -486,6 +486,8 @@ class TileOp(IRDLOperation):
     FAMILY: ClassVar[str] = "other"
     A2A3_VOP: ClassVar[str | None] = None
     """The a2a3 repeat-vector instruction the op lowers to (its main one)."""
+    READS_DST: ClassVar[bool] = False
+    """The op reads its ``outs`` tile too (TAXPY: dst = s * src + dst)."""
     BY_SCALAR: ClassVar[int | None] = None
     """A unary op computed as its tile-scalar instruction with this scalar on both targets
     (TNEG: ``vmuls``/``vf.muls`` by -1, exact: a sign flip for floats, wrapping for ints)."""
@@ -949,6 +951,34 @@ class PairReduceOp(TileOp):
         _same_valid(src, dst, "src0 must have the same valid shape as dst")
 
 
+AXPY_TYPES = {("f16", "f16"), ("f32", "f32"), ("f16", "f32"), ("bf16", "bf16")}
+"""(src, dst) element types of TAXPY: one float type, or f16 into an f32 dst (the PTOAS sample)."""
+
+
+class AxpyOp(TileOp):
+    """TAXPY ``ins(src, s) outs(dst)``: ``dst = s * src + dst`` (pto_isa.md §3), src converted to
+    dst's type first (exact), the product and the sum each rounded once (no fused rounding: the
+    documented instructions are vmuls and vadd)."""
+
+    FAMILY: ClassVar[str] = "axpy"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    READS_DST: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if not self.outs:
+            raise VerifyException("accumulates into its dst: only the DPS form ins(src, s) outs(dst) has one")
+        if len(self.ins) != 2 or not is_tile(self.ins[0].type) or is_tile(self.ins[1].type):
+            raise VerifyException("expects ins(src, scalar)")
+        src = self.ins[0].type
+        if (src.dtype, dst.dtype) not in AXPY_TYPES:
+            ok = ", ".join(f"{a} -> {b}" for a, b in sorted(AXPY_TYPES))
+            raise VerifyException(f"src and dst element types {src.dtype} -> {dst.dtype} are not one of {ok}")
+        _same_valid(src, dst, "src valid shape must equal dst valid shape")
+        _row_major(dst, "dst")
+        _row_major(src, "src")
+
+
 class FillOp(TileOp):
     """A dst filled from one scalar operand and the element's position (``ins(%s) outs(%dst)``):
     TCI (family ``ci``) and TTRI (family ``tri``); see their ``_define`` lines."""
@@ -1310,6 +1340,7 @@ TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, 
                            FN="add")
 
 TCvtOp = _define("tcvt", ConvertOp, ANY, FN="convert")
+TAxpyOp = _define("taxpy", AxpyOp, _per_target(F16_F32, F16_F32 | {"bf16"}))
 TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"}),
                 "TCI ``{descending}``: dst[i, j] = s + k (descending: s - k), k = i * C + j the position in the "
                 "valid region in row-major order, wrapping in the element type.", FAMILY="ci", FN="sequence")
@@ -1335,7 +1366,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 OPAQUE_TILE_OP_NAMES = (
     "tcmp", "tsel", "tpow", "taddc",
     "tsubc", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu", "tsubrelu", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc", "taxpy", "tpows",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc", "tpows",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
@@ -1348,6 +1379,30 @@ OPAQUE_TILE_OP_NAMES = (
 )
 for _name in OPAQUE_TILE_OP_NAMES:
     _define(_name, OpaqueTileOp)
+
+_MASK_LAYOUT = ("the packed predicate layout is implementation-defined (pto_isa.md §3, §9.13: u8 on A2/A3, "
+                "u32 on A5; TSEL reads the CPU simulator's row packing as one flat bit stream)")
+NO_SEMANTICS = {
+    "pto.trandom": "a random fill: no page gives its generator, seed or distribution",
+    **{f"pto.tpart{k}": "a 'partial' op for mismatched valid regions: no page says which elements dst gets "
+                        "where only one source is valid" for k in ("add", "mul", "max", "min", "argmax", "argmin")},
+    "pto.tcmp": _MASK_LAYOUT, "pto.tcmps": _MASK_LAYOUT, "pto.tsel": _MASK_LAYOUT,
+    "pto.tsels": "a 'global select by scalar selectMode': no page defines selectMode's values",
+    "pto.tquant": "quantisation: no page gives the formula, rounding or saturation",
+    "pto.thistogram": "no page gives its bins or output layout",
+    "pto.tsort32": "no page gives the layout of the value/index output or the order of equal keys",
+    "pto.tmrgsort": "no page gives the list layout, the 'executed' output or the order of equal keys",
+    "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
+    "pto.timg2col": "no page gives its window, stride and padding parameters",
+}
+"""Catalogue instructions whose pages give no exact semantics: the golden model and both lowerings
+reject them located, with the reason (issue 12: never guess silently)."""
+
+
+def no_semantics(op: Operation) -> str | None:
+    """``"no semantics: REASON"`` for an op of :data:`NO_SEMANTICS`, else None."""
+    reason = NO_SEMANTICS.get(op.name)
+    return None if reason is None else f"no semantics: {reason}"
 
 
 # --------------------------------------------------------------------------------------

@@ -1022,7 +1022,7 @@ class _FnLowering:
         if op.res and not op.outs:
             self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
         if isinstance(op, pto.OpaqueTileOp) or not type(op).HAS_SEMANTICS:
-            self.unsupported("no rule for this instruction")
+            self.unsupported(pto.no_semantics(op) or "no rule for this instruction")
         if not self.lowering:
             self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
         self.emit_tile_op(op)
@@ -1390,6 +1390,23 @@ class _FnLowering:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=R, len_burst=length,
                       src_gap=sgap, dst_gap=dgap)
 
+    def tile_axpy(self, op):
+        """TAXPY: ``vconv`` of src into a free-UB tmp shaped like dst (f16 -> f32 only), ``vmuls`` by s
+        (into the tmp), ``vadd`` of the tmp to dst; vaxpy is not in vector_isa.md."""
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._rows_aligned(s, d, rows=d.vr)
+        L = 256 // d.esize
+        tmp = TileRef(self.free_ub(d.nbytes), d.t, d.vr, d.vc)
+        src = s
+        if s.dtype != d.dtype:
+            self.vec("vconv", d.dtype, {"dst": self.opnd(tmp, L), "src": self.opnd(s, L)}, d.vr, d.vc, lanes=L,
+                     extra={"src_dtype": s.dtype, "round": "r"})
+            src = tmp
+        self.vec("vmuls", d.dtype, {"dst": self.opnd(tmp, L), "src": self.opnd(src, L)}, d.vr, d.vc,
+                 extra={"scalar": self.scalar_operand(op.ins[1], d.dtype)})
+        self.vec("vadd", d.dtype, {"dst": self.opnd(d, L), "src0": self.opnd(tmp, L), "src1": self.opnd(d, L)},
+                 d.vr, d.vc, row_bound=d.t.rows)
+
     def tile_fill(self, op):
         """TTRI: per row (a scalar loop), ``vector_dup`` of the background value over the row, then
         of the other value over its first n = clamp(i + diag + 1, 0, C) (lower) or clamp(i + diag,
@@ -1445,8 +1462,21 @@ class _FnLowering:
         rnd = _ROUND[mode_text.upper()]
         sat = _attr_text(op, "sat_mode", "saturation_mode", "satMode")
         fs, fd = E.is_float_dtype(E.np_dtype(s.dtype)), E.is_float_dtype(E.np_dtype(d.dtype))
-        if sat is not None and "ON" in sat.upper() and not fs and not fd:
-            self.unsupported("int -> int conversion with saturation")
+        bounds = saturation_bounds(s.dtype, d.dtype) if sat is not None and "ON" in sat.upper() else None
+        if bounds is not None:
+            # int -> int with saturation: clamp in the source type (vmaxs, vmins into a free-UB tmp
+            # shaped like src), then the wrapping conversion of the clamped values is exact
+            if s.esize == 1:
+                self.unsupported("a saturating conversion from 8-bit integers (a2a3 runs b8 data as b16, "
+                                 "vector_isa.md §1.4: no 8-bit vmaxs/vmins)")
+            self._rows_aligned(s, d, rows=d.vr)
+            tmp = TileRef(self.free_ub(s.nbytes), s.t, s.vr, s.vc)
+            L = 256 // s.esize
+            self.vec("vmaxs", s.dtype, {"dst": self.opnd(tmp, L), "src": self.opnd(s, L)}, d.vr, d.vc,
+                     extra={"scalar": bounds[0]})
+            self.vec("vmins", s.dtype, {"dst": self.opnd(tmp, L), "src": self.opnd(tmp, L)}, d.vr, d.vc,
+                     extra={"scalar": bounds[1]})
+            s = tmp
         if s.dtype == d.dtype or (not fs and not fd and s.esize == d.esize):
             self.copy_tile(s, d)  # same bits (int -> int of one size wraps to the same bits)
             return
@@ -1798,6 +1828,18 @@ class _FnLowering:
             self.flag("S", "V")
 
 
+def saturation_bounds(src: str, dst: str) -> tuple[int, int] | None:
+    """(lo, hi) a saturating int -> int TCVT clamps to, in the source type; None when no clamp is
+    needed (every source value fits dst) or a type is a float (TCVT's float paths saturate anyway)."""
+    s, d = E.np_dtype(src), E.np_dtype(dst)
+    if E.is_float_dtype(s) or E.is_float_dtype(d):
+        return None
+    (slo, shi), (dlo, dhi) = E.int_range(s), E.int_range(d)
+    if dlo <= slo and shi <= dhi:
+        return None
+    return max(slo, dlo), min(shi, dhi)
+
+
 def _py_number(v):
     a = np.asarray(v)
     if E.is_float_dtype(a.dtype):
@@ -1982,6 +2024,7 @@ _FAMILY_RULES = {
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.FillOp: _FnLowering.tile_fill,
+    pto.AxpyOp: _FnLowering.tile_axpy,
     pto.MoveOp: _FnLowering.tile_mov,
     pto.LoadOp: _FnLowering.tile_load,
     pto.StoreOp: _FnLowering.tile_store,

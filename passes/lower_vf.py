@@ -375,7 +375,7 @@ class _OpLowering:
         fam = type(op).FAMILY
         handler = getattr(self, f"f_{fam}", None)
         if handler is None or not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
-            raise _Unsupported("no rule for this instruction")
+            raise _Unsupported(pto.no_semantics(op) or "no rule for this instruction")
         plan = handler()      # registers the arguments, returns the body generator
         key = self.body_key() if built is not None else None
         if key is not None and key in built:
@@ -887,6 +887,35 @@ class _OpLowering:
             b.loop(R, row)
         return plan
 
+    def f_axpy(self):
+        """TAXPY: per chunk of dst's lanes, src loaded (f16 into f32: UNPK_B16 + vf.cvt), ``vf.muls`` by
+        s, dst loaded, ``vf.add``, stored."""
+        op = self.op
+        s, sv, d = op.ins[0], op.ins[1], op.outs[0]
+        R, C = self.valid(d)
+        self.arg(s)
+        self.arg(d)
+        self.arg(sv)
+        self.dyn_args(R, C)
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R), (td, R))
+            rt = _reg(td.elt)
+            k_s = self._scalar_in_vf(sv, td.elt)
+
+            def chunk(i, k, m, _):
+                if ts.e < td.e:
+                    x = b.op(vf.CvtOp(_load(b, ts, _elem(b, ts, i, k), f"UNPK_B{8 * ts.e}"), m, rt, "RINT"))
+                else:
+                    x = _load(b, ts, _elem(b, ts, i, k))
+                p = b.op(vf.MulsOp([x, k_s], m, rt))
+                y = _load(b, td, _elem(b, td, i, k))
+                _store(b, td, _elem(b, td, i, k), b.op(vf.AddOp([p, y], m, rt)), m)
+            self.map_region([s, d], d, self.dims(R), self.dims(C), td.elt, chunk)
+        return plan
+
     def f_tri(self):
         """TTRI: per row, the background value stored over the row's chunks, then the other value over
         the first n = clamp(i + diag + 1, 0, C) (lower) / clamp(i + diag, 0, C) (upper) columns
@@ -907,7 +936,7 @@ class _OpLowering:
             if pto.is_float(td.elt):
                 one, zero = b.cf(1.0, td.elt), b.cf(0.0, td.elt)
             else:
-                one, zero = b.c(1, IntegerType(td.elt.width.data)), b.c(0, IntegerType(td.elt.width.data))
+                one, zero = b.c(1, _signless(td.elt)), b.c(0, _signless(td.elt))
             first, second = (b.op(vf.DupOp([v], None, rt)) for v in ((one, zero) if upper else (zero, one)))
             diag = self.vals[sv]
             if not isinstance(diag.type, IndexType):
@@ -957,8 +986,11 @@ class _OpLowering:
 
         mode = E.round_mode(_attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT")
         sat = _attr_body(op, "sat_mode", "saturation_mode", "satMode")
-        if sat is not None and "ON" in sat.upper():
-            raise _Unsupported("saturating integer conversion")
+        bounds = A.saturation_bounds(pto.dtype_name(s.type.element_type), pto.dtype_name(d.type.element_type)) \
+            if sat is not None and "ON" in sat.upper() else None
+        if bounds is not None and s.type.elem_bytes < d.type.elem_bytes:
+            raise _Unsupported("a saturating widening integer conversion (the UNPK load leaves no source-typed "
+                               "register to clamp)")
 
         def plan():
             b = self.b
@@ -977,10 +1009,19 @@ class _OpLowering:
                     v = _load(b, ts, _elem(b, ts, i, k), f"UNPK_B{8 * es}")
                 else:
                     v = _load(b, ts, _elem(b, ts, i, k))
+                if bounds is not None:  # saturation: clamp in the source type, then the wrapping cvt is exact
+                    st = _reg(ts.elt)
+                    v = b.op(vf.MinsOp([b.op(vf.MaxsOp([v, b.c(bounds[0], _signless(ts.elt))], m, st)),
+                                        b.c(bounds[1], _signless(ts.elt))], m, st))
                 r = b.op(vf.CvtOp(v, m, rt, mode))
                 _store(b, td, _elem(b, td, i, k), r, m, f"PK_B{8 * es}" if es > ed else "NORM")
             self.map_region([s, d], d, self.dims(R), self.dims(C), welt, chunk, lane_bytes=wide)
         return plan
+
+
+def _signless(elt) -> IntegerType:
+    """The signless integer type of an integer element type's width (arith constants are signless)."""
+    return IntegerType(elt.width.data)
 
 
 def _wide_type(elt):

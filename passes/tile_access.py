@@ -62,11 +62,11 @@ UB_ADDR = "ub_addr"
 _TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1, "binary": 2, "scalar": 2}
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
-_FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat",
+_FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
                "colbroadcast", "cvt", "mov", "load"}
 
 # families that may write dst in place over a source (same index read then written)
-_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov"}
+_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy"}
 
 _SCALAR_READ = {"pto.tgetval", "pto.load_scalar"}
 _SCALAR_WRITE = {"pto.tsetval", "pto.store_scalar"}
@@ -141,7 +141,8 @@ def tile_reads(op: Operation) -> list[SSAValue]:
     """Tile buffers whose data the op reads (tmp operands excluded)."""
     if isinstance(op, pto.TileOp):
         tmps = tmp_operands(op)
-        return [v for v in op.ins if is_tile_buf(v) and v not in tmps]
+        dst = list(op.outs) if op.READS_DST else []
+        return [v for v in (*op.ins, *dst) if is_tile_buf(v) and v not in tmps]
     if isinstance(op, pto.GenericPtoOp):
         if op.name in _SCALAR_WRITE:
             return []

@@ -923,7 +923,7 @@ class Evaluator:
 
     def eval_tile_op(self, op: pto.TileOp, env: dict) -> None:
         if not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
-            raise op_error(op, "has no semantics in ptoc yet")
+            raise op_error(op, pto.no_semantics(op) or "has no semantics in ptoc yet")
         handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
         if handler is None:
             raise op_error(op, "has no semantics in ptoc yet")
@@ -1098,6 +1098,15 @@ class Evaluator:
         sums = self.fn(op)(x[:, 0::2], x[:, 1::2])
         self._store(dst, r, half, sums)
         dst.data[:r, half:c] = 0
+
+    def family_axpy(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, src.valid)
+        r, c = dst.valid
+        self._same_valid(op, src, dst.valid, "src")
+        x = E.convert(src.data[:r, :c], dst.dtype)
+        s = E.scalar_to(env[op.ins[1]], dst.dtype)
+        self._store(dst, r, c, E.add(E.mul(x, s), dst.data[:r, :c]))
 
     def family_fill(self, op, env):
         dst = self.dst(op, env, None)
@@ -1309,7 +1318,7 @@ _FAMILIES = {
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
-    pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill,
+    pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
     pto.PrintOp: Evaluator.family_print,

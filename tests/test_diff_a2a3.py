@@ -55,7 +55,9 @@ COLRED = ("tcolsum", "tcolmax", "tcolmin")
 CVT_PAIRS = (("f32", "f16", "CAST_RINT"), ("f16", "f32", "CAST_RINT"), ("f32", "i32", "CAST_TRUNC"),
              ("i32", "f32", "CAST_RINT"), ("f16", "i16", "CAST_ROUND"), ("i16", "f16", "CAST_RINT"),
              ("f32", "f16", "CAST_ODD"), ("f16", "i8", "CAST_FLOOR"), ("i8", "f16", "CAST_RINT"),
-             ("f32", "i16", "CAST_CEIL"), ("i32", "i16", "CAST_RINT"), ("ui8", "i8", "CAST_RINT"))
+             ("f32", "i16", "CAST_CEIL"), ("i32", "i16", "CAST_RINT"), ("ui8", "i8", "CAST_RINT"),
+             ("i32", "i16", "SAT"), ("ui32", "i32", "SAT"), ("i16", "ui32", "SAT"))
+"""(src, dst, round mode); SAT: CAST_RINT with ``sat_mode ON`` (int -> int saturation)."""
 
 
 def variants():
@@ -213,7 +215,8 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         src_dt, mode = variant.split("-")
         src = _t(R, cols, src_dt, R, C)
         args = [f"%a: {src}"]
-        body = f"%d = pto.tcvt %a {{rmode = #pto<round_mode {mode}>}} : {src} -> {full}"
+        sat = ", sat_mode = #pto<saturation_mode ON>" if mode == "SAT" else ""
+        body = f"%d = pto.tcvt %a {{rmode = #pto<round_mode {'CAST_RINT' if sat else mode}>{sat}}} : {src} -> {full}"
     else:
         raise KeyError(op)
     text = f"func.func @k({', '.join(args)}) -> {rt} {{\n  {pre}{body}\n  return %d : {rt}\n}}\n"
@@ -236,7 +239,12 @@ def _given(text: str):
 def domain_inputs(case, given):
     """``given`` with the second operand of a :data:`DIVISOR_OPS` op on an integer type drawn from
     its domain: divisors from ±1..±7 (1..15 unsigned), shift counts from 0..bits-1 (scalar: 3)."""
-    op, _, dt, R, _, C = case
+    op, variant, dt, R, _, C = case
+    if variant.endswith("-SAT"):  # the whole source range, so that the clamp matters
+        info = np.iinfo(E.np_dtype(variant.split("-")[0]))
+        rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
+        return {**(given or {}), "a": rng.integers(int(info.min), int(info.max), size=(R, C), endpoint=True,
+                                                   dtype=info.dtype)}
     if op not in DIVISOR_OPS or dt.startswith(("f", "b")):
         return given
     given = dict(given or {})

@@ -37,9 +37,10 @@ def a5_dtypes(op: str) -> list[str]:
     return [d for d in ORDER if d in allowed]
 
 
-CVT_PAIRS = M.CVT_PAIRS + (("bf16", "f32", "CAST_RINT"), ("f32", "bf16", "CAST_RINT"),
-                           ("ui16", "ui8", "CAST_RINT"), ("i16", "i32", "CAST_RINT"),
-                           ("i64", "i32", "CAST_RINT"))
+# (a saturating widening conversion is a located error on ascend950: tests/test_vector_catalogue.py)
+CVT_PAIRS = tuple(p for p in M.CVT_PAIRS if not (p[2] == "SAT" and M.ESIZE[p[0]] < M.ESIZE[p[1]])) + (
+    ("bf16", "f32", "CAST_RINT"), ("f32", "bf16", "CAST_RINT"), ("ui16", "ui8", "CAST_RINT"),
+    ("i16", "i32", "CAST_RINT"), ("i64", "i32", "CAST_RINT"), ("ui16", "i16", "SAT"), ("i16", "i8", "SAT"))
 
 
 def variants():

@@ -241,12 +241,12 @@ def test_loop_carried_tile_at_another_address_is_an_error():
 
 def test_unsupported_op_error_is_located():
     with pytest.raises(PtocError) as info:
-        H.compile_text(_k("%d = pto.tpartadd %a, %b : !pto.tile<8x64xf32>, !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+        H.compile_text(_k("%d = pto.tgatherb %a, %b : !pto.tile<8x64xf32>, !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
                           "%a: !pto.tile<8x64xf32>, %b: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"),
                        filename="t.pto")
     d = info.value.diagnostics[0]
     assert (d.filename, d.line, d.column) == ("t.pto", 2, 8)
-    assert d.message == "'pto.tpartadd' op has no a2a3 lowering: no rule for this instruction"
+    assert d.message == "'pto.tgatherb' op has no a2a3 lowering: no rule for this instruction"
 
 
 def test_every_instruction_has_an_origin():
