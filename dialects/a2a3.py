@@ -160,7 +160,7 @@ for _n, _fn, _c in (("vexp", "exp", _LONG), ("vln", "log", _LONG), ("vsqrt", "sq
                     ("vrsqrt", "rsqrt", _LONG), ("vrec", "recip", _LONG), ("vabs", "abs_", _SIMPLE),
                     ("vrelu", "relu", _SIMPLE)):
     _add(_mk_vec(_n, "unary", ("dst", "src"), _c, _fn))
-# Lane-wise instructions of the remainder / bitwise / shift / PReLU tile ops.  vector_isa.md does not
+# Lane-wise instructions of the remainder / bitwise / shift / PReLU / power tile ops.  vector_isa.md does not
 # describe them (pto_isa.md §3 names vand among the A5 micro-instructions); each is modelled as one
 # repeat instruction under §1.1's addressing and mask model computing the op's element function, the
 # closest documented form (the A2/A3 headers build some from several instructions and a tmp tile).
@@ -172,6 +172,8 @@ for _n, _fn in (("vrems", "rem"), ("vfmods", "fmod"), ("vands", "bitand"), ("vor
     _add(_mk_vec(_n, "scalar", ("dst", "src"), _LONG if _n in ("vrems", "vfmods") else _SIMPLE, _fn,
                  extra=("scalar",), extra_kinds={"scalar": "scalar"}))
 _add(_mk_vec("vnot", "unary", ("dst", "src"), _SIMPLE, "bitnot"))
+_add(_mk_vec("vpow", "binary", ("dst", "src0", "src1"), _LONG, "power"))
+_add(_mk_vec("vpows", "scalar", ("dst", "src"), _LONG, "power", extra=("scalar",), extra_kinds={"scalar": "scalar"}))
 _add(_mk_vec("vector_dup", "dup", ("dst",), _SIMPLE, extra=("scalar",), extra_kinds={"scalar": "scalar"}))
 _add(_mk_vec("vbrcb", "vbrcb", ("dst", "src"), _SIMPLE, blk_ops=("dst",), rep_ops=("dst",)))
 for _n, _fn in (("vcadd", "add"), ("vcmax", "maximum"), ("vcmin", "minimum")):

@@ -488,6 +488,8 @@ class TileOp(IRDLOperation):
     """The a2a3 repeat-vector instruction the op lowers to (its main one)."""
     READS_DST: ClassVar[bool] = False
     """The op reads its ``outs`` tile too (TAXPY: dst = s * src + dst)."""
+    TMP_AT: ClassVar[int | None] = None
+    """Where the op's tmp tile stands in ``ins`` when its family does not say (TPOW, TPOWS)."""
     BY_SCALAR: ClassVar[int | None] = None
     """A unary op computed as its tile-scalar instruction with this scalar on both targets
     (TNEG: ``vmuls``/``vf.muls`` by -1, exact: a sign flip for floats, wrapping for ints)."""
@@ -979,6 +981,52 @@ class AxpyOp(TileOp):
         _row_major(src, "src")
 
 
+class ComposedOp(TileOp):
+    """A tile op that is a fixed sequence of elementwise instructions (pto_isa.md §3: TADDC a+b+c,
+    TSUBC a-b+c, TMULADDDST a*b+dst, TFUSEDMULADD a*dst+b, TFUSEDMULADDRELU relu(a*dst+b),
+    TSUBRELU relu(a-b), TPOW/TPOWS a**b).  ``STEPS`` holds the sequence, each step
+    ``(instruction, operand, ...)`` over ``a``, ``b``, ``c`` (the ``ins`` tiles), ``s`` (the scalar
+    operand), ``dst`` and ``t`` (the previous step's result); the last step's result is dst.  Each
+    step is rounded to the element type (the CPU simulator forces the rounding between steps,
+    pto_isa.md §6); the golden model applies the instructions' element functions (dialects/a2a3.py
+    ``OPCODES``), the lowerings the instructions themselves."""
+
+    FAMILY: ClassVar[str] = "composed"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    STEPS: ClassVar[tuple] = ()
+    N_TILES: ClassVar[int] = 2
+    SCALAR: ClassVar[bool] = False
+
+    @classmethod
+    def uses(cls, name: str) -> bool:
+        return any(name in step[1:] for step in cls.STEPS)
+
+    def named_operands(self) -> dict[str, SSAValue]:
+        """The named operands of ``STEPS``: a, b, c (tiles in ins order), s (the scalar), dst."""
+        tiles = [v for v in self.ins if is_tile(v.type)][:self.N_TILES]
+        named = dict(zip("abc", tiles))
+        if self.SCALAR:
+            named["s"] = self.scalar_ins()[0]
+        named["dst"] = self.dst
+        return named
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if self.uses("dst") and not self.outs:
+            raise VerifyException("reads its dst: only the DPS form ins(...) outs(dst) has one")
+        tiles, scalars = self.tile_ins(), self.scalar_ins()
+        n_tmp = len(tiles) - self.N_TILES
+        tmp_ok = self.TMP_AT is not None
+        if n_tmp not in (0, 1) or len(scalars) != int(self.SCALAR) or (n_tmp and not tmp_ok):
+            want = ", ".join([*"abc"[:self.N_TILES], *(["s"] if self.SCALAR else [])])
+            raise VerifyException(f"expects ins({want}{'[, tmp]' if tmp_ok else ''})")
+        for t in tiles[:self.N_TILES]:
+            _same_dtype(dst, t.type, rule="the source tiles and dst must have the same element type")
+            _same_valid(t.type, dst, "source valid shapes must equal dst valid shape")
+            _row_major(t.type, "a source")
+        _row_major(dst, "dst")
+
+
 class FillOp(TileOp):
     """A dst filled from one scalar operand and the element's position (``ins(%s) outs(%dst)``):
     TCI (family ``ci``) and TTRI (family ``tri``); see their ``_define`` lines."""
@@ -1340,6 +1388,24 @@ TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, 
                            FN="add")
 
 TCvtOp = _define("tcvt", ConvertOp, ANY, FN="convert")
+FLOAT_ARITH = _per_target(F16_F32, F16_F32 | {"bf16"})
+TAddcOp = _define("taddc", ComposedOp, REM, "TADDC: dst = a + b + c.", N_TILES=3,
+                  STEPS=(("vadd", "a", "b"), ("vadd", "t", "c")))
+TSubcOp = _define("tsubc", ComposedOp, REM, "TSUBC: dst = a - b + c.", N_TILES=3,
+                  STEPS=(("vsub", "a", "b"), ("vadd", "t", "c")))
+TSubReluOp = _define("tsubrelu", ComposedOp, REM, "TSUBRELU: dst = relu(a - b).",
+                     STEPS=(("vsub", "a", "b"), ("vrelu", "t")))
+TMulAddDstOp = _define("tmuladddst", ComposedOp, FLOAT_ARITH, "TMULADDDST: dst = a * b + dst.",
+                       STEPS=(("vmul", "a", "b"), ("vadd", "t", "dst")), READS_DST=True)
+TFusedMulAddOp = _define("tfusedmuladd", ComposedOp, FLOAT_ARITH, "TFUSEDMULADD: dst = a * dst + b.",
+                         STEPS=(("vmul", "a", "dst"), ("vadd", "t", "b")), READS_DST=True)
+TFusedMulAddReluOp = _define("tfusedmuladdrelu", ComposedOp, FLOAT_ARITH,
+                             "TFUSEDMULADDRELU: dst = relu(a * dst + b).", READS_DST=True,
+                             STEPS=(("vmul", "a", "dst"), ("vadd", "t", "b"), ("vrelu", "t")))
+TPowOp = _define("tpow", ComposedOp, FLOAT_ARITH, "TPOW: dst = a ** b (computed in double, rounded once).",
+                 STEPS=(("vpow", "a", "b"),), TMP_AT=2)
+TPowsOp = _define("tpows", ComposedOp, FLOAT_ARITH, "TPOWS: dst = a ** s (computed in double, rounded once).",
+                  STEPS=(("vpows", "a", "s"),), N_TILES=1, SCALAR=True, TMP_AT=2)
 TAxpyOp = _define("taxpy", AxpyOp, _per_target(F16_F32, F16_F32 | {"bf16"}))
 TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"}),
                 "TCI ``{descending}``: dst[i, j] = s + k (descending: s - k), k = i * C + j the position in the "
@@ -1364,9 +1430,8 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
-    "tcmp", "tsel", "tpow", "taddc",
-    "tsubc", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu", "tsubrelu", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc", "tpows",
+    "tcmp", "tsel", "tpartadd", "tpartmul",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc",
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",

@@ -1811,7 +1811,7 @@ def _call_compatible(actual: Attribute, formal: Attribute) -> bool:
 
 
 # --------------------------------------------------------------------------------------
-# Remainder, bitwise, shift and PReLU lanes (the tile ops TREM ... TLRELU).  vector_isa.md does
+# Remainder, bitwise, shift, PReLU and power lanes (the tile ops TREM ... TLRELU, TPOW, TPOWS).  vector_isa.md does
 # not describe these instructions (pto_isa.md §3 names vand among the A5 micro-instructions); each
 # computes its element function lane-wise under the mask, as vf.add does.
 # --------------------------------------------------------------------------------------
@@ -1830,12 +1830,14 @@ LANE_BINARY_OPS = tuple(_lane_op(BinaryOp, f"vf.{n}", p, fn, d) for n, p, fn, d 
     ("rem", "Rem/vrem", "rem", ARITH_DTYPES), ("fmod", "Fmod/vfmod", "fmod", ARITH_DTYPES),
     ("and", "And/vand", "bitand", INT_DTYPES), ("or", "Or/vor", "bitor", INT_DTYPES),
     ("xor", "Xor/vxor", "bitxor", INT_DTYPES), ("shl", "ShiftLeft/vshl", "shl", INT_DTYPES),
-    ("shr", "ShiftRight/vshr", "shr", INT_DTYPES), ("prelu", "Prelu/vprelu", "prelu", FLOAT_DTYPES)))
+    ("shr", "ShiftRight/vshr", "shr", INT_DTYPES), ("prelu", "Prelu/vprelu", "prelu", FLOAT_DTYPES),
+    ("pow", "Pow/vpow", "power", FLOAT_DTYPES)))
 LANE_SCALAR_OPS = tuple(_lane_op(ScalarOp, f"vf.{n}", p, fn, d) for n, p, fn, d in (
     ("rems", "Rems/vrems", "rem", ARITH_DTYPES), ("fmods", "Fmods/vfmods", "fmod", ARITH_DTYPES),
     ("ands", "Ands/vands", "bitand", INT_DTYPES), ("ors", "Ors/vors", "bitor", INT_DTYPES),
     ("xors", "Xors/vxors", "bitxor", INT_DTYPES), ("shls", "ShiftLefts/vshls", "shl", INT_DTYPES),
-    ("shrs", "ShiftRights/vshrs", "shr", INT_DTYPES), ("lrelu", "LeakyRelu/vlrelu", "prelu", FLOAT_DTYPES)))
+    ("shrs", "ShiftRights/vshrs", "shr", INT_DTYPES), ("lrelu", "LeakyRelu/vlrelu", "prelu", FLOAT_DTYPES),
+    ("pows", "Pows/vpows", "power", FLOAT_DTYPES)))
 NotOp = _lane_op(UnaryOp, "vf.not", "Not/vnot", "bitnot", INT_DTYPES)
 
 # --------------------------------------------------------------------------------------

@@ -1390,6 +1390,25 @@ class _FnLowering:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=R, len_burst=length,
                       src_gap=sgap, dst_gap=dgap)
 
+    def tile_composed(self, op):
+        """The op's ``STEPS``, one vector instruction each over the region; intermediate results go
+        to a free-UB tmp shaped like dst, the last step writes dst."""
+        named = op.named_operands()
+        d = self.tile(op.outs[0])
+        refs = {k: self.tile(v) for k, v in named.items() if k != "s"}
+        self._rows_aligned(*refs.values(), rows=d.vr)
+        L = 256 // d.esize
+        if len(op.STEPS) > 1:
+            refs["t"] = TileRef(self.free_ub(d.nbytes), d.t, d.vr, d.vc)
+        for n, (vop, *args) in enumerate(op.STEPS):
+            out = refs["dst"] if n == len(op.STEPS) - 1 else refs["t"]
+            spec = a2a3.OPCODES[vop]
+            srcs = [x for x in args if x != "s"]
+            names = ("src0", "src1") if spec.family == "binary" else ("src",)
+            opnds = {"dst": self.opnd(out, L), **{nm: self.opnd(refs[x], L) for nm, x in zip(names, srcs)}}
+            extra = {"scalar": self.scalar_operand(named["s"], d.dtype)} if "s" in args else None
+            self.vec(vop, d.dtype, opnds, d.vr, d.vc, extra=extra, row_bound=d.t.rows)
+
     def tile_axpy(self, op):
         """TAXPY: ``vconv`` of src into a free-UB tmp shaped like dst (f16 -> f32 only), ``vmuls`` by s
         (into the tmp), ``vadd`` of the tmp to dst; vaxpy is not in vector_isa.md."""
@@ -2025,6 +2044,7 @@ _FAMILY_RULES = {
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
+    pto.ComposedOp: _FnLowering.tile_composed,
     pto.MoveOp: _FnLowering.tile_mov,
     pto.LoadOp: _FnLowering.tile_load,
     pto.StoreOp: _FnLowering.tile_store,

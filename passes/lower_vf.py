@@ -887,6 +887,38 @@ class _OpLowering:
             b.loop(R, row)
         return plan
 
+    def f_composed(self):
+        """The op's ``STEPS`` on registers: per chunk, each tile operand loaded once, one vf op per step
+        (the vf op of the step's instruction), the last result stored to dst."""
+        op = self.op
+        named = op.named_operands()
+        d = op.outs[0]
+        R, C = self.valid(d)
+        tiles = [v for k, v in named.items() if k != "s"]
+        for v in tiles:
+            self.arg(v)
+        if "s" in named:
+            self.arg(named["s"])
+        self.dyn_args(R, C)
+        ops = {**_by_vop(vf.BINARY_OPS), **_by_vop(vf.SCALAR_OPS), **_by_vop(vf.UNARY_OPS)}
+
+        def plan():
+            b = self.b
+            td = self.tile(d)
+            ts = {k: self.tile(v) for k, v in named.items() if k != "s"}
+            self._aligned(*((t, R) for t in ts.values()))
+            rt = _reg(td.elt)
+            s = self._scalar_in_vf(named["s"], td.elt) if "s" in named else None
+
+            def chunk(i, k, m, _):
+                regs = {n: _load(b, t, _elem(b, t, i, k)) for n, t in ts.items() if op.uses(n)}
+                regs["s"] = s
+                for vop, *args in op.STEPS:
+                    regs["t"] = b.op(ops[vop]([regs[x] for x in args], m, rt))
+                _store(b, td, _elem(b, td, i, k), regs["t"], m)
+            self.map_region(tiles, d, self.dims(R), self.dims(C), td.elt, chunk)
+        return plan
+
     def f_axpy(self):
         """TAXPY: per chunk of dst's lanes, src loaded (f16 into f32: UNPK_B16 + vf.cvt), ``vf.muls`` by
         s, dst loaded, ``vf.add``, stored."""

@@ -63,10 +63,12 @@ _TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1,
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
 _FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
+               "composed",
                "colbroadcast", "cvt", "mov", "load"}
 
 # families that may write dst in place over a source (same index read then written)
 _IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy"}
+# (not "composed": a step writes dst before a later step reads a source that may share its bytes)
 
 _SCALAR_READ = {"pto.tgetval", "pto.load_scalar"}
 _SCALAR_WRITE = {"pto.tsetval", "pto.store_scalar"}
@@ -131,7 +133,7 @@ def tmp_operands(op: Operation) -> list[SSAValue]:
     """The tmp tile operand(s) of a tile op (scratch the op overwrites)."""
     if not isinstance(op, pto.TileOp):
         return []
-    at = _TMP_AT.get(op.FAMILY)
+    at = op.TMP_AT if op.TMP_AT is not None else _TMP_AT.get(op.FAMILY)
     if at is None or len(op.ins) <= at:
         return []
     return [v for v in op.ins[at:] if is_tile_buf(v)]

@@ -157,9 +157,9 @@ class TileReadsCheck:
         for d in defs:
             for u in reads:
                 if u == d:
-                    # an accumulating op (tmatmul.acc) reads its dst by definition; any other op's
+                    # an accumulating op (tmatmul.acc, taxpy, tmuladddst) reads its dst by definition; any other op's
                     # lowerings order reads and writes differently per target
-                    if not in_place_safe(op) and not getattr(op, "ACC", False):
+                    if not in_place_safe(op) and not getattr(op, "ACC", False) and not getattr(op, "READS_DST", False):
                         raise op_error(op, f"{self.var_name(d)} is both a source and the destination, and "
                                            f"'{op.name}' cannot work in place: give its result another tile")
                     continue

@@ -549,6 +549,16 @@ def neg(x):
     return np.negative(x, dtype=x.dtype)
 
 
+@element_fn("binary")
+def power(a, b):
+    """TPOW / TPOWS: ``a ** b`` computed in float64 (C ``pow``: pow(x, ±0) = 1, pow(1, y) = 1, a
+    negative base to a non-integer power NaN) and rounded once to the element type, as the CPU
+    simulator computes POW in double and casts (pto_isa.md §6).  Floats only."""
+    a, b = _same(a, b)
+    _need_float(a, "pow")
+    return _round_to(np.power(a.astype(np.float64), np.asarray(b).astype(np.float64)), a.dtype)
+
+
 @element_fn("unary")
 def bitnot(x):
     """~x (integers)."""
@@ -900,7 +910,7 @@ def triangle(shape, diag, upper, dtype):
 # Name table, for tools and tests: every element function by name.
 FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
-                        relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, bitnot, reduce_sum,
+                        relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, power, bitnot, reduce_sum,
                         reduce_max, reduce_min, convert, sequence, triangle)
 }
 

@@ -1099,6 +1099,28 @@ class Evaluator:
         self._store(dst, r, half, sums)
         dst.data[:r, half:c] = 0
 
+    def family_composed(self, op, env):
+        from pto_compiler.dialects.a2a3 import OPCODES
+
+        named = op.named_operands()
+        dst = self.dst(op, env, self.tile(op, named["a"], env).valid)
+        r, c = dst.valid
+        vals = {}
+        for k, v in named.items():
+            if k == "s":
+                vals[k] = E.scalar_to(env[v], dst.dtype)
+            else:
+                t = self.tile(op, v, env) if k != "dst" else dst
+                if k != "dst":
+                    self._same_valid(op, t, dst.valid, f"src {k}")
+                vals[k] = t.data[:r, :c]
+        for vop, *args in op.STEPS:
+            xs = [vals[x] for x in args]
+            if len(xs) == 2:
+                xs[1] = np.broadcast_to(xs[1], xs[0].shape)
+            vals["t"] = getattr(E, OPCODES[vop].semantics)(*xs)
+        self._store(dst, r, c, vals["t"])
+
     def family_axpy(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1319,6 +1341,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
+    pto.ComposedOp: Evaluator.family_composed,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
     pto.PrintOp: Evaluator.family_print,

@@ -39,10 +39,11 @@ def a2a3_dtypes(op: str) -> list[str]:
 
 # (op, variant) -> dtypes; variants change the operand form
 BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr",
-          "tprelu")
+          "tprelu", "tsubrelu", "tpow")
+TERNARY = ("taddc", "tsubc")
 UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg", "tnot")
 SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins", "trems", "tfmods", "tands", "tors", "txors",
-          "tshls", "tshrs", "tlrelu")
+          "tshls", "tshrs", "tlrelu", "tpows")
 DIVISOR_OPS = ("trem", "tfmod", "tshl", "tshr", "trems", "tfmods", "tshls", "tshrs")
 """Ops whose second operand has a domain on integer types: a nonzero divisor, a shift count in
 0..bits-1 (outside it the golden model rejects the input, as C++ leaves it undefined)."""
@@ -63,7 +64,7 @@ CVT_PAIRS = (("f32", "f16", "CAST_RINT"), ("f16", "f32", "CAST_RINT"), ("f32", "
 def variants():
     """(op, variant, [dtypes])."""
     out = []
-    for op in BINARY + UNARY:
+    for op in BINARY + UNARY + TERNARY:
         out.append((op, "", a2a3_dtypes(op)))
     for op in SCALAR:
         out.append((op, "arg", a2a3_dtypes(op)))
@@ -85,6 +86,9 @@ def variants():
         out.append((op, "", a2a3_dtypes(op)))
     out.append(("tpairreducesum", "", a2a3_dtypes("tpairreducesum")))
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
+    for op in DPS_OPS:
+        out.append((op, "dps", a2a3_dtypes(op)))
+    out.append(("taxpy", "f16-f32", ["f32"]))
     for v in ("asc", "desc"):
         out.append(("tci", v, a2a3_dtypes("tci")))
     for v in ("lower", "upper"):
@@ -100,7 +104,7 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
     one (more than two 256-byte repeats) when the tile is short."""
     e = ESIZE[dt]
     epb = 32 // e
-    if op == "tcvt":  # rows of both types are 32-byte multiples; the wider one bounds the tile
+    if op in ("tcvt", "taxpy") and "-" in variant:  # rows of both types are 32-byte multiples; the wider bounds the tile
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
@@ -130,6 +134,11 @@ def _t(r, c, dt, vr=None, vc=None, cm=False):
 
 
 def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
+    if op in DPS_OPS:
+        if op == "taxpy":
+            src_dt = variant.split("-")[0] if "-" in variant else dt
+            return dps_kernel(op, 1, dt, R, cols, C, scalar=src_dt, src_dt=src_dt)
+        return dps_kernel(op, 2, dt, R, cols, C)
     full = _t(R, cols, dt, R, C)
     e = ESIZE[dt]
     epb = 32 // e
@@ -140,6 +149,9 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
     if op in BINARY:
         args = [f"%a: {full}", f"%b: {full}"]
         body = f"%d = pto.{op} %a, %b : {full}, {full} -> {full}"
+    elif op in TERNARY:
+        args = [f"%a: {full}", f"%b: {full}", f"%c: {full}"]
+        body = f"%d = pto.{op} %a, %b, %c : {full}, {full}, {full} -> {full}"
     elif op in UNARY or op == "tmov":
         args = [f"%a: {full}"]
         body = f"%d = pto.{op} %a : {full} -> {full}"
@@ -225,6 +237,35 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         text = text.replace(f"arith.constant 3 : {dt}", f"arith.constant 3 : {dt[1:]}")
         text = text.replace(f", {dt} -> ", f", {dt[1:]} -> ").replace(f"%s, %a : {dt},", f"%s, %a : {dt[1:]},")
     return text
+
+
+DPS_OPS = ("taxpy", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu")
+"""Ops that read their dst: kernels in the DPS form, every operand loaded from GM (:func:`dps_kernel`)."""
+
+
+def dps_kernel(op, n_src, dt, R, cols, C, scalar=None, src_dt=None):
+    """Sources x0.. (``src_dt``, default dt) and dst y loaded into R x cols tiles (valid R x C),
+    ``op ins(x0.. [, %s]) outs(y)`` (``scalar``: the type of %s), y stored to z."""
+    sdt = src_dt or dt
+    ts, td = (f"!pto.tile_buf<vec, {R}x{cols}x{t}, valid={R}x{C}>" for t in (sdt, dt))
+    gm = [(f"x{i}", sdt, ts) for i in range(n_src)] + [("y", dt, td), ("z", dt, None)]
+    sarg = f", %s: {scalar}" if scalar else ""
+    lines = [f"func.func @k({', '.join(f'%{n}: !pto.ptr<{t}>' for n, t, _ in gm)}{sarg}) {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
+             f"  %cr = arith.constant {R} : index", f"  %cc = arith.constant {C} : index"]
+    for n, t, tile in gm:
+        pv = f"!pto.partition_tensor_view<{R}x{C}x{t}>"
+        lines.append(f"  %v{n} = pto.make_tensor_view %{n}, shape = [%cr, %cc], strides = [%cc, %c1] : "
+                     f"!pto.tensor_view<{R}x{C}x{t}>")
+        lines.append(f"  %p{n} = pto.partition_view %v{n}, offsets = [%c0, %c0], sizes = [%cr, %cc] : "
+                     f"!pto.tensor_view<{R}x{C}x{t}> -> {pv}")
+        if tile:
+            lines += [f"  %t{n} = pto.alloc_tile : {tile}", f"  pto.tload ins(%p{n} : {pv}) outs(%t{n} : {tile})"]
+    srcs = [f"%tx{i}" for i in range(n_src)] + (["%s"] if scalar else [])
+    types = [ts] * n_src + ([scalar] if scalar else [])
+    lines.append(f"  pto.{op} ins({', '.join(srcs)} : {', '.join(types)}) outs(%ty : {td})")
+    lines += [f"  pto.tstore ins(%ty : {td}) outs(%pz : !pto.partition_tensor_view<{R}x{C}x{dt}>)", "  return", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def _given(text: str):

@@ -52,6 +52,9 @@ def variants():
         if op == "tmov":
             out.append((op, variant, a5_dtypes(op)))
             continue
+        if op == "taxpy" and "-" in variant:  # the mixed-type form: its dst type only
+            out.append((op, variant, ["f32"]))
+            continue
         dts = a5_dtypes(op)
         if variant in ("m1-tmp",):
             pass

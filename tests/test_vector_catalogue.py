@@ -318,26 +318,6 @@ def test_ttri_diagonal_past_the_tile_on_both_backends(target, diag):
 
 # ---- TAXPY ---------------------------------------------------------------------------------------------
 
-def axpy_kernel(sdt, ddt, R, cols, C, scalar="%s"):
-    """x (sdt) and y (ddt) loaded into R x cols tiles (valid R x C), ``taxpy ins(x, s) outs(y)``, y stored."""
-    ts, td = f"!pto.tile_buf<vec, {R}x{cols}x{sdt}, valid={R}x{C}>", f"!pto.tile_buf<vec, {R}x{cols}x{ddt}, valid={R}x{C}>"
-    lines = [f"func.func @k(%x: !pto.ptr<{sdt}>, %y: !pto.ptr<{ddt}>, %z: !pto.ptr<{ddt}>, %s: {sdt}) {{",
-             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
-             f"  %cr = arith.constant {R} : index", f"  %cc = arith.constant {C} : index"]
-    for name, dt, tile in (("x", sdt, ts), ("y", ddt, td), ("z", ddt, None)):
-        lines.append(f"  %v{name} = pto.make_tensor_view %{name}, shape = [%cr, %cc], strides = [%cc, %c1] : "
-                     f"!pto.tensor_view<{R}x{C}x{dt}>")
-        lines.append(f"  %p{name} = pto.partition_view %v{name}, offsets = [%c0, %c0], sizes = [%cr, %cc] : "
-                     f"!pto.tensor_view<{R}x{C}x{dt}> -> !pto.partition_tensor_view<{R}x{C}x{dt}>")
-        if tile:
-            lines.append(f"  %t{name} = pto.alloc_tile : {tile}")
-            lines.append(f"  pto.tload ins(%p{name} : !pto.partition_tensor_view<{R}x{C}x{dt}>) outs(%t{name} : {tile})")
-    lines.append(f"  pto.taxpy ins(%tx, {scalar} : {ts}, {sdt}) outs(%ty : {td})")
-    lines.append(f"  pto.tstore ins(%ty : {td}) outs(%pz : !pto.partition_tensor_view<{R}x{C}x{ddt}>)")
-    lines += ["  return", "}"]
-    return "\n".join(lines) + "\n"
-
-
 AXPY_CASES = [("f32", "f32"), ("f16", "f16"), ("f16", "f32")]
 
 
@@ -351,8 +331,8 @@ def test_taxpy_matches_the_catalogue(target, sdt, ddt, R, cols, C):
     rng = np.random.default_rng(R * 1000 + C)
     x, y = values(rng, sdt, (R, C), 0.1), values(rng, ddt, (R, C), 0.1)
     s = -1.5
-    res = api.check(api.parse(axpy_kernel(sdt, ddt, R, cols, C)), target,
-                    inputs={"x": x, "y": y, "z": np.zeros((R, C), values(rng, ddt, (1, 1), 0).dtype), "s": s})
+    res = api.check(api.parse(DA.dps_kernel("taxpy", 1, ddt, R, cols, C, scalar=sdt, src_dt=sdt)), target,
+                    inputs={"x0": x, "y": y, "z": np.zeros((R, C), values(rng, ddt, (1, 1), 0).dtype), "s": s})
     assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
     sv = rnd(s, sdt)
     want = [[rnd(rnd(sv * py(x[i, j], sdt), ddt) + py(y[i, j], ddt), ddt) for j in range(C)] for i in range(R)]
@@ -373,7 +353,8 @@ def test_taxpy_rules():
 
 def test_corpus_taxpy_form_compiles_on_both_targets():
     """The PTOAS sample's form: an f16 source, an f32 dst, an f16 constant."""
-    text = axpy_kernel("f16", "f32", 16, 16, 16, scalar="%cst").replace(
+    text = DA.dps_kernel("taxpy", 1, "f32", 16, 16, 16, scalar="f16", src_dt="f16").replace(
+        "ins(%tx0, %s", "ins(%tx0, %cst").replace(
         "  %c0 = arith.constant 0 : index", "  %cst = arith.constant 2.0 : f16\n  %c0 = arith.constant 0 : index")
     for target in ("a2a3", "ascend950"):
         res = api.check(api.parse(text), target, inputs={"s": 0.0})
@@ -431,3 +412,82 @@ def test_no_semantics_ops_are_rejected_located_with_the_reason(name):
         with pytest.raises(PtocError) as e:
             api.compile(api.parse(text, "k.pto"), target)
         assert f"k.pto:2:8: error: '{name}' op has no {target} lowering: no semantics: {reason}" in str(e.value)
+
+
+# ---- composed ops: TADDC TSUBC TSUBRELU TMULADDDST TFUSEDMULADD TFUSEDMULADDRELU TPOW TPOWS ------------
+
+def o_pow(x, y, dt):
+    """C pow (Annex F) rounded once; Python's math.pow raises where C returns inf or NaN."""
+    odd = y == int(y) and int(y) % 2 if math.isfinite(y) else False
+    try:
+        return rnd(math.pow(x, y), dt)
+    except ValueError:
+        if x == 0:  # pow(±0, y < 0): ±inf for an odd integer y, else +inf
+            return math.copysign(math.inf, x) if odd else math.inf
+        return math.nan  # a negative base to a non-integer power
+    except OverflowError:
+        return rnd(math.copysign(math.inf, x) if x < 0 and y == int(y) and int(y) % 2 else math.inf, dt)
+
+
+def o_relu(x, dt):
+    """max(x, 0) by the max rule: NaN stays NaN, relu(-0) = +0."""
+    if not is_float(dt):
+        return max(x, 0)
+    return x if math.isnan(x) or x > 0 else 0.0
+
+
+def _r(v, dt):
+    return rnd(v, dt) if is_float(dt) else wrap(v, dt)
+
+
+COMPOSED = {  # op -> (number of source tiles, oracle(sources..., dst, dt))
+    "taddc": (3, lambda a, b, c, d, dt: _r(_r(a + b, dt) + c, dt)),
+    "tsubc": (3, lambda a, b, c, d, dt: _r(_r(a - b, dt) + c, dt)),
+    "tsubrelu": (2, lambda a, b, d, dt: o_relu(_r(a - b, dt), dt)),
+    "tpow": (2, lambda a, b, d, dt: o_pow(a, b, dt)),
+    "tmuladddst": (2, lambda a, b, d, dt: _r(_r(a * b, dt) + d, dt)),
+    "tfusedmuladd": (2, lambda a, b, d, dt: _r(_r(a * d, dt) + b, dt)),
+    "tfusedmuladdrelu": (2, lambda a, b, d, dt: o_relu(_r(_r(a * d, dt) + b, dt), dt)),
+}
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("op, dt", [(op, dt) for op in COMPOSED for dt in ("f32", "f16")]
+                         + [(op, dt) for op in ("taddc", "tsubc", "tsubrelu") for dt in ("i16", "i32")])
+@pytest.mark.parametrize("R, cols, C", [(1, 64, 64), (9, 64, 61), (240, 32, 17), (256, 32, 32)])
+def test_composed_ops_match_the_catalogue(target, op, dt, R, cols, C):
+    """Each op's formula (pto_isa.md §3) with every step rounded to the element type (the CPU
+    simulator's forced rounding between steps, §6), pow in double rounded once; NaN/±0/±inf among the
+    floats.  Golden model and both backends against the loop oracle, bit for bit."""
+    n, f = COMPOSED[op]
+    rng = np.random.default_rng(R * 7 + C)
+    xs = [values(rng, dt, (R, C), 0.1) for _ in range(n)]
+    y = values(rng, dt, (R, C), 0.1)
+    inputs = {**{f"x{i}": x for i, x in enumerate(xs)}, "y": y, "z": np.zeros_like(y)}
+    res = api.check(api.parse(DA.dps_kernel(op, n, dt, R, cols, C)), target, inputs=inputs)
+    assert res.ok, [c.line() for c in res.comparisons] + [str(x) for x in res.findings]
+    want = [[f(*(py(x[i, j], dt) for x in xs), py(y[i, j], dt), dt) for j in range(C)] for i in range(R)]
+    check(res.outputs["z"].reshape(R, C), want, dt)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("s", [2.0, -0.5, 0.0, 3.0])
+def test_tpows_matches_the_catalogue(target, s):
+    R, cols, C = 9, 64, 61
+    rng = np.random.default_rng(5)
+    x, y = values(rng, "f32", (R, C), 0.1), np.zeros((R, C), np.float32)
+    res = api.check(api.parse(DA.dps_kernel("tpows", 1, "f32", R, cols, C, scalar="f32")), target,
+                    inputs={"x0": x, "y": y, "z": y, "s": s})
+    assert res.ok
+    check(res.outputs["z"].reshape(R, C), [[o_pow(py(x[i, j], "f32"), s, "f32") for j in range(C)]
+                                            for i in range(R)], "f32")
+
+
+def test_composed_op_rules():
+    t = T(4, 32, "f32")
+    text = f"func.func @k(%a: {t}, %b: {t}) -> {t} {{\n  %d = pto.tmuladddst %a, %b : {t}, {t} -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match="reads its dst: only the DPS form"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
+    text = f"func.func @k(%a: {t}, %b: {t}) -> {t} {{\n  %d = pto.taddc %a, %b : {t}, {t} -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match=r"expects ins\(a, b, c\)"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
