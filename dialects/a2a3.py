@@ -87,7 +87,7 @@ class OpSpec:
     semantics: str | None = None
     """Name of the element function in runtime/elementwise.py that computes it."""
     cost: OpCost | None = None
-    """Cycle cost on a2a3 (runtime/cycles.py); every number is a placeholder [P]."""
+    """Cycle cost on a2a3 (runtime/cycles.py); a placeholder [P] unless the comment at the row cites a source."""
     spaces: dict = field(default_factory=dict)
     """Address field -> the memory it addresses when not the UB (cube rows: L1, L0A, L0B, L0C, BT,
     FB; the name of the targets.py Space); a field of kind 'gm' addresses GM."""
@@ -262,7 +262,7 @@ def _cube_side(name: str, space: str | None, offsets: bool) -> tuple[tuple, dict
 
 
 def _cube(name: str, pipe: str, family: str, dst: str | None, src: str | None, cost: OpCost,
-          offsets: bool = False):
+          offsets: bool = False, atomic: bool = False):
     fields, kinds, defaults = (), {}, {}
     for side, space in (("dst", dst), ("src", src)):
         f, k, d = _cube_side(side, space, offsets and space is not None)
@@ -273,12 +273,20 @@ def _cube(name: str, pipe: str, family: str, dst: str | None, src: str | None, c
         fields += ("src_type", "relu")
         kinds.update(src_type=_CUBE_TYPES, relu="enum:no|yes")
         defaults.update(src_type="f32", relu="no")
+    if atomic:  # atomicType = atomic_add: GM += the converted value, in the GM element type
+        fields += ("atomic",)
+        kinds.update(atomic="enum:none|add")
+        defaults.update(atomic="none")
     spaces = {k: v for k, v in (("dst", dst), ("src", src)) if v is not None}
     _add(OpSpec(name, pipe, family, fields, kinds, defaults, cost=cost, spaces=spaces))
 
 
-# [P] GM <-> L1 as GM <-> UB (_DMA); L1 -> L0 / L0C out: ~256 B per cycle and a short pipeline;
-# the cube unit: one 16 x (32 B) x 16 fractal MAC per cycle (f16: 16x16x16), 2 cycles to start.
+# Cube costs.  SOURCED: the cube unit's rate, one 16 x (32 B) x 16 fractal of MACs per cycle: "Cube
+# is 4096 FP16 MACs + 8192 INT8 MACs" a cycle (Huawei, Da Vinci, Hot Chips 31, 2019; "4096 MAC
+# operations in one clock cycle" per AI core), i.e. 16x16x16 for f16/bf16 and 16x32x16 for i8; f32
+# (16x8x16, 2048 MACs) follows the same 32-byte k fractal, which no page states [fitted to the rule].
+# [P] placeholders, no page gives them: the mmad's issue and pipeline latency; GM <-> L1 as
+# GM <-> UB (_DMA); L1 -> L0 (~256 B per cycle) and the fixpipe out of L0C (~128 B per cycle).
 _L1_MOVE = OpCost(issue=4, per_unit=1 / 256, latency=16, unit="byte", per_burst=0)
 _FIX_MOVE = OpCost(issue=8, per_unit=1 / 128, latency=32, unit="byte", per_burst=0)
 _MMAD = OpCost(issue=2, per_unit=1, latency=16)
@@ -291,7 +299,7 @@ _cube("copy_cbuf_to_cbuf", "MTE1", "cube_copy", "L1", "L1", _L1_MOVE, offsets=Tr
 _cube("copy_cbuf_to_fbuf", "FIX", "cube_copy", "FB", "L1", _L1_MOVE, offsets=True)
 _cube("copy_ubuf_to_cbuf", "MTE3", "cube_copy", "L1", "UB", _L1_MOVE, offsets=True)
 _cube("copy_ubuf_layout", "V", "cube_copy", "UB", "UB", _L1_MOVE, offsets=True)  # vec -> vec between layouts
-_cube("fixpipe_cc_to_gm", "FIX", "fix", None, "L0C", _FIX_MOVE)
+_cube("fixpipe_cc_to_gm", "FIX", "fix", None, "L0C", _FIX_MOVE, atomic=True)
 _cube("fixpipe_cc_to_cbuf", "FIX", "fix", "L1", "L0C", _FIX_MOVE, offsets=True)
 _cube("fixpipe_cc_to_ubuf", "FIX", "fix", "UB", "L0C", _FIX_MOVE, offsets=True)
 for _n, _bias in (("mmad", False), ("mmad_bias", True)):

@@ -93,7 +93,7 @@ from pto_compiler.dialects import a2a3, pto
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import elementwise as E
-from pto_compiler.runtime import pipes
+from pto_compiler.runtime import cube, pipes
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
     canonical_dtype, is_const,
@@ -1017,7 +1017,7 @@ class _FnLowering:
             Rewriter.erase_op(op)
 
     def lower_tile_op(self, op: pto.TileOp):
-        if op.name in pipes.PIPE_OPS:
+        if op.name in pipes.PIPE_OPS or op.name in cube.NO_SEMANTICS:
             return self.emit_tile_op(op)
         if op.res and not op.outs:
             self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
@@ -1033,6 +1033,8 @@ class _FnLowering:
         if op.name in pipes.PIPE_OPS:
             lower_cube.lower_pipe_op(self, op)
             return self.lowered(op)
+        if op.name in cube.NO_SEMANTICS:
+            self.unsupported(f"no semantics: {cube.NO_SEMANTICS[op.name]}")
         if not self.lowering:
             rule = next((r for family, r in _FAMILY_RULES.items() if isinstance(op, family)), None)
             if rule is None:

@@ -31,7 +31,11 @@ def is_cube_op(op) -> bool:
     """A tile op the cube rules lower (it touches a cube-side tile, or is a cube<->vector pipe op)."""
     from pto_compiler.runtime.pipes import PIPE_OPS
 
-    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS or cube_move_opcode(op):
+    from pto_compiler.runtime.cube import NO_SEMANTICS
+
+    if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS or op.name in NO_SEMANTICS:
+        return True
+    if cube_move_opcode(op):
         return True
     return isinstance(op, (pto.MoveOp, pto.LoadOp, pto.StoreOp)) and any(
         isinstance(v.type, pto.TileBufType) and v.type.loc.data in CUBE_LOCS for v in (*op.ins, *op.outs))
@@ -111,8 +115,7 @@ def tile_store(low, op) -> None:
     if target is None or len(op.ins) > 1:
         low.unsupported("a tstore with a pre-quant operand")
     atomic = _attr_text(op, "atomicType", "atomic_type", "atomic")
-    if atomic is not None and "add" in atomic.lower():
-        low.unsupported("atomic-add stores")
+    atomic = "add" if atomic is not None and "add" in atomic.lower() else "none"
     part = low.vals.get(target)
     rows, cols = _region(low, t)
     loc = t.t.loc.data
@@ -120,7 +123,9 @@ def tile_store(low, op) -> None:
         dt = canonical_dtype(pto.dtype_name(target.type.element_type))
         g = _gm(low, part, _Sized(t, dt))
         low.emit("fixpipe_cc_to_gm", dt, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols,
-                 src_type=t.dtype, relu="yes" if relu_pre(op) else "no")
+                 src_type=t.dtype, relu="yes" if relu_pre(op) else "no", atomic=atomic)
+    elif atomic == "add":
+        low.unsupported(f"an atomic-add store from loc={loc} (the cube's atomic stores go out of acc)")
     elif loc == "mat":
         g = _gm(low, part, t)
         low.emit("copy_cbuf_to_gm", t.dtype, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols)

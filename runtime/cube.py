@@ -11,6 +11,11 @@ runtime/elementwise.py for the vector side.
   matmul) and rounded **once** to f32, nearest-even.  The hardware sums in f32 in an order it
   does not document, so a run compares matmul outputs with the float-sum tolerance
   (``reference.FLOAT_SUM_RTOL``), never bit for bit.
+* NaN and infinities follow IEEE 754 in that sum (a NaN operand, ``inf * 0`` or ``inf - inf``
+  make the element NaN; an overflow of f32 when rounding gives +-inf).  An exact-zero sum of
+  products is +0 (the accumulator starts at +0; IEEE: ``+0 + -0 = +0``), whatever the signs of
+  the zero products; ``Cin`` and the bias are added after it.  The pages do not say how the
+  cube signs a zero: this is ptoc's choice, stated so tests can check it.
 * i8 inputs accumulate in i32: exact in int64, then wrapped to 32 bits (two's complement), as
   an i32 accumulator that overflows does.
 
@@ -46,12 +51,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out_dtype, c_in: np.ndarray | None = No
         if bias is not None:
             acc = acc + bias.astype(np.int64).reshape(1, -1)
         return acc.astype(out_dtype)  # wraps modulo 2**32
-    acc = a.astype(np.float64) @ b.astype(np.float64)
-    if c_in is not None:
-        acc = acc + c_in.astype(np.float64)
-    if bias is not None:
-        acc = acc + bias.astype(np.float64).reshape(1, -1)
-    return E.convert(acc, out_dtype, "CAST_RINT")
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN / inf follow IEEE (module doc)
+        acc = a.astype(np.float64) @ b.astype(np.float64) + 0.0  # an exact-zero sum is +0, not BLAS's choice
+        if c_in is not None:
+            acc = acc + c_in.astype(np.float64)
+        if bias is not None:
+            acc = acc + bias.astype(np.float64).reshape(1, -1)
+        return E.convert(acc, out_dtype, "CAST_RINT")
 
 
 def fixpipe(x: np.ndarray, dst_dtype, relu: bool = False) -> np.ndarray:
@@ -110,3 +116,17 @@ def tile_offsets(rows: int, cols: int, layout: str, fractal: int, esize: int) ->
     out = off * esize
     out.setflags(write=False)
     return out
+
+
+_FP_CONVERT = ("the pages define it as dst = Convert(src; fp) with 'implementation-defined' quantisation "
+               "parameters in the fp (scaling) tile (pto-isa TMOV_FP / TSTORE_FP), so ptoc has no values for it")
+_MX = ("the pages leave the role of the scale tiles 'target-defined' (pto-isa TMATMUL_MX: mx formats with "
+       "a_scale/b_scale, A5 only), and ptoc has no fp8/e8m0 element types")
+NO_SEMANTICS = {
+    "pto.tmov.fp": _FP_CONVERT, "pto.tmov_fp": _FP_CONVERT, "pto.tstore.fp": _FP_CONVERT,
+    "pto.tstore_fp": _FP_CONVERT, "pto.textract_fp": _FP_CONVERT, "pto.tinsert_fp": _FP_CONVERT,
+    **{f"pto.{n}": _MX for n in ("tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc",
+                                 "tgemv.mx.bias")},
+}
+"""Cube ops ptoc parses and verifies but cannot run, with the reason (the golden model and the
+lowerings say it, located at the op)."""

@@ -93,13 +93,17 @@ def cube_copy(m, d, p: int, te) -> None:
     dst = _Operand(m, d, a, "dst", dt, rows, cols, *do)
     if te is not None:
         te.nbytes, te.bursts = rows * cols * dst.esize, rows
-    m._accesses(d, p, [src.access(m, False, "src"), dst.access(m, True, "dst")])
+    atomic = a.get("atomic") == "add"
+    m._accesses(d, p, [src.access(m, False, "src"), *([dst.access(m, False, "dst")] if atomic else []),
+                       dst.access(m, True, "dst")])
     x = src.read(m)
     if d.ins.spec.family == "fix":
         try:
             x = cube.fixpipe(x, ew.np_dtype(dt), a.get("relu") == "yes")
         except ew.ElementwiseError as e:
             m.fail("invalid", f"{X._desc(d)}: {e}", d)
+    if atomic:  # the GM side adds what arrives, in its element type (pto_isa.md §4.8 TSTORE AtomicAdd)
+        x = ew.add(dst.read(m), x)
     dst.write(m, x)
 
 

@@ -384,3 +384,93 @@ def test_mixed_matmul_softmax_example(target):
     assert not res.findings
     np.testing.assert_allclose(res.outputs["s"], s, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(res.outputs["p"], e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("ab", ["f16", "bf16", "f32"])
+def test_matmul_nan_inf_and_signed_zero(ab, target):
+    """IEEE cases in a 16 x 32 x 16 matmul against NumPy (f32 products summed in f32, whose
+    NaN/inf rules are IEEE's too): a NaN in A poisons its row; an inf in A times a zero of B is
+    NaN, times a nonzero an inf of the product's sign; a row of -0 gives +0 everywhere (the
+    stated rule: an exact-zero sum is +0).  Finite elements within the float-sum tolerance,
+    NaN/inf/zero-sign exactly; the executor's output matches the golden model bit for bit."""
+    mod = api.parse(matmul_kernel(ab, "f32", 16, 32, 16, 32))
+    ins = inputs_for(ab, 16, 16, 32, seed=5)
+    a, b = ins["a"], ins["b"]
+    a[0, 3] = np.nan
+    a[1, :] = 0
+    a[1, 0] = np.inf
+    b[0, 2] = 0
+    a[2, :] = -0.0
+    b[:, 7] = np.abs(b[:, 7]) * -1
+    with np.errstate(invalid="ignore"):
+        want = a.astype(F32) @ b.astype(F32)
+    res = api.check(mod, target, ins)
+    got, ref = res.outputs["c"], res.reference["c"]
+    assert res.ok, [c.line() for c in res.comparisons]
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+    assert np.isnan(ref[0]).all() and np.isnan(want[0]).all()
+    assert np.isnan(ref[1, 2]) and np.isnan(want[1, 2])
+    row1 = np.delete(np.arange(16), 2)
+    np.testing.assert_array_equal(ref[1, row1], want[1, row1])  # +-inf by the sign of b[0, j]
+    assert (ref[2] == 0).all() and not np.signbit(ref[2]).any()
+    finite = np.isfinite(want)
+    finite[:3] = False
+    np.testing.assert_allclose(ref[finite], want[finite], rtol=1e-5, atol=1e-5 * 32)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("ab,acc", [("f16", "f32"), ("i8", "i32")])
+def test_atomic_add_store_of_acc(ab, acc, target):
+    """``atomicType = atomic_add`` on a store out of acc: GM += the converted acc value, in the GM
+    element type (pto_isa.md §4.8 TSTORE: "AtomicAdd does +="): c ends as c0 + a @ b."""
+    text = matmul_kernel(ab, acc, 16, 64, 32, 32)
+    store = text.index("pto.tstore ins(%acc")
+    end = text.index("\n", store)
+    text = text[:end] + " {atomicType = #pto<atomic_type atomic_add>}" + text[end:]
+    ins = inputs_for(ab, 16, 32, 64, seed=9, acc=acc)
+    c0 = (np.arange(16 * 32).reshape(16, 32) % 7 - 3).astype(DT_ACC[acc])
+    ins["c"] = c0.copy()
+    res = api.check(api.parse(text), target, ins)
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    want = numpy_matmul(ins["a"], ins["b"], acc)
+    if acc == "i32":
+        np.testing.assert_array_equal(res.outputs["c"], (c0.astype(np.int64) + want).astype(np.int32))
+    else:
+        np.testing.assert_allclose(res.outputs["c"], c0 + want, rtol=1e-5, atol=1e-5 * 64)
+
+
+DT_ACC = {"f32": np.float32, "i32": np.int32}
+
+
+NO_SEMANTICS_CASES = {
+    "tmov.fp": ("""
+    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>
+    %fp = pto.alloc_tile : !pto.tile_buf<scaling, 1x16xui64>
+    %v = pto.alloc_tile : !pto.tile_buf<vec, 16x16xi8>
+    pto.tmov.fp ins(%acc, %fp : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>, !pto.tile_buf<scaling, 1x16xui64>) outs(%v : !pto.tile_buf<vec, 16x16xi8>)""",
+                "implementation-defined"),
+    "tmatmul.mx": ("""
+    %a = pto.alloc_tile : !pto.tile_buf<left, 16x64xf16, slayout=row_major>
+    %as = pto.alloc_tile : !pto.tile_buf<scaling, 16x2xui8>
+    %b = pto.alloc_tile : !pto.tile_buf<right, 64x32xf16, slayout=col_major>
+    %bs = pto.alloc_tile : !pto.tile_buf<scaling, 2x32xui8>
+    %c = pto.alloc_tile : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>
+    pto.tmatmul.mx ins(%a, %as, %b, %bs : !pto.tile_buf<left, 16x64xf16, slayout=row_major>, !pto.tile_buf<scaling, 16x2xui8>, !pto.tile_buf<right, 64x32xf16, slayout=col_major>, !pto.tile_buf<scaling, 2x32xui8>) outs(%c : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>)""",
+                   "target-defined"),
+}
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("name", sorted(NO_SEMANTICS_CASES))
+def test_cube_ops_without_semantics_say_why(name, target):
+    """tmov.fp / tstore.fp and tmatmul.mx parse and verify but the pages do not define their values:
+    the lowering and the golden model both stop at the op, located, naming the reason."""
+    body, why = NO_SEMANTICS_CASES[name]
+    text = f"module {{\n  func.func @k() {{{body}\n    return\n  }}\n}}\n"
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if f"pto.{name} ins" in ln)
+    mod = api.parse(text, "nosem.pto")
+    for call in (lambda: api.compile(mod, target), lambda: api.reference(mod, {})):
+        with pytest.raises(PtocError) as e:
+            call()
+        assert f"nosem.pto:{line}:" in str(e.value) and why in str(e.value), str(e.value)
