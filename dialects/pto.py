@@ -2031,7 +2031,31 @@ def _tsel_a2a3(op: TileOp, target_name: str) -> None:
                               f"(got {dst.dtype})")
 
 
+def _tpush_split_a5(op: TileOp, target_name: str) -> None:
+    """pto-isa TPUSH, A5 split behaviour: a C2V (L0C -> UB) split takes b32 data only, with a
+    power-of-2 number of valid rows (up/down) or a multiple of 32 valid columns (left/right); a
+    V2C (UB -> L1) split needs valid columns of a multiple of 32 bytes."""
+    split = _int_attr(op, "split") or 0
+    t = op.ins[0].type if op.ins else None
+    if target_name != "ascend950" or split == 0 or not isinstance(t, TileBufType):
+        return
+    vr, vc = t.valid_shape
+    how = "up/down" if split == 1 else "left/right"
+    if op.name == "pto.tpush_to_aiv":
+        if t.elem_bytes != 4:
+            raise VerifyException(f"a C2V {how} split on A5 supports only b32 data (got {t.dtype})")
+        if split == 1 and vr > 0 and vr & (vr - 1):
+            raise VerifyException(f"a C2V up/down split on A5 needs a power-of-2 number of valid rows (got {vr})")
+        if split == 2 and vc > 0 and vc % 32:
+            raise VerifyException(f"a C2V left/right split on A5 needs valid columns a multiple of 32 (got {vc})")
+    elif vc > 0 and (vc * t.elem_bytes) % 32:
+        raise VerifyException(f"a V2C {how} split on A5 needs valid columns of a multiple of 32 bytes "
+                              f"(got {vc} x {t.elem_bytes} B)")
+
+
 TARGET_RULES: dict[str, object] = {
+    "pto.tpush_to_aiv": _tpush_split_a5,
+    "pto.tpush_to_aic": _tpush_split_a5,
     "pto.thistogram": _only_a5,
     "pto.tsel": _tsel_a2a3,
     "pto.tgather": _tgather_compare_a2a3,

@@ -923,7 +923,7 @@ class Evaluator:
 
     def eval_tile_op(self, op: pto.TileOp, env: dict) -> None:
         if op.name in cube.NO_SEMANTICS:
-            raise op_error(op, f"has no semantics in ptoc: {cube.NO_SEMANTICS[op.name]}")
+            raise op_error(op, f"has no semantics in ptoc yet: {cube.NO_SEMANTICS[op.name]}")
         if not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
             raise op_error(op, pto.no_semantics(op) or "has no semantics in ptoc yet")
         handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)

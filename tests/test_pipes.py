@@ -221,3 +221,49 @@ def test_v2c_halves_assemble_the_tile(target, split):
     res = api.check(api.parse(v2c_kernel(split)), target, {"x": x, "y": np.zeros((32, 32), F32)})
     assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
     np.testing.assert_array_equal(res.outputs["y"], x)
+
+
+def test_free_without_pop_is_located():
+    """A tfree_from_aic before any pop frees nothing: both models stop at the free, located."""
+    text = c2v_kernel(1)
+    text = text.replace("    %p = pto.tpop_from_aic", "    pto.tfree_from_aic {split = 1}\n    %p = pto.tpop_from_aic", 1)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "tfree_from_aic" in ln)
+    mod = api.parse(text, "free.pto")
+    res = api.run(api.compile(mod, "a2a3"), c2v_inputs())
+    bad = [f for f in res.findings if f.kind == "invalid"]
+    assert bad and bad[0].origin.line == line and "has not popped" in str(bad[0])
+    with pytest.raises(PtocError) as e:
+        api.reference(mod, c2v_inputs())
+    assert f"free.pto:{line}:" in str(e.value) and "has not popped" in str(e.value)
+
+
+def test_push_of_a_mat_tile_is_located():
+    """tpush_to_aiv sends an acc tile (pto-isa TPUSH: Acc for C2V): a mat tile is refused where it is pushed."""
+    text = c2v_kernel(1).replace(
+        "    pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, slayout=row_major, fractal=1024>)",
+        "    %mf = pto.alloc_tile : !pto.tile_buf<mat, 16x32xf32, blayout=col_major, slayout=row_major>\n"
+        "    pto.tpush_to_aiv(%mf : !pto.tile_buf<mat, 16x32xf32, blayout=col_major, slayout=row_major>)")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    with pytest.raises(PtocError) as e:
+        api.compile(api.parse(text, "push.pto"), "a2a3")
+    assert f"push.pto:{line}:" in str(e.value) and "loc=acc" in str(e.value)
+
+
+def test_a5_split_rules_are_located():
+    """pto-isa TPUSH (A5): a C2V split moves b32 data with power-of-2 valid rows (up/down); ascend950
+    refuses a 12-row up/down push where it is written, a2a3 has no such rule."""
+    acc = "!pto.tile_buf<acc, 16x32xf32, valid=12x32, blayout=col_major, slayout=row_major, fractal=1024>"
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %acc = pto.alloc_tile : {acc}
+    pto.tpush_to_aiv(%acc : {acc}) {{split = 1}}
+    return
+  }}
+}}
+"""
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    mod = api.parse(text, "split.pto")
+    with pytest.raises(PtocError) as e:
+        api.verify(mod, "ascend950")
+    assert f"split.pto:{line}:" in str(e.value) and "power-of-2 number of valid rows (got 12)" in str(e.value)
+    api.verify(mod, "a2a3")

@@ -60,7 +60,7 @@ def sync_moves(program) -> list[tuple[str, tuple]]:
     (the first it orders).  A node is an instruction or a whole loop or branch (one holding such
     an instruction counts as one).  A sync with nothing to pass in its block has no move."""
     out = []
-    for nodes in _blocks(program.body):
+    for nodes in (b for body in _bodies(program) for b in _blocks(body)):
         for i, n in enumerate(nodes):
             if not isinstance(n, Instr) or n.opcode not in _SYNC:
                 continue
@@ -74,6 +74,11 @@ def sync_moves(program) -> list[tuple[str, tuple]]:
             out.append((f"{n.opcode} {key} ({_where(n)}) moved {'after' if j > i else 'before'} "
                         f"{_name(nodes[j])}", (id(n), j)))
     return out
+
+
+def _bodies(program) -> list:
+    """The instruction bodies of a program: one, or each core's of a mixed kernel."""
+    return [p.body for _, p in program.agents] if hasattr(program, "agents") else [program.body]
 
 
 def _blocks(nodes):
@@ -101,6 +106,8 @@ def _name(node) -> str:
 def _moved(prog: Program, move: tuple) -> Program:
     """``prog`` with the node ``move[0]`` moved to just past (after or before) the node at index
     ``move[1]`` of its block."""
+    if hasattr(prog, "agents"):  # a mixed kernel: the node is in one core's program
+        return replace(prog, agents=[(kind, _moved(p, move)) for kind, p in prog.agents])
     nid, j = move
 
     def body(nodes):
