@@ -4,7 +4,8 @@ The cases of tests/test_diff_a2a3.py (every op variant, R in {1, 7, 8, 9, 16, 24
 300} rows, the same column configurations), in every element type the **A5** lists of
 dialects/pto.py allow (int8/uint8/uint16/uint32/bf16/int64/uint64 where the ISA page does),
 compiled in-process by the default ascend950 pipeline (pto-bufferize, pto-select-expand-mode,
-pto-tmp-strategy, pto-plan-memory at 256 KiB, pto-insert-sync, pto-lower-vf, program emission),
+pto-tmp-strategy, pto-plan-memory at 256 KiB, pto-insert-sync, pto-lower-vf, the VF optimisation
+passes, program emission; a third of the sample also without those passes, --vf-opt=none),
 executed with hazard checking (``vf_call`` on the V pipe through the VF executor), and compared
 with the golden model by the ``--run`` rule: bit-exact, float sums (TROWSUM/TCOLSUM) within
 ``rtol * (|want| + 1)``.
@@ -83,18 +84,18 @@ def _given(text: str):
     return None
 
 
-def compile_text(text: str, filename: str = "<test>"):
-    """(original module, module after pto-lower-vf, ascend950 program)."""
+def compile_text(text: str, filename: str = "<test>", vf_opt: str | None = None):
+    """(original module, module at the vf level, ascend950 program): the default pipeline, with
+    the VF optimisation passes unless ``vf_opt`` is "none" (pto-lower-vf's naive form)."""
     m = api.parse(text, filename)
     api.verify(m, ASCEND950)
-    placed = pipeline.compile_module(m, ASCEND950, stop_after="placed")
-    lower_vf.lower_module(placed, ASCEND950)
-    placed.verify()
-    return m, placed, lower_vf.lower_to_program(placed, ASCEND950)
+    lowered = pipeline.compile_module(m, ASCEND950, stop_after="vf", vf_opt=vf_opt)
+    lowered.verify()
+    return m, lowered, lower_vf.lower_to_program(lowered, ASCEND950)
 
 
-def check(text: str, seed: int = 0, given=None):
-    m, _, prog = compile_text(text)
+def check(text: str, seed: int = 0, given=None, vf_opt: str | None = None):
+    m, _, prog = compile_text(text, vf_opt=vf_opt)
     values = golden.make_inputs(m, seed, None, given or {})
     want = golden.evaluate(m, values)
     res = pipeline.run_program(prog, pipeline.gm_inputs(values), pipeline.kernel_scalars(m, values), stats=False)
@@ -145,10 +146,10 @@ def _id(case):
     return f"{op}{'-' + variant if variant else ''}-{dt}-R{R}-{cols}x{C}"
 
 
-def run_case(case):
+def run_case(case, vf_opt: str | None = None):
     text = kernel(*case)
     seed = zlib.crc32(_id(case).encode()) % 1000
-    cmp, findings, _ = check(text, seed, M.domain_inputs(case, _given(text)))
+    cmp, findings, _ = check(text, seed, M.domain_inputs(case, _given(text)), vf_opt)
     bad = [c.line() for c in cmp if not c.ok]
     assert cmp, "no outputs compared"
     assert not findings, "\n".join(str(f) for f in findings[:3])
@@ -160,10 +161,22 @@ def test_sample(case):
     run_case(case)
 
 
+@pytest.mark.parametrize("case", sample_cases()[::3], ids=_id)
+def test_sample_naive(case):
+    """A third of the sample again in pto-lower-vf's naive form (--vf-opt=none)."""
+    run_case(case, "none")
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("case", all_cases(), ids=_id)
 def test_full(case):
     run_case(case)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("case", all_cases(), ids=_id)
+def test_full_naive(case):
+    run_case(case, "none")
 
 
 def test_sample_covers_every_op_dtype_and_row_count():
