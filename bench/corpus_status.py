@@ -28,11 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PTOC_SHARED") or REPO.parent / "shared")
 SAMPLES_DIR = SHARED / "ptoas_samples"
 TIMEOUT_S = 120
+sys.path.insert(0, str(REPO / "tests"))  # the tests' rules: what a negative file is, the scalars per file
+from samples import is_negative  # noqa: E402
+
 
 def scalar_inputs() -> dict[str, dict[str, str]]:
     """Per file stem: the integer scalars tests/test_corpus_positive.py runs the file with (the one
     table of scalars that make a corpus file meaningful: loop bounds, valid shapes, offsets)."""
-    sys.path.insert(0, str(REPO / "tests"))
     from test_corpus_positive import RUNS
 
     out = {}
@@ -71,11 +73,6 @@ def level_of(text: str) -> list[str]:
     return []
 
 
-def is_negative(text: str) -> bool:
-    lines = run_lines(text)
-    return bool(lines) and all(re.search(r"\bnot\s+ptoas", line) for line in lines)
-
-
 def ptoc(args: list[str]) -> tuple[int, str, str]:
     try:
         p = subprocess.run([sys.executable, "-m", "pto_compiler", *args], capture_output=True, text=True,
@@ -103,7 +100,7 @@ def classify(path: Path) -> dict[str, str]:
     name = path.name
     rec = {"file": name, "target": (target[1] if target else "")}
     code, _, err = ptoc([str(path), *flags])
-    if is_negative(text):
+    if is_negative(path):
         rec["class"] = "negative-ok" if code == 1 else "negative-accepted"
         rec["reason"] = "" if code == 1 else f"exit {code}: {reason(err)}"
         return rec
