@@ -40,6 +40,11 @@ overlap with a tile live at the same time is an error.  Each address is copied i
 ``ub_addr`` is the single source of truth for the lowering.  An alloc that already carries
 ``ub_addr`` (written by hand, or by an earlier run: the pass is idempotent) is fixed there too.
 
+**Views** (``pto.treshape``, ``pto.subset``; passes/tile_views.py) get no buffer of their own:
+their uses are uses of their source's buffer, writing a subset does not end the rest's life,
+and once placed each becomes an ``alloc_tile`` at its source's address plus its byte offset.
+A subset with a run-time offset or a block that is not contiguous is a located error.
+
 **The a2a3 scratch.**  An op with ``bcast_source = "scratch"`` (pto-tmp-strategy) writes the
 8 KiB ``TMP_UB_OFFSET`` buffer ``[184 KiB, 192 KiB)``: no tile live across such an op (or used
 by it) is placed there; without such an op the range is ordinary UB.
@@ -82,6 +87,7 @@ from pto_compiler.passes.tile_access import (
     uses_scratch,
 )
 from pto_compiler.passes.tile_reads_check import TileReadsCheck
+from pto_compiler.passes.tile_views import byte_offset, is_view
 from pto_compiler.passes.tmp_strategy import resolve_target
 from pto_compiler.targets import Space, Target
 
@@ -153,6 +159,12 @@ class _Planner:
         self.parent: list[int] = []
         self.nodes: list[_Node] = []
         self.tassigns: list[pto.TAssignOp] = []
+        self.views: list[tuple[Operation, int, int]] = []
+        """treshape/subset ops: (op, the var of their bytes, byte offset in it) (passes/tile_views.py)."""
+        self.offset_of: dict[SSAValue, int] = {}
+        """Byte offset of a view's result in its var's buffer."""
+        self.partial: set[SSAValue] = set()
+        """Views smaller than their buffer: writing all of one leaves the rest live."""
 
     # ---- variables ------------------------------------------------------------------------
     def _new_var(self, value: SSAValue, kind: str, def_op: Operation) -> int:
@@ -222,6 +234,8 @@ class _Planner:
                 for r in op.output:
                     if self.mine(r):
                         self._new_var(r, "result", op)
+            elif is_view(op) and self.mine(op.results[0]):
+                self._view(op)
             elif isinstance(op, scf.WhileOp):
                 raise op_error(op, "scf.while is not supported by pto-plan-memory yet")
             else:
@@ -248,6 +262,23 @@ class _Planner:
                         if isinstance(y, scf.YieldOp):
                             for k, r in enumerate(op.output):
                                 self._union(r, y.operands[k])
+
+    def _view(self, op: Operation) -> None:
+        """A treshape/subset result is bytes of its source's buffer, at an offset (no var of its own)."""
+        src, res = op.operands[0], op.results[0]
+        if src not in self.var_of:
+            raise op_error(op, "views a tile that no pto.alloc_tile defines")
+        offset, why = byte_offset(op)
+        if offset is None:
+            raise op_error(op, why)
+        offset += self.offset_of.get(src, 0)
+        if offset % ALIGN:
+            raise op_error(op, f"starts at byte {offset} of its buffer, not a multiple of {ALIGN}")
+        self.var_of[res] = self.var_of[src]
+        self.offset_of[res] = offset
+        if src in self.partial or res.type.nbytes < src.type.nbytes:
+            self.partial.add(res)
+        self.views.append((op, self.var_of[src], offset))
 
     def bit(self, value: SSAValue) -> int:
         i = self.var_of.get(value)
@@ -319,7 +350,7 @@ class _Planner:
         tmps = tmp_operands(op)
         for v in writes:
             node.defs |= self.bit(v)
-            if v in tmps or full_write(op, v):
+            if (v in tmps or full_write(op, v)) and v not in self.partial:
                 node.kills |= self.bit(v)
         node.kills &= ~node.uses
         return self._node(preds, node)
@@ -560,6 +591,14 @@ class _Planner:
                 g = self.group_index[self._find(v.index)]
                 v.def_op.attributes[UB_ADDR] = IntegerAttr(addr.get(g, 0), 64)
         del roots
+        for op, var, offset in self.views:  # a tile at its bytes: what the lowerings place tiles by
+            alias = pto.AllocTileOp(op.results[0].type)
+            alias.location = op.location
+            alias.attributes[UB_ADDR] = IntegerAttr(addr.get(self.group_index[self._find(var)], 0) + offset, 64)
+            op.parent_block().insert_op_before(alias, op)
+            op.results[0].replace_all_uses_with(alias.result)
+            op.detach()
+            op.erase()
         for op in self.tassigns:
             for r in op.result:
                 r.replace_all_uses_with(op.tile[0])

@@ -108,6 +108,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, format_diagnostic, location_of, op_error, value_name
 from pto_compiler.dialects import pto
+from pto_compiler.passes.tile_views import is_view, view_error
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
 from pto_compiler.runtime import pipes
@@ -150,6 +151,8 @@ class Tile:
     """An L1 result nobody has written yet: a full-size result array may be adopted as its data."""
     written: bool = True
     """False for an ``alloc_tile`` nothing has written yet (reading it is a located error)."""
+    base: Tile | None = None
+    """The tile a treshape/subset result views (writing the view writes it)."""
     ub_at: tuple[int, int] | None = None
     """The UB bytes ``[lo, hi)`` of a tile placed by hand (whether it holds data is a property of
     those bytes, which other tiles may write)."""
@@ -203,6 +206,27 @@ class PartitionView:
 def _in_ub(t: pto.TileLikeType) -> bool:
     """A vec tile: its address is a UB address (the cube memories are not modelled as bytes)."""
     return t.loc.data == "vec"
+
+
+def typed_view(raw: np.ndarray, t: pto.TileLikeType) -> np.ndarray:
+    """Bytes ``raw`` as the ``rows x cols`` tile ``t``, in the physical order of its blayout
+    (RowMajor: element (r, c) at ``(r*cols + c)*sizeof(T)``, ColMajor: ``(c*rows + r)*sizeof(T)``)."""
+    flat = raw.view(E.np_dtype(t.dtype))
+    if t.is_row_major:
+        return flat.reshape(t.rows, t.cols)
+    return flat.reshape(t.cols, t.rows).T
+
+
+def _bytes_of(data: np.ndarray) -> np.ndarray:
+    """The bytes under a tile array made by :func:`typed_view` (its base, in physical order)."""
+    phys = data if data.flags.c_contiguous else data.T
+    return phys.reshape(-1).view(np.uint8)
+
+
+def _owns_bytes(t: Tile) -> bool:
+    """The tile's array is a whole typed view of bytes (so a treshape can view the same bytes)."""
+    d = t.data
+    return (d.flags.c_contiguous and t.type.is_row_major) or (d.T.flags.c_contiguous and not t.type.is_row_major)
 
 
 def new_tile(t: pto.TileLikeType, valid: tuple[int, int]) -> Tile:
@@ -725,6 +749,8 @@ class Evaluator:
         name = op.name
         if name in pipes.PIPE_OPS or name in pipes.INIT_OPS or name in pipes.BUFFER_OPS:
             return pipes.golden_pipe_op(self, op, env)
+        if is_view(op):
+            return self.eval_view(op, env)
         if isinstance(op, pto.TileOp):
             return self.eval_tile_op(op, env)
         if name.startswith("arith."):
@@ -820,10 +846,35 @@ class Evaluator:
         if addr < 0 or addr + n > UB_BYTES:
             raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
                                f"{UB_BYTES // 1024} KiB UB")
-        flat = self.ub[addr:addr + n].view(E.np_dtype(t.dtype))
-        if t.is_row_major:
-            return flat.reshape(t.rows, t.cols)
-        return flat.reshape(t.cols, t.rows).T
+        return typed_view(self.ub[addr:addr + n], t)
+
+    def eval_view(self, op: Operation, env: dict) -> None:
+        """treshape: the source's bytes as the result type; subset: a block of the source; both
+        views of the source's data (passes/tile_views.py), so writes through either name are seen
+        through the other.  A planner-placed source gets bytes of its own first, in its layout."""
+        src = self.tile(op, op.operands[0], env)
+        t = op.results[0].type
+        offsets = (0, 0) if op.name == "pto.treshape" else tuple(int(env[v]) for v in op.operands[1:3])
+        why = view_error(op, offsets)
+        if why is not None:
+            raise op_error(op, why)
+        if op.name == "pto.subset":
+            (r, c), (h, w) = offsets, (t.rows, t.cols)
+            view = Tile(t, src.data[r:r + h, c:c + w], (min(h, max(src.valid[0] - r, 0)),
+                                                         min(w, max(src.valid[1] - c, 0))), base=src)
+        else:
+            if src.type.slayout.data != "none_box" or t.slayout.data != "none_box":
+                raise op_error(op, "of a boxed (fractal) tile has no semantics in ptoc yet")
+            if src.base is not None and not _owns_bytes(src):
+                raise op_error(op, "of a block that is not contiguous in its tile has no semantics in ptoc yet")
+            if src.ub_at is None and not _owns_bytes(src):
+                raw = np.zeros(src.type.nbytes, dtype=np.uint8)
+                data = typed_view(raw, src.type)
+                data[...] = src.data
+                src.data = data
+            view = Tile(t, typed_view(_bytes_of(src.data), t), t.valid_shape, base=src, ub_at=src.ub_at)
+        view.written = src.written
+        env[op.results[0]] = view
 
     def cube_tile(self, t: pto.TileLikeType, addr: int, valid: tuple[int, int]) -> Tile:
         """A cube-memory tile placed by hand at ``addr``: the tile of the same type last bound
@@ -939,6 +990,8 @@ class Evaluator:
             t = env.get(v)
             if isinstance(t, Tile):
                 t.written = True
+                if t.base is not None:
+                    t.base.written = True
                 if t.ub_at is not None:
                     self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
 
@@ -956,7 +1009,7 @@ class Evaluator:
         """Something wrote the tile (a tile placed by hand: some of its bytes, through any name)."""
         if t.ub_at is not None:
             return bool(self.ub_written[t.ub_at[0]:t.ub_at[1]].any())
-        return t.written
+        return t.written or (t.base is not None and self.holds_data(t.base))
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
         self.need(op, tile.valid == tuple(valid),

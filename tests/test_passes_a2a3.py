@@ -312,10 +312,11 @@ PM_ERRORS = [
      + "  " + binop("tadd", "%acc", "%acc", "%n") + "  " + binop("tmul", "%acc", "%n", "%x")
      + "  " + store("%x") + f"    scf.yield %n : {T16}\n  }}\n" + store("%r"),
      "pto.tadd ins(%acc", "writes %n (line {%n = pto}) while %acc (line {%r = scf}) still holds data"),
-    ("unknown-tile-producer",
+    ("strided-subset",
      alloc("%a", T32) + f"  %s = pto.subset %a[%c0, %c0] sizes [16, 16] : {T32}\n" + load("%a", t=T32,
                                                                                         pv="!pto.partition_tensor_view<32x32xf32>"),
-     "%s = pto.subset", "defines a tile buffer that pto-plan-memory cannot place yet"),
+     "%s = pto.subset", "block [0:16, 0:16] of a 32x32 tile is not contiguous, so it is no tile the hardware "
+     "can address"),
 ]
 
 
@@ -323,7 +324,7 @@ PM_ERRORS = [
 def test_plan_memory_errors_are_located(case):
     name, body, needle, fragment = case
     extra = ", %c: i1" if "scf.if" in body else (", %base: i64" if "%base" in body else "")
-    rows = 32 if name == "unknown-tile-producer" else 16
+    rows = 32 if name == "strided-subset" else 16
     text = kernel(body, rows=rows, cols=rows, extra_args=extra)
     spec = "pto-plan-memory{target=a2a3 manual=true}" if name.startswith("manual") else PM
     line, col, msg = located(text, spec)

@@ -1,0 +1,95 @@
+"""treshape and subset (passes/tile_views.py): views of another tile's bytes in the golden model,
+the planner and both lowerings; outputs checked against NumPy on both targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pto_compiler import cli
+from tests.test_constructs import TARGETS, _run
+
+HEAD = """func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+  %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+  pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%a : !pto.tile_buf<vec, 16x16xf32>)
+"""
+
+RESHAPE_SUBSET = HEAD + """  %zv = pto.make_tensor_view %z, shape = [%c8, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c8, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x32xf32>
+  %s = pto.subset %a[%c8, %c0] sizes [8, 16] : !pto.tile_buf<vec, 16x16xf32>
+  pto.tadds ins(%s, %one : !pto.tile_buf<vec, 8x16xf32>, f32) outs(%s : !pto.tile_buf<vec, 8x16xf32>)
+  %r = pto.treshape %a : !pto.tile_buf<vec, 16x16xf32> -> !pto.tile_buf<vec, 8x32xf32>
+  pto.tstore ins(%r : !pto.tile_buf<vec, 8x32xf32>) outs(%zp : !pto.partition_tensor_view<8x32xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_subset_writes_its_block_and_treshape_reads_the_bytes(target, tmp_path, capsys):
+    x = np.random.default_rng(7).integers(-100, 100, (16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, RESHAPE_SUBSET, target, {"x": x})
+    assert rc == 0 and out.startswith("PASS z"), out + err
+    want = x.copy()
+    want[8:] += 1
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), want.reshape(8, 32))
+
+
+COLUMN_AS_ROW = HEAD + """  %zv = pto.make_tensor_view %z, shape = [%c1, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c1, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x16xf32>
+  %m = pto.alloc_tile : !pto.tile_buf<vec, 16x1xf32, blayout=col_major>
+  %t = pto.alloc_tile : !pto.tile_buf<vec, 16x8xf32>
+  pto.trowmax ins(%a, %t : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x8xf32>) outs(%m : !pto.tile_buf<vec, 16x1xf32, blayout=col_major>)
+  %r = pto.treshape %m : !pto.tile_buf<vec, 16x1xf32, blayout=col_major> -> !pto.tile_buf<vec, 1x16xf32>
+  pto.tstore ins(%r : !pto.tile_buf<vec, 1x16xf32>) outs(%zp : !pto.partition_tensor_view<1x16xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_treshape_of_a_column_is_a_row(target, tmp_path, capsys):
+    """The Qwen3 pattern: a 16x1 ColMajor row-max read as a 1x16 RowMajor row (the same 64 bytes)."""
+    x = np.random.default_rng(8).standard_normal((16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, COLUMN_AS_ROW, target, {"x": x})
+    assert rc == 0 and out.startswith("PASS z"), out + err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), x.max(axis=1).reshape(1, 16))
+
+
+STRIDED_SUBSET = RESHAPE_SUBSET.replace("%a[%c8, %c0] sizes [8, 16]", "%a[%c8, %c8] sizes [8, 8]").replace(
+    "vec, 8x16xf32", "vec, 8x8xf32")
+
+
+def test_a_block_that_is_no_tile_runs_in_the_golden_model_and_is_located_when_compiled(tmp_path, capsys):
+    path = tmp_path / "s.pto"
+    path.write_text(STRIDED_SUBSET)
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main([str(path), "--reference", "--input", f"x={tmp_path / 'x.npy'}",
+                     "--save-outputs", str(tmp_path / "o")]) == 0
+    want = x.copy()
+    want[8:, 8:] += 1
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), want.reshape(8, 32))
+    capsys.readouterr()
+    assert cli.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert (f"{path}:14:8: error: 'pto.subset' op block [8:16, 8:16] of a 16x16 tile is not contiguous, so it "
+            "is no tile the hardware can address") in err, err
+
+
+def test_treshape_changing_the_byte_count_is_located(tmp_path, capsys):
+    path = tmp_path / "r.pto"
+    path.write_text(HEAD + "  %r = pto.treshape %a : !pto.tile_buf<vec, 16x16xf32> -> !pto.tile_buf<vec, 8x16xf32>\n"
+                    "  return\n}\n")
+    for extra in (["--reference"], ["--emit", "placed"]):
+        assert cli.main([str(path), *extra]) == 1
+        assert f"{path}:12:8: error: 'pto.treshape' op reinterprets 1024 bytes as a 512-byte tile (TRESHAPE keeps " \
+            "the bytes)" in capsys.readouterr().err
