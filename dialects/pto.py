@@ -1858,6 +1858,7 @@ GENERIC_OP_NAMES = (
     "aic_initialize_pipe", "aiv_initialize_pipe", "initialize_l2l_pipe", "initialize_l2g2l_pipe",
     "declare_eventid_array", "eventid_array_get", "eventid_array_set", "build_async_session",
     "wait_async_event", "test_async_event", "sync.set", "sync.wait", "tgetval", "tsetval", "talloc", "subview",
+    "valid_view",  # ptoc's own: a set_validshape as a value (passes/set_validshape.py)
 )
 GENERIC_OPS: dict[str, type[IRDLOperation]] = {}
 for _name in GENERIC_OP_NAMES:

@@ -96,8 +96,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FoldViewYieldsPass
 
+    def set_validshape():
+        from pto_compiler.passes.set_validshape import SetValidshapePass
+
+        return SetValidshapePass
+
     return {"pto-verify-target": verify_target, "pto-inline-calls": inline_calls, "pto-raise-memref": raise_memref,
-            "pto-fold-view-yields": fold_view_yields,
+            "pto-fold-view-yields": fold_view_yields, "pto-set-validshape": set_validshape,
             "pto-bufferize": bufferize,
             "pto-select-expand-mode": select_expand_mode, "pto-tmp-strategy": tmp_strategy,
             "pto-plan-memory": plan_memory, "pto-lower-a2a3": lower_a2a3, "pto-insert-sync": insert_sync,

@@ -592,7 +592,8 @@ class _Planner:
                 v.def_op.attributes[UB_ADDR] = IntegerAttr(addr.get(g, 0), 64)
         del roots
         for op, var, offset in self.views:  # a tile at its bytes: what the lowerings place tiles by
-            alias = pto.AllocTileOp(op.results[0].type)
+            valid = list(op.operands[1:3]) if op.name == "pto.valid_view" else [None, None]
+            alias = pto.AllocTileOp(op.results[0].type, None, *valid)
             alias.location = op.location
             alias.attributes[UB_ADDR] = IntegerAttr(addr.get(self.group_index[self._find(var)], 0) + offset, 64)
             op.parent_block().insert_op_before(alias, op)

@@ -15,7 +15,10 @@ from xdsl.ir import Operation
 
 from pto_compiler.dialects import pto
 
-VIEW_OPS = ("pto.treshape", "pto.subset")
+VIEW_OPS = ("pto.treshape", "pto.subset", "pto.valid_view")
+WHOLE_VIEWS = ("pto.treshape", "pto.valid_view")
+"""Views of all of their source's bytes (offset 0); ``pto.valid_view %t, %vr, %vc`` is the tile
+with a run-time valid shape that a ``pto.set_validshape`` gave it (passes/set_validshape.py)."""
 
 
 def is_view(op: Operation) -> bool:
@@ -30,7 +33,7 @@ def view_error(op: Operation, offsets: tuple[int, int] | None = None) -> str | N
         return "needs a !pto.tile_buf source and result"
     if src.loc != dst.loc:
         return f"result is in loc={dst.loc.data}, its source in loc={src.loc.data}"
-    if op.name == "pto.treshape":
+    if op.name in WHOLE_VIEWS:
         if src.nbytes != dst.nbytes:
             return f"reinterprets {src.nbytes} bytes as a {dst.nbytes}-byte tile (TRESHAPE keeps the bytes)"
         return None
@@ -44,8 +47,8 @@ def view_error(op: Operation, offsets: tuple[int, int] | None = None) -> str | N
 
 
 def static_offsets(op: Operation) -> tuple[int, int] | None:
-    """A subset's (row, column) when they are constants; a treshape's (0, 0)."""
-    if op.name == "pto.treshape":
+    """A subset's (row, column) when they are constants; a whole view's (0, 0)."""
+    if op.name in WHOLE_VIEWS:
         return 0, 0
     found = [pto.constant_int(v) for v in op.operands[1:3]]
     return None if len(found) != 2 or None in found else (found[0], found[1])
@@ -58,7 +61,7 @@ def byte_offset(op: Operation) -> tuple[int | None, str | None]:
     if offsets is None:
         return None, "has a run-time offset, which pto-plan-memory cannot place yet"
     why = view_error(op, offsets)
-    if why is not None or op.name == "pto.treshape":
+    if why is not None or op.name in WHOLE_VIEWS:
         return (None if why else 0), why
     src, dst = op.operands[0].type, op.results[0].type
     (r, c), (h, w) = offsets, (dst.rows, dst.cols)

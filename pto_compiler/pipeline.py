@@ -3,7 +3,7 @@
 a2a3 (DESIGN.md §2, §5)::
 
     verify -> pto-inline-calls (modules with func.call) -> pto-bufferize (L1 functions only)
-           -> pto-fold-view-yields (scf.if yielding GM views only)
+           -> pto-fold-view-yields (scf.if yielding GM views only) -> pto-set-validshape (when used)
            -> pto-select-expand-mode -> pto-tmp-strategy
            -> pto-plan-memory -> pto-insert-sync -> pto-lower-a2a3 -> a2a3-complete-barriers
     (a2a3 ops; the program is their listing)
@@ -103,6 +103,7 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
                insert_sync: bool = True) -> list[str]:
     """The passes :func:`compile_module` runs, in order (``ptoc --print-pipeline``)."""
     from pto_compiler.passes.fold_view_yields import has_view_results
+    from pto_compiler.passes.set_validshape import has_set_validshape
 
     names = ["verify"]
     if stop_after == "pto":
@@ -110,6 +111,7 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
     names += ["pto-inline-calls"] if has_calls(module) else []
     names += ["pto-bufferize"] if _has_l1(module) else []
     names += ["pto-fold-view-yields"] if has_view_results(module) else []
+    names += ["pto-set-validshape"] if has_set_validshape(module) else []
     names += [n for n in PIPELINES[target.name] if insert_sync or n != "pto-insert-sync"]
     if is_mixed(module) or has_reserve(module):  # the pipe's slot buffers, once the tiles are placed
         names.insert(names.index("pto-plan-memory") + 1, "pto-resolve-reserved-buffers")

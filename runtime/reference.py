@@ -751,6 +751,8 @@ class Evaluator:
             return pipes.golden_pipe_op(self, op, env)
         if is_view(op):
             return self.eval_view(op, env)
+        if name == "pto.set_validshape":
+            return self.eval_set_validshape(op, env)
         if isinstance(op, pto.TileOp):
             return self.eval_tile_op(op, env)
         if name.startswith("arith."):
@@ -847,6 +849,19 @@ class Evaluator:
             raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
                                f"{UB_BYTES // 1024} KiB UB")
         return typed_view(self.ub[addr:addr + n], t)
+
+    def eval_set_validshape(self, op: Operation, env: dict) -> None:
+        """``pto.set_validshape %t, %vr, %vc``: the tile's valid region from now on (a tile whose
+        type leaves both valid dims to run time)."""
+        self.need(op, len(op.operands) == 3, "expects `%tile, %valid_row, %valid_col`")
+        tile = self.tile(op, op.operands[0], env)
+        t = tile.type
+        self.need(op, t.valid_row == pto.DYNAMIC and t.valid_col == pto.DYNAMIC,
+                  "needs a tile whose type has v_row=? and v_col=?")
+        vr, vc = (int(env[v]) for v in op.operands[1:3])
+        self.need(op, 0 <= vr <= t.rows and 0 <= vc <= t.cols,
+                  f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
+        tile.valid = (vr, vc)
 
     def eval_view(self, op: Operation, env: dict) -> None:
         """treshape: the source's bytes as the result type; subset: a block of the source; both

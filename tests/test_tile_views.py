@@ -93,3 +93,46 @@ def test_treshape_changing_the_byte_count_is_located(tmp_path, capsys):
         assert cli.main([str(path), *extra]) == 1
         assert f"{path}:12:8: error: 'pto.treshape' op reinterprets 1024 bytes as a 512-byte tile (TRESHAPE keeps " \
             "the bytes)" in capsys.readouterr().err
+
+
+SET_VALIDSHAPE = """func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+  %zv = pto.make_tensor_view %z, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+  %a = pto.alloc_tile valid_row = %c16 valid_col = %c16 : !pto.tile_buf<vec, 16x16xf32, valid=?x?>
+  pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%a : !pto.tile_buf<vec, 16x16xf32, valid=?x?>)
+  pto.set_validshape %a, %n, %c16 : !pto.tile_buf<vec, 16x16xf32, valid=?x?>
+  pto.tadd ins(%a, %a : !pto.tile_buf<vec, 16x16xf32, valid=?x?>, !pto.tile_buf<vec, 16x16xf32, valid=?x?>) outs(%a : !pto.tile_buf<vec, 16x16xf32, valid=?x?>)
+  pto.set_validshape %a, %c16, %c16 : !pto.tile_buf<vec, 16x16xf32, valid=?x?>
+  pto.tstore ins(%a : !pto.tile_buf<vec, 16x16xf32, valid=?x?>) outs(%zp : !pto.partition_tensor_view<16x16xf32>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 5, 16])
+def test_set_validshape_changes_the_region_later_ops_work_on(target, n, tmp_path, capsys):
+    x = np.random.default_rng(9).standard_normal((16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, SET_VALIDSHAPE, target, {"x": x}, ("--input", f"n={n}"))
+    assert rc == 0 and out.startswith("PASS z"), out + err
+    want = x.copy()
+    want[:n] *= 2
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), want)
+
+
+def test_set_validshape_inside_a_branch_is_located(tmp_path, capsys):
+    path = tmp_path / "b.pto"
+    path.write_text(SET_VALIDSHAPE.replace(
+        "  pto.set_validshape %a, %n, %c16 : !pto.tile_buf<vec, 16x16xf32, valid=?x?>\n",
+        "  %c = arith.cmpi slt, %n, %c16 : index\n  scf.if %c {\n"
+        "    pto.set_validshape %a, %n, %c16 : !pto.tile_buf<vec, 16x16xf32, valid=?x?>\n  }\n"))
+    assert cli.main([str(path)]) == 1
+    assert f"{path}:13:5: error: 'pto.set_validshape' op in another block than its tile's has no lowering yet" in \
+        capsys.readouterr().err
+    np.save(tmp_path / "x.npy", np.ones((16, 16), np.float32))
+    assert cli.main([str(path), "--reference", "--input", f"x={tmp_path / 'x.npy'}", "--input", "n=3"]) == 0
