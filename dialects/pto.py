@@ -17,6 +17,7 @@ Both are printed and parsed by :class:`TileOp` (xDSL custom syntax), so what
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import ClassVar
@@ -56,7 +57,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.dialects.segments import decode_segments_once
+from pto_compiler.dialects.segments import decode_segments_once, segment_sizes
 
 
 # --------------------------------------------------------------------------------------
@@ -458,6 +459,14 @@ def _resolve(parser: Parser, operands, types, pos) -> list[SSAValue]:
     return [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
 
 
+@functools.cache
+def _plain_groups(cls) -> bool:
+    """Is ``cls`` built from exactly TileOp's groups (``ins``, ``outs``, ``res``, ``regs``)?"""
+    d = cls.get_irdl_definition()
+    return ([n for n, _ in d.operands], [n for n, _ in d.results], [n for n, _ in d.regions], list(d.properties),
+            list(d.attributes), d.successors) == (["ins", "outs"], ["res"], ["regs"], ["operandSegmentSizes"], [], [])
+
+
 class TileOp(IRDLOperation):
     """Base of every PTO tile instruction: operands in ``ins``, DPS destinations in ``outs``, L1 results.
 
@@ -497,8 +506,14 @@ class TileOp(IRDLOperation):
     def __init__(self, ins: Sequence[SSAValue] = (), outs: Sequence[SSAValue] = (),
                  result_types: Sequence[Attribute] = (), attributes: dict[str, Attribute] | None = None,
                  regions=()):
-        super().__init__(operands=[list(ins), list(outs)], result_types=[list(result_types)],
-                         attributes=attributes or {}, regions=[list(regions)])
+        if regions or not _plain_groups(type(self)):
+            super().__init__(operands=[list(ins), list(outs)], result_types=[list(result_types)],
+                             attributes=attributes or {}, regions=[list(regions)])
+            return
+        # what xDSL's builder makes of these arguments, without re-packing the segment sizes per op
+        Operation.__init__(self, operands=[SSAValue.get(v) for v in (*ins, *outs)], result_types=list(result_types),
+                           properties={"operandSegmentSizes": segment_sizes(len(ins), len(outs))},
+                           attributes={k: v for k, v in (attributes or {}).items() if v is not None})
 
     # ---- the operand view the verifiers and the lowering use ---------------------------
     @property

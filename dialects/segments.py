@@ -8,6 +8,7 @@ handful: (2, 1), (1, 1), ...) and the accessor itself does the slicing as xDSL's
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.irdl.operations import BaseAttrAccessor, VarIRConstruct
 
 _SIZES: dict[bytes, tuple[int, ...]] = {}
@@ -39,3 +40,15 @@ def decode_segments_once(ops) -> None:
         for name, acc in list(vars(cls).items()):
             if isinstance(acc, BaseAttrAccessor) and acc.construct == VarIRConstruct.OPERAND:
                 setattr(cls, name, _Decoded(acc))
+
+
+_SEGMENTS: dict[tuple[int, ...], DenseArrayBase] = {}
+
+
+def segment_sizes(*sizes: int) -> DenseArrayBase:
+    """The ``operandSegmentSizes`` property of these group sizes, one shared (immutable) attribute
+    per distinct sizes: xDSL's builder packs and verifies a new one for every op it builds."""
+    attr = _SEGMENTS.get(sizes)
+    if attr is None:
+        attr = _SEGMENTS[sizes] = DenseArrayBase.from_list(i32, sizes)
+    return attr

@@ -11,9 +11,9 @@ module serves every input.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
@@ -62,7 +62,8 @@ def complete_function(fn, target: Target = A2A3) -> None:
 # --------------------------------------------------------------------------------------------
 
 class _BarrierState:
-    """Per pipe: the UB bytes and GM byte ranges written since the pipe's last barrier.
+    """Per pipe: the UB bytes (byte intervals, :func:`_union` form) and GM byte ranges written since
+    the pipe's last barrier.
 
     A GM range is ``(arg, lo, hi, a, dmin, dmax, loop)``: bytes ``[lo, hi)`` when ``a`` is 0,
     else the family ``[lo + a*j, hi + a*j)`` written on trips ``j = T - d``, ``d`` in
@@ -70,7 +71,7 @@ class _BarrierState:
 
     def __init__(self, nbytes: int):
         self.nbytes = nbytes
-        self.ub = {p: np.zeros(nbytes, bool) for p in ("V", "MTE2", "MTE3")}
+        self.ub = {p: [] for p in ("V", "MTE2", "MTE3")}
         self.gm = {p: {} for p in ("V", "MTE2", "MTE3")}  # ordered set of ranges
         self.any = {p: False for p in ("V", "MTE2", "MTE3")}
         self.mask = FULL
@@ -78,7 +79,7 @@ class _BarrierState:
     def copy(self):
         n = _BarrierState.__new__(_BarrierState)
         n.nbytes = self.nbytes
-        n.ub = {p: a.copy() for p, a in self.ub.items()}
+        n.ub = {p: list(a) for p, a in self.ub.items()}
         n.gm = {p: dict(a) for p, a in self.gm.items()}
         n.any = dict(self.any)
         n.mask = self.mask
@@ -86,18 +87,17 @@ class _BarrierState:
 
     def merge(self, other):
         for p in self.ub:
-            self.ub[p] |= other.ub[p]
+            self.ub[p] = _union(self.ub[p] + other.ub[p])
             self.gm[p].update(other.gm[p])
             self.any[p] = self.any[p] or other.any[p]
         if self.mask != other.mask:
             self.mask = None
 
     def __eq__(self, other):
-        return (self.mask == other.mask and self.any == other.any and self.gm == other.gm
-                and all(np.array_equal(a, other.ub[p]) for p, a in self.ub.items()))
+        return self.mask == other.mask and self.any == other.any and self.gm == other.gm and self.ub == other.ub
 
     def clear(self, p):
-        self.ub[p][:] = False
+        self.ub[p] = []
         self.gm[p] = {}
         self.any[p] = False
 
@@ -134,21 +134,60 @@ class _BarrierState:
             self.gm[p] = out
 
 
-def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes=None):
-    """UB byte addresses of the given lanes over ``nrep`` repeats (vector_isa.md §1.1:
+def _union(intervals) -> list:
+    """Byte intervals ``(lo, hi)`` as the sorted, disjoint, non-touching ones covering the same
+    bytes: one form per byte set, so footprints and states compare with ``==``."""
+    out: list = []
+    for lo, hi in sorted(intervals):
+        if hi <= lo:
+            continue
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _overlaps(pending: list, lo: int, hi: int) -> bool:
+    """Does ``[lo, hi)`` meet a byte of ``pending`` (:func:`_union` form)?"""
+    i = bisect.bisect_right(pending, (lo, hi))
+    return (i > 0 and pending[i - 1][1] > lo) or (i < len(pending) and pending[i][0] < hi)
+
+
+def _runs(lanes) -> list:
+    """Runs ``[a, b)`` of consecutive lanes."""
+    out: list = []
+    for lane in sorted(lanes):
+        if out and out[-1][1] == lane:
+            out[-1][1] = lane + 1
+        else:
+            out.append([lane, lane + 1])
+    return out
+
+
+def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes=None) -> list:
+    """UB byte intervals of the given lanes over ``nrep`` repeats (vector_isa.md §1.1:
     ``X + (r*repStride + b*blkStride)*32 + e*E``); ``last_lanes`` replaces ``lanes`` in the last
     repeat (count mode)."""
     epb = 32 // esize
-    parts = []
+    out = []
     for n, ls, r0 in ((nrep if last_lanes is None else nrep - 1, lanes, 0),
                       (1 if last_lanes is not None else 0, last_lanes, nrep - 1)):
         if n <= 0 or ls is None or len(ls) == 0:
             continue
-        ls = np.asarray(ls, dtype=np.int64)
-        off = (ls // epb) * (blk * 32) + (ls % epb) * esize
-        r = (r0 + np.arange(n, dtype=np.int64))[:, None, None] * (rep * 32)
-        parts.append((base + r + off[None, :, None] + np.arange(esize)[None, None, :]).reshape(-1))
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        one = []  # one repeat's bytes from its start: each run of lanes cut at the 32-byte blocks
+        for a, b in _runs(ls):
+            while a < b:
+                end = min(b, (a // epb + 1) * epb)
+                off = (a // epb) * (blk * 32) + (a % epb) * esize
+                one.append((off, off + (end - a) * esize))
+                a = end
+        one = _union(one)
+        for r in range(r0, r0 + n):
+            at = base + r * (rep * 32)
+            out.extend((at + lo, at + hi) for lo, hi in one)
+    return _union(out)
 
 
 def _active_lanes(mask, lanes: int, repeat: int):
@@ -159,20 +198,21 @@ def _active_lanes(mask, lanes: int, repeat: int):
             return None
         nrep = ceil_div(lo, lanes)
         tail = lo - (nrep - 1) * lanes if nrep else 0
-        return nrep, np.arange(lanes), (np.arange(tail) if tail != lanes else None)
+        return nrep, range(lanes), (range(tail) if tail != lanes else None)
     bits = (lo & M64) | ((hi & M64) << 64)
     bits &= (1 << lanes) - 1
-    act = np.array([lane for lane in range(lanes) if bits >> lane & 1], dtype=np.int64)
-    return repeat, act, None
+    return repeat, [lane for lane in range(lanes) if bits >> lane & 1], None
 
 
-def _byte_range(lo, hi):
-    return np.arange(lo, hi, dtype=np.int64)
+def _bursts(base: int, n: int, stride: int, length: int) -> list:
+    """``n`` runs of ``length`` bytes, ``stride`` bytes apart."""
+    return _union((base + k * stride, base + k * stride + length) for k in range(n))
 
 
 def _footprint(ins: Instr, a: dict, mask):
     """(UB bytes read, UB bytes written, GM ranges read, GM ranges written) of one instruction,
-    as the executor counts them; None when it cannot be known statically."""
+    as the executor counts them (the UB bytes as one :func:`_union` list per operand); None when
+    it cannot be known statically."""
     fam = ins.spec.family
     dt = a.get("dtype")
     reads, writes, gr, gw = [], [], [], []
@@ -197,8 +237,8 @@ def _footprint(ins: Instr, a: dict, mask):
         e = DTYPE_SIZES[dt]
         n = a["repeat"]
         blk = a["dst_blk_stride"] or 1
-        writes.append(_lanes_bytes(a["dst"], n, a["dst_rep_stride"], blk, np.arange(256 // e), e))
-        reads.append(_byte_range(a["src"], a["src"] + n * 8 * e))
+        writes.append(_lanes_bytes(a["dst"], n, a["dst_rep_stride"], blk, range(256 // e), e))
+        reads.append(_union([(a["src"], a["src"] + n * 8 * e)]))
     elif fam in ("reduce", "greduce", "pair"):
         e = DTYPE_SIZES[dt]
         lanes = 256 // e
@@ -207,42 +247,36 @@ def _footprint(ins: Instr, a: dict, mask):
             return None
         nrep, ls, last = act
         reads.append(_lanes_bytes(a["src"], nrep, a["src_rep_stride"], a["src_blk_stride"], ls, e, last))
-        r = np.arange(nrep, dtype=np.int64)
         if fam == "reduce":
             width = 2 if a.get("order") == "value_index" else 1
-            starts, length = a["dst"] + r * a["dst_rep_stride"] * e, width * e
+            writes.append(_bursts(a["dst"], nrep, a["dst_rep_stride"] * e, width * e))
         elif fam == "greduce":
-            starts, length = a["dst"] + r * a["dst_rep_stride"] * 8 * e, 8 * e
+            writes.append(_bursts(a["dst"], nrep, a["dst_rep_stride"] * 8 * e, 8 * e))
         else:  # vcpadd: only the pairs with an active lane are written
-            starts = a["dst"] + r * a["dst_rep_stride"] * 32
-            pairs = np.unique(np.asarray(ls, dtype=np.int64) // 2)
-            writes.append((starts[:, None, None] + pairs[None, :, None] * e
-                           + np.arange(e)[None, None, :]).reshape(-1))
-            return reads, writes, gr, gw
-        writes.append((starts[:, None] + np.arange(length)[None, :]).reshape(-1))
+            pairs = sorted({lane // 2 for lane in ls})
+            writes.append(_union((a["dst"] + r * a["dst_rep_stride"] * 32 + q * e,
+                                  a["dst"] + r * a["dst_rep_stride"] * 32 + (q + 1) * e)
+                                 for r in range(nrep) for q in pairs))
     elif fam in CUBE_FAMILIES:
         return None  # GM <-> L1 on MTE2/MTE3: ordered after everything of its pipe
     elif fam == "print":
         e = DTYPE_SIZES[dt]
-        i, j = np.arange(a["rows"], dtype=np.int64)[:, None], np.arange(a["cols"], dtype=np.int64)[None, :]
-        elems = (i * a["row_stride"] + j * a["col_stride"]).reshape(-1)
-        reads.append((a["src"] + elems[:, None] * e + np.arange(e)[None, :]).reshape(-1))
+        reads.append(_union((a["src"] + (i * a["row_stride"] + j * a["col_stride"]) * e,
+                             a["src"] + (i * a["row_stride"] + j * a["col_stride"] + 1) * e)
+                            for i in range(a["rows"]) for j in range(a["cols"])))
     elif fam == "copy_ub":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
-        k = np.arange(n, dtype=np.int64)[:, None]
-        reads.append((a["src"] + k * (ln + sg) * 32 + np.arange(ln * 32)[None, :]).reshape(-1))
-        writes.append((a["dst"] + k * (ln + dg) * 32 + np.arange(ln * 32)[None, :]).reshape(-1))
+        reads.append(_bursts(a["src"], n, (ln + sg) * 32, ln * 32))
+        writes.append(_bursts(a["dst"], n, (ln + dg) * 32, ln * 32))
     elif fam == "copy_in":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
         pad = a.get("right_pad", 0) * DTYPE_SIZES.get(dt or "", 0) if a.get("right_pad") else 0
-        k = np.arange(n, dtype=np.int64)[:, None]
-        writes.append((a["dst"] + k * (ceil_div(ln, 32) + dg) * 32 + np.arange(ln + pad)[None, :]).reshape(-1))
+        writes.append(_bursts(a["dst"], n, (ceil_div(ln, 32) + dg) * 32, ln + pad))
         g = a["src"]
         gr.append((g.arg, g.offset, g.offset + (n - 1) * (ln + sg) + ln))
     elif fam == "copy_out":
         n, ln, sg, dg = a["n_burst"], a["len_burst"], a["src_gap"], a["dst_gap"]
-        k = np.arange(n, dtype=np.int64)[:, None]
-        reads.append((a["src"] + k * (ceil_div(ln, 32) + sg) * 32 + np.arange(ln)[None, :]).reshape(-1))
+        reads.append(_bursts(a["src"], n, (ceil_div(ln, 32) + sg) * 32, ln))
         g = a["dst"]
         gw.append((g.arg, g.offset, g.offset + (n - 1) * (ln + dg) + ln))
     else:
@@ -300,8 +334,7 @@ def _family(fps, loop):
     not depend on the trip, each GM range must move by a constant ``a`` per trip; else None."""
     reads, writes, gr, gw = fps[0]
     for f in fps[1:]:
-        if any(len(x) != len(y) or any(not np.array_equal(u, v) for u, v in zip(x, y))
-               for x, y in ((reads, f[0]), (writes, f[1]))):
+        if reads != f[0] or writes != f[1]:
             return None
     out = []
     for ranges in zip(*(f[2] for f in fps)), zip(*(f[3] for f in fps)):
@@ -439,28 +472,24 @@ class _BarrierPass:
             if st.any[p]:
                 self.need_before.add(id(ins))
             st.clear(p)
-            st.ub[p][:] = True
+            st.ub[p] = [(0, self.nbytes)]
             st.gm[p] = {("*", -(1 << 62), 1 << 62, 0, 0, 0, None): None}
             st.any[p] = True
             return
         reads, writes, gr, gw = fp
         pend = st.ub[p]
-        hit = False
-        for idx in reads + writes:
-            idx = idx[(idx >= 0) & (idx < self.nbytes)]
-            if idx.size and pend[idx].any():
-                hit = True
-                break
+        hit = bool(pend) and any(_overlaps(pend, max(lo, 0), min(hi, self.nbytes))
+                                 for iv in reads + writes for lo, hi in iv if lo < self.nbytes and hi > 0)
         if not hit and st.gm[p] and (gr or gw):
             hit = _gm_hit(gr + gw, st.gm[p], self.trips)
         if hit:
             self.need_before.add(id(ins))
             st.clear(p)
-        for idx in writes:
-            idx = idx[(idx >= 0) & (idx < self.nbytes)]
-            if idx.size:
-                st.ub[p][idx] = True
-                st.any[p] = True
+        written = [(max(lo, 0), min(hi, self.nbytes)) for iv in writes for lo, hi in iv
+                   if lo < self.nbytes and hi > 0]
+        if written:
+            st.ub[p] = _union(st.ub[p] + written)
+            st.any[p] = True
         if gw:
             st.gm[p].update(dict.fromkeys(gw))
             st.any[p] = True

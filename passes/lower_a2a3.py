@@ -117,11 +117,11 @@ MAX_TRIPS = "a2a3.max_trips"
 def location(o: Origin) -> NameLoc:
     """The location of an a2a3 op: the tile op it came from, at its source position (one
     attribute per origin: a tile op lowers to many a2a3 ops)."""
-    return NameLoc(StringAttr(o.op), FileLineColLoc(StringAttr(o.file), IntAttr(o.line), IntAttr(o.col)))
+    return NameLoc(_word(o.op), FileLineColLoc(_word(o.file), IntAttr(o.line), IntAttr(o.col)))
 
 
 _word = functools.cache(StringAttr)
-"""The StringAttr of a pipe or enum word (a few dozen words, each on many ops)."""
+"""The StringAttr of a pipe or enum word, op name or file name (a few dozen, each on many ops)."""
 
 
 @functools.cache
