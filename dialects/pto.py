@@ -1042,6 +1042,24 @@ class ComposedOp(TileOp):
         _row_major(dst, "dst")
 
 
+class TransposeOp(TileOp):
+    """TTRANS ``ins(src[, tmp]) outs(dst)`` (pto_isa.md §3 "transpose"): ``dst[j, i] = src[i, j]``
+    over src's valid region (R x C); dst's valid region is C x R."""
+
+    FAMILY: ClassVar[str] = "trans"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (1, 2):
+            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
+        src = _tiles(self, len(self.ins), "tile operands")[0]
+        _same_dtype(dst, src)
+        if _known(*src.valid_shape, *dst.valid_shape) and dst.valid_shape != src.valid_shape[::-1]:
+            raise VerifyException(f"dst valid shape must be src's transposed ({_dims_text(dst.valid_shape)} vs "
+                                  f"{_dims_text(src.valid_shape[::-1])})")
+
+
 class FillOp(TileOp):
     """A dst filled from one scalar operand and the element's position (``ins(%s) outs(%dst)``):
     TCI (family ``ci``) and TTRI (family ``tri``); see their ``_define`` lines."""
@@ -1428,6 +1446,7 @@ TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i
 TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
                  "TTRI ``{upperOrLower}``: the triangular mask with diagonal offset s (an integer): 1 where "
                  "j <= i + s (0, lower) or j >= i + s (1, upper), else 0.", FAMILY="tri", FN="triangle")
+TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1450,7 +1469,7 @@ OPAQUE_TILE_OP_NAMES = (
     "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
-    "tmov.fp", "tmov_fp", "ttrans", "treshape", "textract_fp", "tinsert_fp",
+    "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",

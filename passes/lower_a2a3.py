@@ -1428,6 +1428,24 @@ class _FnLowering:
         self.vec("vadd", d.dtype, {"dst": self.opnd(d, L), "src0": self.opnd(tmp, L), "src1": self.opnd(d, L)},
                  d.vr, d.vc, row_bound=d.t.rows)
 
+    def tile_trans(self, op):
+        """TTRANS: no vector instruction vector_isa.md describes moves an element across lanes, so the
+        scalar unit copies each element (``ld_ub``, ``st_ub`` to its transposed place), bracketed by
+        V->S / S->V flags (also on ascend950); the tmp is not needed."""
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self.flag("V", "S")
+        rows, i = self.loop("i", 0, s.vr)
+        outer = self.in_body(rows.body)
+        cols, j = self.loop("j", 0, s.vc)
+        inner = self.in_body(cols.body)
+        reg = self.fresh("s")
+        self.emit("ld_ub", s.dtype, dst=Var(reg), addr=s.elem(i, j))
+        self.emit("st_ub", d.dtype, addr=d.elem(j, i), src=Var(reg))
+        self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_fill(self, op):
         """TTRI: per row (a scalar loop), ``vector_dup`` of the background value over the row, then
         of the other value over its first n = clamp(i + diag + 1, 0, C) (lower) or clamp(i + diag,
@@ -2047,6 +2065,7 @@ _FAMILY_RULES = {
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
     pto.ComposedOp: _FnLowering.tile_composed,
+    pto.TransposeOp: _FnLowering.tile_trans,
     pto.MoveOp: _FnLowering.tile_mov,
     pto.LoadOp: _FnLowering.tile_load,
     pto.StoreOp: _FnLowering.tile_store,

@@ -59,11 +59,12 @@ UB_ADDR = "ub_addr"
 """Attribute pto-plan-memory sets on every vec ``pto.alloc_tile``: i64 byte address in UB."""
 
 # families whose last `ins` operand, when present beyond the sources, is a tmp tile
-_TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1, "binary": 2, "scalar": 2}
+_TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1, "binary": 2, "scalar": 2,
+           "trans": 1}
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
 _FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
-               "composed",
+               "composed", "trans",
                "colbroadcast", "cvt", "mov", "load"}
 
 # families that may write dst in place over a source (same index read then written)

@@ -1200,6 +1200,14 @@ class Evaluator:
         s = E.scalar_to(env[op.ins[1]], dst.dtype)
         self._store(dst, r, c, E.add(E.mul(x, s), dst.data[:r, :c]))
 
+    def family_trans(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        r, c = src.valid
+        dst = self.dst(op, env, (c, r))
+        self.need(op, dst.valid == (c, r), f"dst valid region {dst.valid[0]}x{dst.valid[1]} is not src's "
+                                           f"{r}x{c} transposed at run time")
+        dst.data[:c, :r] = src.data[:r, :c].T
+
     def family_fill(self, op, env):
         dst = self.dst(op, env, None)
         r, c = dst.valid
@@ -1411,7 +1419,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
-    pto.ComposedOp: Evaluator.family_composed,
+    pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,
     pto.PrintOp: Evaluator.family_print,

@@ -88,6 +88,7 @@ def variants():
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
     for op in DPS_OPS:
         out.append((op, "dps", a2a3_dtypes(op)))
+    out.append(("ttrans", "", a2a3_dtypes("ttrans")))
     out.append(("taxpy", "f16-f32", ["f32"]))
     for v in ("asc", "desc"):
         out.append(("tci", v, a2a3_dtypes("tci")))
@@ -208,6 +209,10 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"
+    elif op == "ttrans":
+        rt = _t(C, -(-R // epb) * epb, dt, C, R)
+        args = [f"%a: {full}"]
+        body = f"%d = pto.ttrans %a : {full} -> {rt}"
     elif op == "tci":
         args = [f"%s: {st}"]
         body = f"%d = pto.tci %s {{descending = {str(variant == 'desc').lower()}}} : {st} -> {full}"

@@ -491,3 +491,22 @@ def test_composed_op_rules():
     text = f"func.func @k(%a: {t}, %b: {t}) -> {t} {{\n  %d = pto.taddc %a, %b : {t}, {t} -> {t}\n  return %d : {t}\n}}\n"
     with pytest.raises(PtocError, match=r"expects ins\(a, b, c\)"):
         api.verify(api.parse(text, "k.pto"), A2A3)
+
+
+# ---- TTRANS ----------------------------------------------------------------------------------------------
+
+@PROFILE
+@given(tile_case())
+def test_ttrans_matches_the_catalogue(case):
+    """dst[j, i] = src[i, j] over src's valid region (pto_isa.md §3 "transpose")."""
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    got = run("ttrans", [T(rows, cols, dt, (vr, vc))], T(vc + 2, vr + 5, dt, (vc, vr)), [x])
+    check(got, [[py(x[i, j], dt) for i in range(vr)] for j in range(vc)], dt)
+
+
+def test_ttrans_dst_valid_shape_rule():
+    t, u = T(4, 32, "f32", (4, 16)), T(32, 8, "f32", (16, 8))
+    text = f"func.func @k(%a: {t}) -> {u} {{\n  %d = pto.ttrans %a : {t} -> {u}\n  return %d : {u}\n}}\n"
+    with pytest.raises(PtocError, match=r"dst valid shape must be src's transposed \(16x8 vs 16x4\)"):
+        api.verify(api.parse(text, "k.pto"), A2A3)
