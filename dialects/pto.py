@@ -912,6 +912,16 @@ class ColExpandOp(TileOp):
             raise VerifyException(f"src valid cols must equal dst valid cols ({src.valid_col} vs {dst.valid_col})")
 
 
+def _src_with_tmp(op: TileOp) -> tuple[TileLikeType, TileLikeType]:
+    """(dst, src) of ``ins(src[, tmp])``: one element type."""
+    dst = _need_dst(op)
+    if len(op.ins) not in (1, 2):
+        raise VerifyException(f"expects ins(src[, tmp]), got {len(op.ins)} operands")
+    src = _tiles(op, len(op.ins), "tile operands")[0]
+    _same_dtype(dst, src)
+    return dst, src
+
+
 class RowReduceOp(TileOp):
     """TROWSUM/TROWMAX/TROWMIN ``ins(src[, tmp]) -> dst``: ``dst[i,0] = reduce_j src[i,j]``."""
 
@@ -919,11 +929,7 @@ class RowReduceOp(TileOp):
     HAS_SEMANTICS: ClassVar[bool] = True
 
     def verify_family(self) -> None:
-        dst = _need_dst(self)
-        if len(self.ins) not in (1, 2):
-            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
-        src = _tiles(self, len(self.ins), "tile operands")[0]
-        _same_dtype(dst, src)
+        dst, src = _src_with_tmp(self)
         _row_major(src, "src")
         if src.valid_row == 0 or src.valid_col == 0:
             raise VerifyException("src valid region must not be empty (validRow != 0 and validCol != 0)")
@@ -940,11 +946,7 @@ class ColReduceOp(TileOp):
     HAS_SEMANTICS: ClassVar[bool] = True
 
     def verify_family(self) -> None:
-        dst = _need_dst(self)
-        if len(self.ins) not in (1, 2):
-            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
-        src = _tiles(self, len(self.ins), "tile operands")[0]
-        _same_dtype(dst, src)
+        dst, src = _src_with_tmp(self)
         _row_major(src, "src")
         _row_major(dst, "dst")
         if _known(src.valid_col, dst.valid_col) and src.valid_col != dst.valid_col:
@@ -1050,11 +1052,7 @@ class TransposeOp(TileOp):
     HAS_SEMANTICS: ClassVar[bool] = True
 
     def verify_family(self) -> None:
-        dst = _need_dst(self)
-        if len(self.ins) not in (1, 2):
-            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
-        src = _tiles(self, len(self.ins), "tile operands")[0]
-        _same_dtype(dst, src)
+        dst, src = _src_with_tmp(self)
         if _known(*src.valid_shape, *dst.valid_shape) and dst.valid_shape != src.valid_shape[::-1]:
             raise VerifyException(f"dst valid shape must be src's transposed ({_dims_text(dst.valid_shape)} vs "
                                   f"{_dims_text(src.valid_shape[::-1])})")
