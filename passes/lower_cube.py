@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pto_compiler.dialects import pto
 from pto_compiler.passes.tile_access import cube_move_opcode
-from pto_compiler.runtime.cube import layout_name
+from pto_compiler.runtime.cube import PRE_QUANT, layout_name
 from pto_compiler.runtime.program import GmAddr
 
 CUBE_LOCS = frozenset(("mat", "left", "right", "acc", "bias", "scaling"))
@@ -113,7 +113,7 @@ def tile_store(low, op) -> None:
     t = _cube_tile(low, op.ins[0])
     target = op.outs[0] if op.outs else None
     if target is None or len(op.ins) > 1:
-        low.unsupported("a tstore with a pre-quant operand")
+        low.unsupported(f"a tstore with a pre-quant operand: {PRE_QUANT}")
     atomic = _attr_text(op, "atomicType", "atomic_type", "atomic")
     atomic = "add" if atomic is not None and "add" in atomic.lower() else "none"
     part = low.vals.get(target)
@@ -154,7 +154,7 @@ def tile_move(low, op) -> None:
     if opcode == "copy_ubuf_to_cbuf" and not low.target.vec_to_mat:
         low.unsupported(f"a vec -> mat move on {low.target.name} (ascend950 only)")
     if isinstance(op, pto.MoveOp) and len(op.ins) != 1:
-        low.unsupported("tmov with a scaling/quantisation operand")
+        low.unsupported(f"tmov with a scaling/quantisation operand: {PRE_QUANT}")
     inserting = isinstance(op, pto.SubTileOp) and op.INSERT
     rows, cols = _region(low, s if inserting else d)
     args = {**_local("dst", d), **_local("src", s), "rows": rows, "cols": cols}

@@ -53,16 +53,24 @@ def _loc(op) -> str:
 class _Function:
     def __init__(self, fn: func.FuncOp, target):
         self.fn, self.target = fn, target
-        self.init = next((op for op in fn.walk() if op.name in INIT_OPS), None)
+        self.inits = {op.name: op for op in fn.walk() if op.name in INIT_OPS}
+        """The function's pipe inits: a kernel with both sections has the cube's and the vector's."""
         self.bases: dict = {}
         """reserve_buffer op -> its base."""
 
+    def init_of(self, direction: str):
+        """The consumer's init of ``direction``: the vector's for C2V, the cube's for V2C (else the
+        function's only init)."""
+        own = self.inits.get("pto.aiv_initialize_pipe" if direction == "c2v" else "pto.aic_initialize_pipe")
+        return own or next(iter(self.inits.values()), None)
+
     def buffer_of(self, direction: str):
         """The reserve_buffer backing this function's consumer side of ``direction``."""
-        if self.init is None:
+        init = self.init_of(direction)
+        if init is None:
             return None
         # operands: (gm_slot_buffer on A2/A3,) c2v_consumer_buf, v2c_consumer_buf
-        bufs = [v for v in self.init.operands if not isinstance(v.type, pto.PtrType)]
+        bufs = [v for v in init.operands if not isinstance(v.type, pto.PtrType)]
         idx = 0 if direction == "c2v" else 1
         if idx >= len(bufs):
             return None
@@ -105,15 +113,16 @@ class _Function:
 
     def lower_pop(self, op, n: int) -> None:
         direction = PIPE_OPS[op.name][0]
-        if self.init is None:
+        init = self.init_of(direction)
+        if init is None:
             raise op_error(op, "pops from a pipe this function never initialises "
                                "(pto.aic_initialize_pipe / pto.aiv_initialize_pipe)")
         buf = self.buffer_of(direction)
         if buf is None:
             raise op_error(op, f"pops {direction.upper()} but the pipe's {direction}_consumer_buf is not a "
                                "pto.reserve_buffer of this function")
-        slots = slot_num(_int(self.init, "dir_mask") or 1)
-        slot_size = _int(self.init, "slot_size") or 0
+        slots = slot_num(_int(init, "dir_mask") or 1)
+        slot_size = _int(init, "slot_size") or 0
         size = _int(buf, "size")
         if size is None or size < slot_size * slots:
             raise op_error(buf, f"reserves {size} bytes, but its pipe needs slot_size x slot_num = "

@@ -122,6 +122,8 @@ _FP_CONVERT = ("the pages define it as dst = Convert(src; fp) with 'implementati
                "parameters in the fp (scaling) tile (pto-isa TMOV_FP / TSTORE_FP), so ptoc has no values for it")
 _MX = ("the pages leave the role of the scale tiles 'target-defined' (pto-isa TMATMUL_MX: mx formats with "
        "a_scale/b_scale, A5 only), and ptoc has no fp8/e8m0 element types")
+PRE_QUANT = ("no semantics: the pages list the pre-quant scalar / fp-tile overloads of TSTORE and TMOV (acc f32 -> i8/u8, "
+             "i32 -> i8/u8/f16) without the encoding of the scale or the rounding, so ptoc has no values for them")
 NO_SEMANTICS = {
     "pto.tmov.fp": _FP_CONVERT, "pto.tmov_fp": _FP_CONVERT, "pto.tstore.fp": _FP_CONVERT,
     "pto.tstore_fp": _FP_CONVERT, "pto.textract_fp": _FP_CONVERT, "pto.tinsert_fp": _FP_CONVERT,

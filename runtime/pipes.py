@@ -18,6 +18,11 @@ Facts used (sources in the comments):
   ptoc frees a slot at the consumer's ``tfree_from_*`` (the frontend's free op; every consumer
   sub-block must free it), so a producer more than ``slot_num`` tiles ahead of the frees waits.
 
+On A2/A3 the hardware FIFO lives in GM (``gm_slot_buffer``, PTOAS's ``initialize_l2g2l_pipe``) and on
+A5 in the consumer's local memory (``initialize_l2l_pipe``); ptoc models both as the same FIFO of
+slots between the cores (GM is not touched by the pipe), with the consumer's copy landing in its
+reserve_buffer slot on both targets.
+
 Model: values move as the logical (row, column) elements of the valid region (the layouts of
 the two tiles may differ: the FIX / MTE paths convert); the element types must match.  The
 popped tile lives in the consumer's reserve_buffer (passes/resolve_reserved_buffers.py gives

@@ -474,3 +474,25 @@ def test_cube_ops_without_semantics_say_why(name, target):
         with pytest.raises(PtocError) as e:
             call()
         assert f"nosem.pto:{line}:" in str(e.value) and why in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_pre_quant_store_is_located_no_semantics(target):
+    acc = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
+    text = f"""module {{
+  func.func @k(%o: !pto.ptr<f16>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %pre = arith.constant 7 : i64
+    %v = pto.make_tensor_view %o, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x16xf16>
+    %acc = pto.alloc_tile : {acc}
+    pto.tstore ins(%acc : {acc}, %pre : i64) outs(%p : !pto.partition_tensor_view<16x16xf16>)
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtocError) as e:
+        api.compile(api.parse(text, "pq.pto"), target)
+    assert "pq.pto:10:" in str(e.value) and "pre-quant operand: no semantics" in str(e.value)
