@@ -5,11 +5,12 @@
 
 Per file: the target (``--pto-arch`` of its RUN line, else what ptoc picks from the module), then
 ``ptoc FILE`` (compile) and ``ptoc FILE --run`` (execute + compare with the golden model).
-Classes: ``negative-ok`` (a ``RUN: not ptoas`` file ptoc rejects too), ``negative-accepted``,
-``no-compile`` (with the first error line), ``no-run`` (compiles; --run fails, with the reason),
-``run`` (runs, compares nothing), ``PASS`` (runs, at least one output compared and all PASS),
-``MISMATCH``.  Integer scalar arguments get the values of ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), as a test
-would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
+Classes: ``negative-ok`` (a file PTOAS rejects, as tests/samples.is_negative says, ptoc rejects
+too), ``negative-accepted``, ``no-compile`` (with the first error line), ``no-run`` (compiles;
+--run fails, with the reason), ``run`` (runs, compares nothing), ``PASS`` (runs, at least one
+output compared and all PASS), ``MISMATCH``.  Integer scalar arguments get the values of
+``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of several kernels its
+``--entry``, as a test would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
 This is the one corpus status script: the vector and cube work both report from it.
 """
 
@@ -44,7 +45,16 @@ def scalar_inputs() -> dict[str, dict[str, str]]:
     return out
 
 
+def entry_flags() -> dict[str, list[str]]:
+    """Per file stem: the ``--entry`` test_corpus_positive runs a file of several kernels with."""
+    from test_corpus_positive import RUNS
+
+    return {Path(name).stem: ["--entry", flags[flags.index("--entry") + 1]]
+            for name, (flags, _) in RUNS.items() if "--entry" in flags}
+
+
 SCALAR_INPUTS = scalar_inputs()
+ENTRIES = entry_flags()
 DEFAULT_INT = "1"
 
 
@@ -109,7 +119,7 @@ def classify(path: Path) -> dict[str, str]:
         return rec
     inputs: list[str] = []
     for _ in range(2):
-        code, out, err = ptoc([str(path), *flags, "--run", *inputs])
+        code, out, err = ptoc([str(path), *flags, "--run", *ENTRIES.get(path.stem, []), *inputs])
         m = re.search(r"integer/index scalar argument\(s\) ([\w, ]+?) (?:need|must|are|is)", err)
         if code != 2 or not m or inputs:
             break
