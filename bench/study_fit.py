@@ -69,15 +69,15 @@ def reference(name: str, x: dict) -> dict:
     return {"z": x["x"].astype(np.float64).sum(axis=axis).reshape(1, -1)}
 
 
-def run(name: str, seed: int = 0):
-    """(model stats, outputs, reference) of one variant."""
+def run(name: str, seed: int = 0, vf_opt: str = "none"):
+    """(model stats, outputs, reference) of one variant (``vf_opt`` "none": its VFs as written)."""
     text = (HERE / f"{name}.pto").read_text()
     module = api.parse(text, f"{name}.pto")
     values = golden.prepare_inputs(module, seed)
     rng = np.random.default_rng(seed)  # the study's inputs: uniform [-1, 1)
     gm = {k: rng.uniform(-1, 1, v.shape).astype(v.dtype) if k in ("x", "y", "a") else v
           for k, v in pipeline.gm_inputs(values).items()}
-    program = pipeline.compile_module(module, TARGETS["ascend950"], vf_opt="none")  # the VFs as written
+    program = pipeline.compile_module(module, TARGETS["ascend950"], vf_opt=vf_opt)
     res = pipeline.run_program(program, gm)
     if res.findings:
         raise SystemExit(f"{name}: the executor found {res.findings[0]}")

@@ -1,10 +1,11 @@
 """``vf-fuse-launches``: per-row launches and consecutive VF launches over the same chunks fused.
 
-First, a kernel ``scf.for`` whose body is one ``vf.call`` taking the induction variable (the
-per-row launches pto-lower-vf emits for the broadcast families, seeds/001 tail/head/mid_axis_1)
-becomes one launch of a VF that runs the loop around the callee's body, the callee's constants
-and masks hoisted before it (tail_axis_2, head_axis_3); inner loops first, so a nest of launch
-loops folds into one VF level by level.  The trips ran in order on the V pipe before and still do.
+First, a kernel ``scf.for`` whose body is one ``vf.call`` with operands computed from the
+induction variable (the per-row launches pto-lower-vf emits for the broadcast families, and the
+study's own tail/head/mid_axis_1 kernels) becomes one launch of a VF that runs the loop around
+the callee's body, constants and masks hoisted before it (tail_axis_2, head_axis_3; mid_axis_1
+becomes mid_axis_4); inner loops first, so a nest of launch loops folds into one VF level by
+level.  The trips ran in order on the V pipe before and still do.
 
 seeds/001: every ``asc_vf_call`` costs a launch (PUSHQ VF) and its parameters (PUSH_PB), and a
 value passed between two VFs goes through the UB.  pto-lower-vf gives each tile op its own VF,
@@ -39,7 +40,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.dialects import vf
-from pto_compiler.passes.vf_multi_accumulator import const_value
+from pto_compiler.passes.vf_multi_accumulator import _inside, const_value
 
 _BETWEEN = ("pto.wait_flag", "pto.set_flag", "pto.barrier")
 
@@ -240,31 +241,45 @@ class _Fuser:
             i = max(i - 1, 0)
 
     def inline_row_loop(self, loop: scf.ForOp) -> vf.VfCallOp | None:
-        """A kernel loop whose body is one launch taking the induction variable as a parameter ->
-        one launch of a VF running that loop around the callee's body (the callee's constants and
-        masks before it); None if ``loop`` is not one."""
+        """A kernel loop whose body is one launch, the ``arith`` ops computing its operands from
+        the induction variable and V barriers -> one launch of a VF running that loop: those
+        ``arith`` ops, then the callee's body (the callee's constants and masks, and the kernel
+        constants the loop uses, before the loop).  Operands from outside the loop stay
+        parameters; a V barrier between two launches is dropped (one VF orders its own accesses).
+        None if ``loop`` is not one."""
         body = loop.body.blocks[0]
-        ops = list(body.ops)
-        if loop.iter_args or len(ops) != 2 or not isinstance(ops[0], vf.VfCallOp):
-            return None
-        call, iv = ops[0], body.args[0]
-        pos = [i for i, v in enumerate(call.arguments) if v is iv]
+        ops = [o for o in body.ops if not isinstance(o, scf.YieldOp)]
+        calls = [o for o in ops if isinstance(o, vf.VfCallOp)]
         bounds = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
-        fn = self.symbols.lookup(call, call.callee_name)
-        if fn is None or len(pos) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX:
+        if (loop.iter_args or len(calls) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX
+                or any(o is not calls[0] and not (o.name.startswith("arith.") and not o.regions)
+                       and not (o.name == "pto.barrier" and "PIPE_V>" in str(o)) for o in ops)):
             return None
+        call = calls[0]
+        fn = self.symbols.lookup(call, call.callee_name)
+        arith_ops = [o for o in ops if o.name.startswith("arith.")]
+        if fn is None or not any(_inside(v, loop) for v in call.arguments):
+            return None
+        outside: list[SSAValue] = []  # kernel values the VF takes as parameters
+        consts: list[Operation] = []  # kernel constants cloned into the VF
+        for v in [v for o in arith_ops for v in o.operands] + list(call.arguments):
+            if _inside(v, loop) or v in outside or any(v is c.result for c in consts):
+                continue
+            if isinstance(v.owner, arith.ConstantOp) and any(v in o.operands for o in arith_ops):
+                consts.append(v.owner)
+            else:
+                outside.append(v)
         old = fn.sym_name.data
         name = old if self.launches[old] == 1 else f"{old}_rows"
-        operands = [v for i, v in enumerate(call.arguments) if i != pos[0]]
-        params = [a for i, a in enumerate(fn.args) if i != pos[0]]
-        new = vf.VfFuncOp(name, [a.type for a in params], attributes=dict(fn.attributes))
+        by_param = dict(zip(call.arguments, fn.args))
+        new = vf.VfFuncOp(name, [v.type for v in outside], attributes=dict(fn.attributes))
         new.location = fn.location
-        vm: dict = dict(zip(params, new.args))
-        for a, b in zip(params, new.args):
-            b.name_hint = a.name_hint
+        vm: dict = dict(zip(outside, new.args))
+        for v, a in zip(outside, new.args):
+            a.name_hint = by_param[v].name_hint if v in by_param else v.name_hint
         pre = [o for o in fn.block.ops if isinstance(o, arith.ConstantOp | vf.CreateMaskOp)]
-        new.block.add_ops([o.clone(vm) for o in pre])
-        have = {(str(o.value), str(o.result.type)): o.result for o in new.block.ops if isinstance(o, arith.ConstantOp)}
+        new.block.add_ops([o.clone(vm) for o in consts])
+        have = {(str(o.value), str(o.result.type)): o.result for o in new.block.ops}
         lub = []
         for v in bounds:
             c = arith.ConstantOp(IntegerAttr(v, IndexType()))
@@ -274,21 +289,22 @@ class _Fuser:
                 have[key] = c.result
             lub.append(have[key])
         inner = Block(arg_types=[IndexType()])
-        inner.args[0].name_hint = iv.name_hint
-        vm[fn.args[pos[0]]] = inner.args[0]
-        inner.add_ops([o.clone(vm) for o in fn.block.ops if not any(o is p for p in pre)])
+        inner.args[0].name_hint = body.args[0].name_hint
+        vm[body.args[0]] = inner.args[0]
+        inner.add_ops([o.clone(vm) for o in arith_ops])
+        fvm: dict = {p: vm[v] for v, p in zip(call.arguments, fn.args)}
+        new.block.add_ops([o.clone(fvm) for o in pre])
+        inner.add_ops([o.clone(fvm) for o in fn.block.ops if not any(o is p for p in pre)])
         inner.add_op(scf.YieldOp())
         new.block.add_op(scf.ForOp(*lub, [], Region(inner)))
         self.launches[old] -= 1
+        fn.parent_block().insert_op_before(new, fn)
         if not self.launches[old]:
             self.symbols.remove(fn)
-            fn.parent_block().insert_op_before(new, fn)
             fn.parent_block().erase_op(fn)
-        else:
-            fn.parent_block().insert_op_before(new, fn)
         self.symbols.add(new)
         self.launches[name] += 1
-        launch = vf.VfCallOp(name, operands)
+        launch = vf.VfCallOp(name, outside)
         launch.location = call.location
         block = loop.parent_block()
         block.insert_op_before(launch, loop)

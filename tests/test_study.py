@@ -21,3 +21,13 @@ def test_variant_matches_reference(name):
         assert stats.vf["push_pb"] == push_pb  # one PB push per launch, two for three address strides
     else:
         assert stats.vf["push_pb"] == 4 * stats.vf["vf_count"]
+
+
+@pytest.mark.parametrize("name", ["tail_axis_1_naive", "head_axis_1_naive", "mid_axis_1_naive", "mid_axis_2_vfloop_nb"])
+def test_default_pipeline_folds_the_study_launch_loops(name):
+    """The study's own per-row / per-block launch loops (offsets computed in the loop, V barriers
+    between launches) compiled with the default pipeline: vf-fuse-launches moves the loops into
+    one VF, which still computes the study's formula."""
+    stats, out, want = study_fit.run(name, seed=2, vf_opt="default")
+    assert study_fit.matches(name, out, want)
+    assert stats.vf["vf_count"] == 1
