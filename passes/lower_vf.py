@@ -379,8 +379,12 @@ class _OpLowering:
             raise _Unsupported(pto.no_semantics(op) or "no rule for this instruction")
         plan = handler()      # registers the arguments, returns the body generator
         key = self.body_key() if built is not None else None
-        if key is not None and key in built:
-            fn = built[key].clone()
+        try:
+            template = built.get(key) if key is not None else None
+        except TypeError:  # an attribute that cannot be hashed: build this body
+            key = template = None
+        if template is not None:
+            fn = template.clone()
             fn.properties["sym_name"] = StringAttr(self.name)
         else:
             fn = self.build(plan)
@@ -414,10 +418,6 @@ class _OpLowering:
         key = (op.name, self.target.name, tuple(self.types), tuple(position.get(v, -1) for v in op.operands),
                tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
                tuple(sorted(op.attributes.items())), tuple(sorted(op.properties.items())))
-        try:
-            hash(key)
-        except TypeError:
-            return None
         return key
 
     def tile(self, v) -> _T:
