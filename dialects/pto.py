@@ -1183,8 +1183,10 @@ class StoreOp(TileOp):
         return None
 
     def verify_family(self) -> None:
-        if not self.ins or not is_tile(self.ins[0].type):
-            if self.ins and not self.outs:
+        if not self.ins:  # `pto.tstore <PIPE_V>` (fuzzer): nothing to store
+            raise VerifyException("expects ins(%tile) outs(%partition_view)")
+        if not is_tile(self.ins[0].type):
+            if not self.outs:
                 raise VerifyException("expects ins(%tile) outs(%partition_view)")
             return
         tile, view = self.ins[0].type, self.outs[0].type if self.outs else None

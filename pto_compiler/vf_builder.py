@@ -174,7 +174,7 @@ class _StmtBuilder:
         if len(idx) != 1:
             raise self.err("a VF address takes one element offset: %tile[%off]", operand.pos)
         o = idx[0]
-        if isinstance(o, bool) or not (isinstance(o, int) or hasattr(o, "name")):
+        if isinstance(o, bool) or not (isinstance(o, int) or _is_operand(o)):
             raise self.err("the offset must be an SSA value or an integer literal", operand.pos)
         if isinstance(o, int):
             if o < 0:
@@ -197,6 +197,12 @@ def _number(word: str) -> int | float:
         return int(word, 0)
     except ValueError:
         return float(word) if any(c.isdigit() for c in word) else float("x")
+
+
+def _is_operand(x) -> bool:
+    from pto_compiler.frontend import Operand
+
+    return isinstance(x, Operand)
 
 
 def _plain(operand):
@@ -375,7 +381,7 @@ def _merge_and_dst(sb: _StmtBuilder) -> tuple[str, SSAValue | None]:
     d = sb.kwarg("dst")
     dv = None
     if d is not None:
-        if not hasattr(d, "name"):
+        if not _is_operand(d):  # a word (`dst = NEXT`, fuzzer) is a StringAttr, which has a .name too
             raise sb.err("dst must be a register value (`dst = %old`)")
         dv = sb.value(d)
     return mode, dv

@@ -237,3 +237,31 @@ def test_tpairreducesum_in_place_is_located(tmp_path, target):
     rc, out, err = run(tmp_path, kernel(body=body), "--target", target, "--run")
     assert rc == 1
     assert "k.pto:12:5: error: 'pto.tpairreducesum' op %t (line 10) is both a source and the destination" in err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tstore_without_operands_is_located(tmp_path, target):
+    """Found by bench/fuzz.py (seed 4, exit 70 in the lowering): `pto.tstore <PIPE_V>` verified."""
+    rc, out, err = run(tmp_path, kernel(body="    pto.tstore <PIPE_V>\n"), "--target", target, "--run")
+    assert rc == 1
+    assert "k.pto:12:5: error: 'pto.tstore' op expects ins(%tile) outs(%partition_view)" in err
+
+
+def test_vf_dst_word_is_located(tmp_path):
+    """Found by bench/fuzz.py (seed 4, exit 70): `dst = NEXT` is a word (a StringAttr, which has a
+    ``name`` too), taken for a register value."""
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%x: !pto.ptr<f32>) attributes {pto.entry} {
+    vf.func @body(%t: !pto.tile_buf<vec, 1x64xf32>) {
+      %m = vf.create_mask ALL : f32
+      %v = vf.load_align %t[0]
+      %a = vf.mul %v, %v, %m, merge_mode = MERGING, dst = NEXT
+      vf.store_align %t[0], %a, %m
+    }
+    return
+  }
+}
+"""
+    rc, out, err = run(tmp_path, text, "--target", "ascend950", "--emit", "pto")
+    assert rc == 1
+    assert "k.pto:6:12: error: dst must be a register value" in err
