@@ -2012,6 +2012,15 @@ def _rule_initialize_l2l_pipe(op: IRDLOperation) -> None:
                                   "pto.reserve_buffer or pto.import_reserved_buffer")
 
 
+def _rule_pipe_init(op: IRDLOperation) -> None:
+    """The pipe's shape comes from these two attributes (FIFO depth from dir_mask, slot bytes)."""
+    if _int_attr(op, "dir_mask") not in (1, 2, 3):
+        raise VerifyException("requires integer attribute 'dir_mask' = 1 (C2V), 2 (V2C) or 3 (both)")
+    slot_size = _int_attr(op, "slot_size")
+    if slot_size is None or slot_size <= 0:
+        raise VerifyException("requires a positive integer attribute 'slot_size'")
+
+
 def _rule_nosplit(op: IRDLOperation) -> None:
     nosplit = op.attributes.get("nosplit")
     if not isinstance(nosplit, IntegerAttr) or nosplit.value.data != 0:
@@ -2032,8 +2041,8 @@ RULES: dict[str, tuple] = {
     "pto.tpop_from_aic": (_rule_tpop,),
     "pto.tpop_from_aiv": (_rule_tpop,),
     "pto.initialize_l2l_pipe": (_rule_initialize_l2l_pipe,),
-    "pto.aic_initialize_pipe": (_rule_nosplit,),
-    "pto.aiv_initialize_pipe": (_rule_nosplit,),
+    "pto.aic_initialize_pipe": (_rule_pipe_init, _rule_nosplit),
+    "pto.aiv_initialize_pipe": (_rule_pipe_init, _rule_nosplit),
 }
 """op name -> checks PTOAS's verifier makes (the op's own verify_ runs them first)."""
 

@@ -428,24 +428,29 @@ class AgentPipe:
                 self.slots[d] = slot_num(dir_mask)
                 fifo_for(self.group, d, slot_num(dir_mask))
 
-    def _fifo(self, direction: str) -> Fifo:
+    def _fifo(self, direction: str, role: str) -> Fifo:
         if direction not in self.slots:
             raise PipeError(f"no {direction.upper()} pipe is initialised in this kernel "
                             f"(aic/aiv_initialize_pipe with dir_mask {1 if direction == 'c2v' else 2} or 3)")
-        return self.group.fifos[direction]
+        f = self.group.fifos[direction]
+        if self.name not in (f.producers if role == "push" else f.consumers):
+            core = "vector (pto.kernel_kind<vector>)" if self.name == "AIC" else "cube (pto.kernel_kind<cube>)"
+            raise PipeError(f"a {role} of the {direction.upper()} pipe runs on the other core, but this "
+                            f"kernel runs on {self.name}: mark the function that uses it as {core}")
+        return f
 
     def push(self, direction: str, values: np.ndarray, split: int, dtype: str, what) -> None:
-        f = self._fifo(direction)
+        f = self._fifo(direction, "push")
         self.group.wait_until(self.name, lambda: f.can_push(self.name), what)
         f.push(self.group, self.name, values, split, dtype)
 
     def pop(self, direction: str, split: int, what) -> tuple[np.ndarray, str, str | None]:
-        f = self._fifo(direction)
+        f = self._fifo(direction, "pop")
         self.group.wait_until(self.name, lambda: f.can_pop(self.name), what)
         return f.pop(self.group, self.name, split, self.group.n_vector)
 
     def free(self, direction: str) -> None:
-        f = self._fifo(direction)
+        f = self._fifo(direction, "pop")
         if not f.can_free(self.name):
             raise PipeError(f"frees a {direction.upper()} slot it has not popped "
                             f"({f.freed[self.name]} freed, {f.popped[self.name]} popped)")

@@ -265,3 +265,37 @@ def test_vf_dst_word_is_located(tmp_path):
     rc, out, err = run(tmp_path, text, "--target", "ascend950", "--emit", "pto")
     assert rc == 1
     assert "k.pto:6:12: error: dst must be a register value" in err
+
+
+_PIPE_CONSUMER = """func.func @consumer() attributes {KIND} {
+  %z = arith.constant 0 : i32
+  %buf = pto.reserve_buffer {name = "c2v", size = 16384, location = #pto.address_space<vec>, auto = true} -> i32
+  pto.aiv_initialize_pipe {INIT} (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)
+  %t = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32>
+  %p0 = pto.tpop_from_aic {split = 1} -> !pto.tile_buf<vec, 16x32xf32>
+  pto.tadd ins(%p0, %p0 : !pto.tile_buf<vec, 16x32xf32>, !pto.tile_buf<vec, 16x32xf32>) outs(%t : !pto.tile_buf<vec, 16x32xf32>)
+  pto.tfree_from_aic {split = 1}
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_pipe_pop_on_a_kernel_without_vector_kind_is_located(tmp_path, target):
+    """Found by bench/fuzz.py (seed 4 rerun, exit 70: KeyError 'AIC' in the FIFO): a mutated
+    `pto.kernel_kind` attribute left the consumer running as the cube core, which has no C2V pop."""
+    text = _PIPE_CONSUMER.replace("KIND", "pl_kind = #pto.kernel_kind<vector>") \
+        .replace("INIT", "dir_mask = 1, slot_size = 2048")
+    rc, out, err = run(tmp_path, text, "--target", target, "--run")
+    assert rc == 1
+    assert located(err, 6, 9) and "pop of the C2V pipe runs on the other core" in err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_pipe_init_without_dir_mask_is_located(tmp_path, target):
+    """Found by bench/fuzz.py (seed 4 rerun, exit 70: KeyError 'dir_mask' in the golden model)."""
+    text = _PIPE_CONSUMER.replace("KIND", "pto.kernel_kind = #pto.kernel_kind<vector>") \
+        .replace("INIT", "dir_3mask = 1, slot_size = 2048")
+    rc, out, err = run(tmp_path, text, "--target", target, "--run")
+    assert rc == 1
+    assert located(err, 4, 3) and "requires integer attribute 'dir_mask'" in err
