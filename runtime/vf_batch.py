@@ -9,7 +9,7 @@ broadcast.  This is the per-trip interpretation exactly when the trips do not fe
   ``max(count - t * lanes, 0)``, vector_isa.md §2.2); nothing else is carried, and the index
   arithmetic is ``addi``/``subi``/``muli``/casts (other ``arith`` ops run batched only on
   loop-invariant operands); loop bounds do not depend on an enclosing loop's trip;
-* memory: ``load_align`` NORM/BLK/BRC and ``store_align`` NORM only, every address aligned and
+* memory: ``load_align`` NORM/BLK/BRC and ``store_align`` NORM/ONEPT only, every address aligned and
   in bounds (else the per-trip run reports the fault); after the loop, no byte a store wrote
   in one trip is read or written by an op of another trip (trips compared at their innermost
   common loop: in a trip of that loop, ops run in program order either way).
@@ -217,12 +217,18 @@ class _Batch:
         env[op.res[0]] = data
 
     def store(self, op, env: dict, depth: int) -> None:
-        if op.dist_name != "NORM":
-            raise NoBatch
         tile, addr, e = self.addr(op, env, depth)
         reg, act = _at(env[op.value], depth, 1), _at(env[op.mask], depth, 1)
-        idx = self.span(addr, REG, 32)
-        keep = np.repeat(act, e, axis=-1)
+        if op.dist_name == "NORM":
+            n = REG
+            idx = self.span(addr, REG, 32)
+            keep = np.repeat(act, e, axis=-1)
+        elif op.dist_name == "ONEPT":  # lane 0, if active, to an element-aligned address
+            n, reg = e, reg[..., :e]
+            idx = self.span(addr, e, e)
+            keep = np.repeat(act[..., :1], e, axis=-1)
+        else:
+            raise NoBatch
         shape = np.broadcast_shapes(idx.shape, keep.shape, reg.shape)
         if self.r.outer:
             ubs, lo = self.r.outer
@@ -234,15 +240,15 @@ class _Batch:
                 idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
                 ubs[np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo] = reg[keep]
             return
-        if keep.all() and _run_of(np.broadcast_to(addr, shape[:-1]), REG):
-            a = int(np.min(addr))  # one ascending run of whole registers
+        if keep.all() and _run_of(np.broadcast_to(addr, shape[:-1]), n):
+            a = int(np.min(addr))  # one ascending run of whole spans
             sel = slice(a, a + int(np.prod(shape)))
             if a < tile.addr or sel.stop > tile.addr + tile.nbytes:
                 raise NoBatch
             self.undo.append((sel, self.r.ub[sel].copy()))
             self.r.ub[sel] = np.broadcast_to(reg, shape).reshape(-1)
             self.r.writes[sel] = True
-            self.event(True, addr, REG, op)
+            self.event(True, addr, n, op)
             return
         idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
         sel = idx[keep]
@@ -252,7 +258,7 @@ class _Batch:
             self.undo.append((sel, self.r.ub[sel].copy()))
             self.r.ub[sel] = reg[keep]
             self.r.writes[sel] = True
-        self.event(True, addr, REG, op)
+        self.event(True, addr, n, op)
 
     def event(self, store: bool, addr: np.ndarray, nbytes: int, op) -> None:
         chain = []

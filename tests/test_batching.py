@@ -42,6 +42,10 @@ ROWSUM = """func.func @k(%x: !pto.tile<8x2048xf32>) -> !pto.tile<8x1xf32, blayou
 """On ascend950 its VF accumulates in a register the hardware loop carries: run trip by trip."""
 
 
+SOFTMAX = (pathlib.Path(__file__).resolve().parents[1] / "examples" / "softmax.pto").read_text()
+"""On ascend950 its row reductions store one lane per row (ONEPT), batched."""
+
+
 @pytest.fixture
 def unbatched(monkeypatch):
     def off():
@@ -67,14 +71,20 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("target", [A2A3, ASCEND950], ids=lambda t: t.name)
-@pytest.mark.parametrize("text", [tiled_loop(9), ROWEXPANDMAX, ROWSUM], ids=["tiled_loop", "rowexpandmax", "rowsum"])
-def test_batched_run_is_the_trip_by_trip_run(target, text, unbatched):
+@pytest.mark.parametrize("text", [tiled_loop(9), ROWEXPANDMAX, ROWSUM, SOFTMAX],
+                         ids=["tiled_loop", "rowexpandmax", "rowsum", "softmax"])
+def test_batched_run_is_the_trip_by_trip_run(target, text, unbatched, monkeypatch):
     module = api.parse(text, "<k>")
     values = golden.make_inputs(module, 3)
     program = pipeline.compile_module(module, target)
     gm = pipeline.gm_inputs(values)
+    batched = []
+    run_batched = vf_executor.run_batched
+    monkeypatch.setattr(vf_executor, "run_batched", lambda *a: batched.append(run_batched(*a)) or batched[-1])
     fast = _run(program, gm)
     assert not fast.findings
+    if text is SOFTMAX and target is ASCEND950:  # every VF's hardware loop ran batched
+        assert batched == [True] * 5
     unbatched()
     _same(fast, _run(program, gm))
 
