@@ -2035,7 +2035,22 @@ def _rule_nosplit(op: IRDLOperation) -> None:
             raise VerifyException("explicit 'nosplit = false' conflicts with downstream users that require split = 0")
 
 
+def _rule_tgetval(op: IRDLOperation) -> None:
+    """TGETVAL (PTO-IR-ops §5.2): ``ins(%src, %index : tile, index)``, one result of the tile's
+    element type: the element at flat offset ``index`` of the tile's storage (its blayout order)."""
+    ok = len(op.operands) == 2 and isinstance(op.operands[0].type, TileBufType) and \
+        isinstance(op.operands[1].type, (IndexType, IntegerType))
+    if not ok:
+        raise VerifyException("expects `ins(%src, %index : !pto.tile_buf<...>, index)`")
+    t = op.operands[0].type
+    if len(op.results) != 1 or op.results[0].type != t.element_type:
+        raise VerifyException(f"yields one value of the tile's element type {t.dtype}")
+    if t.slayout.data != "none_box":
+        raise VerifyException(f"of a {t.slayout.data} (boxed) tile has no semantics in ptoc yet")
+
+
 RULES: dict[str, tuple] = {
+    "pto.tgetval": (_rule_tgetval,),
     "pto.tput_async": (_rule_tput_async,),
     "pto.tget_scale_addr": (_rule_tget_scale_addr,),
     "pto.tpop_from_aic": (_rule_tpop,),

@@ -790,6 +790,8 @@ class _FnLowering:
             return lower_cube.lower_pipe_setup(self, op)
         if name in pto.EVENTID_ARRAY_OPS:
             return self.lower_eventid_array(op)
+        if name == "pto.tgetval":
+            return self.lower_tgetval(op)
         if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
                     "pto.set_flag_dyn", "pto.wait_flag_dyn"):
             self.lower_flag(op)
@@ -803,6 +805,18 @@ class _FnLowering:
         if name in pto.SECTION_OPS and op.regions and op.regions[0].blocks:
             return self.lower_section(op)
         self.unsupported("no rule for this op")
+
+    def lower_tgetval(self, op: Operation):
+        """TGETVAL: one ``ld_ub`` of the element at flat offset ``index`` of the tile's storage, on
+        the scalar unit (pto-insert-sync orders it after the tile's producer: MTE2/V -> S)."""
+        t = self.tile(op.operands[0])
+        reg = self.fresh("s")
+        self.emit("ld_ub", t.dtype, dst=Var(reg), addr=ex_add(t.addr, ex_mul(self.expr(op.operands[1], op), t.esize)))
+        if self.lowering:
+            Rewriter.replace_op(op, [], [self.ssa[reg]])
+            self.vals[self.ssa[reg]] = Var(reg)
+        else:
+            self.vals[op.results[0]] = Var(reg)
 
     def lower_section(self, op: Operation):
         """``pto.section.cube`` / ``pto.section.vector``: the body runs inline, in program order

@@ -203,6 +203,30 @@ class VfFuseLaunchesPass(ModulePass):
         for loop in reversed(kernel_loops):  # inner loops first: a nest of launches folds level by level
             fuser.inline_row_loop(loop)
         fuser.run([o for o in op.walk() if isinstance(o, vf.VfCallOp)])
+        if fuser.moved_reads:
+            # a tile the S pipe read is now read by a launch on V: order its producer before that
+            # launch too (pto-insert-sync keeps the syncs already there and adds what is missing)
+            from pto_compiler.passes.insert_sync import InsertSyncPass
+
+            InsertSyncPass("ascend950").apply(ctx, op)
+
+
+_VECTOR_OF = {vf.AddsOp: vf.AddOp, vf.MulsOp: vf.MulOp, vf.MaxsOp: vf.MaxOp, vf.MinsOp: vf.MinOp}
+"""The register-register form of each tile-scalar VF op."""
+
+
+def _broadcastable(get: Operation, call: vf.VfCallOp, fn: vf.VfFuncOp) -> bool:
+    """A ``pto.tgetval`` whose value the launch passes only as the scalar of ZEROING
+    ``vf.adds/muls/maxs/mins`` (same lanes either way): a BRC load of the element in the VF gives
+    every lane that value (tail_axis_1 -> tail_axis_2 of seeds/001)."""
+    if any(u.operation is not call for u in get.results[0].uses):
+        return False
+    for v, p in zip(call.arguments, fn.args):
+        if v is get.results[0] and not all(
+                type(u.operation) in _VECTOR_OF and u.index == 1 and u.operation.mode == "ZEROING"
+                for u in p.uses):
+            return False
+    return True
 
 
 def _in_vf(op: Operation) -> bool:
@@ -222,6 +246,8 @@ class _Fuser:
         self.launches = Counter(c.callee_name for c in module.walk() if isinstance(c, vf.VfCallOp))
         self.uses = _Uses(module)
         self.flats: dict[vf.VfFuncOp, _Flat | None] = {}
+        self.moved_reads = False
+        """A ``pto.tgetval`` (S) became a load in a VF (V)."""
 
     def flat(self, fn: vf.VfFuncOp | None) -> _Flat | None:
         if fn not in self.flats:
@@ -253,6 +279,7 @@ class _Fuser:
         bounds = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
         if (loop.iter_args or len(calls) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX
                 or any(o is not calls[0] and not (o.name.startswith("arith.") and not o.regions)
+                       and o.name != "pto.tgetval"
                        and not (o.name == "pto.barrier" and "PIPE_V>" in str(o)) for o in ops)):
             return None
         call = calls[0]
@@ -260,9 +287,12 @@ class _Fuser:
         arith_ops = [o for o in ops if o.name.startswith("arith.")]
         if fn is None or not any(_inside(v, loop) for v in call.arguments):
             return None
+        gets = [o for o in ops if o.name == "pto.tgetval"]
+        if any(_inside(g.operands[0], loop) or not _broadcastable(g, call, fn) for g in gets):
+            return None
         outside: list[SSAValue] = []  # kernel values the VF takes as parameters
         consts: list[Operation] = []  # kernel constants cloned into the VF
-        for v in [v for o in arith_ops for v in o.operands] + list(call.arguments):
+        for v in [v for o in arith_ops + gets for v in o.operands] + list(call.arguments):
             if _inside(v, loop) or v in outside or any(v is c.result for c in consts):
                 continue
             if isinstance(v.owner, arith.ConstantOp) and any(v in o.operands for o in arith_ops):
@@ -292,9 +322,20 @@ class _Fuser:
         inner.args[0].name_hint = body.args[0].name_hint
         vm[body.args[0]] = inner.args[0]
         inner.add_ops([o.clone(vm) for o in arith_ops])
+        self.moved_reads |= bool(gets)
+        for g in gets:  # the scalar read becomes a broadcast load in the VF
+            brc = vf.LoadAlignOp(vm[g.operands[0]], vm[g.operands[1]], dist=f"BRC_B{8 * g.operands[0].type.elem_bytes}")
+            inner.add_op(brc)
+            vm[g.results[0]] = brc.res[0]
         fvm: dict = {p: vm[v] for v, p in zip(call.arguments, fn.args)}
         new.block.add_ops([o.clone(fvm) for o in pre])
         inner.add_ops([o.clone(fvm) for o in fn.block.ops if not any(o is p for p in pre)])
+        for o in [o for o in inner.walk() if isinstance(o, vf.ScalarOp) and isinstance(o.scalar.type, vf.RegType)]:
+            vec = _VECTOR_OF[type(o)]([o.sources[0], o.scalar], o.mask_operand, o.reg_type)
+            o.parent_block().insert_op_before(vec, o)
+            _redirect(o.res[0], vec.res[0])
+            vec.res[0].name_hint = o.res[0].name_hint
+            o.parent_block().erase_op(o)
         inner.add_op(scf.YieldOp())
         new.block.add_op(scf.ForOp(*lub, [], Region(inner)))
         self.launches[old] -= 1

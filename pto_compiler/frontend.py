@@ -748,7 +748,33 @@ def _memref_alloc(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     return [b.located(memref.AllocOp(dyn, [], t), stmt.pos)]
 
 
+def _tgetval(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    """``%v = pto.tgetval ins(%src, %i : T, index) outs : f32`` (PTOAS) or the ISA page's
+    ``pto.tgetval ins(%src, %i : T, index) outs(%v : f32)``, whose ``outs`` names the result."""
+    out = None
+    if stmt.outs is not None:
+        if stmt.results or len(stmt.outs) != 1 or len(stmt.outs_types) > 1:
+            raise b.err("'pto.tgetval' expects `outs(%val : dtype)` or `%val = ... outs : dtype`", stmt.pos)
+        out = stmt.outs[0]
+        types = stmt.outs_types
+    else:
+        types = stmt.in_types
+    ins = b.typed_group(stmt.ins or [], stmt.ins_types, scope, stmt)
+    src_t = ins[0].type if ins else None
+    if types:
+        rtype = types[0].attr
+    elif isinstance(src_t, pto.TileLikeType):
+        rtype = src_t.element_type
+    else:
+        raise b.err("'pto.tgetval' needs its result type (`outs : dtype`)", stmt.pos)
+    op = b.located(pto.GENERIC_OPS["pto.tgetval"](ins, [rtype], dict(stmt.attrs)), stmt.pos)
+    if out is not None:
+        b.define(scope, out, op.results[0])
+    return [op]
+
+
 SPECIAL = {
+    "pto.tgetval": _tgetval,
     "arith.constant": _constant,
     "func.func": _func, "func": _func,
     "return": _return, "func.return": _return,

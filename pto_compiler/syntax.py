@@ -108,7 +108,8 @@ Forms, by op-name token type:
 * DPS form (same op-name tokens): ``ins``, optional ``outs``, then any ``attr_dict`` / ``kwarg``
   (``{stPhase = ...}``, ``isBinary = false``).  Attribute dicts written inside ``ins(...)``
   (``%1{rmode = ...}`` or ``%src, {maskPattern = ...}``) appear inside the ``ins`` node; they are
-  op attributes.
+  op attributes.  PTOAS's scalar-result DPS form ``%v = pto.tgetval ins(...) outs : f32`` has a
+  ``signature`` (the result type) in place of the ``outs`` node.
 * ``SCF_FOR``: ``loop_bounds, iter_args?, result_types?, region``.
 * ``SCF_IF``: ``operand`` (condition), ``result_types?``, ``region`` (then), ``region?`` (else).
 * ``REGION_OPNAME``: ``(SYMBOL, group)?, attr_dict?, result_types?, region``; the symbol and group

@@ -831,7 +831,21 @@ class Evaluator:
 
         if name in pto.EVENTID_ARRAY_OPS:
             return self.eval_eventid_array(op, env)
+        if name == "pto.tgetval":
+            return self.eval_tgetval(op, env)
         raise op_error(op, "has no semantics in ptoc yet")
+
+    def eval_tgetval(self, op: Operation, env: dict) -> None:
+        """TGETVAL: the element at flat offset ``index`` of the tile's storage, in its blayout
+        order (``Tile::GetValue(offset)``, ``data()[offset]``); any offset inside the tile's
+        rows x cols, valid or not."""
+        tile = self.tile(op, op.operands[0], env)
+        t, k = tile.type, int(env[op.operands[1]])
+        self.need(op, 0 <= k < t.rows * t.cols, f"index {k} is outside the {t.rows}x{t.cols} tile")
+        self.warn_unwritten(op, [op.operands[0]], env)
+        r, c = (k % t.rows, k // t.rows) if t.blayout.data == "col_major" else divmod(k, t.cols)
+        v = tile.data[r, c]
+        env[op.results[0]] = _norm_int(int(v), op.results[0].type) if np.issubdtype(v.dtype, np.integer) else v
 
     def ub_view(self, op: Operation, t: pto.TileLikeType, addr: int) -> np.ndarray:
         """The tile ``t`` at UB byte ``addr`` as a ``rows x cols`` view of the block's UB bytes, in

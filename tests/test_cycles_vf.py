@@ -132,3 +132,26 @@ def test_vf_opt_none_launches_per_row_as_the_study_naive():
                                        pipeline.gm_inputs(values))
             assert not res.findings and all(c.ok for c in pipeline.compare_outputs(res.outputs, want, set()))
             assert res.stats.vf["vf_count"] == launches, (name, opt)
+
+
+def test_scalar_ub_read_waits_for_the_vf_and_the_launch_for_the_read():
+    """seeds/001 tail_axis_1 (GetValue(j) before each launch): the Main Scalar's UB read starts
+    once the VF in flight is done, and the next launch, whose PB push carries the value, waits
+    ``sload`` for it; that wait is PUSHQ VF time."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "lit_tests" / "vf" / "fuse_getval_launches.pto").read_text()
+    prog = pipeline.compile_module(api.parse(text, "k.pto"), TARGETS["ascend950"], vf_opt="none")
+    gm = {"x": np.ones((4, 64), np.float32), "a": np.arange(8, dtype=np.float32).reshape(1, 8),
+          "y": np.zeros((4, 64), np.float32)}
+    res = pipeline.run_program(prog, gm)
+    np.testing.assert_array_equal(res.outputs["y"], 1 + np.arange(4, dtype=np.float32)[:, None] * np.ones((1, 64)))
+    ev = [e for e in res.stats.events if e[2] in ("ld_ub", "row_vf")]
+    assert [e[2] for e in ev] == ["ld_ub", "row_vf"] * 4
+    sload = cycles.VF_PARAMS["sload"][0]
+    for k in range(0, 8, 2):
+        ld, call = ev[k], ev[k + 1]
+        if k:
+            assert ld[3] >= ev[k - 1][4]  # the read starts after the previous VF ended
+        assert ld[5] == ld[4] + sload and call[4] - call[3] >= ld[5] - call[3] + cycles.VF_PARAMS["launch"][0]
+    assert res.stats.vf["pushq_vf"] >= 4 * sload
