@@ -143,6 +143,9 @@ _UB_COPY = OpCost(issue=4, per_unit=1 / 256, latency=8, unit="byte", per_burst=1
 # scalar ALU: one cycle each.
 _ONE = OpCost(issue=1, unit="none")
 
+_ATOMIC = "enum:none|add"
+"""A GM store's ``atomic`` field (TSTORE ``atomicType``): ``add`` makes GM += the value, in GM's type."""
+
 OPCODES: dict[str, OpSpec] = {}
 
 
@@ -196,10 +199,10 @@ _add(OpSpec("copy_gm_to_ubuf", "MTE2", "copy_in",
             {"n_burst": 1, "src_gap": 0, "dst_gap": 0, "right_pad": 0, "pad_value": 0},
             dtype="optional", cost=_DMA))
 _add(OpSpec("copy_ubuf_to_gm", "MTE3", "copy_out",
-            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
+            ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap", "atomic"),
             {"dst": "gm", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
-             "dst_gap": "int"},
-            {"n_burst": 1, "src_gap": 0, "dst_gap": 0}, dtype="optional", cost=_DMA))
+             "dst_gap": "int", "atomic": _ATOMIC},
+            {"n_burst": 1, "src_gap": 0, "dst_gap": 0, "atomic": "none"}, dtype="optional", cost=_DMA))
 _add(OpSpec("copy_ubuf_to_ubuf", "V", "copy_ub",
             ("dst", "src", "n_burst", "len_burst", "src_gap", "dst_gap"),
             {"dst": "ub", "src": "ub", "n_burst": "int", "len_burst": "int", "src_gap": "int",
@@ -275,7 +278,7 @@ def _cube(name: str, pipe: str, family: str, dst: str | None, src: str | None, c
         defaults.update(src_type="f32", relu="no")
     if atomic:  # atomicType = atomic_add: GM += the converted value, in the GM element type
         fields += ("atomic",)
-        kinds.update(atomic="enum:none|add")
+        kinds.update(atomic=_ATOMIC)
         defaults.update(atomic="none")
     spaces = {k: v for k, v in (("dst", dst), ("src", src)) if v is not None}
     _add(OpSpec(name, pipe, family, fields, kinds, defaults, cost=cost, spaces=spaces))
@@ -291,7 +294,7 @@ _L1_MOVE = OpCost(issue=4, per_unit=1 / 256, latency=16, unit="byte", per_burst=
 _FIX_MOVE = OpCost(issue=8, per_unit=1 / 128, latency=32, unit="byte", per_burst=0)
 _MMAD = OpCost(issue=2, per_unit=1, latency=16)
 _cube("copy_gm_to_cbuf", "MTE2", "cube_copy", "L1", None, _DMA)
-_cube("copy_cbuf_to_gm", "MTE3", "cube_copy", None, "L1", _DMA)
+_cube("copy_cbuf_to_gm", "MTE3", "cube_copy", None, "L1", _DMA, atomic=True)
 _cube("load_cbuf_to_ca", "MTE1", "cube_copy", "L0A", "L1", _L1_MOVE, offsets=True)
 _cube("load_cbuf_to_cb", "MTE1", "cube_copy", "L0B", "L1", _L1_MOVE, offsets=True)
 _cube("load_cbuf_to_bt", "MTE1", "cube_copy", "BT", "L1", _L1_MOVE, offsets=True)

@@ -1172,6 +1172,16 @@ class LoadOp(TileOp):
                 f"sizeof(tile element) must equal sizeof(GM element) ({dst.dtype} vs {dtype_name(view.element_type)})")
 
 
+def attr_says(op: Operation, keys: tuple[str, ...], word: str) -> bool:
+    """The first of the attribute spellings ``keys`` that ``op`` has names ``word`` (an option
+    enum such as ``#pto<atomic_type atomic_add>``)."""
+    for key in keys:
+        a = op.attributes.get(key) or op.properties.get(key)
+        if a is not None:
+            return word in str(a).lower()
+    return False
+
+
 class StoreOp(TileOp):
     """TSTORE ``ins(%tile) outs(%partition_view)``."""
 
@@ -1181,6 +1191,11 @@ class StoreOp(TileOp):
     @property
     def dst_type(self):  # a store's destination is GM, not a tile
         return None
+
+    @property
+    def atomic_add(self) -> bool:
+        """``atomicType = #pto<atomic_type atomic_add>`` (also ``#atomic=add``): GM += the value."""
+        return attr_says(self, ("atomicType", "atomic_type", "atomic"), "add")
 
     def verify_family(self) -> None:
         if not self.ins:  # `pto.tstore <PIPE_V>` (fuzzer): nothing to store
@@ -1198,6 +1213,17 @@ class StoreOp(TileOp):
                 raise VerifyException(
                     f"expects dst static element count ({_dims_text(view.dims)} = {count}) to equal the tile's "
                     f"valid element count ({_dims_text(tile.valid_shape)} = {tile.valid_row * tile.valid_col})")
+        if self.atomic_add and isinstance(view, PartitionTensorViewType):
+            gm = dtype_name(view.element_type)
+            if gm not in ATOMIC_ADD_DTYPES:
+                raise VerifyException(f"expects an atomic-add destination of element type "
+                                      f"{'/'.join(ATOMIC_ADD_DTYPES)} (got {gm})")
+
+
+ATOMIC_ADD_DTYPES = ("f16", "bf16", "f32", "i8", "i16", "i32")
+"""GM element types TSTORE's AtomicAdd takes, on both targets (pto-isa TStore.hpp ``SetAtomicAdd``:
+"Dst and src must be half / float / int16_t / int32_t / int8_t / bfloat16_t"; pto_isa.md §4.8
+A5 ``set_atomic_{f32,f16,bf16,s32,s16,s8}``)."""
 
 
 MATMUL_DTYPES = (("i32", "i8", "i8"), ("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"))

@@ -1614,12 +1614,9 @@ class _FnLowering:
         part = self.vals.get(target) if target is not None else None
         if not isinstance(part, PartRef):
             self.unsupported("the destination is not a partition view of a kernel argument")
-        atomic = _attr_text(op, "atomicType", "atomic_type", "atomic")
-        if atomic is not None and "add" in atomic.lower():
-            self.unsupported("atomic-add stores")
-        self._transfer(part, t, load=False)
+        self._transfer(part, t, load=False, atomic=op.atomic_add)
 
-    def _transfer(self, part: PartRef, t: TileRef, load: bool):
+    def _transfer(self, part: PartRef, t: TileRef, load: bool, atomic: bool = False):
         R, C = t.vr, t.vc
         if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
             return
@@ -1650,7 +1647,7 @@ class _FnLowering:
                               src_gap=gap_g, dst_gap=gap_u, **pad)
                 else:
                     self.emit("copy_ubuf_to_gm", t.dtype, dst=g, src=u, n_burst=nb, len_burst=length,
-                              src_gap=gap_u, dst_gap=gap_g)
+                              src_gap=gap_u, dst_gap=gap_g, **({"atomic": "add"} if atomic else {}))
 
     # -- reductions ---------------------------------------------------------------------------------
     def _tmp_rows(self, op, row_bytes: int, rows: int, extra: int = 0, multiple: int = 1):

@@ -106,7 +106,6 @@ def tile_load(low, op) -> None:
 
 
 def tile_store(low, op) -> None:
-    from pto_compiler.passes.lower_a2a3 import _attr_text
     from pto_compiler.runtime.cube import relu_pre
     from pto_compiler.runtime.program import canonical_dtype
 
@@ -114,8 +113,7 @@ def tile_store(low, op) -> None:
     target = op.outs[0] if op.outs else None
     if target is None or len(op.ins) > 1:
         low.unsupported(f"a tstore with a pre-quant operand: {PRE_QUANT}")
-    atomic = _attr_text(op, "atomicType", "atomic_type", "atomic")
-    atomic = "add" if atomic is not None and "add" in atomic.lower() else "none"
+    atomic = "add" if op.atomic_add else "none"
     part = low.vals.get(target)
     rows, cols = _region(low, t)
     loc = t.t.loc.data
@@ -124,11 +122,10 @@ def tile_store(low, op) -> None:
         g = _gm(low, part, _Sized(t, dt))
         low.emit("fixpipe_cc_to_gm", dt, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols,
                  src_type=t.dtype, relu="yes" if relu_pre(op) else "no", atomic=atomic)
-    elif atomic == "add":
-        low.unsupported(f"an atomic-add store from loc={loc} (the cube's atomic stores go out of acc)")
     elif loc == "mat":
         g = _gm(low, part, t)
-        low.emit("copy_cbuf_to_gm", t.dtype, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols)
+        low.emit("copy_cbuf_to_gm", t.dtype, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols,
+                 atomic=atomic)
     else:
         low.unsupported(f"tstore from loc={loc} (GM stores take vec, mat or acc tiles)")
 

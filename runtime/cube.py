@@ -37,6 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from pto_compiler.dialects import pto
+
 from . import elementwise as E
 
 
@@ -72,11 +74,7 @@ def fixpipe(x: np.ndarray, dst_dtype, relu: bool = False) -> np.ndarray:
 
 def relu_pre(op) -> bool:
     """``reluPreMode = #pto<relu_pre_mode normal_relu>`` on a move/store out of acc."""
-    for key in ("reluPreMode", "relu_pre_mode", "relu"):
-        a = op.attributes.get(key) or op.properties.get(key)
-        if a is not None:
-            return "normal_relu" in str(a).lower()
-    return False
+    return pto.attr_says(op, ("reluPreMode", "relu_pre_mode", "relu"), "normal_relu")
 
 
 def layout_name(blayout: str, slayout: str) -> str:

@@ -320,6 +320,12 @@ class _SV:
         return np.ndarray(self.shape, dtype, buffer=ub, offset=self.base, strides=self.strides)
 
 
+def _atomic(d: _Dyn) -> bool:
+    """An atomic-add GM store (TSTORE ``atomicType = atomic_add``): its GM accesses commute with
+    another atomic add's, so unordered ones are no race (other blocks', other cores', other pipes')."""
+    return d.args.get("atomic") == "add"
+
+
 class _Acc:
     """One memory access of an instruction: units (UB bytes, GM elements) of a space."""
     __slots__ = ("space", "write", "fp", "what")
@@ -802,9 +808,12 @@ class _Machine:
             bad |= (self.tok_block[toks] != self.block) & (toks != 0)
         if not bad.any():
             return
+        atomic = _atomic(d) and acc.space in self.gm
         for t in np.unique(toks[bad]):
             t = int(t)
             other = self.tok_info[t]
+            if atomic and _atomic(other):
+                continue  # two atomic adds to GM commute: whichever lands first, the sum is the same
             units = sel[np.nonzero(bad & (toks == t))[0]]
             first, last = int(units.min()), int(units.max())
             self._race(d, other, p, int(self.tok_pipe[t]), kind, acc, first, last,
@@ -1314,10 +1323,18 @@ def _copy_out(m: _Machine, d: _Dyn, p: int, te):
     u, g = _Bursts(src, n, length, (-(-length // 32) + sgap) * 32), _Bursts(off, n, length, length + dgap)
     if te is not None:
         te.nbytes, te.bursts = n * length, n
+    gfp = g.footprint(m.gm_esize[name])
+    atomic = a.get("atomic") == "add"
     m._accesses(d, p, [_Acc("UB", False, u.footprint(), what="src"),
-                       _Acc(name, True, g.footprint(m.gm_esize[name]), what="dst")])
-    if n and length:
-        m.gm_bytes_of(g, name, d)[...] = m.ub_bytes(u)
+                       *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")])
+    if not (n and length):
+        return
+    out = m.gm_bytes_of(g, name, d)
+    if atomic:  # GM += the bytes read as GM's element type (pto_isa.md §4.8 TSTORE AtomicAdd)
+        dt = m.gm[name].dtype
+        out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
+    else:
+        out[...] = m.ub_bytes(u)
 
 
 def _copy_ub(m: _Machine, d: _Dyn, p: int, te):

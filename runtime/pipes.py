@@ -209,7 +209,7 @@ class Group:
         self.knows: dict[str, dict[str, int]] = {n: {} for n in names}
         """name -> for each other agent, how many of its hand-offs it is ordered after."""
         self.gm_log: dict[str, list] = {} if gm_log is None else gm_log
-        """GM name -> [(block, agent, generation, write, footprint)]: every core's GM accesses (shared
+        """GM name -> [(block, agent, generation, write, footprint, atomic)]: every core's GM accesses (shared
         by the groups of all blocks: cores of different blocks are never ordered)."""
 
     # -- running ---------------------------------------------------------------------------
@@ -284,13 +284,14 @@ class Group:
         self.pushes[producer] += 1
         return {**self.knows[producer], producer: self.pushes[producer]}
 
-    def gm_access(self, me: str, space: str, write: bool, fp) -> str | None:
+    def gm_access(self, me: str, space: str, write: bool, fp, atomic: bool = False) -> str | None:
         """Record an access of agent ``me`` to GM argument ``space``; a message when it conflicts
-        with another core's access no pipe hand-off orders before it (a race across cores)."""
+        with another core's access no pipe hand-off orders before it (a race across cores).  Two
+        ``atomic`` adds commute, so they never conflict."""
         log = self.gm_log.setdefault(space, [])
         found = None
-        for blk, who, gen, w, other in log:
-            if (blk, who) == (self.block, me) or not (w or write):
+        for blk, who, gen, w, other, at in log:
+            if (blk, who) == (self.block, me) or not (w or write) or (atomic and at):
                 continue
             if (blk != self.block or not self.ordered_before(who, gen, me)) and other.overlaps(fp):
                 kind = "RAW" if w and not write else "WAR" if write and not w else "WAW"
@@ -299,7 +300,7 @@ class Group:
                          f"{them} {'wrote' if w else 'read'} with no pipe hand-off (tpush -> tpop) between "
                          "them (the cores run concurrently)")
                 break
-        log.append((self.block, me, self.pushes[me], write, fp))
+        log.append((self.block, me, self.pushes[me], write, fp, atomic))
         return found
 
     def learn(self, consumer: str, snap: dict) -> None:
@@ -677,9 +678,10 @@ def check_gm_across_cores(m, d, accs) -> None:
     """The executor's hook: GM accesses of one core checked against the other cores'."""
     X = _X()
     ap = m.agent_pipe
+    atomic = X._atomic(d)
     for acc in accs:
         if acc.space in m.gm and not acc.fp.empty:
-            msg = ap.group.gm_access(ap.name, acc.space, acc.write, acc.fp)
+            msg = ap.group.gm_access(ap.name, acc.space, acc.write, acc.fp, atomic)
             if msg is not None:
                 m.findings.append(X.Finding("race", f"{X._desc(d)}{X._ctx_text(d)}: {msg}", (d.ins,)))
 

@@ -86,6 +86,7 @@ vconv                                     V     dst src repeat round*=r (r a f c
 copy_gm_to_ubuf                           MTE2  dst(UB) src(GM) n_burst len_burst(B) src_gap(B) dst_gap(blk)
                                                 right_pad*=0 (elements) pad_value*=0
 copy_ubuf_to_gm                           MTE3  dst(GM) src(UB) n_burst len_burst(B) src_gap(blk) dst_gap(B)
+                                                atomic*=none (add: GM += the bytes as GM's element type)
 copy_ubuf_to_ubuf                         V     dst src n_burst len_burst src_gap dst_gap (all in 32 B blocks)
 set_vector_mask                           V     hi lo (128-bit mask; count mode: hi=0, lo=count)
 set_vector_count                          V     count  (= set_vector_mask hi=0 lo=count, SetVectorCount)

@@ -1344,8 +1344,7 @@ class Evaluator:
             vals = cube.fixpipe(vals, gm.data.dtype, cube.relu_pre(op))
         elif vals.dtype != gm.data.dtype:
             vals = vals.view(gm.data.dtype)
-        atomic = _attr_body(op, "atomicType", "atomic_type", "atomic")
-        if atomic is not None and "add" in atomic.lower():
+        if op.atomic_add:
             gm.data[idx] = E.add(gm.data[idx], vals)
         else:
             gm.data[idx] = vals
