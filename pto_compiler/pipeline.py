@@ -335,7 +335,7 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
         if e.result is None or any(f.kind not in ("race", "sync") for f in e.findings):
             raise
         r, findings = e.result, list(e.findings)
-    st = cycles.simulate(r.trace, program.target) if stats else None
+    st = cycles.simulate(r.trace, program.target, cores=r.cores) if stats else None
     return RunResult(dict(r.outputs), st, findings, r)
 
 

@@ -478,10 +478,14 @@ class CycleStats:
     vf: dict = field(default_factory=dict)
     """ascend950: the study's counters summed over the VF launches (:data:`VF_COUNTERS`)."""
     flows: list = field(default_factory=list)
-    """(set_flag event index, wait_flag event index) per flag that was waited on."""
+    """(set_flag event index, wait_flag event index) per flag that was waited on, and (push, pop)
+    per pipe hand-off across cores."""
     repeats: list = field(default_factory=list)
     """(first event, end event, cycles per pipe, times) per extrapolated run of trips: events
     ``[first, end)`` (one trip) happen ``times`` more times, each its pipe's cycles later."""
+    pipe_waits: dict = field(default_factory=dict)
+    """A mixed kernel: per core, the cycles its pipe ops waited for the other cores (``push``: a
+    full FIFO until a free made room; ``pop``: an empty slot until the push that fills it)."""
 
     def utilization(self, s: PipeStats) -> float:
         """Busy share of the blocks' time: each block's pipe runs within that block's makespan."""
@@ -505,6 +509,7 @@ class CycleStats:
             "instruction_counts": {k: v for k, v in sorted(self.counts.items()) if k != "loop_trip"},
             "instructions": sum(v for k, v in self.counts.items() if k != "loop_trip"),
             "loop_trips": self.counts.get("loop_trip", 0),
+            **({"pipe_wait_cycles": self.pipe_waits} if self.pipe_waits else {}),
             "model": "per-pipe model (runtime/cycles.py); ascend950 VF costs fitted to seeds/001",
         }
 
@@ -525,6 +530,9 @@ class CycleStats:
                                                   if k != "loop_trip"))
         if self.counts.get("loop_trip"):
             lines.append(f"loop trips: {self.counts['loop_trip']}")
+        if self.pipe_waits:
+            lines.append("pipe waits (cycles; push: FIFO full, pop: FIFO empty): " + ", ".join(
+                f"{core} push {w['push']:,.0f} pop {w['pop']:,.0f}" for core, w in self.pipe_waits.items()))
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
@@ -581,8 +589,11 @@ def _units(cost: OpCost, e) -> float:
     return 0
 
 
-def simulate(trace: list, target: str = "a2a3", keep_events: bool = True) -> CycleStats:
-    """Schedule an executed trace (``ExecResult.trace``) on the pipes of ``target``."""
+def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores: list | None = None) -> CycleStats:
+    """Schedule an executed trace (``ExecResult.trace``) on the pipes of ``target``.  ``cores``
+    (``ExecResult.cores``, a mixed kernel): the cores of one block are scheduled together, a pipe
+    op waiting for the other core's entries it depends on (``TraceEntry.deps``), and the time it
+    waits is that core's pipe wait."""
     table = CYCLE_TABLES.get(target)
     if table is None:
         raise ValueError(f"no cycle table for target '{target}'")
@@ -593,14 +604,49 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True) -> Cyc
     vfc: dict = {}
     flows: list = []
     repeats: list = []
+    waits: dict = {}
     blocks = sorted({e.block for e in trace}) or [0]
-    for b in blocks:
-        entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
-        sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats)
-        per_block.append(sched.run(entries, trace))
+    n = len(cores) if cores else 1
+    for g in range(0, len(blocks), n):
+        group, done_at = {}, {}
+        for b in blocks[g:g + n]:
+            entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
+            sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats,
+                               done_at)
+            group[b] = (sched, sched.feed(entries, trace))
+        _run_together(group)
+        for b, (sched, _) in group.items():
+            per_block.append(sched.finish())
+            if cores:
+                name = cores[b % n] if len(blocks) == n else f"block {b // n} {cores[b % n]}"
+                waits[name] = {k: round(v, 2) for k, v in sched.pipe_wait.items()}
     pipes = {p: s for p, s in pipes.items() if s.instructions or p not in IN_ORDER_PIPES}  # cube pipes: if used
     return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
-                      per_block, events, table.clock_ghz, vfc, flows, repeats)
+                      per_block, events, table.clock_ghz, vfc, flows, repeats, waits)
+
+
+def _run_together(group: dict) -> None:
+    """Feed the cores of one block round-robin until each has issued its trace; when none can go
+    on (a deadlock the executor reported), the waits give way."""
+    if len(group) == 1:  # one core: nothing to wait for across cores
+        for sched, feed in group.values():
+            sched.stuck = True
+            for _ in feed:
+                pass
+        return
+    live = dict(group)
+    while live:
+        progress = False
+        for b, (sched, feed) in list(live.items()):
+            progress |= sched.pump()
+            try:
+                progress |= next(feed)
+            except StopIteration:
+                del live[b]
+                progress = True
+        if not progress:
+            for sched, _ in live.values():
+                sched.stuck = True
 
 
 STEADY_TRIPS = 3
@@ -612,9 +658,14 @@ bottleneck drifts away from the scalar unit's issue clock at a constant rate).""
 class _Scheduler:
     """The schedule of one block (module docstring, "Model")."""
 
-    def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats):
+    def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats, done_at=None):
         self.table, self.pipes, self.counts, self.events = table, pipes, counts, events
         self.block, self.vfc, self.flows, self.repeats = block, vfc, flows, repeats
+        self.done_at: dict = {} if done_at is None else done_at
+        """id(trace entry) -> (complete time, event index) of the pipe ops of every core of the block."""
+        self.pipe_wait = {"push": 0.0, "pop": 0.0}
+        self.stuck = False
+        """No core of the block can go on (a deadlock the executor reported): waits give way."""
         self.free = dict.fromkeys(PIPE_ORDER, 0.0)       # pipe can start its next instruction
         self.complete = dict.fromkeys(PIPE_ORDER, 0.0)   # every started instruction of the pipe complete
         self.signals: dict = {}
@@ -624,16 +675,37 @@ class _Scheduler:
         self.end = 0.0
         self.vf_times: dict = {}
 
-    def run(self, entries, trace) -> float:
+    def feed(self, entries, trace):
+        """Issue ``entries`` in order, yielding True after each and False while one has to wait
+        for another core (:func:`_run_together` drives the cores of a block)."""
         from .executor import TraceRepeat
 
         for e in entries:
             if isinstance(e, TraceRepeat):
+                while not self.stuck and any(self.heads[p] < len(q) for p, q in self.queues.items()):
+                    yield False  # a period starts from settled queues (_clocks)
                 self.repeat(sorted(trace[e.start:e.start + e.length], key=lambda x: x.seq), e.times)
             else:
-                self.issue(e)
+                while not self.issue(e):
+                    yield False
+            yield True
+
+    def finish(self) -> float:
         self.pump()
         return max([self.end, self.s_clock] + list(self.complete.values()))
+
+    def _ready(self, e):
+        """When the other cores' entries ``e`` waits for are complete (0 if none), or None while one
+        has not run yet."""
+        t = 0.0
+        for x in e.deps:
+            got = self.done_at.get(id(x)) if x is not None else (0.0, None)
+            if got is None:
+                if not self.stuck:
+                    return None
+                continue
+            t = max(t, got[0])
+        return t
 
     def cost_of(self, e) -> OpCost:
         c = self.table.ops.get(e.opcode)
@@ -644,6 +716,18 @@ class _Scheduler:
         c = self.cost_of(e)
         start = max(t_issue, free[pipe])
         setter = None
+        deps = getattr(e, "deps", None)
+        if deps is not None:  # a pipe op of a mixed kernel
+            ready = self._ready(e)
+            if ready is None:
+                return False
+            kind = OPCODES[e.opcode].family.removeprefix("pipe_")
+            if kind in self.pipe_wait:
+                self.pipe_wait[kind] += max(0.0, ready - start)
+            start = max(start, ready)
+            if self.events is not None:
+                self.flows += [(self.done_at[id(x)][1], len(self.events)) for x in deps
+                               if x is not None and id(x) in self.done_at and kind == "pop"]
         if e.opcode == "wait_flag":
             q = signals.get(e.flag)
             if not q:
@@ -691,12 +775,15 @@ class _Scheduler:
             ps.instructions += 1
         self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
         self.end = max(self.end, done)
+        if deps is not None:
+            self.done_at[id(e)] = (done, len(events) if events is not None else None)
         if events is not None:
             events.append((self.block, pipe, name, start, stop, done, e.origin))
         return True
 
-    def pump(self):
-        progress = True
+    def pump(self) -> bool:
+        """Run what the queued pipes can; True when something ran."""
+        progress, any_run = True, False
         while progress:
             progress = False
             for p, q in self.queues.items():
@@ -705,10 +792,25 @@ class _Scheduler:
                     if not self.exec(e, p, t):
                         break
                     self.heads[p] += 1
-                    progress = True
+                    progress = any_run = True
+        return any_run
 
-    def issue(self, e):
+    def _s_must_wait(self, e) -> bool:
+        """An S instruction that cannot issue yet because what it waits for sits behind another
+        core: a wait_flag whose signal, a barrier whose pipes, a free whose pop is still queued."""
+        if e.opcode == "wait_flag":
+            self.pump()
+            return not self.signals.get(e.flag)
+        if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
+            self.pump()
+            return any(self.heads[p] < len(q) for p, q in self.queues.items())
+        return getattr(e, "deps", None) is not None and self._ready(e) is None
+
+    def issue(self, e) -> bool:
+        """Issue ``e``; False (nothing done) when it has to wait for another core first."""
         pipe = e.pipe
+        if pipe == "S" and not self.stuck and self._s_must_wait(e):
+            return False
         t_issue = self.s_clock
         if e.opcode != "loop_trip":
             self.s_clock += self.table.dispatch
@@ -725,6 +827,7 @@ class _Scheduler:
         else:
             self.queues[pipe].append((e, t_issue))
             self.pump()
+        return True
 
     # ---- repeated trips -------------------------------------------------------------------
     def _clocks(self):

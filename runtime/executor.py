@@ -167,6 +167,9 @@ class TraceEntry:
     """(src_pipe, dst_pipe, event_id) of set_flag/wait_flag; (pipe,) of pipe_barrier."""
     origin: object = None
     block: int = 0
+    deps: list | None = None
+    """Pipe ops of a mixed kernel: the other cores' entries it waits for (a pop: the pushes that
+    filled its slot; a push into a full FIFO: the frees that made room; runtime/pipes.py)."""
 
 
 @dataclass
@@ -212,6 +215,9 @@ class ExecResult:
     scalars: dict
     """The scalar registers at the end of the last block."""
     blocks: int = 1
+    cores: list | None = None
+    """A mixed kernel's cores per block (``AIC``, ``AIV0``, ...): trace block ``b * len(cores) + i``
+    is core ``cores[i]`` of block ``b``."""
 
     @property
     def races(self) -> list:

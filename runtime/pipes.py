@@ -337,6 +337,9 @@ class _Entry:
     """producer sub-block -> values (C2V: the cube's whole tile under key 0)."""
     split: int = 0
     snaps: list = field(default_factory=list)
+    pushes: list = field(default_factory=list)
+    """The executor's trace entries of the pushes that filled the slot (the cycle model's pops wait
+    for them)."""
 
 
 class Fifo:
@@ -351,6 +354,11 @@ class Fifo:
         self.pushed = {p: 0 for p in producers}
         self.popped = {c: 0 for c in consumers}
         self.freed = {c: 0 for c in consumers}
+        self.frees: dict = {c: [] for c in consumers}
+        """consumer -> the trace entries of its frees, in order (the cycle model's pushes into a
+        full FIFO wait for the free that made room)."""
+        self.pops: dict = {c: [] for c in consumers}
+        """consumer -> the trace entries of its pops, in order (a free waits for its slot's pop)."""
 
     def _sub(self, name: str) -> int:
         return int(name[3:]) if name.startswith("AIV") else 0
@@ -358,9 +366,12 @@ class Fifo:
     def can_push(self, name: str) -> bool:
         return self.pushed[name] - min(self.freed.values()) < self.slots
 
-    def push(self, group: Group, name: str, values: np.ndarray, split: int, dtype: str) -> None:
+    def push(self, group: Group, name: str, values: np.ndarray, split: int, dtype: str, te=None) -> None:
         i = self.pushed[name]
+        if te is not None:
+            te.deps = [self.frees[c][i - self.slots] for c in self.consumers] if i >= self.slots else []
         e = self.entries.setdefault(i, _Entry(split=split))
+        e.pushes.append(te)
         if len(self.producers) > 1 and split != e.split:
             raise PipeError(f"sub-blocks push slot {i} with different splits ({e.split} and {split})")
         e.parts[self._sub(name)] = (np.array(values, copy=True), dtype)
@@ -371,10 +382,13 @@ class Fifo:
         e = self.entries.get(self.popped[name])
         return e is not None and len(e.parts) == len(self.producers)
 
-    def pop(self, group: Group, name: str, split: int, subs: int) -> tuple[np.ndarray, str, str | None]:
+    def pop(self, group: Group, name: str, split: int, subs: int, te=None) -> tuple[np.ndarray, str, str | None]:
         """(values, dtype, a race message or None) of the consumer's next slot."""
         i = self.popped[name]
         e = self.entries[i]
+        self.pops[name].append(te)
+        if te is not None:
+            te.deps = list(e.pushes)
         for s in e.snaps:
             group.learn(name, s)
         self.popped[name] = i + 1
@@ -396,8 +410,11 @@ class Fifo:
     def can_free(self, name: str) -> bool:
         return self.freed[name] < self.popped[name]
 
-    def free(self, name: str) -> None:
+    def free(self, name: str, te=None) -> None:
+        if te is not None:
+            te.deps = [self.pops[name][self.freed[name]]]
         self.freed[name] += 1
+        self.frees[name].append(te)
 
 
 def fifo_for(group: Group, direction: str, slots: int) -> Fifo:
@@ -440,22 +457,23 @@ class AgentPipe:
                             f"kernel runs on {self.name}: mark the function that uses it as {core}")
         return f
 
-    def push(self, direction: str, values: np.ndarray, split: int, dtype: str, what) -> None:
+    def push(self, direction: str, values: np.ndarray, split: int, dtype: str, what, te=None) -> None:
+        """``te``: the executor's trace entry, given the entries it waits for (``deps``)."""
         f = self._fifo(direction, "push")
         self.group.wait_until(self.name, lambda: f.can_push(self.name), what)
-        f.push(self.group, self.name, values, split, dtype)
+        f.push(self.group, self.name, values, split, dtype, te)
 
-    def pop(self, direction: str, split: int, what) -> tuple[np.ndarray, str, str | None]:
+    def pop(self, direction: str, split: int, what, te=None) -> tuple[np.ndarray, str, str | None]:
         f = self._fifo(direction, "pop")
         self.group.wait_until(self.name, lambda: f.can_pop(self.name), what)
-        return f.pop(self.group, self.name, split, self.group.n_vector)
+        return f.pop(self.group, self.name, split, self.group.n_vector, te)
 
-    def free(self, direction: str) -> None:
+    def free(self, direction: str, te=None) -> None:
         f = self._fifo(direction, "pop")
         if not f.can_free(self.name):
             raise PipeError(f"frees a {direction.upper()} slot it has not popped "
                             f"({f.freed[self.name]} freed, {f.popped[self.name]} popped)")
-        f.free(self.name)
+        f.free(self.name, te)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,7 +638,7 @@ def _push(m, d, p: int, te) -> None:
     m._accesses(d, p, [src.access(m, False, "src")])
     try:
         ap.push("c2v" if d.ins.opcode == "tpush_cc" else "v2c", src.read(m), int(X._int(a.get("split", 0))),
-                a["dtype"], d)
+                a["dtype"], d, te)
     except PipeError as e:
         m.fail("invalid", f"{X._desc(d)}: {e}", d)
 
@@ -633,7 +651,7 @@ def _pop(m, d, p: int, te) -> None:
     ap = _pipe_of_machine(m, d)
     rows, cols = X._ints(m, d, a, ["rows", "cols"])
     try:
-        x, dt, race = ap.pop("c2v" if d.ins.opcode == "tpop_ub" else "v2c", int(X._int(a.get("split", 0))), d)
+        x, dt, race = ap.pop("c2v" if d.ins.opcode == "tpop_ub" else "v2c", int(X._int(a.get("split", 0))), d, te)
         if dt != a["dtype"]:
             raise PipeError(f"pops {a['dtype']} but the producer pushed {dt}")
         if x.shape != (rows, cols):
@@ -657,7 +675,7 @@ def _free(m, d, p: int, te) -> None:
     if f is None or not f.can_free(ap.name):
         m._pump()  # the scalar unit's free follows the pop it frees, which may still sit in MTE2's queue
     try:
-        ap.free(direction)
+        ap.free(direction, te)
     except PipeError as e:
         m.fail("invalid", f"{X._desc(d)}: {e}", d)
 
@@ -736,7 +754,8 @@ def execute_agents(program: AgentsProgram, inputs, scalars, *, blocks: int, chec
         if any(f.kind not in ("race", "sync") for f in findings):
             break
     result = X.ExecResult(outputs=gm, findings=findings, trace=traces, counts=counts, ub=last.ub,
-                          scalars=dict(getattr(last, "env", {})), blocks=blocks * len(cores))
+                          scalars=dict(getattr(last, "env", {})), blocks=blocks * len(cores),
+                          cores=[n for n, _, _ in cores])
     if findings and raise_on_findings:
         raise X.ExecutionError(findings, result)
     return result

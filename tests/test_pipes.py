@@ -267,3 +267,19 @@ def test_a5_split_rules_are_located():
         api.verify(mod, "ascend950")
     assert f"split.pto:{line}:" in str(e.value) and "power-of-2 number of valid rows (got 12)" in str(e.value)
     api.verify(mod, "a2a3")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_stats_show_a_pop_waiting_for_a_slow_producer(target):
+    """The cube loads, moves and multiplies before its push; the vector cores pop at once, so in the
+    cycle model their pops wait for it (the pipe wait of each AIV), the cube waits for nothing, and
+    each pop starts no earlier than the push that fills its slot completes."""
+    res = api.run(api.compile(api.parse(c2v_kernel(1)), target), c2v_inputs())
+    st = res.stats
+    assert set(st.pipe_waits) == {"AIC", "AIV0", "AIV1"}
+    assert st.pipe_waits["AIC"] == {"push": 0, "pop": 0}
+    assert all(st.pipe_waits[c]["pop"] > 0 and st.pipe_waits[c]["push"] == 0 for c in ("AIV0", "AIV1"))
+    push = next(ev for ev in st.events if ev[2] == "tpush_cc")
+    pops = [ev for ev in st.events if ev[2] == "tpop_ub"]
+    assert len(pops) == 2 and all(ev[3] >= push[5] for ev in pops)
+    assert "pipe waits" in st.to_text() and st.to_dict()["pipe_wait_cycles"]["AIV1"]["pop"] > 0
