@@ -29,6 +29,7 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import op_error
 from pto_compiler.dialects import pto
+from pto_compiler.passes.verify_target import INTERNAL_PIPE_INITS, internal_pipe_error
 
 TILE_CONFIG = {
     "vec": {},
@@ -100,6 +101,8 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
             if _static_shape(arg.type) is None or _strides(arg.type) is None:
                 return fn, f"GM memref argument %{arg.name_hint or arg.index} has a dynamic shape or strides"
             for u in arg.uses:
+                if u.operation.name in INTERNAL_PIPE_INITS:  # its GM slot buffer: say what stops the pipe
+                    return u.operation, internal_pipe_error(u.operation)
                 if u.operation.name not in GM_USES and not isinstance(u.operation, memref.ReinterpretCastOp):
                     return u.operation, "takes a GM memref, which ptoc raises only for tload/tstore"
     for op in fn.walk():

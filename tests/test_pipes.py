@@ -283,3 +283,25 @@ def test_stats_show_a_pop_waiting_for_a_slow_producer(target):
     pops = [ev for ev in st.events if ev[2] == "tpop_ub"]
     assert len(pops) == 2 and all(ev[3] >= push[5] for ev in pops)
     assert "pipe waits" in st.to_text() and st.to_dict()["pipe_wait_cycles"]["AIV1"]["pop"] > 0
+
+
+INTERNAL_FORM = """module {
+  func.func @k(%slots: memref<2048xf32, #pto.address_space<gm>>, %consumer: i32) attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8, local_slot_num = 8, flag_base = 0}(%slots : memref<2048xf32, #pto.address_space<gm>>, %consumer : i32) -> !pto.pipe
+    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>
+    pto.tpush(%acc, %pipe : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>, !pto.pipe) {split = 0}
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_internal_pipe_form_with_a_run_time_consumer_buffer_is_located(target):
+    """PTOAS's internal form (initialize_l2g2l_pipe / tpush, corpus tpush_tpop_emitc) takes the
+    consumer's slot buffer as a kernel argument: ptoc says so at the init, in both models."""
+    mod = api.parse(INTERNAL_FORM, "internal.pto")
+    for call in (lambda: api.compile(mod, target), lambda: api.reference(mod, {}, target=target)):
+        with pytest.raises(PtocError) as e:
+            call()
+        assert "internal.pto:3:13:" in str(e.value) and "%consumer, a kernel argument" in str(e.value), str(e.value)
