@@ -180,11 +180,9 @@ class _Batch:
         off = op.static_offset + (_at(env[op.dyn_offset], depth, 0) if op.dyn_offset is not None else 0)
         return tile, np.asarray(tile.addr + np.asarray(off, np.int64) * e), e
 
-    def span(self, addr: np.ndarray, nbytes: int, align: int, lo: int = 0, hi: int | None = None):
-        hi = self.r.ub.size if hi is None else hi
-        if (addr % align).any() or addr.min() < lo or addr.max() + nbytes > hi:
+    def span(self, addr: np.ndarray, nbytes: int, align: int) -> None:
+        if (addr % align).any() or addr.min() < 0 or addr.max() + nbytes > self.r.ub.size:
             raise NoBatch  # the per-trip run reports the fault where it happens
-        return addr[..., None] + np.arange(nbytes, dtype=np.int64)
 
     def load(self, op, env: dict, depth: int) -> None:
         tile, addr, e = self.addr(op, env, depth)
@@ -197,8 +195,9 @@ class _Batch:
             n, align = e, e
         else:
             raise NoBatch
-        idx = self.span(addr, n, align)
+        self.span(addr, n, align)
         if self.r.outer:
+            idx = _bytes(addr, n)
             ubs, lo = self.r.outer
             run = _run(idx, ubs, lo)
             if run is not None:
@@ -208,8 +207,9 @@ class _Batch:
             else:
                 data = ubs[_trips(ubs, idx), idx - lo]
         else:
-            data = self.r.ub[idx]
-            self.r.reads[idx] = True
+            view = _strided(self.r.ub, addr, n)
+            data = view.copy() if view is not None else self.r.ub[_bytes(addr, n)]
+            self.r.reads.add_starts(addr, n)
             self.event(False, addr, n, op)
         if n < REG:
             data = np.broadcast_to(data[..., None, :], data.shape[:-1] + (REG // n, n)).reshape(
@@ -220,17 +220,16 @@ class _Batch:
         tile, addr, e = self.addr(op, env, depth)
         reg, act = _at(env[op.value], depth, 1), _at(env[op.mask], depth, 1)
         if op.dist_name == "NORM":
-            n = REG
-            idx = self.span(addr, REG, 32)
-            keep = np.repeat(act, e, axis=-1)
+            n, align = REG, 32
         elif op.dist_name == "ONEPT":  # lane 0, if active, to an element-aligned address
-            n, reg = e, reg[..., :e]
-            idx = self.span(addr, e, e)
-            keep = np.repeat(act[..., :1], e, axis=-1)
+            n, align, reg, act = e, e, reg[..., :e], act[..., :1]
         else:
             raise NoBatch
-        shape = np.broadcast_shapes(idx.shape, keep.shape, reg.shape)
+        self.span(addr, n, align)
+        keep = np.repeat(act, n // act.shape[-1], axis=-1)
+        shape = np.broadcast_shapes(addr.shape + (n,), keep.shape, reg.shape)
         if self.r.outer:
+            idx = _bytes(addr, n)
             ubs, lo = self.r.outer
             run = _run(idx, ubs, lo)
             if run is not None:  # one run of bytes, the same in every scalar-loop trip
@@ -240,24 +239,24 @@ class _Batch:
                 idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
                 ubs[np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo] = reg[keep]
             return
-        if keep.all() and _run_of(np.broadcast_to(addr, shape[:-1]), n):
-            a = int(np.min(addr))  # one ascending run of whole spans
-            sel = slice(a, a + int(np.prod(shape)))
-            if a < tile.addr or sel.stop > tile.addr + tile.nbytes:
-                raise NoBatch
-            self.undo.append((sel, self.r.ub[sel].copy()))
-            self.r.ub[sel] = np.broadcast_to(reg, shape).reshape(-1)
-            self.r.writes[sel] = True
+        view = _strided(self.r.ub, addr, n) if shape == addr.shape + (n,) and keep.all() else None
+        if view is not None:  # every byte of every span: one strided assignment
+            lo, hi = int(addr.min()), int(addr.max()) + n
+            if lo < tile.addr or hi > tile.addr + tile.nbytes:
+                raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
+            self.undo.append((slice(lo, hi), self.r.ub[lo:hi].copy()))
+            view[...] = reg
+            self.r.writes.add_starts(addr, n)
             self.event(True, addr, n, op)
             return
-        idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
+        idx, keep, reg = (np.broadcast_to(x, shape) for x in (_bytes(addr, n), keep, reg))
         sel = idx[keep]
         if sel.size:
             if sel.min() < tile.addr or sel.max() + 1 > tile.addr + tile.nbytes:
                 raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
             self.undo.append((sel, self.r.ub[sel].copy()))
             self.r.ub[sel] = reg[keep]
-            self.r.writes[sel] = True
+            self.r.writes.add_bytes(sel)
         self.event(True, addr, n, op)
 
     def event(self, store: bool, addr: np.ndarray, nbytes: int, op) -> None:
@@ -305,10 +304,30 @@ class _Batch:
                     k = k + 1
 
 
-def _run_of(addr: np.ndarray, n: int) -> bool:
-    """Do the spans ``[addr, addr + n)``, in trip order, tile one ascending run?"""
-    flat = addr.reshape(-1)
-    return flat.size < 2 or bool((np.diff(flat) == n).all())
+def _bytes(addr: np.ndarray, n: int) -> np.ndarray:
+    """The byte addresses ``addr + [0, n)`` of every span (a last axis of n)."""
+    return addr[..., None] + np.arange(n, dtype=np.int64)
+
+
+def _strided(ub: np.ndarray, addr: np.ndarray, n: int) -> np.ndarray | None:
+    """The spans ``[addr, addr + n)`` as one strided view of ``ub`` (shape ``addr.shape + (n,)``)
+    when the addresses are ``base + sum(k_i * t_i)`` over the trip axes with every ``k_i >= 0``
+    (the usual hardware loop), else None."""
+    if addr.ndim == 0:
+        a = int(addr)
+        return ub[a:a + n]
+    base = int(addr.flat[0])
+    ks = []
+    for i, size in enumerate(addr.shape):
+        ks.append(int(addr[(0,) * i + (1,) + (0,) * (addr.ndim - i - 1)]) - base if size > 1 else 0)
+    if min(ks) < 0:
+        return None
+    fit = base + sum(k * np.arange(size).reshape((-1,) + (1,) * (addr.ndim - i - 1))
+                     for i, (k, size) in enumerate(zip(ks, addr.shape)) if size > 1)
+    if not np.array_equal(addr, np.broadcast_to(fit, addr.shape)):
+        return None
+    s = ub.strides[0]
+    return np.lib.stride_tricks.as_strided(ub[base:], addr.shape + (n,), tuple(k * s for k in ks) + (s,))
 
 
 def _run(idx: np.ndarray, ubs: np.ndarray, lo: int) -> slice | None:

@@ -297,11 +297,50 @@ class TileRef:
     nbytes: int
 
 
+class Touched:
+    """UB bytes a VF touched, kept as the byte runs of its accesses and merged once into a
+    Footprint: a per-byte mask of the whole UB cost more than a batched VF itself."""
+
+    def __init__(self):
+        self.spans: list[tuple[int, int]] = []
+        self.runs: list[tuple[np.ndarray, int]] = []
+
+    def add(self, lo: int, hi: int) -> None:
+        self.spans.append((lo, hi))
+
+    def add_starts(self, starts: np.ndarray, n: int) -> None:
+        """``[s, s + n)`` for every ``s`` of ``starts``."""
+        self.runs.append((np.asarray(starts, np.int64).reshape(-1), n))
+
+    def add_bytes(self, idx: np.ndarray) -> None:
+        lo, hi = int(idx.min()), int(idx.max()) + 1
+        if hi - lo == idx.size:  # distinct ascending or not, they fill [lo, hi)
+            self.add(lo, hi)
+        else:
+            self.add_starts(idx, 1)
+
+    def footprint(self, within: Sequence[tuple[int, int]] | None = None) -> Footprint:
+        """The bytes touched (only those inside one of the ``within`` spans, if given)."""
+        los = [s for s, _ in self.runs]
+        his = [s + n for s, n in self.runs]
+        if self.spans:
+            a = np.array(self.spans, np.int64)
+            los.append(a[:, 0])
+            his.append(a[:, 1])
+        if not los:
+            return Footprint((), ())
+        lo, hi = np.concatenate(los), np.concatenate(his)
+        if within is not None:  # each run clipped to each span: the union of the intersections
+            lo, hi = (np.concatenate([np.maximum(lo, a) for a, _ in within] or [lo[:0]]),
+                      np.concatenate([np.minimum(hi, b) for _, b in within] or [hi[:0]]))
+        return Footprint.of_ranges(lo, hi)
+
+
 @dataclass
 class VfCallResult:
-    reads: np.ndarray
-    """UB bytes the VF read (bool per byte)."""
-    writes: np.ndarray
+    reads: Touched
+    """UB bytes the VF read."""
+    writes: Touched
     """UB bytes the VF wrote."""
     counts: dict = field(default_factory=dict)
     """Executed ops per name (loop bodies per trip)."""
@@ -352,8 +391,8 @@ class VfRunner:
         params = fn.args
         if len(args) != len(params):
             raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
-        self.reads = np.zeros(self.ub.size, bool)
-        self.writes = np.zeros(self.ub.size, bool)
+        self.reads = Touched()
+        self.writes = Touched()
         self.pending: dict[int, dict[int, int]] = {}
         self.counts = {}
         self.log: list = []
@@ -452,7 +491,7 @@ class VfRunner:
 
     def _read(self, op, addr: int, nbytes: int, align: int, what: str) -> np.ndarray:
         self._check(op, addr, nbytes, align, what)
-        self.reads[addr:addr + nbytes] = True
+        self.reads.add(addr, addr + nbytes)
         return self.ub[addr:addr + nbytes]
 
     def _write(self, op, tile: TileRef, idx: np.ndarray, data: np.ndarray) -> None:
@@ -465,7 +504,7 @@ class VfRunner:
         if hi > self.ub.size:
             raise _fault("bounds", op, f"writes UB bytes up to {hi:#x}, outside the UB")
         self.ub[idx] = data
-        self.writes[idx] = True
+        self.writes.add_bytes(idx)
 
     def _flush(self, op, tile: TileRef, upto_block: int | None) -> None:
         buf = self.pending.get(tile.addr)
@@ -899,7 +938,7 @@ class _KernelEvaluator(golden.Evaluator):
         for k, n in res.counts.items():
             self.counts[k] = self.counts.get(k, 0) + n
         if self.checker is not None:
-            self.checker.access(op, "V", np.flatnonzero(res.reads), np.flatnonzero(res.writes))
+            self.checker.access(op, "V", res.reads.footprint().units(), res.writes.footprint().units())
 
 
 def _view(ub: np.ndarray, addr: int, t: pto.TileLikeType) -> np.ndarray:
@@ -1050,13 +1089,13 @@ def exec_vf_call(m, d, p: int, te) -> None:
     vals = list(a["args"])
     if len(vals) != len(fn.args):
         m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(fn.args)}", d)
-    args, inside = [], np.zeros(m.ub.size, bool)
+    args, inside = [], []
     for prm, v in zip(fn.args, vals):
         t = prm.type
         if isinstance(t, pto.TileLikeType):
             addr, n = int(v), t.rows * t.cols * t.elem_bytes
             args.append(TileRef(addr, n))
-            inside[max(addr, 0):max(addr + n, 0)] = True
+            inside.append((addr, addr + n))
         else:
             args.append(v)
     if m.batch is not None:  # every trip of a batched scalar loop (runtime/loop_batch.py)
@@ -1080,8 +1119,8 @@ def exec_vf_call(m, d, p: int, te) -> None:
     for k, n in res.counts.items():
         m.vf_counts[k] = m.vf_counts.get(k, 0) + n
     m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
-    m._accesses(d, p, [_Acc("UB", False, Footprint.of_mask(res.reads & inside), what="its source"),
-                       _Acc("UB", True, Footprint.of_mask(res.writes), what="its destination")])
+    m._accesses(d, p, [_Acc("UB", False, res.reads.footprint(inside), what="its source"),
+                       _Acc("UB", True, res.writes.footprint(), what="its destination")])
     if m.tape is not None:  # runtime/loop_batch.py: the VF batches, and the UB bytes it reads
         m.tape[-1][3] = runner.all_batched
-        m.tape[-1].append(Footprint.of_mask(res.reads))
+        m.tape[-1].append(res.reads.footprint())
