@@ -584,9 +584,12 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     ±inf or NaN follow IEEE (inf + -inf = NaN); a float64 sum of these types cannot overflow.
     """
     w = _work(x)
-    s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
     n = w.shape[axis]
-    if n <= 1 or w.size == 0 or _exact_for_all_lines(w, n):
+    if n > 1 and w.size and _exact_for_all_lines(w, n):  # exact in any order: the fastest one
+        sub = "abcdefghijklmnopqrstuvwxyz"[:w.ndim]
+        return np.asarray(np.einsum(f"{sub}->{sub.replace(sub[axis], '')}", w, dtype=np.float64))
+    s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
+    if n <= 1 or w.size == 0:
         return s
     p = _FORMATS[x.dtype.name][0]
     aw = np.abs(w)
@@ -607,16 +610,26 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:
-    """The certificate of ``_exact_sum_f64`` for the whole f32 array at once (its largest and
-    smallest nonzero magnitudes from the bits): the usual case costs four fast passes."""
-    b = w.view(np.uint32) & np.uint32(0x7FFFFFFF)
-    hi = int(b.max())
+    """The certificate of ``_exact_sum_f64`` for the whole f32 array at once, from its largest
+    and smallest nonzero magnitudes.  Both come from the bits without a temporary: as uint32 the
+    minimum is the smallest positive magnitude (or, with no positive value, the smallest
+    negative one with its sign bit) and the maximum the largest negative magnitude (or the
+    largest positive); as int32, where -m reads m - 2**31, the minimum is the smallest negative
+    magnitude and the maximum the largest positive (each, with no value of that sign, the other
+    sign's).  A zero makes one minimum 0 or -2**31: then the smallest nonzero magnitude takes
+    a temporary (the bits minus 1, so zeros wrap to the largest)."""
+    u, i = w.view(np.uint32), w.view(np.int32)
+    mag = 0x7FFFFFFF
+    hi = max(int(u.max()) & mag, int(i.max()) & mag)
     if hi >= 0x7F800000:
         return False  # ±inf or NaN: line by line
-    np.subtract(b, np.uint32(1), out=b)  # in place: one temporary for the whole certificate
-    lo = int(b.min()) + 1  # the smallest nonzero (zeros wrap to the largest)
-    if lo > hi:
-        return True  # all zero
+    lo = min(int(u.min()) & mag, int(i.min()) & mag)
+    if lo == 0:  # a zero: the smallest nonzero magnitude from the bits minus 1
+        b = u & np.uint32(mag)
+        np.subtract(b, np.uint32(1), out=b)
+        lo = int(b.min()) + 1
+        if lo > hi:
+            return True  # all zero
     high = (hi >> 23) - 126            # |x| < 2**high
     low = max(lo >> 23, 1) - 150       # every x is a multiple of 2**low
     return high + math.ceil(math.log2(n)) - low <= 53

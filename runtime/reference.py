@@ -91,6 +91,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, func, scf
@@ -201,6 +202,19 @@ class PartitionView:
         for k in range(n):
             idx += (self.offsets[k] + grids[k]) * self.view.strides[k]
         return idx
+
+    def strided(self) -> np.ndarray | None:
+        """The partition as a view of the GM array (shape ``sizes``) when that is exact: every
+        stride positive (no element twice), every element inside the array; else None."""
+        st, gm = self.view.strides, self.view.gm.data
+        if len(self.sizes) != len(st) or any(s < 1 for s in self.sizes) or any(s < 1 for s in st):
+            return None
+        lo = sum(o * s for o, s in zip(self.offsets, st))
+        hi = lo + sum((n - 1) * s for n, s in zip(self.sizes, st))
+        if lo < 0 or hi >= gm.size:
+            return None
+        b = gm.strides[0]
+        return np.lib.stride_tricks.as_strided(gm[lo:], self.sizes, tuple(s * b for s in st))
 
 
 def _in_ub(t: pto.TileLikeType) -> bool:
@@ -505,6 +519,11 @@ _CMPI = arith.CMPI_COMPARISON_OPERATIONS
 _CMPF = arith.CMPF_COMPARISON_OPERATIONS
 
 
+_INT_BINARY = frozenset((
+    "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui", "floordivsi", "andi", "ori",
+    "xori", "shli", "shrsi", "shrui", "maxsi", "minsi", "maxui", "minui"))
+
+
 def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
     sa, sb, ua, ub = _as_signed(a, w), _as_signed(b, w), _as_unsigned(a, w), _as_unsigned(b, w)
     if name == "addi":
@@ -597,9 +616,7 @@ def _eval_arith(op: Operation, env: Mapping[SSAValue, object]) -> list:
             return [E.scalar_to(attr.value.data, _float_dtype(rt))]
         raise NotImplementedError("non-scalar arith.constant")
     w = _int_width(rt) if rt is not None else None
-    if name in ("addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui",
-                "floordivsi", "andi", "ori", "xori", "shli", "shrsi", "shrui", "maxsi", "minsi", "maxui",
-                "minui"):
+    if name in _INT_BINARY:
         return [_int_binary(name, vals[0], vals[1], w, rt)]
     if name == "cmpi":
         pred = _CMPI[op.predicate.value.data]
@@ -695,6 +712,8 @@ class Evaluator:
         """What ``get_subblock_idx`` / ``get_subblock_num`` read."""
         self.warned: set = set()
         """Ops already warned about (a read of a tile nothing wrote: once per op, not per trip)."""
+        self.plans: dict[Block, tuple] = {}
+        """Each block run so far, decoded (:meth:`_plan`)."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -712,14 +731,29 @@ class Evaluator:
         env = dict(env)
         for a, v in zip(block.args, args):
             env[a] = v
+        plan = self.plans.get(block)
+        if plan is None:
+            plan = self.plans[block] = self._plan(block)
+        steps, term = plan
+        for op, run in steps:
+            self._run(op, run, env)
+        if term is None:
+            return []
+        if isinstance(term, func.ReturnOp):
+            for o in term.operands:
+                if isinstance(env[o], Tile) and not self.holds_data(env[o]):
+                    raise op_error(term, f"returns {value_name(o)}, which nothing has written")
+        return [env[o] for o in term.operands]
+
+    def _plan(self, block: Block):
+        """The block decoded once per run: (op, its closure) up to the terminator, and the
+        terminator (loop bodies run every trip without reading xDSL's operand lists again)."""
+        steps = []
         for op in block.ops:
             if isinstance(op, (func.ReturnOp, scf.YieldOp)):
-                for o in op.operands:
-                    if isinstance(op, func.ReturnOp) and isinstance(env[o], Tile) and not self.holds_data(env[o]):
-                        raise op_error(op, f"returns {value_name(o)}, which nothing has written")
-                return [env[o] for o in op.operands]
-            self.eval_op(op, env)
-        return []
+                return steps, op
+            steps.append((op, self.decode(op)))
+        return steps, None
 
     def run_region(self, region: Region, args: list, env: dict) -> list:
         if not region.blocks:
@@ -737,13 +771,43 @@ class Evaluator:
                                   "loop trips); raise the limit with --max-steps N")
 
     def eval_op(self, op: Operation, env: dict) -> None:
+        self._run(op, partial(self._eval_op, op), env)
+
+    def _run(self, op: Operation, run, env: dict) -> None:
         self.step()
         try:
-            self._eval_op(op, env)
+            run(env)
         except PtocError:
             raise
         except (VerifyException, E.ElementwiseError, ZeroDivisionError) as e:
             raise op_error(op, str(e)) from None
+
+    def decode(self, op: Operation):
+        """``op`` as a closure of ``env`` with its operands, results and rule looked up now:
+        integer arith, constants, loops and tile ops; anything else runs :meth:`_eval_op`.
+        Decoding never fails: an op with no semantics fails when it runs."""
+        name = op.name
+        if isinstance(op, pto.TileOp) and not (name in pipes.PIPE_OPS or name in pipes.INIT_OPS or name in
+                                               pipes.BUFFER_OPS or is_view(op) or name == "pto.set_validshape"):
+            return self.tile_op_runner(op)
+        if isinstance(op, scf.ForOp):
+            return partial(self.eval_for, op)
+        if isinstance(op, pto.PartitionViewOp):
+            return partial(self.eval_partition_view, op, op.source[0], list(op.offsets), list(op.sizes), op.result)
+        if isinstance(op, arith.ConstantOp):
+            try:
+                (v,) = _eval_arith(op, {})
+            except NotImplementedError:
+                return partial(self._eval_op, op)
+            r = op.result
+            return lambda env: env.__setitem__(r, v)
+        name = name[6:] if name.startswith("arith.") else None
+        if name in _INT_BINARY and len(op.operands) == 2 and len(op.results) == 1:
+            (a, b), r = op.operands, op.results[0]
+            t = r.type
+            w = _int_width(t)
+            return lambda env: env.__setitem__(r, _int_binary(name, env[a], env[b], w, t))
+        return partial(self._eval_op, op)
 
     def _eval_op(self, op: Operation, env: dict) -> None:
         name = op.name
@@ -754,7 +818,7 @@ class Evaluator:
         if name == "pto.set_validshape":
             return self.eval_set_validshape(op, env)
         if isinstance(op, pto.TileOp):
-            return self.eval_tile_op(op, env)
+            return self.tile_op_runner(op)(env)
         if name.startswith("arith."):
             try:
                 results = _eval_arith(op, env)
@@ -782,15 +846,7 @@ class Evaluator:
         if isinstance(op, pto.MakeTensorViewOp):
             return self.eval_make_tensor_view(op, env)
         if isinstance(op, pto.PartitionViewOp):
-            pv = env[op.source[0]]
-            if not isinstance(pv, TensorView):
-                raise op_error(op, "source is not a tensor view the golden model knows")
-            offsets = tuple(int(env[v]) for v in op.offsets)
-            sizes = tuple(int(env[v]) for v in op.sizes)
-            if len(offsets) != len(pv.shape):
-                raise op_error(op, f"has {len(offsets)} offsets for a rank-{len(pv.shape)} view")
-            env[op.result] = PartitionView(pv, offsets, sizes)
-            return
+            return self.eval_partition_view(op, op.source[0], op.offsets, op.sizes, op.result, env)
         if isinstance(op, pto.AllocTileOp):
             t = op.result.type
             vr = t.valid_row if op.valid_row is None else int(env[op.valid_row])
@@ -950,6 +1006,16 @@ class Evaluator:
         for r, v in zip(op.res, values):
             env[r] = v
 
+    def eval_partition_view(self, op: pto.PartitionViewOp, source, offsets, sizes, result, env: dict) -> None:
+        pv = env[source]
+        if not isinstance(pv, TensorView):
+            raise op_error(op, "source is not a tensor view the golden model knows")
+        offsets = tuple(int(env[v]) for v in offsets)
+        sizes = tuple(int(env[v]) for v in sizes)
+        if len(offsets) != len(pv.shape):
+            raise op_error(op, f"has {len(offsets)} offsets for a rank-{len(pv.shape)} view")
+        env[result] = PartitionView(pv, offsets, sizes)
+
     def eval_make_tensor_view(self, op: pto.MakeTensorViewOp, env: dict) -> None:
         gm = env[op.ptr[0]]
         if not isinstance(gm, GMArray):
@@ -1001,28 +1067,36 @@ class Evaluator:
             raise op_error(op, "has no element function (FN) attached")
         return getattr(E, name)
 
-    def eval_tile_op(self, op: pto.TileOp, env: dict) -> None:
+    def tile_op_runner(self, op: pto.TileOp):
+        """The tile op's rule as a closure of ``env`` (family, tiles read, results looked up once)."""
+        why = None
         if op.name in cube.NO_SEMANTICS:
-            raise op_error(op, f"has no semantics in ptoc yet: {cube.NO_SEMANTICS[op.name]}")
-        if not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
-            raise op_error(op, pto.no_semantics(op) or "has no semantics in ptoc yet")
+            why = f"has no semantics in ptoc yet: {cube.NO_SEMANTICS[op.name]}"
+        elif not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
+            why = pto.no_semantics(op) or "has no semantics in ptoc yet"
         handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
-        if handler is None:
-            raise op_error(op, "has no semantics in ptoc yet")
-        self.warn_unwritten(op, tile_reads(op), env)
-        handler(self, op, env)
-        for r in op.res:
-            t = env.get(r)
-            if isinstance(t, Tile):
-                t.fresh = False
-        for v in op.outs:
-            t = env.get(v)
-            if isinstance(t, Tile):
-                t.written = True
-                if t.base is not None:
-                    t.base.written = True
-                if t.ub_at is not None:
-                    self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+        if why is not None or handler is None:
+            def fail(env):
+                raise op_error(op, why or "has no semantics in ptoc yet")
+            return fail
+        reads, res, outs = tile_reads(op), list(op.res), list(op.outs)
+
+        def run(env: dict) -> None:
+            self.warn_unwritten(op, reads, env)
+            handler(self, op, env)
+            for r in res:
+                t = env.get(r)
+                if isinstance(t, Tile):
+                    t.fresh = False
+            for v in outs:
+                t = env.get(v)
+                if isinstance(t, Tile):
+                    t.written = True
+                    if t.base is not None:
+                        t.base.written = True
+                    if t.ub_at is not None:
+                        self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+        return run
 
     def warn_unwritten(self, op: Operation, values, env: dict) -> None:
         for v in values:
@@ -1300,6 +1374,13 @@ class Evaluator:
         f, line, col = location_of(op)
         sys.stderr.write(E.tile_text(f"{f}:{line}:{col}", t.data[:r, :c]))
 
+    @staticmethod
+    def _gm_view(pv: PartitionView, count: int) -> np.ndarray | None:
+        """The partition's ``count`` GM elements as a strided view, if :meth:`PartitionView.strided`
+        gives one of that size (else :meth:`_gm_indices` indexes them, or says what is wrong)."""
+        view = pv.strided()
+        return view if view is not None and view.size == count else None
+
     def _gm_indices(self, op, pv: PartitionView, count: int) -> np.ndarray:
         idx = pv.flat_indices()
         self.need(op, idx.size == count,
@@ -1321,8 +1402,9 @@ class Evaluator:
             hint = (math.prod(pv.sizes[:-1]), pv.sizes[-1])
         dst = self.dst(op, env, hint)
         r, c = dst.valid
-        idx = self._gm_indices(op, pv, r * c)
-        vals = pv.view.gm.data[idx]
+        vals = self._gm_view(pv, r * c)
+        if vals is None:
+            vals = pv.view.gm.data[self._gm_indices(op, pv, r * c)]
         if vals.dtype != dst.dtype:
             vals = vals.view(dst.dtype)  # same element size (verified): bit reinterpretation
         pad = E.fill_value(dst.dtype, dst.type.pad.data)
@@ -1337,17 +1419,19 @@ class Evaluator:
         if not isinstance(pv, PartitionView) or len(op.ins) > (1 if op.outs else 2):
             raise op_error(op, "with this destination or a pre-quant operand has no semantics in ptoc yet")
         r, c = tile.valid
-        idx = self._gm_indices(op, pv, r * c)
+        view = self._gm_view(pv, r * c)  # assigned through; else the GM elements indexed
+        out, idx = (view, ...) if view is not None else (pv.view.gm.data, self._gm_indices(op, pv, r * c))
         gm = pv.view.gm
         vals = tile.data[:r, :c].reshape(-1)
         if tile.type.loc.data == "acc":
             vals = cube.fixpipe(vals, gm.data.dtype, cube.relu_pre(op))
         elif vals.dtype != gm.data.dtype:
             vals = vals.view(gm.data.dtype)
+        vals = vals if view is None else vals.reshape(view.shape)
         if op.atomic_add:
-            gm.data[idx] = E.add(gm.data[idx], vals)
+            out[idx] = E.add(out[idx], vals)
         else:
-            gm.data[idx] = vals
+            out[idx] = vals
         gm.written = True
 
 

@@ -26,6 +26,7 @@ from xdsl.parser import Parser
 
 from pto_compiler.dialects.pto import PTO
 from pto_compiler.runtime import reference as R
+from pto_compiler.runtime import elementwise as E
 
 FLOATS = ("f16", "bf16", "f32")
 INTS = ("i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64")
@@ -290,6 +291,46 @@ def o_sum(xs, dt):
             return math.inf if math.inf in xs else -math.inf
         return rnd(math.fsum(xs), dt)
     return wrap(sum(xs), dt)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1.0, -1.0]), st.sampled_from([-149, -126, -60, -20, 0, 20, 60, 100, 127]),
+                          st.integers(0, (1 << 23) - 1), st.sampled_from(["normal", "zero", "tiny", "cancel"])),
+                min_size=1, max_size=40),
+       st.integers(1, 3))
+def test_float_sum_is_the_exact_sum_rounded_via_f64(items, rows):
+    """E.reduce_sum on f32: math.fsum (exact, rounded to f64), then rounded to f32, bit for bit,
+    whatever the mix of signs, zeros, denormals, scales and cancellations (a value and its
+    negation around the others: the order a plain f64 sum would lose the small ones in)."""
+    head, tail = [], []
+    for sign, exp, frac, kind in items:
+        v = sign * (1 + frac * 2.0 ** -23) * 2.0 ** min(exp, 127) if exp >= -126 else sign * frac * 2.0 ** -149
+        if kind == "zero":
+            head.append(sign * 0.0)
+        elif kind == "tiny":
+            head.append(sign * frac * 2.0 ** -149)
+        elif kind == "cancel":
+            head.insert(0, v)
+            tail.append(-v)
+        else:
+            head.append(v)
+    x = np.tile(np.array(head + tail, np.float32), (rows, 1))
+    x[1:] *= np.float32(-1)
+    with np.errstate(over="ignore"):
+        got = E.reduce_sum(x, 1)
+        want = [np.float32(np.float64(math.fsum(line.astype(np.float64).tolist()))) for line in x]
+    for r in range(rows):
+        assert got[r].view(np.uint32) == want[r].view(np.uint32), (r, x[r].tolist())
+    a = np.abs(x.astype(np.float64))  # the certificate, from the magnitudes themselves
+    nz = a[a > 0]
+    if not np.isfinite(a).all():
+        exact = False
+    elif not nz.size:
+        exact = True
+    else:
+        high, low = np.frexp(nz.max())[1], max(np.frexp(nz.min())[1] - 24, -149)
+        exact = high + math.ceil(math.log2(x.shape[1])) - low <= 53
+    assert E._exact_for_all_lines(x, x.shape[1]) == exact
 
 
 def o_fold(xs, f):
