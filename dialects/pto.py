@@ -953,6 +953,52 @@ class ColReduceOp(TileOp):
             raise VerifyException(f"src valid cols must equal dst valid cols ({src.valid_col} vs {dst.valid_col})")
 
 
+ARG_INDEX_DTYPES = ("i32", "ui32")
+"""Index tiles of the arg reductions (TROWARGMAX.md, TCOLARGMAX.md: uint32_t or int32_t)."""
+
+
+class ArgReduceOp(TileOp):
+    """TROWARGMAX/TROWARGMIN (``AXIS = 1``: ``dst[i, 0] = argmax_j src[i, j]``) and
+    TCOLARGMAX/TCOLARGMIN (``AXIS = 0``: ``dst[0, j] = argmax_i src[i, j]``), ``ins(src[, tmp])``:
+    the index of the first extreme element (FN, runtime/elementwise.py), an i32/ui32 dst.
+    ``DTYPES`` are the *source* types (the pages list them per target)."""
+
+    HAS_SEMANTICS: ClassVar[bool] = True
+    AXIS: ClassVar[int] = 1
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (1, 2):
+            raise VerifyException(f"expects ins(src[, tmp]), got {len(self.ins)} operands")
+        tiles = _tiles(self, len(self.ins), "tile operands")
+        src = tiles[0]
+        if len(tiles) == 2:
+            _same_dtype(src, tiles[1], rule="tmp must have src's element type")
+        if dst.dtype not in ARG_INDEX_DTYPES:
+            raise VerifyException(f"dst (the indices) must be i32 or ui32, got {dst.dtype}")
+        _row_major(src, "src")
+        if src.valid_row == 0 or src.valid_col == 0:
+            raise VerifyException("src valid region must not be empty (validRow != 0 and validCol != 0)")
+        if self.AXIS == 1:
+            if _known(src.valid_row, dst.valid_row) and src.valid_row != dst.valid_row:
+                raise VerifyException(f"src valid rows must equal dst valid rows ({src.valid_row} vs {dst.valid_row})")
+            if not dst.is_row_major and dst.cols != 1:
+                raise VerifyException("a ColMajor dst must have exactly 1 column")
+        else:
+            _row_major(dst, "dst")
+            if _known(src.valid_col, dst.valid_col) and src.valid_col != dst.valid_col:
+                raise VerifyException(f"src valid cols must equal dst valid cols ({src.valid_col} vs {dst.valid_col})")
+            if _known(dst.valid_row) and dst.valid_row != 1:
+                raise VerifyException(f"dst valid rows must be 1 (got {dst.valid_row})")
+
+    def check_dtype_for_target(self, target_name: str) -> None:
+        allowed = self.DTYPES.get(target_name, frozenset())
+        src = self.ins[0].type
+        if isinstance(src, TileLikeType) and src.dtype not in allowed:
+            raise VerifyException(f"src element type {src.dtype} is not supported on {target_name} "
+                                  f"(supported: {', '.join(sorted(allowed)) or 'none'})")
+
+
 class PairReduceOp(TileOp):
     """TPAIRREDUCESUM (seeds/004): ``dst[i,k] = src[i,2k] + src[i,2k+1]`` for k < ceil(C/2), rest 0."""
 
@@ -1443,6 +1489,13 @@ TRowMinOp = _define("trowmin", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmin",
 TColSumOp = _define("tcolsum", ColReduceOp, COL_DTYPES, A2A3_VOP="vadd", FN="reduce_sum")
 TColMaxOp = _define("tcolmax", ColReduceOp, COL_DTYPES, A2A3_VOP="vmax", FN="reduce_max")
 TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin", FN="reduce_min")
+ROW_ARG_DTYPES = _per_target(F16_F32, F16_F32)
+# TCOLARGMAX.md lists int8/uint8 on A5 too: not lowered yet (8-bit lanes need a widening step)
+COL_ARG_DTYPES = _per_target(F16_F32 | {"ui16", "ui32"}, F16_F32 | {"ui16", "ui32", "i16", "i32"})
+TRowArgMaxOp = _define("trowargmax", ArgReduceOp, ROW_ARG_DTYPES, FAMILY="rowarg", FN="reduce_argmax")
+TRowArgMinOp = _define("trowargmin", ArgReduceOp, ROW_ARG_DTYPES, FAMILY="rowarg", FN="reduce_argmin")
+TColArgMaxOp = _define("tcolargmax", ArgReduceOp, COL_ARG_DTYPES, FAMILY="colarg", AXIS=0, FN="reduce_argmax")
+TColArgMinOp = _define("tcolargmin", ArgReduceOp, COL_ARG_DTYPES, FAMILY="colarg", AXIS=0, FN="reduce_argmin")
 TPairReduceSumOp = _define("tpairreducesum", PairReduceOp, _per_target(F16_F32, F16_F32), A2A3_VOP="vcpadd",
                            FN="add")
 
@@ -1492,7 +1545,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 OPAQUE_TILE_OP_NAMES = (
     "tcmp", "tsel", "tpartadd", "tpartmul",
     "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc",
-    "trowprod", "trowargmax", "trowargmin", "tcolprod", "tcolargmax", "tcolargmin", "thistogram",
+    "trowprod", "tcolprod", "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",

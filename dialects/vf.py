@@ -91,6 +91,8 @@ non-default ones are printed), then ``:`` and the one type the op needs to be re
                                                            of a register source (vdup POS_LOWEST)
 ``%r = vf.reduce_min %v, %m[, datablock = true][, merge_mode = MERGING][, dst = %d] : !vf.reg<64xf32>``
                                                            also ``reduce_max``, ``reduce_sum``
+``%r = vf.bitcast %a : !vf.reg<64xf32> -> !vf.reg<64xui32>``  the same bytes as another type
+``%r = vf.deinterleave %a, %b[, part = ODD] : !vf.reg<..>``  vdintlv: lanes 2k + p of a ++ b
 ========================================================  ===========================================
 
 Merge modes: ``ZEROING`` (default) zeroes the lanes an op does not write; ``MERGING`` keeps
@@ -1443,6 +1445,94 @@ class CvtOp(_ComputeOp):
 
 
 @irdl_op_definition
+class BitcastOp(VfOp):
+    """``%r = vf.bitcast %a : !vf.reg<SRC> -> !vf.reg<DST>`` (a RegTensor reinterpret_cast, as the A5
+    headers do): the same 256 bytes seen as another element type; no instruction, no mask."""
+
+    name = "vf.bitcast"
+    PYPTO: ClassVar[str] = "reinterpret_cast"
+
+    def __init__(self, source: SSAValue, result_type: RegType, attributes=None):
+        super().__init__([source], [result_type], None, attributes)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.args[0])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.args[0].type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = _parse_anchor(parser, "reg")
+        parser.parse_punctuation("->")
+        rt = _parse_anchor(parser, "reg")
+        return cls(parser.resolve_operand(src, st), rt, attrs)
+
+    def verify_vf(self) -> None:
+        if len(self.args) != 1 or not isinstance(self.args[0].type, RegType):
+            raise VerifyException("expects one register operand")
+        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+            raise VerifyException("expects one !vf.reg result")
+
+
+@irdl_op_definition
+class DeinterleaveOp(VfOp):
+    """``%r = vf.deinterleave %a, %b[, part = ODD] : !vf.reg<..>`` (one result of DeInterleave /
+    vdintlv): the even (``EVEN``, default) or odd lanes of the lane sequence a ++ b, i.e.
+    ``r[k] = (a ++ b)[2k + p]``.  The A5 arg-reduce header takes the odd lanes of a vcmax
+    result, where lane 1 holds the index (reference/vector_isa.md §2.6)."""
+
+    name = "vf.deinterleave"
+    PYPTO: ClassVar[str] = "DeInterleave/vdintlv"
+    PROPS: ClassVar[frozenset[str]] = frozenset({"part"})
+
+    def __init__(self, a: SSAValue, b: SSAValue, part: str = "EVEN", attributes=None):
+        super().__init__([a, b], [a.type], {"part": StringAttr(part)} if part != "EVEN" else None, attributes)
+
+    @property
+    def part_name(self) -> str:
+        return self.part.data if self.part is not None else "EVEN"
+
+    @property
+    def reg_type(self) -> RegType:
+        return self.res[0].type  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.args, printer.print_operand)
+        if self.part_name != "EVEN":
+            _print_options(printer, [("part", self.part_name)])
+        _print_attrs_and_colon(printer, self)
+        printer.print_attribute(self.res[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operands, options = _parse_options(parser, first=True)
+        part = _take_word(parser, options, "part", CVT_PARTS, "EVEN")
+        _no_more_options(parser, options, cls.name)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        rt = _parse_anchor(parser, "reg")
+        if len(operands) != 2:
+            parser.raise_error("'vf.deinterleave' expects `%a, %b`")
+        a, b = (parser.resolve_operand(u, rt) for u in operands)
+        return cls(a, b, part, attrs)
+
+    def verify_vf(self) -> None:
+        if len(self.args) != 2 or len(self.res) != 1 or not all(v.type == self.res[0].type for v in self.args):
+            raise VerifyException("expects two registers of the result's type")
+        if not isinstance(self.res[0].type, RegType):
+            raise VerifyException("expects one !vf.reg result")
+        if self.part_name not in CVT_PARTS:
+            raise VerifyException("part must be EVEN or ODD")
+
+
+@irdl_op_definition
 class DupOp(_ComputeOp):
     """``%r = vf.dup %s[, %m][, ...] : !vf.reg<..>, SOURCE_TYPE`` (Duplicate / vdup, vbr).
 
@@ -1875,7 +1965,7 @@ OPS: tuple[type[IRDLOperation], ...] = (
     VfFuncOp, VfCallOp, CreateMaskOp, UpdateMaskOp, LoadAlignOp, LoadUnalignOp, StoreAlignOp, StoreUnalignOp,
     StoreUnalignPostOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, AddsOp, MulsOp, MaxsOp, MinsOp, ExpOp, DupOp,
     ReduceMinOp, ReduceMaxOp, ReduceSumOp, LnOp, SqrtOp, RsqrtOp, RecOp, AbsOp, ReluOp, PairReduceSumOp, CvtOp,
-    *LANE_BINARY_OPS, *LANE_SCALAR_OPS, NotOp,
+    BitcastOp, DeinterleaveOp, *LANE_BINARY_OPS, *LANE_SCALAR_OPS, NotOp,
 )
 
 VF = Dialect("vf", list(OPS), [RegType, MaskType])

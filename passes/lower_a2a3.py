@@ -1668,22 +1668,24 @@ class _FnLowering:
             return 1
         return d.t.cols
 
-    def red(self, opcode, dtype, dst, dst_rep, src, src_row, rows, C, extra_src_blocks=0):
-        """One whole-repeat reduction per row, rows in chunks of 255 (mask: first C lanes)."""
+    def red(self, opcode, dtype, dst, dst_rep, src, src_row, rows, C, extra_src_blocks=0, **extra):
+        """One whole-repeat reduction per row, rows in chunks of 255 (mask: first C lanes).
+        ``order="value_index"`` (vcmax/vcmin): dst_rep counts (value, index) pairs."""
         e = DTYPE_SIZES[dtype]
         L = 256 // e
+        unit = 2 * e if extra.get("order") == "value_index" else e
         self.set_mask(self.mask_lanes(0, C, L))
         if src_row // 32 > REPEAT_MAX or dst_rep > 65535:
             node, r = self.loop("r", 0, rows)
             outer = self.in_body(node.body)
-            self.emit(opcode, dtype, dst=ex_add(dst, ex_mul(r, dst_rep * e)), src=ex_add(src, ex_mul(r, src_row)),
-                      repeat=1, src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=8)
+            self.emit(opcode, dtype, dst=ex_add(dst, ex_mul(r, dst_rep * unit)), src=ex_add(src, ex_mul(r, src_row)),
+                      repeat=1, src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=8, **extra)
             self.end_loop(outer)
             return
         for r0 in range(0, rows, REPEAT_MAX):
             n = min(REPEAT_MAX, rows - r0)
-            self.emit(opcode, dtype, dst=ex_add(dst, r0 * dst_rep * e), src=ex_add(src, r0 * src_row), repeat=n,
-                      src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=src_row // 32)
+            self.emit(opcode, dtype, dst=ex_add(dst, r0 * dst_rep * unit), src=ex_add(src, r0 * src_row), repeat=n,
+                      src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=src_row // 32, **extra)
 
     def fold_chunks(self, vop, dtype, T, t_row, S, s_row, rows, C):
         """tmp[:, 0:L] = (c0 OP c1) OP tail OP c2 OP ... (TRowReduceOps.hpp order)."""
@@ -1761,6 +1763,106 @@ class _FnLowering:
             self.emit("st_ub", dtype, addr=d.elem(ex_add(r, p), 0), src=Var(acc))
             self.end_loop(outer)
             self.flag("S", "V")
+
+    def tile_argreduce(self, op):
+        """TROWARGMAX/MIN, TCOLARGMAX/MIN: the index of the first extreme element (its NaN and ±0
+        order: runtime/elementwise.py)."""
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self._rows_aligned(s, rows=s.vr)
+        is_max = op.FN == "reduce_argmax"
+        if op.AXIS == 1:
+            self.arg_rows(s, d, is_max)
+        else:
+            self.arg_cols(s, d, is_max)
+
+    def arg_rows(self, s: TileRef, d: TileRef, is_max: bool):
+        """Per 256 B chunk of each row, ``vcmax``/``vcmin`` in VALUE_INDEX order (the A2A3
+        TRowReduceIdx path, vector_isa.md §1.6): (value, first lane holding it) pairs in a
+        scratch row.  More than one chunk: also the chunks' values (ONLY_VALUE) side by side,
+        and one more VALUE_INDEX reduction of those gives the first chunk k holding the row's
+        extreme.  The scalar unit then writes ``k * lanes + index`` (the chunk's pair) to dst,
+        bracketed by V->S / S->V flags as the integer TROWMAX path is."""
+        R, C = s.vr, s.vc
+        red = "vcmax" if is_max else "vcmin"
+        dtype, e = s.dtype, s.esize
+        L = 256 // e
+        n = ceil_div(C, L)
+        udt = {2: "u16", 4: "u32"}[e]
+        pair_row = ceil_div(2 * n * e, 32) * 32
+        val_row = ceil_div(n * e, 32) * 32 if n > 1 else 0
+        base, k = self.free_rows(pair_row + val_row + (2 * e if n > 1 else 0), R)
+        P, V = base, base + k * pair_row
+        Q = V + k * val_row
+        vi = {"order": "value_index"}
+        for p in range(0, R, k):
+            rows = min(k, R - p)
+            S = ex_add(s.addr, p * s.row_bytes)
+            for j in range(n):
+                cnt = min(L, C - j * L)
+                self.red(red, dtype, P + j * 2 * e, pair_row // (2 * e), ex_add(S, j * 256), s.row_bytes, rows, cnt,
+                         **vi)
+                if n > 1:
+                    self.red(red, dtype, V + j * e, val_row // e, ex_add(S, j * 256), s.row_bytes, rows, cnt)
+            if n > 1:
+                self.red(red, dtype, Q, 1, V, val_row, rows, n, **vi)
+            self.flag("V", "S")
+            node, r = self.loop("r", 0, rows)
+            outer = self.in_body(node.body)
+            row = ex_add(P, ex_mul(r, pair_row))
+            idx = self.fresh("x")
+            if n == 1:
+                self.emit("ld_ub", udt, dst=Var(idx), addr=ex_add(row, e))
+                at = Var(idx)
+            else:
+                chunk = self.fresh("k")
+                self.emit("ld_ub", udt, dst=Var(chunk), addr=ex_add(Q, ex_mul(r, 2 * e), e))
+                self.emit("ld_ub", udt, dst=Var(idx), addr=ex_add(row, ex_mul(Var(chunk), 2 * e), e))
+                at = ex_add(Var(idx), ex_mul(Var(chunk), L))
+            self.emit("st_ub", d.dtype, addr=d.elem(ex_add(r, p), 0), src=at)
+            self.end_loop(outer)
+            self.flag("S", "V")
+
+    def arg_cols(self, s: TileRef, d: TileRef, is_max: bool):
+        """Row by row over whole rows (no cross-lane step): B = the running extreme (first
+        ``vmax(row0, row0)``, which makes a NaN the canonical one), per row i
+        ``N = vmax(B, src_i)``, ``F = min(N xor B, 1)`` on the bits (1 where the extreme
+        changed: only to a strictly better value, the +0 of a -0, or a first NaN), then
+        ``I = max(I, F * i)`` (i exceeds every index I holds) and ``B = N``.  The A2A3 header
+        selects with vcmp_ge + vsel (TColReduceIdx.hpp), which the executor does not model; this
+        sequence gives the same first-index result with lane-wise ops only.  4-byte sources
+        keep I in dst itself; 2-byte ones in u16 lanes, then ``vconv`` to dst's type."""
+        R, C = s.vr, s.vc
+        dtype, e = s.dtype, s.esize
+        L = 256 // e
+        ext = "vmax" if is_max else "vmin"
+        udt = {2: "u16", 4: "u32"}[e]
+        nb = ceil_div(C * e, 32) * 32
+        base = self.free_ub((4 if e == 2 else 3) * nb)
+        B, N, F = base, base + nb, base + 2 * nb
+        I = base + 3 * nb if e == 2 else d.addr
+
+        def o(addr):
+            return Opnd(addr, C * e, L * e, e)
+
+        def vop(opcode, dt, extra=None, **ops):
+            self.vec(opcode, dt, {k: o(v) for k, v in ops.items()}, 1, C, extra=extra)
+
+        vop(ext, dtype, dst=B, src0=s.addr, src1=s.addr)
+        vop("vector_dup", udt, {"scalar": 0}, dst=I)
+        if R > 1:
+            node, i = self.loop("i", 1, R)
+            outer = self.in_body(node.body)
+            vop(ext, dtype, dst=N, src0=B, src1=s.elem(i, 0))
+            vop("vxor", udt, dst=F, src0=N, src1=B)
+            vop("vmins", udt, {"scalar": 1}, dst=F, src=F)
+            vop("vmuls", udt, {"scalar": i}, dst=F, src=F)
+            vop("vmax", udt, dst=I, src0=I, src1=F)
+            vop(ext, dtype, dst=B, src0=N, src1=N)
+            self.end_loop(outer)
+        if e == 2:
+            self.vec("vconv", d.dtype, {"dst": Opnd(d.addr, C * 4, 256, 4), "src": Opnd(I, C * 2, 128, 2)}, 1, C,
+                     lanes=64, extra={"src_dtype": udt, "round": "r"})
 
     def rowsum_f16_via_f32(self, op, s, d, R, C, dstride):
         """f16 row sums accumulated in f32: vconv chunks of 64, vadd.f32, vcadd.f32, vconv back."""
@@ -2071,6 +2173,7 @@ _FAMILY_RULES = {
     pto.RowReduceOp: _FnLowering.tile_rowreduce,
     pto.ColReduceOp: _FnLowering.tile_colreduce,
     pto.PairReduceOp: _FnLowering.tile_pairreduce,
+    pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.FillOp: _FnLowering.tile_fill,

@@ -744,11 +744,7 @@ class _OpLowering:
 
     def f_rowreduce(self):
         op = self.op
-        s, d = op.ins[0], op.outs[0]
-        R, C = self.valid(s)
-        self._static(R, C)
-        self.arg(s)
-        self.arg(d)
+        s, d, R, C = self._src_dst()
         kind = op.name[len("pto.trow"):]
         red_cls, acc_cls = _RED[kind]
 
@@ -803,11 +799,7 @@ class _OpLowering:
 
     def f_colreduce(self):
         op = self.op
-        s, d = op.ins[0], op.outs[0]
-        R, C = self.valid(s)
-        self._static(R, C)
-        self.arg(s)
-        self.arg(d)
+        s, d, R, C = self._src_dst()
         kind = op.name[len("pto.tcol"):]
         fold_cls = _RED[kind][1]
 
@@ -844,6 +836,124 @@ class _OpLowering:
                     _store(b, td, k, acc, m)
                 return []
             b.chunks(C, lanes, welt, chunk)
+        return plan
+
+    def _src_dst(self):
+        """(src, dst, R, C) of a one-source op with static valid shapes (src's), both VF arguments."""
+        s, d = self.op.ins[0], self.op.outs[0]
+        R, C = self.valid(s)
+        self._static(R, C)
+        self.arg(s)
+        self.arg(d)
+        return s, d, R, C
+
+    def _arg_update(self, B, X, I, idx, m, elt, rt, ut, is_max):
+        """One step of the first-index extreme under mask m: N = max(B, X); F = min(N xor B, 1) on
+        the bits (1 only where the extreme changed: a strictly better value, +0 over -0, a first
+        NaN; B holds canonical NaNs); I = max(I, F * idx) (idx beats every index I holds); (N, I)."""
+        b = self.b
+        N = b.op((vf.MaxOp if is_max else vf.MinOp)([B, X], m, rt))
+        nb, bb = (b.op(vf.BitcastOp(v, ut)) if ut != rt else v for v in (N, B))
+        F = b.op(vf.BINARY_OPS["vf.xor"]([nb, bb], m, ut))
+        F = b.op(vf.MinsOp([F, b.c(1, _signless(ut.element_type))], m, ut))
+        F = b.op((vf.MulsOp if isinstance(idx, SSAValue) and not isinstance(idx.type, vf.RegType) else vf.MulOp)(
+            [F, idx], m, ut))
+        return N, b.op(vf.MaxOp([I, F], m, ut))
+
+    def _store_index(self, td, off, I, m=None):
+        """Index lanes (unsigned) stored into dst's i32/ui32 lanes: bitcast, or ``vf.cvt`` EVEN from
+        16-bit lanes (lane i <- lane 2i); under m (NORM), else lane 0 (ONEPT)."""
+        b = self.b
+        rt = _reg(td.elt)
+        mm = m if m is not None else b.mask("VL1", td.elt)
+        if I.type.elem_bytes == 4:
+            v = b.op(vf.BitcastOp(I, rt)) if I.type != rt else I
+        else:
+            v = b.op(vf.CvtOp(I, mm, rt))
+        _store(b, td, off, v, mm, "NORM" if m is not None else "ONEPT")
+
+    def f_rowarg(self):
+        """TROWARGMAX/MIN: per row, per chunk ``reduce_max/min`` (vcmax: lane 0 the value, lane 1
+        its first index, vector_isa.md §2.6), the index moved to lane 0 with ``deinterleave`` ODD and
+        offset by the chunk's first column, as the A5 TRowReduceIdx header does (vdintlv + add);
+        chunks combine in lane 0 by :meth:`_arg_update`; the index stored ONEPT."""
+        s, d, R, C = self._src_dst()
+        is_max = self.op.FN == "reduce_argmax"
+        red_cls = _RED["max" if is_max else "min"][0]
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R))
+            elt = ts.elt
+            rt, lanes = _reg(elt), _lanes(elt)
+            uelt = IntegerType(8 * ts.e, Signedness.UNSIGNED)
+            ut = _reg(uelt)
+            pd = b.mask("VL1", elt)
+
+            def chunk_index(i, k, m):
+                r = b.op(red_cls([_load(b, ts, _rc(b, ts, i, k))], m, rt))
+                gi = b.op(vf.BitcastOp(b.op(vf.DeinterleaveOp(r, r, "ODD")), ut))
+                if not (isinstance(k, int) and k == 0):
+                    k = b.c(k, _signless(uelt)) if isinstance(k, int) else b.op(arith.IndexCastOp(k, _signless(uelt)))
+                    gi = b.op(vf.AddsOp([gi, k], pd, ut))
+                return r, gi
+
+            def row(i):
+                first_n = min(C, lanes)
+                m0 = b.pre(vf.UpdateMaskOp(b.i32(first_n), vf.mask_type(elt)))[0] if first_n < lanes \
+                    else b.mask("ALL", elt)
+                B, I = chunk_index(i, 0, m0)
+                if C > lanes:
+                    def step(k, m, B, I):
+                        r, gi = chunk_index(i, b.add(k, lanes), m)
+                        return list(self._arg_update(B, r, I, gi, pd, elt, rt, ut, is_max))
+                    B, I = b.chunks(C - lanes, lanes, elt, step, [B, I])
+                self._store_index(td, _rc(b, td, i, 0), I)
+                return []
+            b.loop(R, row)
+        return plan
+
+    def f_colarg(self):
+        """TCOLARGMAX/MIN: per chunk of columns, B = max(row 0, row 0) (canonical NaNs), I = 0, then
+        rows 1.. folded lane-wise by :meth:`_arg_update` with the row number as the index (no
+        compare/select: vf has none; the A2A3 header's vcmp + vsel give the same first index).
+        2-byte sources load with ``UNPK_B16`` (element i in lane 2i), so the flags widen to the
+        32-bit index lanes with one ``vf.cvt``."""
+        s, d, R, C = self._src_dst()
+        is_max = self.op.FN == "reduce_argmax"
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            self._aligned((ts, R))
+            elt = ts.elt
+            rt = _reg(elt)
+            ut = _reg(IntegerType(8 * ts.e, Signedness.UNSIGNED))
+            it = _reg(IntegerType(32, Signedness.UNSIGNED))
+            dist = "UNPK_B16" if ts.e == 2 else "NORM"
+            full = b.mask("ALL", elt)
+
+            def chunk(k, m):
+                mv = m if ts.e == 4 else full  # 16-bit lanes: every lane (odd ones hold zeros)
+                x0 = _load(b, ts, k, dist)
+                B = b.op((vf.MaxOp if is_max else vf.MinOp)([x0, x0], mv, rt))
+                I = b.op(vf.DupOp([b.c(0, I32)], None, it))
+
+                def row(i, B, I):
+                    ii = b.add(i, 1)
+                    x = _load(b, ts, _rc(b, ts, ii, k), dist)
+                    if ts.e == 4:
+                        return list(self._arg_update(B, x, I, b.i32(ii), m, elt, rt, ut, is_max))
+                    N = b.op((vf.MaxOp if is_max else vf.MinOp)([B, x], mv, rt))
+                    F = b.op(vf.BINARY_OPS["vf.xor"]([b.op(vf.BitcastOp(N, ut)), b.op(vf.BitcastOp(B, ut))], mv, ut))
+                    F = b.op(vf.MinsOp([F, b.c(1, IntegerType(16))], mv, ut))
+                    F = b.op(vf.MulsOp([b.op(vf.CvtOp(F, m, it)), b.i32(ii)], m, it))
+                    return [N, b.op(vf.MaxOp([I, F], m, it))]
+                B, I = b.loop(R - 1, row, [B, I])
+                self._store_index(td, k, I, m)
+                return []
+            b.chunks(C, _lanes(td.elt), td.elt, chunk)
         return plan
 
     def f_pairreduce(self):

@@ -698,6 +698,37 @@ def reduce_min(x, axis):
     return _reduce_maxmin(x, axis, False)
 
 
+def _arg_extreme(x, axis, is_max: bool) -> np.ndarray:
+    """The position along ``axis`` of the first extreme element in the order of :func:`reduce_max`
+    / :func:`reduce_min`: NaN beats every number, +0 beats -0 for max and -0 beats +0 for min
+    (seeds/002: "the index of the first NaN", "min(-0, +0) = -0", ties: the first index)."""
+    x = _arr(x)
+    if not is_float_dtype(x.dtype):
+        return np.asarray((np.argmax if is_max else np.argmin)(x, axis=axis)).astype(np.int64)
+    w = _work(x).astype(np.float64)
+    # a total order key: -0 just below +0 (no f16/bf16/f32 value lies between), NaN beyond every number
+    key = np.where((w == 0) & np.signbit(w), -np.float64(5e-324), w)
+    key = np.where(np.isnan(w), np.inf if is_max else -np.inf, key)
+    big = np.isinf(w) & ~np.isnan(w) & ((w > 0) if is_max else (w < 0))
+    # an infinity of the winning sign ties with NaN's key: NaN still wins, so push the infinity back
+    key = np.where(big, np.nextafter(np.inf, 0) if is_max else -np.nextafter(np.inf, 0), key)
+    return np.asarray((np.argmax if is_max else np.argmin)(key, axis=axis)).astype(np.int64)
+
+
+@element_fn("reduce")
+def reduce_argmax(x, axis):
+    """TROWARGMAX / TCOLARGMAX: the index of the first maximum along ``axis`` (int64), with
+    :func:`reduce_max`'s order (any NaN wins: the first NaN; +0 beats -0)."""
+    return _arg_extreme(x, axis, True)
+
+
+@element_fn("reduce")
+def reduce_argmin(x, axis):
+    """TROWARGMIN / TCOLARGMIN: the index of the first minimum along ``axis`` (int64), with
+    :func:`reduce_min`'s order (any NaN wins: the first NaN; -0 beats +0)."""
+    return _arg_extreme(x, axis, False)
+
+
 # --------------------------------------------------------------------------------------
 # Conversion (TCVT) and scalar -> element type
 # --------------------------------------------------------------------------------------
@@ -924,7 +955,7 @@ def triangle(shape, diag, upper, dtype):
 FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
                         relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, power, bitnot, reduce_sum,
-                        reduce_max, reduce_min, convert, sequence, triangle)
+                        reduce_max, reduce_min, reduce_argmax, reduce_argmin, convert, sequence, triangle)
 }
 
 

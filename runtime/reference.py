@@ -1244,6 +1244,10 @@ class Evaluator:
             return  # nothing to reduce: dst untouched
         dst.data[0, :c] = self.fn(op)(src.data[:r, :c], 0)
 
+    def family_argreduce(self, op, env):
+        """The index reductions: the row/column rules, the element function giving the indices."""
+        (self.family_rowreduce if op.AXIS == 1 else self.family_colreduce)(op, env)
+
     def family_pairreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1514,7 +1518,8 @@ _FAMILIES = {
     pto.RowExpandBinaryOp: Evaluator.family_rowexpand, pto.ColExpandBinaryOp: Evaluator.family_colexpand,
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
-    pto.PairReduceOp: Evaluator.family_pairreduce, pto.ConvertOp: Evaluator.family_cvt,
+    pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
+    pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,

@@ -698,6 +698,16 @@ def _h_reduce(r: VfRunner, op: vf.ReduceOp, env: dict) -> None:
                             mode=op.mode, old=old)
 
 
+def _h_bitcast(r: VfRunner, op: vf.BitcastOp, env: dict) -> None:
+    env[op.res[0]] = env[op.args[0]]  # registers are bytes: the same 256 of them
+
+
+def _h_deinterleave(r: VfRunner, op: vf.DeinterleaveOp, env: dict) -> None:
+    dt = _dtype_of(op)
+    both = np.concatenate([lanes(env[v], dt) for v in op.args])
+    env[op.res[0]] = to_reg(both[(op.part_name == "ODD")::2])
+
+
 _HANDLERS = {
     vf.CreateMaskOp: _h_create_mask, vf.UpdateMaskOp: _h_update_mask,
     vf.LoadAlignOp: _h_load_align, vf.LoadUnalignOp: _h_load_unalign,
@@ -706,6 +716,7 @@ _HANDLERS = {
     **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
     **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()}, vf.PairReduceSumOp: _h_pair, vf.CvtOp: _h_cvt,
+    vf.BitcastOp: _h_bitcast, vf.DeinterleaveOp: _h_deinterleave,
 }
 
 

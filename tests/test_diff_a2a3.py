@@ -53,6 +53,8 @@ COLEXP = ("tcolexpandadd", "tcolexpandsub", "tcolexpandmul", "tcolexpanddiv", "t
           "tcolexpandmin", "tcolexpandexpdif")
 ROWRED = ("trowsum", "trowmax", "trowmin")
 COLRED = ("tcolsum", "tcolmax", "tcolmin")
+ROWARG = ("trowargmax", "trowargmin")
+COLARG = ("tcolargmax", "tcolargmin")
 CVT_PAIRS = (("f32", "f16", "CAST_RINT"), ("f16", "f32", "CAST_RINT"), ("f32", "i32", "CAST_TRUNC"),
              ("i32", "f32", "CAST_RINT"), ("f16", "i16", "CAST_ROUND"), ("i16", "f16", "CAST_RINT"),
              ("f32", "f16", "CAST_ODD"), ("f16", "i8", "CAST_FLOOR"), ("i8", "f16", "CAST_RINT"),
@@ -84,6 +86,12 @@ def variants():
         out.append((op, "nd", a2a3_dtypes(op)))
     for op in COLRED:
         out.append((op, "", a2a3_dtypes(op)))
+    for op in ROWARG:
+        out.append((op, "dn-i32", a2a3_dtypes(op)))
+        out.append((op, "nd-ui32", a2a3_dtypes(op)))
+    for op in COLARG:
+        out.append((op, "i32", a2a3_dtypes(op)))
+        out.append((op, "ui32-tmp", a2a3_dtypes(op)))
     out.append(("tpairreducesum", "", a2a3_dtypes("tpairreducesum")))
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
     for op in DPS_OPS:
@@ -206,6 +214,18 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         rt = _t(1, cols, dt, 1, C)
         args = [f"%a: {full}"]
         body = f"%d = pto.{op} %a : {full} -> {rt}"
+    elif op in ROWARG or op in COLARG:
+        idx = "ui32" if "ui32" in variant else "i32"
+        if op in COLARG:
+            rt = _t(1, -(-cols // 8) * 8, idx, 1, C)
+        else:
+            rt = _t(R, 1, idx, cm=True) if variant.startswith("dn") else _t(R, 8, idx, R, 1)
+        args = [f"%a: {full}"]
+        if variant.endswith("tmp"):
+            args.append(f"%t: {full}")
+            body = f"%d = pto.{op} %a, %t : ({full}, {full}) -> {rt}"
+        else:
+            body = f"%d = pto.{op} %a : {full} -> {rt}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"
