@@ -923,7 +923,7 @@ def _src_with_tmp(op: TileOp) -> tuple[TileLikeType, TileLikeType]:
 
 
 class RowReduceOp(TileOp):
-    """TROWSUM/TROWMAX/TROWMIN ``ins(src[, tmp]) -> dst``: ``dst[i,0] = reduce_j src[i,j]``."""
+    """TROWSUM/TROWMAX/TROWMIN/TROWPROD ``ins(src[, tmp]) -> dst``: ``dst[i,0] = reduce_j src[i,j]``."""
 
     FAMILY: ClassVar[str] = "rowreduce"
     HAS_SEMANTICS: ClassVar[bool] = True
@@ -940,7 +940,7 @@ class RowReduceOp(TileOp):
 
 
 class ColReduceOp(TileOp):
-    """TCOLSUM/TCOLMAX/TCOLMIN ``ins(src[, tmp]) -> dst``: ``dst[0,j] = reduce_i src[i,j]``."""
+    """TCOLSUM/TCOLMAX/TCOLMIN/TCOLPROD ``ins(src[, tmp]) -> dst``: ``dst[0,j] = reduce_i src[i,j]``."""
 
     FAMILY: ClassVar[str] = "colreduce"
     HAS_SEMANTICS: ClassVar[bool] = True
@@ -1486,9 +1486,14 @@ COL_DTYPES = _per_target(A2A3_ARITH, A5_ARITH64)
 TRowSumOp = _define("trowsum", RowReduceOp, ROW_SUM_DTYPES, A2A3_VOP="vcadd", FN="reduce_sum")
 TRowMaxOp = _define("trowmax", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmax", FN="reduce_max")
 TRowMinOp = _define("trowmin", RowReduceOp, ROW_MAXMIN_DTYPES, A2A3_VOP="vcmin", FN="reduce_min")
+TRowProdOp = _define("trowprod", RowReduceOp, _per_target(A2A3_ARITH, A2A3_ARITH | {"bf16", "ui16", "ui32"}),
+                     "TROWPROD: dst[i, 0] = the product of row i, left to right (the CPU simulator's order).",
+                     FAMILY="rowprod", FN="reduce_prod")
 TColSumOp = _define("tcolsum", ColReduceOp, COL_DTYPES, A2A3_VOP="vadd", FN="reduce_sum")
 TColMaxOp = _define("tcolmax", ColReduceOp, COL_DTYPES, A2A3_VOP="vmax", FN="reduce_max")
 TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin", FN="reduce_min")
+TColProdOp = _define("tcolprod", ColReduceOp, _per_target(A2A3_ARITH, A2A3_ARITH | {"bf16", "ui16", "ui32"}),
+                     A2A3_VOP="vmul", FN="reduce_prod")
 ROW_ARG_DTYPES = _per_target(F16_F32, F16_F32)
 # TCOLARGMAX.md lists int8/uint8 on A5 too: not lowered yet (8-bit lanes need a widening step)
 COL_ARG_DTYPES = _per_target(F16_F32 | {"ui16", "ui32"}, F16_F32 | {"ui16", "ui32", "i16", "i32"})
@@ -1545,7 +1550,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 OPAQUE_TILE_OP_NAMES = (
     "tcmp", "tsel", "tpartadd", "tpartmul",
     "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc",
-    "trowprod", "tcolprod", "thistogram",
+    "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",

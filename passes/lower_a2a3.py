@@ -41,6 +41,10 @@ How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa
   the golden model's tolerance for float sums (measured: 0.2-2.5 % of rows fail).
 * **Column reductions** (§3.4): ``copy_ubuf_to_ubuf`` of row 0, then one ``OP(dst, dst, row i)``
   per row (a scalar loop); f16 TCOLSUM again accumulates in f32.
+* **Index reductions** (TROWARGMAX/MIN: ``vcmax``/``vcmin`` in VALUE_INDEX order per chunk, a
+  second VALUE_INDEX reduction over the chunks' values, the scalar unit writes the index;
+  TCOLARGMAX/MIN: a lane-wise first-index fold over the rows) and **products** (TCOLPROD: the
+  column fold with ``vmul``; TROWPROD: the scalar unit, left to right): see their rules.
 * **TPAIRREDUCESUM** (seeds/004): ``vcpadd`` of the even part (rows as repeats), ``vector_dup``
   0 into positions ceil(C/2)..C-1 under a lane mask, and, for odd C, the tail the seed keeps:
   the scalar unit writes ``src[i, C-1] + 0`` to ``dst[i, C/2]``.
@@ -1709,6 +1713,8 @@ class _FnLowering:
     def tile_rowreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         self._static_valid(s, d)
+        if op.FAMILY == "rowprod":
+            return self.row_prod(s, d)
         self._rows_aligned(s, rows=s.vr)
         R, C = s.vr, s.vc
         if R <= 0 or C <= 0:
@@ -1864,6 +1870,30 @@ class _FnLowering:
             self.vec("vconv", d.dtype, {"dst": Opnd(d.addr, C * 4, 256, 4), "src": Opnd(I, C * 2, 128, 2)}, 1, C,
                      lanes=64, extra={"src_dtype": udt, "round": "r"})
 
+    def row_prod(self, s: TileRef, d: TileRef):
+        """TROWPROD: no vector instruction multiplies across lanes (vector_isa.md §1.6 has vcadd
+        and vcmax/vcmin only), so the scalar unit folds each row left to right (``smul`` in the
+        element type, the golden model's order), bracketed by V->S / S->V flags as the integer
+        TROWMAX path is (also on ascend950).  The running product lives in dst[i, 0] (a register
+        is not carried across the column loop)."""
+        self.flag("V", "S")
+        rows, r = self.loop("r", 0, s.vr)
+        outer = self.in_body(rows.body)
+        acc, x = self.fresh("p"), self.fresh("x")
+        at = d.elem(r, 0)
+        self.emit("ld_ub", s.dtype, dst=Var(acc), addr=s.elem(r, 0))
+        self.emit("st_ub", d.dtype, addr=at, src=Var(acc))
+        if s.vc > 1:
+            cols, c = self.loop("c", 1, s.vc)
+            inner = self.in_body(cols.body)
+            self.emit("ld_ub", s.dtype, dst=Var(acc), addr=at)
+            self.emit("ld_ub", s.dtype, dst=Var(x), addr=s.elem(r, c))
+            self.emit("smul", s.dtype, dst=Var(acc), src0=Var(acc), src1=Var(x))
+            self.emit("st_ub", d.dtype, addr=at, src=Var(acc))
+            self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def rowsum_f16_via_f32(self, op, s, d, R, C, dstride):
         """f16 row sums accumulated in f32: vconv chunks of 64, vadd.f32, vcadd.f32, vconv back."""
         contiguous_dst = dstride == 1
@@ -1904,8 +1934,8 @@ class _FnLowering:
             return
         dtype = s.dtype
         e = s.esize
-        kind = {"vadd": "sum", "vmax": "max", "vmin": "min"}[type(op).A2A3_VOP]
-        vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
+        kind = {"vadd": "sum", "vmax": "max", "vmin": "min", "vmul": "prod"}[type(op).A2A3_VOP]
+        vop = type(op).A2A3_VOP
         L = 256 // e
         if dtype == "f16" and kind == "sum":
             nb = ceil_div(C * 4, 256) * 256

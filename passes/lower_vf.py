@@ -45,6 +45,10 @@ headers' 1-D path).  Per family:
 * **Column reductions** (vector_isa.md §3.4): per chunk, row 0 loaded, rows 1..R-1 folded in
   order with the elementwise op, stored.  f16/bf16 sums fold in f32 (UNPK + cvt) and store
   back with ``vf.cvt`` + ``store_align dist = PK_B32``.  Sum order: row by row from row 0.
+* **Index reductions**: per row ``reduce_max/min`` and the index lane moved to lane 0
+  (``vf.deinterleave`` ODD, as the A5 header's vdintlv); per column a lane-wise first-index fold
+  (``vf.bitcast`` + ``xor``/``mins``/``muls``/``max``).  **TCOLPROD**: the column fold with
+  ``vf.mul``; TROWPROD runs on the scalar unit (:data:`NOT_VF`).
 * **TPAIRREDUCESUM** (seeds/004): per row, zeros stored over columns ceil(C/2)..C-1 (from the
   32-byte block holding ceil(C/2)), then per 256-byte source chunk ``vf.pair_reduce_sum``
   (vcpadd) under the chunk mask (inactive lanes read as 0, so an odd C gives
@@ -307,15 +311,17 @@ def _by_vop(ops: dict) -> dict:
 _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp, "pto.tnot": vf.NotOp}
 _BIN = _by_vop(vf.BINARY_OPS)
-NOT_VF = ("load", "store", "print", "ci", "trans")
-"""Tile-op families that are no vector function: MTE2/MTE3 copies, TPRINT (print_ub), TCI and
-TTRANS (the scalar unit's loads and stores: no vector instruction vector_isa.md describes writes a
-ramp or moves an element across lanes)."""
+NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod")
+"""Tile-op families that are no vector function: MTE2/MTE3 copies, TPRINT (print_ub), TCI, TTRANS
+and TROWPROD (the scalar unit's loads, stores and arithmetic: no vector instruction vector_isa.md
+describes writes a ramp, moves an element across lanes or multiplies across lanes)."""
 _SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
 _SCAL = {n: c for n, op in pto.TILE_OPS.items()
          if op.FAMILY == "scalar" and (c := _SCAL_OF_VOP.get(op.A2A3_VOP)) is not None and c.FN == op.FN}
 """Tile-scalar ops that are one vf scalar op (tsubs and tdivs are not: vf.dup + vf.sub / vf.div)."""
-_RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp)}
+_RED = {"sum": (vf.ReduceSumOp, vf.AddOp), "max": (vf.ReduceMaxOp, vf.MaxOp), "min": (vf.ReduceMinOp, vf.MinOp),
+        "prod": (None, vf.MulOp)}
+"""kind -> (the cross-lane reduction, the lane-wise fold); a product has no cross-lane instruction."""
 
 
 def _attr_int(op, key):

@@ -698,6 +698,18 @@ def reduce_min(x, axis):
     return _reduce_maxmin(x, axis, False)
 
 
+@element_fn("reduce")
+def reduce_prod(x, axis):
+    """TCOLPROD / TROWPROD: the product along ``axis``, folded in order from index 0 with
+    :func:`mul` (each step rounded to the element type; integers wrap).  The pages give no order;
+    this is the pto-isa CPU simulator's (TCOLPROD: the rows in turn, as the vmul fold)."""
+    x = np.moveaxis(_arr(x), axis, 0)
+    acc = x[0]
+    for v in x[1:]:
+        acc = mul(acc, v)
+    return np.asarray(acc)
+
+
 def _arg_extreme(x, axis, is_max: bool) -> np.ndarray:
     """The position along ``axis`` of the first extreme element in the order of :func:`reduce_max`
     / :func:`reduce_min`: NaN beats every number, +0 beats -0 for max and -0 beats +0 for min
@@ -955,7 +967,7 @@ def triangle(shape, diag, upper, dtype):
 FUNCTIONS: dict[str, ElementFn] = {
     f.name: f for f in (add, sub, mul, div, maximum, minimum, expdif, exp, log, sqrt, rsqrt, recip, abs_,
                         relu, neg, fmod, rem, bitand, bitor, bitxor, shl, shr, prelu, power, bitnot, reduce_sum,
-                        reduce_max, reduce_min, reduce_argmax, reduce_argmin, convert, sequence, triangle)
+                        reduce_max, reduce_min, reduce_prod, reduce_argmax, reduce_argmin, convert, sequence, triangle)
 }
 
 

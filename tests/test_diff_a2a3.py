@@ -51,8 +51,8 @@ ROWEXP = ("trowexpandadd", "trowexpandsub", "trowexpandmul", "trowexpanddiv", "t
           "trowexpandmin", "trowexpandexpdif")
 COLEXP = ("tcolexpandadd", "tcolexpandsub", "tcolexpandmul", "tcolexpanddiv", "tcolexpandmax",
           "tcolexpandmin", "tcolexpandexpdif")
-ROWRED = ("trowsum", "trowmax", "trowmin")
-COLRED = ("tcolsum", "tcolmax", "tcolmin")
+ROWRED = ("trowsum", "trowmax", "trowmin", "trowprod")
+COLRED = ("tcolsum", "tcolmax", "tcolmin", "tcolprod")
 ROWARG = ("trowargmax", "trowargmin")
 COLARG = ("tcolargmax", "tcolargmin")
 CVT_PAIRS = (("f32", "f16", "CAST_RINT"), ("f16", "f32", "CAST_RINT"), ("f32", "i32", "CAST_TRUNC"),
