@@ -31,8 +31,6 @@ import math
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.targets import A2A3, Target
 from pto_compiler.timing import HostTimes
@@ -255,6 +253,8 @@ class Comparison:
 
 
 def _fmt(x) -> str:
+    import numpy as np
+
     if isinstance(x, (float, np.floating)):
         x = float(x)
         if math.isnan(x) or math.isinf(x):
@@ -265,6 +265,8 @@ def _fmt(x) -> str:
 
 def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
     """One :class:`Comparison` per golden output (see the module doc for the rule)."""
+    import numpy as np
+
     from pto_compiler.runtime import reference as golden
 
     out = []
@@ -345,6 +347,8 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
     The ``resultN`` buffers pto-bufferize adds for an L1 kernel's results may be left out."""
     from types import SimpleNamespace
 
+    import numpy as np
+
     from pto_compiler.runtime import elementwise as E
     from pto_compiler.runtime import reference as golden
 
@@ -384,6 +388,8 @@ def kernel_scalars(module, values: dict, entry: str | None = None) -> dict:
 
 
 def gm_inputs(values: dict) -> dict:
+    import numpy as np
+
     return {k: v for k, v in values.items() if isinstance(v, np.ndarray) and v.ndim > 0}
 
 

@@ -41,6 +41,10 @@ Lexical rules
                    value is ``"16"`` or ``"?"``
   ``TILE_KW``      ``!pto.tile`` or ``!pto.tile_buf``
   ``BANG_NAME``    any other ``!dialect.type`` name (``!pto.ptr``)
+  ``TYPE_TEXT``    a whole ``!pto.tile_buf<...>`` / ``tile`` / ``tensor_view`` /
+                   ``partition_tensor_view`` / ``ptr`` type on one line with no nested ``<``,
+                   brackets, quotes or comments, where an op's operand, result or argument types
+                   are written (see ``type_text`` below)
   ``HASH_NAME``    ``#pto.address_space``, ``#pto``
   ``VISIBILITY``   ``private`` / ``public`` / ``nested``
   op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``,
@@ -140,6 +144,10 @@ and the cast form ``: A to B`` -> ``sig_in`` and ``sig_out``; ``: () -> T`` -> `
 
 Types
 -----
+* ``type_text``: one ``TYPE_TEXT`` token.  :func:`parse_type_text` gives its tree (one of the type
+  nodes below, located where the token is); the post-lexer parses each distinct text once as it
+  streams, so an error inside such a type is raised in order and located as if it had been read
+  token by token.
 * ``builtin_type``: ``NAME`` (``f16 bf16 f32 i1 i8 i16 i32 i64 ui8.. u8.. int8 int32 index`` ...;
   not validated here).
 * ``tile_type``: ``[TILE_KW]`` (``None`` = prefix elided, ``<loc=acc, ...>``; PTOAS reads that
@@ -204,7 +212,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from pto_compiler.diagnostics import PtocError, error_at
 
-__all__ = ["parse_tree", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS",
+__all__ = ["parse_tree", "parse_type_text", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS",
            "GRAMMAR_PATH"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -216,7 +224,7 @@ before Python's int() (which itself refuses 4,300 digits) is ever asked."""
 
 #: rule names of type nodes (everything else in a group / signature position is an item)
 TYPE_NODES = frozenset({"builtin_type", "tile_type", "memref_type", "vector_type", "tensor_type",
-                        "dialect_type"})
+                        "dialect_type", "type_text"})
 
 _OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LESSTHAN": "MORETHAN", "LBRACE": "RBRACE"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
@@ -237,6 +245,7 @@ class _PostLexer:
 
     def process(self, stream):
         stack: list[str] = []
+        checked: set[str] = set()
         last = None
         filename = _FILENAME.get()
         for tok in stream:
@@ -254,6 +263,13 @@ class _PostLexer:
                     stack.pop()
             elif t == "DIM":
                 tok = tok.update(value=tok.value[:-1])
+            elif t == "TYPE_TEXT":  # its one `<` nests, and an error inside it is raised here, in order
+                if len(stack) >= MAX_NESTING:
+                    raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
+                                   f"or regions)", filename, tok.line, tok.column + tok.index("<"))
+                if tok.value not in checked:
+                    parse_type_text(tok, filename)
+                    checked.add(tok.value)
             if t in ("INT", "HEX", "DIM") and len(tok.value.lstrip("+-")) > MAX_INT_DIGITS + (t == "HEX") * 2:
                 raise error_at(f"integer literal of {len(tok.value)} characters is too long (at most "
                                f"{MAX_INT_DIGITS} digits)", filename, tok.line, tok.column)
@@ -290,6 +306,7 @@ def _build_parser() -> Lark:
             postlex=_POSTLEX,
             maybe_placeholders=True,
             propagate_positions=False,
+            start=["start", "type"],
             cache=True,  # a file in the user's temp dir, keyed by a hash of grammar and options
         )
     finally:
@@ -311,6 +328,7 @@ _FRIENDLY = {
     "HEX": "hex integer",
     "DIM": "shape",
     "TILE_KW": "'!pto.tile'",
+    "TYPE_TEXT": "type",
     "BANG_NAME": "type",
     "HASH_NAME": "attribute",
     "OPNAME": "operation name",
@@ -346,6 +364,8 @@ def _show_token(tok: Token) -> str:
     if tok.type == "$END":
         return "end of input"
     text = str(tok)
+    if tok.type == "TYPE_TEXT":  # token by token, the type's name is what the parser would find here
+        text = text[:text.index("<")]
     if len(text) > 40:
         text = text[:37] + "..."
     return f"'{text}'"
@@ -433,20 +453,32 @@ def parse_tree(text: str, filename: str = "<unknown>") -> Tree:
     if len(text) > MAX_INPUT_CHARS:
         raise error_at(f"input too large ({len(text)} characters; the limit is {MAX_INPUT_CHARS})",
                        filename, 1, 1)
+    try:
+        return _parse(text, filename, "start")
+    except PtocError as exc:
+        raise exc.quote({filename: text})
+
+
+def parse_type_text(tok: Token, filename: str = "<unknown>") -> Tree:
+    """The tree of a ``TYPE_TEXT`` token: its text parsed by the grammar's ``type`` rule, every token
+    (and any error) located where it is in the file.  The diagnostics are not quoted (the caller
+    has the file's text)."""
+    return _parse("\n" * (tok.line - 1) + " " * (tok.column - 1) + tok.value, filename, "type")
+
+
+def _parse(text: str, filename: str, start: str) -> Tree:
     parser = get_parser()
     reset = _FILENAME.set(filename)
     try:
-        return parser.parse(text)
-    except PtocError as exc:
-        raise exc.quote({filename: text})
+        return parser.parse(text, start)
     except UnexpectedToken as exc:
-        raise _token_error(exc, text, filename).quote({filename: text}) from None
+        raise _token_error(exc, text, filename) from None
     except UnexpectedCharacters as exc:
-        raise _char_error(exc, text, filename).quote({filename: text}) from None
+        raise _char_error(exc, text, filename) from None
     except UnexpectedInput as exc:  # UnexpectedEOF and friends
         line, col = _end_position(text)
         raise error_at("unexpected end of input", filename, getattr(exc, "line", line) or line,
-                       getattr(exc, "column", col) or col).quote({filename: text}) from None
+                       getattr(exc, "column", col) or col) from None
     except (LarkError, RecursionError) as exc:
         raise error_at(f"syntax error: {exc.__class__.__name__}", filename, 1, 1) from None
     finally:

@@ -44,7 +44,7 @@ from pto_compiler.frontend import (
     TypeRef,
     element_type,
 )
-from pto_compiler.syntax import TYPE_NODES, first_token
+from pto_compiler.syntax import TYPE_NODES, first_token, parse_type_text
 
 LITERAL_TOKENS = {"INT", "FLOAT", "HEX", "STRING", "TRUE", "FALSE"}
 
@@ -84,6 +84,8 @@ class Converter:
         self._tiles: dict[tuple, Attribute] = {}
         """Tile types by :func:`_shape_key`: a kernel writes a few tile types over and over, and
         each conversion builds and verifies a ten-parameter attribute."""
+        self._texts: dict[str, Attribute] = {}
+        """The types of ``type_text`` tokens by their text (the same few, on every line)."""
 
     def err(self, message: str, node) -> PtocError:
         p = _pos(first_token(node))
@@ -121,6 +123,12 @@ class Converter:
         if not isinstance(node, Tree):  # a dialect type's parameter that is no type: `!pto.ptr<5>`
             raise self.err(f"expected a type, found '{node}'", node)
         kind = node.data
+        if kind == "type_text":
+            tok = node.children[0]
+            t = self._texts.get(tok.value)
+            if t is None:
+                t = self._texts[tok.value] = self.type(parse_type_text(tok, self.filename))
+            return t
         if kind == "builtin_type":
             tok = node.children[0]
             return element_type(str(tok), self.filename, _pos(tok))

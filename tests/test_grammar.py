@@ -10,13 +10,16 @@ import pytest
 from lark import Token, Tree
 
 from pto_compiler.diagnostics import PtocError
-from pto_compiler.syntax import MAX_NESTING, parse_tree
+from pto_compiler.syntax import MAX_NESTING, parse_tree, parse_type_text
 
 from samples import SAMPLES as SAMPLE_FILES, needs_samples
 
 
 def sx(node) -> str:
-    """A compact s-expression of a tree, for readable assertions."""
+    """A compact s-expression of a tree, for readable assertions; a ``type_text`` node (a type lexed
+    as one token) shows the tree of its text, as :func:`parse_type_text` gives it."""
+    if isinstance(node, Tree) and node.data == "type_text":
+        node = parse_type_text(node.children[0])
     if node is None:
         return "None"
     if isinstance(node, Token):
@@ -344,6 +347,38 @@ def test_error_formatting_has_file_line_col() -> None:
     assert str(info.value).startswith("k.pto:1:18: error: unexpected character '$'")
 
 
+def test_operand_types_are_one_token() -> None:
+    op = one("pto.tadd ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, f32) outs(%d : !pto.ptr<f32>)")
+    ins, outs = op.children[2:]
+    assert [(c.data, [t.type for t in c.children]) for c in ins.children[2:]] == [
+        ("type_text", ["TYPE_TEXT"]), ("builtin_type", ["NAME"])]
+    tok = outs.children[1].children[0]
+    assert (str(tok), tok.line, tok.column) == ("!pto.ptr<f32>", 1, 69)
+    assert sx(parse_type_text(tok)) == "(dialect_type BANG_NAME:!pto.ptr (builtin_type NAME:f32))"
+    # a value is no operand type: token by token, as is a type spanning lines
+    op = one("%x = pto.foo t = !pto.tile<16x16xf32>")
+    assert op.children[2].children[1].data == "tile_type"
+    op = one("%x = pto.foo : !pto.tile<16x16xf32,\n valid=?x?>")
+    assert parts(op, "signature")[0].children[0].children[0].data == "tile_type"
+
+
+@pytest.mark.parametrize("bad,column", [("!pto.tile_buf<vec 16x16xf32>", 19), ("!pto.tile<16x16xf32, >", 22),
+                                        ("!pto.ptr<f32, $>", 15), ("!pto.tile<16x16xf32, " + "9" * 50 + ">", 22)])
+def test_error_inside_a_one_token_type(bad: str, column: int) -> None:
+    """Located where it is, worded as when the type is read token by token (split over two lines)."""
+    def error(text: str):
+        with pytest.raises(PtocError) as info:
+            parse_tree(text, "bad.pto")
+        return info.value.diagnostics[0]
+
+    one_token = error(f"%c = pto.tadd %a\n%d = pto.foo %a : {bad}, f32\n")
+    assert (one_token.line, one_token.column) == (2, 18 + column)
+    split = bad.index("<") + 1
+    lines = error(f"%c = pto.tadd %a\n%d = pto.foo %a : {bad[:split]}\n{bad[split:]}, f32\n")
+    assert (lines.line, lines.column, lines.message) == (3, column - split, one_token.message)
+    assert error(f"%d = pto.tadd %a, {bad} %b").message == error(f"%d = pto.tadd %a, {bad.split('<')[0]} %b").message
+
+
 # ---------------------------------------------------------------------------------------- limits
 
 
@@ -359,6 +394,12 @@ def test_nesting_is_capped() -> None:
     assert info.value.diagnostics[0].line == MAX_NESTING + 1
     ok = "pto.section.cube {\n" * 20 + "}\n" * 20
     parse_tree(ok, "ok.pto")
+    typed = "pto.section.cube {\n" * MAX_NESTING + "%x = pto.foo : !pto.tile<16x16xf32>\n"  # its `<` nests
+    with pytest.raises(PtocError) as info:
+        parse_tree(typed, "deep.pto")
+    assert (info.value.diagnostics[0].line, info.value.diagnostics[0].column) == (MAX_NESTING + 1, 25)
+    parse_tree("pto.section.cube {\n" * (MAX_NESTING - 1) + "%x = pto.foo : !pto.tile<16x16xf32>\n" + "}\n" * 63,
+               "ok.pto")
 
 
 def test_absurd_inputs_fail_fast() -> None:
