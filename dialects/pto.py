@@ -418,8 +418,10 @@ RAW_TYPE_NAMES = ("async_session", "async_event", "eventid_array", "pipe", "even
 RAW_TYPES = {n: _raw_attr(n, is_type=True) for n in RAW_TYPE_NAMES}
 
 
+@functools.cache
 def raw_attr(kind: str, body: str) -> ParametrizedAttribute:
-    """``#pto.<kind><body>``, e.g. ``raw_attr("pipe", "PIPE_V")``."""
+    """``#pto.<kind><body>``, e.g. ``raw_attr("pipe", "PIPE_V")``: one (immutable) attribute per
+    word, shared by every sync op that names it."""
     return RAW_ATTRS[kind](StringAttr(body))
 
 
@@ -1874,6 +1876,11 @@ class TAssignOp(IRDLOperation):
             raise VerifyException(f"address {a} is negative")
 
 
+_args_attr = functools.cache(ArrayAttr)
+"""The ``args`` of a sync op: one attribute per distinct list (pto-insert-sync makes thousands of
+ops from a few dozen)."""
+
+
 class _BracketAttrsOp(IRDLOperation):
     """Sync ops written ``pto.OP [#a, #b, ...]`` (PTOAS) with attribute arguments and optional SSA ones."""
 
@@ -1881,7 +1888,7 @@ class _BracketAttrsOp(IRDLOperation):
     operands_ = var_operand_def()
 
     def __init__(self, args: Sequence[Attribute], operands: Sequence[SSAValue] = (), attributes=None):
-        super().__init__(operands=[list(operands)], properties={"args": ArrayAttr(args)},
+        super().__init__(operands=[list(operands)], properties={"args": _args_attr(tuple(args))},
                          attributes=attributes or {})
 
     def print(self, printer: Printer) -> None:

@@ -3,32 +3,35 @@ without decoding the attribute each time.
 
 xDSL's accessor unpacks the DenseArrayBase bytes on every ``op.ins`` (about 7 us); the passes
 read a tile op's groups some twenty times per compile, so at 1,000 ops the decoding alone cost
-a few tenths of a second.  The sizes are decoded once per distinct byte string (a kernel has a
-handful: (2, 1), (1, 1), ...) and the accessor itself does the slicing as xDSL's does."""
+a few tenths of a second.  Where the group lies in the operand tuple is worked out once per
+distinct byte string (a kernel has a handful: (2, 1), (1, 1), ...), by xDSL's own accessor."""
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.irdl.operations import BaseAttrAccessor, VarIRConstruct
 
-_SIZES: dict[bytes, tuple[int, ...]] = {}
-
-
 class _Decoded:
-    """``op.<group>``: xDSL's accessor ``inner`` over sizes decoded once per byte string."""
+    """``op.<group>``: xDSL's accessor ``inner``, its position in the operands (a slice, an index
+    or None) worked out once per distinct sizes attribute and applied to the operand tuple."""
 
     def __init__(self, inner: BaseAttrAccessor):
         self.inner = inner
+        self.as_property, self.name = inner.option.as_property, inner.option.attribute_name
+        self.at: dict[bytes, slice | int | None] = {}
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        attr = self.inner.option.container(obj)[self.inner.option.attribute_name]
+        attr = (obj.properties if self.as_property else obj.attributes)[self.name]
         raw = attr.data.data
-        sizes = _SIZES.get(raw)
-        if sizes is None:
-            sizes = _SIZES[raw] = tuple(attr.get_values())
-        return self.inner.index(sizes, obj.operands)
+        try:
+            at = self.at[raw]
+        except KeyError:
+            sizes = tuple(attr.get_values())
+            at = self.inner.index(sizes, range(sum(sizes)))  # where xDSL's accessor would look
+            at = self.at[raw] = slice(at.start, at.stop) if isinstance(at, range) else at
+        return None if at is None else obj._operands[at]
 
     def __set__(self, obj, value):
         self.inner.__set__(obj, value)

@@ -12,6 +12,7 @@ module serves every input.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -169,7 +170,15 @@ def _runs(lanes) -> list:
 def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes=None) -> list:
     """UB byte intervals of the given lanes over ``nrep`` repeats (vector_isa.md §1.1:
     ``X + (r*repStride + b*blkStride)*32 + e*E``); ``last_lanes`` replaces ``lanes`` in the last
-    repeat (count mode)."""
+    repeat (count mode).  The intervals from ``X`` are worked out once per shape (a kernel repeats
+    a few) and moved to ``base``."""
+    frozen = [ls if ls is None or isinstance(ls, range) else tuple(ls) for ls in (lanes, last_lanes)]
+    return [(base + lo, base + hi) for lo, hi in _lanes_offsets(nrep, rep, blk, frozen[0], esize, frozen[1])]
+
+
+@functools.lru_cache(maxsize=4096)
+def _lanes_offsets(nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes) -> tuple:
+    """:func:`_lanes_bytes` from byte 0."""
     epb = 32 // esize
     out = []
     for n, ls, r0 in ((nrep if last_lanes is None else nrep - 1, lanes, 0),
@@ -185,9 +194,9 @@ def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, la
                 a = end
         one = _union(one)
         for r in range(r0, r0 + n):
-            at = base + r * (rep * 32)
+            at = r * (rep * 32)
             out.extend((at + lo, at + hi) for lo, hi in one)
-    return _union(out)
+    return tuple(_union(out))
 
 
 def _active_lanes(mask, lanes: int, repeat: int):

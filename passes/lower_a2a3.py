@@ -124,6 +124,9 @@ def location(o: Origin) -> NameLoc:
     return NameLoc(_word(o.op), FileLineColLoc(_word(o.file), IntAttr(o.line), IntAttr(o.col)))
 
 
+_INDEX = IndexType()
+"""The index type of every address and count operand (one attribute, not one per operand)."""
+
 _word = functools.cache(StringAttr)
 """The StringAttr of a pipe or enum word, op name or file name (a few dozen, each on many ops)."""
 
@@ -646,7 +649,7 @@ class _FnLowering:
         """``ins`` as an ``a2a3`` op at the insertion point."""
         spec, a = ins.spec, ins.args
         dt = a.get("dtype")
-        etype = _xdsl_type(dt) if dt else IndexType()
+        etype = _xdsl_type(dt) if dt else _INDEX
         operands, props, result_reg = {}, {}, None
         for f in spec.fields:
             kind, v = spec.kinds[f], a[f]
@@ -658,13 +661,13 @@ class _FnLowering:
             elif kind == "sym":
                 props[f] = SymbolRefAttr(v)
             elif kind == "list":
-                operands[f] = [self.value(x, IndexType()) for x in v]
+                operands[f] = [self.value(x, _INDEX) for x in v]
             elif kind == "gm":
-                operands[f], operands[f"{f}_offset"] = self.gm_values[v.arg], self.value(v.offset, IndexType())
+                operands[f], operands[f"{f}_offset"] = self.gm_values[v.arg], self.value(v.offset, _INDEX)
             elif kind in ("scalar", "expr"):
                 operands[f] = self.value(v, etype)
             else:
-                operands[f] = self.value(v, IndexType())
+                operands[f] = self.value(v, _INDEX)
         if dt:
             props["dtype"] = etype
         if spec.family == "conv":

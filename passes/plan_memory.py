@@ -618,5 +618,18 @@ class PlanMemoryPass(ModulePass):
         target = resolve_target(self.target)
         for fn in op.walk():
             if isinstance(fn, func.FuncOp) and fn.body.blocks:
-                for space in target.spaces:
-                    _Planner(fn, target, self.manual, space).run()
+                locs = _buffer_locs(fn)
+                for k, space in enumerate(target.spaces):
+                    if k == 0 or locs.intersection(space.locs):
+                        _Planner(fn, target, self.manual, space).run()
+
+
+def _buffer_locs(fn: func.FuncOp) -> set[str]:
+    """The ``loc`` of every tile buffer value of ``fn``.  A planner whose space holds none of them
+    finds nothing to place and changes nothing (the first one, which always runs, makes the checks
+    that concern no space), so a vector kernel is not walked once per cube memory as well."""
+    locs = set()
+    for op in fn.walk():
+        values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+        locs.update(v.type.loc.data for v in values if isinstance(v.type, pto.TileBufType))
+    return locs
