@@ -171,6 +171,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.dialects.pto import TileBufType, TileLikeType, dtype_name, element_bytes, is_float
+from pto_compiler.dialects.verify_tables import run_table
 
 # --------------------------------------------------------------------------------------
 # Machine constants (reference/vector_isa.md §2.1, seeds/002)
@@ -1862,8 +1863,6 @@ class VfCallOp(IRDLOperation):
         return cls(name, [parser.resolve_operand(u, t) for u, t in zip(unresolved, ft.inputs.data)], attrs)
 
     def resolve(self) -> VfFuncOp | None:
-        from pto_compiler.verify import run_table
-
         root = self
         while root.parent_op() is not None:
             root = root.parent_op()

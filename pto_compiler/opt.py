@@ -220,7 +220,8 @@ def _verify_located(callback):
 
     def verify_then(previous, module, next_pass) -> None:
         from pto_compiler.diagnostics import PtocError
-        from pto_compiler.verify import op_diagnostics, unchanged_ir
+        from pto_compiler.dialects.verify_tables import unchanged_ir
+        from pto_compiler.verify import op_diagnostics
 
         diags = op_diagnostics(module)
         if diags:

@@ -7,39 +7,12 @@ op's FileLineColLoc.
 
 from __future__ import annotations
 
-import contextvars
-from contextlib import contextmanager
-
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import PtocError, location_of
+from pto_compiler.dialects.verify_tables import unchanged_ir
 from pto_compiler.targets import Target
-
-
-_TABLES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("ptoc_verify_tables", default=None)
-
-
-@contextmanager
-def unchanged_ir():
-    """Verifiers run in this ``with`` body may share tables they build from the IR (a symbol table
-    per module instead of a scan per op, :func:`run_table`): the body verifies, it does not change
-    the IR."""
-    reset = _TABLES.set({})
-    try:
-        yield
-    finally:
-        _TABLES.reset(reset)
-
-
-def run_table(key, build):
-    """Inside :func:`unchanged_ir`, the table ``build()`` made for ``key``, built once; else None."""
-    tables = _TABLES.get()
-    if tables is None:
-        return None
-    if key not in tables:
-        tables[key] = build()
-    return tables[key]
 
 
 def op_diagnostics(module: ModuleOp) -> list:

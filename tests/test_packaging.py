@@ -29,3 +29,17 @@ def test_wheel_contents(tmp_path):
                              .decode())
     assert dict(entry_points["console_scripts"]) == {"ptoc": "pto_compiler.cli:main",
                                                      "ptoc-opt": "pto_compiler.opt:main"}
+
+
+def test_dialects_import_no_front_end_and_no_runtime():
+    """Layering (issue 10): a module under dialects/ imports xDSL, the standard library and other
+    dialects modules only, never the front end, the passes or the runtime."""
+    import ast
+
+    for path in sorted((REPO / "dialects").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                if name.startswith("pto_compiler"):
+                    assert name.startswith("pto_compiler.dialects"), f"{path.name} imports {name}"
