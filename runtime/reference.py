@@ -668,6 +668,26 @@ def _eval_arith(op: Operation, env: Mapping[SSAValue, object]) -> list:
     raise NotImplementedError(op.name)
 
 
+def decode_arith(op: Operation):
+    """A constant or integer binary ``arith`` op as a closure of ``env`` (the constant's value,
+    the operands, result and width looked up now), else None; it raises what :func:`_eval_arith`
+    raises.  The golden model and the VF executor run their scalar code through it."""
+    if isinstance(op, arith.ConstantOp):
+        try:
+            (v,) = _eval_arith(op, {})
+        except NotImplementedError:
+            return None
+        r = op.result
+        return lambda env: env.__setitem__(r, v)
+    name = op.name[6:] if op.name.startswith("arith.") else None
+    if name in _INT_BINARY and len(op.operands) == 2 and len(op.results) == 1:
+        (a, b), r = op.operands, op.results[0]
+        t = r.type
+        w = _int_width(t)
+        return lambda env: env.__setitem__(r, _int_binary(name, env[a], env[b], w, t))
+    return None
+
+
 # --------------------------------------------------------------------------------------
 # The evaluator
 # --------------------------------------------------------------------------------------
@@ -794,20 +814,7 @@ class Evaluator:
             return partial(self.eval_for, op)
         if isinstance(op, pto.PartitionViewOp):
             return partial(self.eval_partition_view, op, op.source[0], list(op.offsets), list(op.sizes), op.result)
-        if isinstance(op, arith.ConstantOp):
-            try:
-                (v,) = _eval_arith(op, {})
-            except NotImplementedError:
-                return partial(self._eval_op, op)
-            r = op.result
-            return lambda env: env.__setitem__(r, v)
-        name = name[6:] if name.startswith("arith.") else None
-        if name in _INT_BINARY and len(op.operands) == 2 and len(op.results) == 1:
-            (a, b), r = op.operands, op.results[0]
-            t = r.type
-            w = _int_width(t)
-            return lambda env: env.__setitem__(r, _int_binary(name, env[a], env[b], w, t))
-        return partial(self._eval_op, op)
+        return decode_arith(op) or partial(self._eval_op, op)
 
     def _eval_op(self, op: Operation, env: dict) -> None:
         name = op.name

@@ -311,7 +311,11 @@ class Touched:
 
     def add_starts(self, starts: np.ndarray, n: int) -> None:
         """``[s, s + n)`` for every ``s`` of ``starts``."""
-        self.runs.append((np.asarray(starts, np.int64).reshape(-1), n))
+        flat = np.asarray(starts, np.int64).reshape(-1)
+        if flat.size == 1 or (flat.size and (np.diff(flat) == n).all()):  # one ascending run (the usual loop)
+            self.add(int(flat[0]), int(flat[-1]) + n)
+        else:
+            self.runs.append((flat, n))
 
     def add_bytes(self, idx: np.ndarray) -> None:
         lo, hi = int(idx.min()), int(idx.max()) + 1
@@ -427,12 +431,7 @@ class VfRunner:
                     op._vfx = px
                 h(self, px, env)
             elif op.name.startswith("arith."):
-                try:
-                    vals = golden._eval_arith(op, env)
-                except (NotImplementedError, ZeroDivisionError) as e:
-                    raise _fault("invalid", op, str(e) or "has no semantics in ptoc") from None
-                for r, v in zip(op.results, vals):
-                    env[r] = v
+                run_arith(op, env)
             elif isinstance(op, scf.ForOp):
                 self._for(op, env)
             else:
@@ -517,6 +516,17 @@ class VfRunner:
         idx = np.array(keys, dtype=np.int64)
         data = np.array([buf.pop(k) for k in keys], dtype=np.uint8)
         self._write(op, tile, idx, data)
+
+
+def run_arith(op: Operation, env: dict) -> None:
+    """A scalar ``arith`` op with the golden model's semantics (decoded once per op)."""
+    run = getattr(op, "_vfa", None)
+    if run is None:
+        run = op._vfa = golden.decode_arith(op) or (lambda env: env.update(zip(op.results, golden._eval_arith(op, env))))
+    try:
+        run(env)
+    except (NotImplementedError, ZeroDivisionError) as e:
+        raise _fault("invalid", op, str(e) or "has no semantics in ptoc") from None
 
 
 # ---- handlers ----------------------------------------------------------------------------------
