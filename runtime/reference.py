@@ -814,6 +814,8 @@ class Evaluator:
             return partial(self.eval_for, op)
         if isinstance(op, pto.PartitionViewOp):
             return partial(self.eval_partition_view, op, op.source[0], list(op.offsets), list(op.sizes), op.result)
+        if isinstance(op, pto.AllocTileOp):
+            return partial(self.eval_alloc_tile, op, op.valid_row, op.valid_col, op.addr, op.result)
         return decode_arith(op) or partial(self._eval_op, op)
 
     def _eval_op(self, op: Operation, env: dict) -> None:
@@ -855,21 +857,7 @@ class Evaluator:
         if isinstance(op, pto.PartitionViewOp):
             return self.eval_partition_view(op, op.source[0], op.offsets, op.sizes, op.result, env)
         if isinstance(op, pto.AllocTileOp):
-            t = op.result.type
-            vr = t.valid_row if op.valid_row is None else int(env[op.valid_row])
-            vc = t.valid_col if op.valid_col is None else int(env[op.valid_col])
-            if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
-                raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
-            if op.addr is not None and _in_ub(t):
-                addr = int(env[op.addr])
-                env[op.result] = Tile(t, self.ub_view(op, t, addr), (vr, vc), ub_at=(addr, addr + t.nbytes))
-            elif op.addr is not None:
-                env[op.result] = self.cube_tile(t, int(env[op.addr]), (vr, vc))
-                return
-            else:
-                env[op.result] = new_tile(t, (vr, vc))
-            env[op.result].written = False
-            return
+            return self.eval_alloc_tile(op, op.valid_row, op.valid_col, op.addr, op.result, env)
         if isinstance(op, pto.TAssignOp):
             tile = self.tile(op, op.tile[0], env)
             addr = op.static_addr
@@ -1013,6 +1001,22 @@ class Evaluator:
         for r, v in zip(op.res, values):
             env[r] = v
 
+    def eval_alloc_tile(self, op: pto.AllocTileOp, valid_row, valid_col, addr, result, env: dict) -> None:
+        t = result.type
+        vr = t.valid_row if valid_row is None else int(env[valid_row])
+        vc = t.valid_col if valid_col is None else int(env[valid_col])
+        if not (0 <= vr <= t.rows and 0 <= vc <= t.cols):
+            raise op_error(op, f"valid region {vr}x{vc} exceeds the tile shape {t.rows}x{t.cols}")
+        if addr is not None and _in_ub(t):
+            a = int(env[addr])
+            env[result] = Tile(t, self.ub_view(op, t, a), (vr, vc), ub_at=(a, a + t.nbytes))
+        elif addr is not None:
+            env[result] = self.cube_tile(t, int(env[addr]), (vr, vc))
+            return
+        else:
+            env[result] = new_tile(t, (vr, vc))
+        env[result].written = False
+
     def eval_partition_view(self, op: pto.PartitionViewOp, source, offsets, sizes, result, env: dict) -> None:
         pv = env[source]
         if not isinstance(pv, TensorView):
@@ -1081,7 +1085,10 @@ class Evaluator:
             why = f"has no semantics in ptoc yet: {cube.NO_SEMANTICS[op.name]}"
         elif not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
             why = pto.no_semantics(op) or "has no semantics in ptoc yet"
-        handler = next((h for family, h in _FAMILIES.items() if isinstance(op, family)), None)
+        cls = type(op)
+        if cls not in _FAMILY_OF:
+            _FAMILY_OF[cls] = next((h for family, h in _FAMILIES.items() if issubclass(cls, family)), None)
+        handler = _FAMILY_OF[cls]
         if why is not None or handler is None:
             def fail(env):
                 raise op_error(op, why or "has no semantics in ptoc yet")
@@ -1534,6 +1541,9 @@ _FAMILIES = {
     pto.PrintOp: Evaluator.family_print,
 }
 """The golden model's rule per tile-op family, keyed by the family's op class."""
+
+_FAMILY_OF: dict[type, object] = {}
+"""The rule of each tile-op class met so far (its family looked up once)."""
 
 
 def _bind_inputs(fn: func.FuncOp, inputs: Mapping[str, object]) -> tuple[list[ArgSpec], list, dict[int, GMArray]]:
