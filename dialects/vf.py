@@ -1253,6 +1253,27 @@ class MinsOp(ScalarOp):
     FN: ClassVar[str] = "minimum"
 
 
+SCALAR_FORMS = {AddOp: AddsOp, MulOp: MulsOp, MaxOp: MaxsOp, MinOp: MinsOp}
+"""Each register op with a tile-scalar form: ``OP(x, broadcast(s))`` equals ``OPs(x, s)`` lane for
+lane (passes/lower_vf.py passes a row's scalar as a parameter, vf-fuse-launches turns it back)."""
+
+
+def refit_scalar_forms(op: Operation) -> None:
+    """After a clone that put a scalar where a register was (or back): each op of
+    :data:`SCALAR_FORMS` inside ``op`` whose second source is a scalar becomes its tile-scalar form,
+    each tile-scalar op whose second source is a register its register form."""
+    vector_of = {sc: v for v, sc in SCALAR_FORMS.items()}
+    for o in list(op.walk()):
+        scalar = type(o) in vector_of
+        if type(o) not in SCALAR_FORMS and not scalar or isinstance(o.sources[1].type, RegType) != scalar:
+            continue
+        new = (vector_of if scalar else SCALAR_FORMS)[type(o)](list(o.sources), o.mask_operand, o.reg_type)
+        new.res[0].name_hint = o.res[0].name_hint
+        o.parent_block().insert_op_before(new, o)
+        o.res[0].replace_all_uses_with(new.res[0])
+        o.parent_block().erase_op(o)
+
+
 class UnaryOp(_ComputeOp):
     """``%r = vf.OP %a, %m[, merge_mode = MERGING][, dst = %d] : !vf.reg<..>`` (one source)."""
 

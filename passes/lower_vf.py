@@ -6,7 +6,9 @@ register-level vector functions (VF, ``__simd_vf__``); the target level is the `
 pto-plan-memory and pto-insert-sync) by one ``vf.call @K_OP_N(tiles..., scalars...)`` and adds
 the callee ``vf.func @K_OP_N`` at module level: **one VF launch per tile op**, and for the
 row/column broadcast families (TROWEXPAND*, TCOLEXPAND*) one launch per row from a kernel loop
-(:data:`PER_ROW`): the naive forms of seeds/001; the VF optimisation passes of DESIGN.md §5.8
+(:data:`PER_ROW`), a row's scalar that only feeds add/mul/max/min read by the scalar unit
+(``pto.tgetval``) and passed as a parameter, as tail_axis_1's ``GetValue(j)`` (pto-insert-sync
+runs again to order those reads): the naive forms of seeds/001; the VF optimisation passes of DESIGN.md §5.8
 (vf-fuse-launches) move the row loops into the VFs and fuse launches later.  ``pto.tload`` /
 ``pto.tstore`` stay tile ops: MTE2/MTE3 copies (``copy_gm_to_ubuf`` / ``copy_ubuf_to_gm`` in the
 program, the ``copy_gm_to_ubuf_align_v2`` of the A5 headers); syncs, ``scf`` and ``arith`` stay
@@ -1193,6 +1195,19 @@ variants do (seeds/001 tail/head/mid_axis_1: one ``asc_vf_call`` per row); vf-fu
 the row loop back into the VF."""
 
 
+def _row_scalar_read(op: Operation, iv: SSAValue, fn: vf.VfFuncOp) -> bool:
+    """A BRC load of element ``iv`` (the row) of a tile parameter nothing else reads, whose register
+    is only the second source of ZEROING ops with a tile-scalar form: the naive per-row launch
+    takes that element as a scalar the Main Scalar reads (seeds/001 tail_axis_1:
+    ``aLocal.GetValue(j)`` passed to ``Adds``), bit for bit the same lanes."""
+    if not (isinstance(op, vf.LoadAlignOp) and op.dist_name.startswith("BRC_B") and op.dyn_offset is iv
+            and not op.static_offset and op.tile in fn.args and len(list(op.tile.uses)) == 1):
+        return False
+    uses = list(op.res[0].uses)
+    return bool(uses) and all(type(u.operation) in vf.SCALAR_FORMS and u.index == 1 and u.operation.mode == "ZEROING"
+                              and u.operation.dst_operand is None for u in uses)
+
+
 def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, list[Operation]]:
     """``fn`` whose body is constants and masks then one row loop, as a VF of one row (the row an
     index parameter) and the kernel ops launching it per row; anything else unchanged."""
@@ -1204,26 +1219,40 @@ def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, li
     bounds = [pto.constant_int(v) for v in (loop.lb, loop.ub, loop.step)]
     if None in bounds:
         return fn, [call]
-    row = vf.VfFuncOp(fn.sym_name.data, [*fn.arg_types, INDEX], attributes=dict(fn.attributes))
+    rbody = loop.body.blocks[0]
+    reads = {o.tile: o for o in rbody.ops if _row_scalar_read(o, rbody.args[0], fn)}
+    types = [a.type.element_type if a in reads else a.type for a in fn.args]
+    row = vf.VfFuncOp(fn.sym_name.data, [*types, INDEX], attributes=dict(fn.attributes))
     row.location = fn.location
-    vm: dict = dict(zip(fn.args, row.args))
-    for a, b in zip(fn.args, row.args):
-        b.name_hint = a.name_hint
+    vm: dict = {}
+    for a, b in zip(fn.args, row.args):  # a tile read at the row only: its element there, a scalar
+        b.name_hint = a.name_hint if a not in reads else f"{a.name_hint or 's'}_row"
+        vm[reads[a].res[0] if a in reads else a] = b
     row.args[-1].name_hint = "row"
-    vm[loop.body.blocks[0].args[0]] = row.args[-1]
+    vm[rbody.args[0]] = row.args[-1]
     for o in ops[:-1]:
         row.block.add_op(o.clone(vm))
-    for o in loop.body.blocks[0].ops:
-        if not isinstance(o, scf.YieldOp):
+    for o in rbody.ops:
+        if not isinstance(o, scf.YieldOp) and o not in reads.values():
             row.block.add_op(o.clone(vm))
+    if reads:
+        for o in row.block.ops:
+            vf.refit_scalar_forms(o)
     for o in list(row.block.ops):
         if isinstance(o, arith.ConstantOp | vf.CreateMaskOp) and not any(list(r.uses) for r in o.results):
             row.block.erase_op(o)
     consts = [arith.ConstantOp(IntegerAttr(v, INDEX)) for v in bounds]
     body = Block(arg_types=[INDEX])
-    launch = vf.VfCallOp(fn.sym_name.data, [*call.arguments, body.args[0]])
+    args, gets = [], []
+    for a, v in zip(fn.args, call.arguments):
+        if a in reads:
+            gets.append(pto.GENERIC_OPS["pto.tgetval"]([v, body.args[0]], [a.type.element_type]))
+            gets[-1].location = call.location
+            v = gets[-1].results[0]
+        args.append(v)
+    launch = vf.VfCallOp(fn.sym_name.data, [*args, body.args[0]])
     launch.location = call.location
-    body.add_ops([launch, scf.YieldOp()])
+    body.add_ops([*gets, launch, scf.YieldOp()])
     kloop = scf.ForOp(*consts, [], Region(body))
     kloop.location = call.location
     return row, [*consts, kloop]
@@ -1232,6 +1261,7 @@ def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, li
 def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
     """Apply pto-lower-vf in place (see the module doc); returns the module."""
     funcs = [op for op in module.body.blocks[0].ops if isinstance(op, func.FuncOp)]
+    scalar_reads = False
     for fn in funcs:
         if not fn.body.blocks:
             continue
@@ -1255,10 +1285,15 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
             launch = [call]
             if type(op).FAMILY in PER_ROW:
                 vfn, launch = _launch_per_row(vfn, call)
+                scalar_reads |= any(o.name == "pto.tgetval" for x in launch for o in x.walk())
             parent = op.parent_block()
             parent.insert_ops_before(launch, op)
             parent.erase_op(op)
             module.body.blocks[0].insert_op_before(vfn, fn)
+    if scalar_reads:  # the S pipe now reads those tiles: order their producers before it
+        from pto_compiler.passes.insert_sync import InsertSyncPass
+
+        InsertSyncPass(target.name).apply(Context(), module)
     return module
 
 

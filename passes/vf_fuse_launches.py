@@ -211,10 +211,6 @@ class VfFuseLaunchesPass(ModulePass):
             InsertSyncPass("ascend950").apply(ctx, op)
 
 
-_VECTOR_OF = {vf.AddsOp: vf.AddOp, vf.MulsOp: vf.MulOp, vf.MaxsOp: vf.MaxOp, vf.MinsOp: vf.MinOp}
-"""The register-register form of each tile-scalar VF op."""
-
-
 def _broadcastable(get: Operation, call: vf.VfCallOp, fn: vf.VfFuncOp) -> bool:
     """A ``pto.tgetval`` whose value the launch passes only as the scalar of ZEROING
     ``vf.adds/muls/maxs/mins`` (same lanes either way): a BRC load of the element in the VF gives
@@ -223,7 +219,7 @@ def _broadcastable(get: Operation, call: vf.VfCallOp, fn: vf.VfFuncOp) -> bool:
         return False
     for v, p in zip(call.arguments, fn.args):
         if v is get.results[0] and not all(
-                type(u.operation) in _VECTOR_OF and u.index == 1 and u.operation.mode == "ZEROING"
+                type(u.operation) in vf.SCALAR_FORMS.values() and u.index == 1 and u.operation.mode == "ZEROING"
                 for u in p.uses):
             return False
     return True
@@ -292,7 +288,8 @@ class _Fuser:
             return None
         outside: list[SSAValue] = []  # kernel values the VF takes as parameters
         consts: list[Operation] = []  # kernel constants cloned into the VF
-        for v in [v for o in arith_ops + gets for v in o.operands] + list(call.arguments):
+        args = [x for v in call.arguments for x in (v.owner.operands if any(v.owner is g for g in gets) else [v])]
+        for v in [v for o in arith_ops for v in o.operands] + args:  # a read tile where its value was
             if _inside(v, loop) or v in outside or any(v is c.result for c in consts):
                 continue
             if isinstance(v.owner, arith.ConstantOp) and any(v in o.operands for o in arith_ops):
@@ -330,12 +327,8 @@ class _Fuser:
         fvm: dict = {p: vm[v] for v, p in zip(call.arguments, fn.args)}
         new.block.add_ops([o.clone(fvm) for o in pre])
         inner.add_ops([o.clone(fvm) for o in fn.block.ops if not any(o is p for p in pre)])
-        for o in [o for o in inner.walk() if isinstance(o, vf.ScalarOp) and isinstance(o.scalar.type, vf.RegType)]:
-            vec = _VECTOR_OF[type(o)]([o.sources[0], o.scalar], o.mask_operand, o.reg_type)
-            o.parent_block().insert_op_before(vec, o)
-            _redirect(o.res[0], vec.res[0])
-            vec.res[0].name_hint = o.res[0].name_hint
-            o.parent_block().erase_op(o)
+        for o in inner.ops:
+            vf.refit_scalar_forms(o)
         inner.add_op(scf.YieldOp())
         new.block.add_op(scf.ForOp(*lub, [], Region(inner)))
         self.launches[old] -= 1
