@@ -179,7 +179,11 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     if observe is not None:
         observe("a2a3-complete-barriers", module)
     with times.phase("emit"):
-        return lower_a2a3.program_of(module, target, entry, scalars)
+        from pto_compiler.runtime.executor import plan_of
+
+        program = lower_a2a3.program_of(module, target, entry, scalars)
+        plan_of(program)  # decoded for the executor once, here
+        return program
 
 
 AGENT_ATTR = "ptoc.agent"

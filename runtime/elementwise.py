@@ -322,8 +322,9 @@ def _maxmin(a, b, is_max: bool) -> np.ndarray:
     # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which
     # zero of a ±0 tie are left to fix: max(±0, ±0) is -0 only if both are -0, min(±0, ±0)
     # is +0 only if both are +0.
-    zero = np.flatnonzero(r == 0)
-    if zero.size:
+    zero = r == 0
+    if zero.any():
+        zero = np.flatnonzero(zero)
         za = np.broadcast_to(wa, r.shape).reshape(-1)[zero]
         zb = np.broadcast_to(wb, r.shape).reshape(-1)[zero]
         neg = (np.signbit(za) & np.signbit(zb)) if is_max else (np.signbit(za) | np.signbit(zb))

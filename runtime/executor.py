@@ -63,6 +63,7 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 
 from __future__ import annotations
 
+import math
 import sys
 from bisect import bisect_right
 from collections import deque
@@ -90,7 +91,8 @@ from pto_compiler.targets import lookup_target
 ELEMENT_FUNCTIONS = {op: spec.semantics for op, spec in OPCODES.items() if spec.semantics}
 """opcode -> name of its element function in ``runtime/elementwise.py`` (the a2a3 dialect's table)."""
 
-_FN = {op: getattr(ew, name) for op, name in ELEMENT_FUNCTIONS.items()}
+_FN = {op: getattr(ew, name).fn for op, name in ELEMENT_FUNCTIONS.items()}
+"""The raw element functions: a block runs under one ``np.errstate`` (run_block), not one per call."""
 _ROUND = {"r": "RINT", "a": "ROUND", "f": "FLOOR", "c": "CEIL", "z": "TRUNC", "o": "ODD"}
 
 _PIPE_NAMES = PIPES
@@ -340,6 +342,27 @@ class _Acc:
         self.space, self.write, self.fp, self.what = space, write, fp, what
 
 
+class _Prep:
+    """An instruction with its operands decoded: the accesses it makes, what the trace counts and
+    its NumPy step ``run(machine, dyn)``.  Made once per instruction and mask state when the
+    operands are constants (:class:`Plan`), else at every issue."""
+    __slots__ = ("accs", "run", "vectorised", "repeats", "nbytes", "bursts", "bounded")
+
+    def __init__(self, accs: list, run, vectorised: bool = True):
+        self.accs, self.run, self.vectorised = accs, run, vectorised
+        self.repeats = self.nbytes = self.bursts = 0
+        self.bounded = None
+        """The memory sizes (``_Machine.sizes``) its accesses were last found inside."""
+
+    def counting(self, repeats: int, nbytes: int = 0, bursts: int = 0) -> "_Prep":
+        self.repeats, self.nbytes, self.bursts = repeats, nbytes, bursts
+        return self
+
+
+def _nothing(m, d):
+    pass
+
+
 def _ub_elems(esize: int, idx=None, lo: int = 0, hi: int = 0) -> Footprint:
     """The UB bytes of element indices ``idx`` (or the element range ``[lo, hi)``) of size ``esize``."""
     if idx is None:
@@ -408,7 +431,7 @@ class _Machine:
         self.steps_left = max_steps
         self.max_steps = max_steps
         self.blocks = blocks
-        self.ub = np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8)
+        self.ub = np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8) if ub_init & 0xFF else np.zeros(ub_bytes, np.uint8)
         self.ub_init = ub_init
         self._views: dict = {}
         self.gm = gm                     # name -> ndarray (contiguous)
@@ -430,7 +453,8 @@ class _Machine:
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
         cap = 1 << 12
         self.tok_pipe = np.zeros(cap, np.int64)
-        self.tok_epoch = np.full(cap, -1, np.int64)
+        self.tok_epoch = np.zeros(cap, np.int64)
+        self.tok_epoch[0] = -1
         self.tok_block = np.zeros(cap, np.int64)
         self.tok_info: list = [None]
         self.ntok = 1  # token 0: "never accessed", always ordered
@@ -441,7 +465,9 @@ class _Machine:
         self.epoch = np.zeros(_NP, np.int64)
         self.known = np.zeros((_NP, _NP), np.int64)
         self.block = 0
-        self._const: dict = {}
+        self.plan = plan_of(program)
+        self.sizes = (ub_bytes, tuple(sp.bytes for sp in cube_spaces), tuple((k, v.size) for k, v in gm.items()))
+        """The memory sizes: an access inside them once is inside them again."""
         self.ub_image = None
         self.batch = None
         """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
@@ -515,8 +541,9 @@ class _Machine:
         self.queues = {p: deque() for p in (*order, *range(_MTE3 + 1, _NP))}
         self.flags: dict = {}
         self.ctx: tuple = ()
-        self._body(self.p.body)
-        self._drain_or_deadlock(None)
+        with np.errstate(all="ignore"):
+            self._body(self.p.body)
+            self._drain_or_deadlock(None)
         self._unwaited_flags()
 
     def _unwaited_flags(self):
@@ -569,10 +596,7 @@ class _Machine:
 
     def args_of(self, ins: Instr) -> dict:
         """The instruction's operands evaluated as the scalar unit issues it."""
-        const = self._const.get(id(ins))
-        if const is None:
-            const = self._const[id(ins)] = all(_is_const_arg(v) for v in ins.args.values())
-        if const:
+        if self.plan.is_const(ins):
             return ins.args
         kinds = ins.spec.kinds
         try:
@@ -592,10 +616,17 @@ class _Machine:
         p = _PIPE_IDX[ins.pipe]
         if p == _S:
             self._exec(dyn, p)
-        else:
-            self.queues[p].append(dyn)
-            if self.schedule != "lazy":
-                self._pump()
+            return
+        q = self.queues[p]
+        q.append(dyn)
+        if self.schedule == "lazy" or len(q) > 1:
+            return  # a queue holding more is blocked at a wait_flag: only a set_flag can free it
+        if ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args)):
+            return
+        q.popleft()
+        self._exec(dyn, p)
+        if ins.opcode == "set_flag":
+            self._pump()  # it may free a waiting pipe
 
     def _pump(self) -> bool:
         """Run every queued instruction that can run; True if any ran."""
@@ -734,14 +765,16 @@ class _Machine:
                 first = min(first, self.pipe_toks[q][i])
         return first
 
-    def _accesses(self, d: _Dyn, p: int, accs: list[_Acc]):
-        """Bounds-check every access, then check and record hazards (reads first)."""
+    def _accesses(self, d: _Dyn, p: int, accs: list[_Acc], bounded: bool = False):
+        """Bounds-check every access (unless ``bounded``: checked at an earlier issue), then check
+        and record hazards (reads first)."""
         if self.batch is not None:
             return  # loop_batch.py checked the batched trips beforehand
         if self.tape is not None:
             self.tape[-1][2].extend(accs)
-        for acc in accs:
-            self._bounds(d, acc)
+        if not bounded:
+            for acc in accs:
+                self._bounds(d, acc)
         if not self.check:
             return
         if self.agent_pipe is not None:
@@ -749,13 +782,16 @@ class _Machine:
         tok = self._token(p, d)
         if self.tape is not None:
             self.tape[-1][4] = tok
-        cands = self.log.unordered(self.known[p])
+        cands = self.log.unordered(self.known[p].tolist())
         self.first_unordered = None
+        epoch = int(self.epoch[p])
+        add = self.log.add
         for write in (False, True):
             for acc in accs:
-                if acc.write == write and not acc.fp.empty:
-                    self._hazard(d, p, tok, acc, cands)
-                    self.log.add(Record(tok, int(self.epoch[p]), p, write, acc.space, acc.fp))
+                if acc.write == write and acc.fp.hi > acc.fp.lo:
+                    if cands or self.gm_shadow:
+                        self._hazard(d, p, tok, acc, cands)
+                    add(Record(tok, epoch, p, write, acc.space, acc.fp))
 
     def _bounds(self, d: _Dyn, acc: _Acc):
         lo, hi = acc.fp.lo, acc.fp.hi
@@ -877,8 +913,8 @@ class _Machine:
         if addr % align:
             self.fail("align", f"{_desc(d)}: {what} address {_h(addr)} is not {align}-byte aligned", d)
 
-    def _vector(self, d: _Dyn, p: int, te, srcs, dst, compute, view_dtype, out_dtype=None, lanewise=False):
-        """Generic vector step.
+    def _vector(self, d: _Dyn, srcs, dst, compute, view_dtype, out_dtype=None, lanewise=False) -> "_Prep":
+        """Generic vector step, prepared (its accesses and its NumPy step).
 
         srcs: list of (_SV, act or None, dtype, name); dst: (_SV, act or None, name); act: the
         active lanes ``(nrep, lanes)``.  compute(list of gathered (n, L) arrays, slice of
@@ -886,95 +922,128 @@ class _Machine:
         operands in any shape shared by all of them (no slice).
         """
         dsv, dact, dname = dst
-        out_dt = out_dtype or view_dtype
+        out_dt = ew.np_dtype(out_dtype or view_dtype)
         accs = [_Acc("UB", False, sv.footprint() if act is None else _ub_elems(sv.esize, sv.idx()[act]),
                      what=name) for sv, act, dt, name in srcs]
         accs.append(_Acc("UB", True, dsv.footprint() if dact is None else
                          _ub_elems(dsv.esize, dsv.idx()[dact]), what=dname))
-        self._accesses(d, p, accs)
         nrep = dsv.shape[0]
         if nrep == 0:
-            return
+            return _Prep(accs, _nothing)
         dfp = accs[-1].fp
         if dact is None and all(act is None for _, act, _, _ in srcs) and dsv.distinct() and all(
                 sv.same(dsv) or not acc.fp.overlaps(dfp) for (sv, _, _, _), acc in zip(srcs, accs)):
             # every lane active, no source read after the destination overwrote it: NumPy views
-            g = [self.ub_view(sv, ew.np_dtype(dt)) for sv, _, dt, _ in srcs]
-            dv = self.ub_view(dsv, ew.np_dtype(out_dt))
-            if lanewise and all(v.shape == dv.shape for v in g):  # any shape will do: no reshape
-                dv[...] = compute(g, None)
-                return
-            g = [v.reshape(-1, sv.size // nrep) for v, (sv, _, _, _) in zip(g, srcs)]
-            rows = nrep * (self.batch.n if self.batch is not None else 1)
-            res = compute(g, slice(0, rows))
-            dv[...] = np.asarray(res).reshape(dv.shape)
-            return
-        assert self.batch is None, "loop_batch.py runs only vectorised instructions"
-        if self.tape is not None:
-            self.tape[-1][3] = False  # lanes masked or operands overlapping: not batched
-        didx = dsv.idx()
-        sidx = [(sv.idx(), act, dt, name) for sv, act, dt, name in srcs]
-        outv = self.view(out_dt)
-        if self._needs_sequential(sidx, (didx, dact, dname), dsv.esize):
-            for r in range(nrep):
-                g = []
-                for idx, act, dt, _ in sidx:
-                    v = self.view(dt)
-                    g.append(v[idx[r:r + 1] if act is None else np.where(act[r:r + 1], idx[r:r + 1], 0)])
-                res = compute(g, slice(r, r + 1))
-                if dact is None:
-                    outv[didx[r:r + 1]] = res
-                else:
-                    outv[didx[r:r + 1][dact[r:r + 1]]] = res[dact[r:r + 1]]
-            return
-        gathered = [self.view(dt)[idx if act is None else np.where(act, idx, 0)] for idx, act, dt, _ in sidx]
-        res = compute(gathered, slice(0, nrep))
-        if dact is None:
-            outv[didx] = res
-        else:
-            outv[didx[dact]] = res[dact]
+            views = [(sv, ew.np_dtype(dt)) for sv, _, dt, _ in srcs]
+            flat = lanewise and all(sv.shape == dsv.shape for sv, _ in views)
+            widths = [sv.size // nrep for sv, _ in views]
+            if flat and _rows(dsv) and all(_rows(sv) or _repeated_block(sv) for sv, _ in views):
+                return _Prep(accs, _lanes_run(views, dsv, out_dt, compute))
 
-    def _needs_sequential(self, srcs, dst, desize) -> bool:
-        """Does some element written by repeat r feed a source lane of a later repeat?"""
-        didx, dact, _ = dst
-        if didx.shape[0] <= 1:
-            return False
+            def run(m, d):
+                g = [m.ub_view(sv, dt) for sv, dt in views]
+                dv = m.ub_view(dsv, out_dt)
+                if flat:  # any shape will do: no reshape
+                    dv[...] = compute(g, None)
+                    return
+                g = [v.reshape(-1, w) for v, w in zip(g, widths)]
+                rows = nrep * (m.batch.n if m.batch is not None else 1)
+                dv[...] = np.asarray(compute(g, slice(0, rows))).reshape(dv.shape)
+            return _Prep(accs, run)
+        didx = dsv.idx()
+        sidx = [(sv.idx(), act, ew.np_dtype(dt), name) for sv, act, dt, name in srcs]
+        if _needs_sequential(sidx, (didx, dact, dname), dsv.esize):
+            def run(m, d):
+                outv = m.view(out_dt)
+                for r in range(nrep):
+                    g = []
+                    for idx, act, dt, _ in sidx:
+                        v = m.view(dt)
+                        g.append(v[idx[r:r + 1] if act is None else np.where(act[r:r + 1], idx[r:r + 1], 0)])
+                    res = compute(g, slice(r, r + 1))
+                    if dact is None:
+                        outv[didx[r:r + 1]] = res
+                    else:
+                        outv[didx[r:r + 1][dact[r:r + 1]]] = res[dact[r:r + 1]]
+            return _Prep(accs, run, vectorised=False)
+        gidx = [idx if act is None else np.where(act, idx, 0) for idx, act, _, _ in sidx]
         dsel = didx if dact is None else didx[dact]
-        if dsel.size == 0:
-            return False
-        dlo, dhi = int(dsel.min()) * desize, (int(dsel.max()) + 1) * desize
-        for idx, act, dt, _ in srcs:
-            e = DTYPE_SIZES[dt]
-            ssel = idx if act is None else idx[act]
-            if ssel.size == 0:
-                continue
-            slo, shi = int(ssel.min()) * e, (int(ssel.max()) + 1) * e
-            if shi <= dlo or slo >= dhi:
-                continue
-            if e != desize:
-                return True  # mixed-size overlap: be exact the slow way
-            if idx.shape == didx.shape and np.array_equal(idx, didx) and (
-                    (act is None and dact is None) or
-                    (act is not None and dact is not None and np.array_equal(act, dact))):
-                flat = dsel.reshape(-1)
-                if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()) or \
-                        np.unique(flat).size == flat.size:
-                    continue  # lane-for-lane in place, no element written twice
-            # exact: first repeat writing each element vs last repeat reading it
-            nrep = didx.shape[0]
-            drep = np.broadcast_to(np.arange(nrep)[:, None], didx.shape)
-            drep = drep if dact is None else drep[dact]
-            srep = np.broadcast_to(np.arange(nrep)[:, None], idx.shape)
-            srep = srep if act is None else srep[act]
-            lo = min(int(dsel.min()), int(ssel.min()))
-            hi = max(int(dsel.max()), int(ssel.max())) + 1
-            fw = np.full(hi - lo, nrep, np.int64)
-            np.minimum.at(fw, (dsel - lo).reshape(-1), drep.reshape(-1))
-            lr = np.full(hi - lo, -1, np.int64)
-            np.maximum.at(lr, (ssel - lo).reshape(-1), srep.reshape(-1))
-            if (lr > fw).any():
-                return True
+
+        def run(m, d):
+            res = compute([m.view(dt)[i] for i, (_, _, dt, _) in zip(gidx, sidx)], slice(0, nrep))
+            m.view(out_dt)[dsel] = res if dact is None else res[dact]
+        return _Prep(accs, run, vectorised=False)
+
+
+def _rows(sv: "_SV") -> bool:
+    """Is ``sv`` a vector operand whose blocks are contiguous (each repeat one run of lanes)?"""
+    return len(sv.shape) == 3 and sv.strides[1] == sv.shape[2] * sv.strides[2]
+
+
+def _repeated_block(sv: "_SV") -> bool:
+    """Does every block of a repeat of ``sv`` read the same 32 B (block stride 0)?"""
+    return len(sv.shape) == 3 and sv.strides[1] == 0
+
+
+def _lanes_run(views, dsv: "_SV", out_dt, compute):
+    """A lane-wise step on (repeat, lanes) arrays: NumPy's inner loop runs over a whole repeat, not
+    over one 8- or 16-element block (a block-stride-0 operand is spread over the repeat first)."""
+    nblk, epb = dsv.shape[1], dsv.shape[2]
+    spread = [_repeated_block(sv) and not _rows(sv) for sv, _ in views]
+
+    def run(m, d):
+        g = []
+        for (sv, dt), sp in zip(views, spread):
+            v = m.ub_view(sv, dt)
+            if sp:
+                v = np.repeat(v[..., :1, :], nblk, axis=-2)
+            g.append(v.reshape(v.shape[:-2] + (nblk * epb,)))
+        dv = m.ub_view(dsv, out_dt)
+        dv.reshape(dv.shape[:-2] + (nblk * epb,))[...] = compute(g, None)
+    return run
+
+
+def _needs_sequential(srcs, dst, desize) -> bool:
+    """Does some element written by repeat r feed a source lane of a later repeat?"""
+    didx, dact, _ = dst
+    if didx.shape[0] <= 1:
         return False
+    dsel = didx if dact is None else didx[dact]
+    if dsel.size == 0:
+        return False
+    dlo, dhi = int(dsel.min()) * desize, (int(dsel.max()) + 1) * desize
+    for idx, act, dt, _ in srcs:
+        e = dt.itemsize
+        ssel = idx if act is None else idx[act]
+        if ssel.size == 0:
+            continue
+        slo, shi = int(ssel.min()) * e, (int(ssel.max()) + 1) * e
+        if shi <= dlo or slo >= dhi:
+            continue
+        if e != desize:
+            return True  # mixed-size overlap: be exact the slow way
+        if idx.shape == didx.shape and np.array_equal(idx, didx) and (
+                (act is None and dact is None) or
+                (act is not None and dact is not None and np.array_equal(act, dact))):
+            flat = dsel.reshape(-1)
+            if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()) or \
+                    np.unique(flat).size == flat.size:
+                continue  # lane-for-lane in place, no element written twice
+        # exact: first repeat writing each element vs last repeat reading it
+        nrep = didx.shape[0]
+        drep = np.broadcast_to(np.arange(nrep)[:, None], didx.shape)
+        drep = drep if dact is None else drep[dact]
+        srep = np.broadcast_to(np.arange(nrep)[:, None], idx.shape)
+        srep = srep if act is None else srep[act]
+        lo = min(int(dsel.min()), int(ssel.min()))
+        hi = max(int(dsel.max()), int(ssel.max())) + 1
+        fw = np.full(hi - lo, nrep, np.int64)
+        np.minimum.at(fw, (dsel - lo).reshape(-1), drep.reshape(-1))
+        lr = np.full(hi - lo, -1, np.int64)
+        np.maximum.at(lr, (ssel - lo).reshape(-1), srep.reshape(-1))
+        if (lr > fw).any():
+            return True
+    return False
 
 
 def _is_const_arg(v) -> bool:
@@ -1065,7 +1134,7 @@ def _ints(m, d, a, names):
     return out
 
 
-def _elementwise(m: _Machine, d: _Dyn, p: int, te):
+def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     """vadd..vmin, vadds..vmins, vexp..vrelu, vector_dup: lane-wise under the mask."""
     a = d.args
     op = d.ins.opcode
@@ -1077,8 +1146,6 @@ def _elementwise(m: _Machine, d: _Dyn, p: int, te):
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    if te is not None:
-        te.repeats = nrep
     ops = {"binary": ("dst", "src0", "src1"), "scalar": ("dst", "src"), "unary": ("dst", "src"),
            "dup": ("dst",)}[fam]
     idx = {}
@@ -1101,13 +1168,10 @@ def _elementwise(m: _Machine, d: _Dyn, p: int, te):
     else:
         s = _scalar_value(m, d, a["scalar"], dt)
         compute = lambda g, rs: np.broadcast_to(s, (rs.stop - rs.start, lanes))  # noqa: E731
-    try:
-        m._vector(d, p, te, srcs, (idx["dst"], act, "dst"), compute, dt, lanewise=fam != "dup")
-    except ew.ElementwiseError as ex:
-        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+    return m._vector(d, srcs, (idx["dst"], act, "dst"), compute, dt, lanewise=fam != "dup").counting(nrep)
 
 
-def _vbrcb(m: _Machine, d: _Dyn, p: int, te):
+def _vbrcb(m: _Machine, d: _Dyn) -> "_Prep":
     """vector_isa.md §1.5: dst[(r*dstRep + b*dstBlk)*EPB + e] = src[r*8 + b]; no mask."""
     a = d.args
     dt = a.get("dtype")
@@ -1120,8 +1184,6 @@ def _vbrcb(m: _Machine, d: _Dyn, p: int, te):
     blk = blk or 1  # "dst blk stride 0 is treated as 1" [AC 0089]
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
-    if te is not None:
-        te.repeats = repeat
     lanes = 256 // e
     epb = 32 // e
     didx = _SV.vector(dst, e, repeat, blk, rep, lanes)
@@ -1129,8 +1191,8 @@ def _vbrcb(m: _Machine, d: _Dyn, p: int, te):
     if sidx.footprint().overlaps(didx.footprint()):
         m.fail("invalid", f"{_desc(d)}: vbrcb dst and src must not overlap [AC 0089]", d)
     udt = {2: "u16", 4: "u32"}[e]
-    m._vector(d, p, te, [(sidx, None, udt, "src")], (didx, None, "dst"),
-              lambda g, rs: np.repeat(g[0], epb, axis=1), udt)
+    return m._vector(d, [(sidx, None, udt, "src")], (didx, None, "dst"),
+                     lambda g, rs: np.repeat(g[0], epb, axis=1), udt).counting(repeat)
 
 
 def _identity(op: str, dt: str):
@@ -1144,7 +1206,7 @@ def _identity(op: str, dt: str):
     return np.array(info.min if is_max else info.max, dtype=npd)
 
 
-def _reduce(m: _Machine, d: _Dyn, p: int, te):
+def _reduce(m: _Machine, d: _Dyn) -> "_Prep":
     """vcadd/vcmax/vcmin (§1.6, one result per repeat) and vcgadd/vcgmax/vcgmin (§1.7, one per
     32 B block, 8 consecutive results per repeat)."""
     a = d.args
@@ -1159,8 +1221,6 @@ def _reduce(m: _Machine, d: _Dyn, p: int, te):
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    if te is not None:
-        te.repeats = nrep
     dst = _ub_addr(m, d, a, "dst", e)
     src = _ub_addr(m, d, a, "src", 32)
     sidx = _SV.vector(src, e, nrep, sblk, srep, lanes)
@@ -1199,14 +1259,11 @@ def _reduce(m: _Machine, d: _Dyn, p: int, te):
         return np.stack([res.view(u), index], axis=1)
 
     out_dt = {2: "u16", 4: "u32", 1: "u8", 8: "u64"}[e] if value_index else dt
-    try:
-        m._vector(d, p, te, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt,
-                  out_dtype=out_dt)
-    except ew.ElementwiseError as ex:
-        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+    return m._vector(d, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt,
+                     out_dtype=out_dt).counting(nrep)
 
 
-def _vcpadd(m: _Machine, d: _Dyn, p: int, te):
+def _vcpadd(m: _Machine, d: _Dyn) -> "_Prep":
     """§1.8: per repeat out[k] = src[2k] + src[2k+1], EPR inputs -> EPR/2 contiguous outputs at
     dst + r*dst_rep_stride*32 B; a pair with no active lane is not written, inactive lanes 0."""
     a = d.args
@@ -1218,8 +1275,6 @@ def _vcpadd(m: _Machine, d: _Dyn, p: int, te):
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    if te is not None:
-        te.repeats = nrep
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
     sidx = _SV.vector(src, e, nrep, sblk, srep, lanes)
@@ -1233,10 +1288,10 @@ def _vcpadd(m: _Machine, d: _Dyn, p: int, te):
             v = np.where(act[rs], v, zero)
         return ew.add(v[:, 0::2], v[:, 1::2])
 
-    m._vector(d, p, te, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt)
+    return m._vector(d, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt).counting(nrep)
 
 
-def _vconv(m: _Machine, d: _Dyn, p: int, te):
+def _vconv(m: _Machine, d: _Dyn) -> "_Prep":
     a = d.args
     dt, st = a.get("dtype"), a.get("src_dtype")
     de, se = _esize(m, d, dt), _esize(m, d, st)
@@ -1245,15 +1300,13 @@ def _vconv(m: _Machine, d: _Dyn, p: int, te):
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    if te is not None:
-        te.repeats = nrep
     dblk, sblk, drep, srep = _ints(m, d, a, ["dst_blk_stride", "src_blk_stride", "dst_rep_stride",
                                              "src_rep_stride"])
     didx = _SV.vector(_ub_addr(m, d, a, "dst", 32), de, nrep, dblk, drep, lanes)
     sidx = _SV.vector(_ub_addr(m, d, a, "src", 32), se, nrep, sblk, srep, lanes)
     mode = _ROUND[a.get("round", "r")]
-    m._vector(d, p, te, [(sidx, act, st, "src")], (didx, act, "dst"),
-              lambda g, rs: ew.convert(g[0], ew.np_dtype(dt), mode), dt)
+    return m._vector(d, [(sidx, act, st, "src")], (didx, act, "dst"),
+                     lambda g, rs: ew.convert(g[0], ew.np_dtype(dt), mode), dt).counting(nrep)
 
 
 # -- copies -----------------------------------------------------------------------------------
@@ -1294,7 +1347,7 @@ def _gm_base(m, d, a, name):
         m.fail("invalid", f"{_desc(d)}: operand {name}: {e}", d)
 
 
-def _copy_in(m: _Machine, d: _Dyn, p: int, te):
+def _copy_in(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_gm_to_ubuf (§1.10): burst i reads len_burst bytes at src + i*(len_burst+src_gap) and
     writes them at dst + i*(ceil(len_burst/32)+dst_gap)*32, then right_pad pad elements."""
     a = d.args
@@ -1304,22 +1357,23 @@ def _copy_in(m: _Machine, d: _Dyn, p: int, te):
     dst = _ub_addr(m, d, a, "dst", 32)
     dstride = (-(-length // 32) + dgap) * 32
     g, u = _Bursts(off, n, length, length + sgap), _Bursts(dst, n, length, dstride)
-    if te is not None:
-        te.nbytes, te.bursts = n * length, n
     accs = [_Acc(name, False, g.footprint(m.gm_esize[name]), what="src"),
             _Acc("UB", True, u.footprint(), what="dst")]
     if rpad:
         pad = _Bursts(dst + length, n, rpad * _esize(m, d, a.get("dtype")), dstride)
         accs.append(_Acc("UB", True, pad.footprint(), what="right pad"))
-    m._accesses(d, p, accs)
-    if n and length:
-        m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
-    if rpad and n:
         pv = _scalar_value(m, d, a.get("pad_value", 0), a["dtype"])
-        m.ub_bytes(pad)[...] = np.frombuffer(np.repeat(pv.reshape(1), rpad).tobytes(), np.uint8)
+        pad_bytes = np.frombuffer(np.repeat(pv.reshape(1), rpad).tobytes(), np.uint8)
+
+    def run(m, d):
+        if n and length:
+            m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
+        if rpad and n:
+            m.ub_bytes(pad)[...] = pad_bytes
+    return _Prep(accs, run).counting(0, n * length, n)
 
 
-def _copy_out(m: _Machine, d: _Dyn, p: int, te):
+def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_ubuf_to_gm (§1.10, the mirror image): burst i reads len_burst bytes at
     src + i*(ceil(len_burst/32)+src_gap)*32 and writes them at dst + i*(len_burst+dst_gap)."""
     a = d.args
@@ -1327,23 +1381,24 @@ def _copy_out(m: _Machine, d: _Dyn, p: int, te):
     name, off = _gm_base(m, d, a, "dst")
     src = _ub_addr(m, d, a, "src", 32)
     u, g = _Bursts(src, n, length, (-(-length // 32) + sgap) * 32), _Bursts(off, n, length, length + dgap)
-    if te is not None:
-        te.nbytes, te.bursts = n * length, n
     gfp = g.footprint(m.gm_esize[name])
     atomic = a.get("atomic") == "add"
-    m._accesses(d, p, [_Acc("UB", False, u.footprint(), what="src"),
-                       *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")])
-    if not (n and length):
-        return
-    out = m.gm_bytes_of(g, name, d)
-    if atomic:  # GM += the bytes read as GM's element type (pto_isa.md §4.8 TSTORE AtomicAdd)
-        dt = m.gm[name].dtype
-        out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
-    else:
-        out[...] = m.ub_bytes(u)
+
+    def run(m, d):
+        if not (n and length):
+            return
+        out = m.gm_bytes_of(g, name, d)
+        if atomic:  # GM += the bytes read as GM's element type (pto_isa.md §4.8 TSTORE AtomicAdd)
+            dt = m.gm[name].dtype
+            out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
+        else:
+            out[...] = m.ub_bytes(u)
+    return _Prep([_Acc("UB", False, u.footprint(), what="src"),
+                  *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")],
+                 run).counting(0, n * length, n)
 
 
-def _copy_ub(m: _Machine, d: _Dyn, p: int, te):
+def _copy_ub(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_ubuf_to_ubuf (§1.10): everything in 32 B blocks; burst i copies len_burst*32 bytes
     from src + i*(len_burst+src_gap)*32 to dst + i*(len_burst+dst_gap)*32."""
     a = d.args
@@ -1351,12 +1406,12 @@ def _copy_ub(m: _Machine, d: _Dyn, p: int, te):
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
     sb, db = _Bursts(src, n, length * 32, (length + sgap) * 32), _Bursts(dst, n, length * 32, (length + dgap) * 32)
-    if te is not None:
-        te.nbytes, te.bursts = n * length * 32, n
-    accs = [_Acc("UB", False, sb.footprint(), what="src"), _Acc("UB", True, db.footprint(), what="dst")]
-    m._accesses(d, p, accs)
-    if n and length:
-        m.ub_bytes(db)[...] = m.ub_bytes(sb).copy()  # the source as it was before the copy
+
+    def run(m, d):
+        if n and length:
+            m.ub_bytes(db)[...] = m.ub_bytes(sb).copy()  # the source as it was before the copy
+    return _Prep([_Acc("UB", False, sb.footprint(), what="src"), _Acc("UB", True, db.footprint(), what="dst")],
+                 run).counting(0, n * length * 32, n)
 
 
 # -- scalar unit ----------------------------------------------------------------------------------
@@ -1428,15 +1483,113 @@ def _vf_call(m: _Machine, d: _Dyn, p: int, te):
     exec_vf_call(m, d, p, te)
 
 
-_HANDLERS = {
-    "vf": _vf_call,
+_PREPARE = {
     "binary": _elementwise, "scalar": _elementwise, "unary": _elementwise, "dup": _elementwise,
     "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
-    "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block,
+}
+"""Families whose instructions decode into a :class:`_Prep` (the vector and copy instructions)."""
+_UNMASKED = frozenset({"vbrcb", "copy_in", "copy_out", "copy_ub"})
+"""Prepared families the mask does not affect (vbrcb ignores it, §1.5)."""
+
+
+def _prep_of(m, d: _Dyn) -> "_Prep":
+    """The :class:`_Prep` of an issued vector or copy instruction: the plan's when its operands
+    are constants (made at plan time or at the first issue under this mask), else a fresh one."""
+    ins = d.ins
+    fam = ins.spec.family
+    key = (id(ins), None if fam in _UNMASKED else (m.mask_mode, m.mask_hi, m.mask_lo))
+    got = m.plan.prep.get(key)
+    if got is not None and got[0] is ins:
+        return got[1]
+    pr = _PREPARE[fam](m, d)
+    if d.args is ins.args:  # constant operands: the same every issue
+        m.plan.prep[key] = (ins, pr)
+    return pr
+
+
+def _prepared(m: _Machine, d: _Dyn, p: int, te):
+    pr = _prep_of(m, d)
+    if te is not None:
+        te.repeats, te.nbytes, te.bursts = pr.repeats, pr.nbytes, pr.bursts
+    if m.tape is not None:
+        m.tape[-1][3] = pr.vectorised and m.tape[-1][3]
+    sizes = m.sizes
+    m._accesses(d, p, pr.accs, pr.bounded == sizes)
+    pr.bounded = sizes
+    try:
+        pr.run(m, d)
+    except ew.ElementwiseError as ex:
+        m.fail("invalid", f"{_desc(d)}: {ex}", d)
+
+
+_HANDLERS = {
+    "vf": _vf_call, **{fam: _prepared for fam in _PREPARE},
     **cube_exec.HANDLERS, **pipes.HANDLERS,
     "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: a program decoded once
+# ---------------------------------------------------------------------------------------------
+
+class Plan:
+    """What the executor decodes of a program once, kept with the program: which instructions
+    have constant operands, and the :class:`_Prep` of each such vector or copy instruction under
+    the mask state it runs with (guessed in program order here; an issue under another mask
+    state decodes again and keeps that too)."""
+
+    def __init__(self, program: Program):
+        self.const: dict = {}
+        """id of an instruction -> (the instruction, are all its operands constants?)."""
+        self.prep: dict = {}
+        """(id of an instruction, mask state or None) -> (the instruction, its :class:`_Prep`)."""
+        self.loops: dict = {}
+        """id of a loop -> (the loop, may runtime/loop_batch.py batch its trips?)."""
+        shim = _PlanMachine(program, self)
+        for ins in program.instructions():
+            const = self.is_const(ins)
+            fam = ins.spec.family
+            if fam == "mask" and const:
+                _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
+            elif fam in _PREPARE and const:
+                try:
+                    _prep_of(shim, _Dyn(ins, ins.args, (), 0))
+                except (_Abort, ValueError, KeyError, TypeError):
+                    pass  # the issue reports it, with the machine's state
+
+    def is_const(self, ins: Instr) -> bool:
+        got = self.const.get(id(ins))
+        if got is None or got[0] is not ins:
+            got = self.const[id(ins)] = (ins, all(_is_const_arg(v) for v in ins.args.values()))
+        return got[1]
+
+
+class _PlanMachine:
+    """The part of a machine that decoding an instruction reads (masks, GM element sizes)."""
+    tape = None
+
+    def __init__(self, program: Program, plan: Plan):
+        self.plan = plan
+        self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
+        self.gm = {g.name: None for g in program.gm_args}
+        self.gm_esize = {g.name: DTYPE_SIZES[g.dtype] for g in program.gm_args}
+
+    def fail(self, kind, msg, dyn):
+        raise _Abort()
+
+    _active = _Machine._active
+    _align = _Machine._align
+    _vector = _Machine._vector
+
+
+def plan_of(program: Program) -> Plan:
+    """The program's :class:`Plan`, made on first use (pipeline.compile_module makes it)."""
+    plan = program.__dict__.get("_plan")
+    if plan is None:
+        plan = program.__dict__["_plan"] = Plan(program)
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1450,15 +1603,13 @@ def make_inputs(program: Program, inputs: dict | None = None) -> dict:
     out = {}
     for g in program.gm_args:
         npd = ew.np_dtype(g.dtype)
-        n = int(np.prod(g.shape)) if g.shape else 1
+        n = math.prod(g.shape)
         if g.name in inputs:
             arr = np.asarray(inputs[g.name])
             if arr.size != n:
                 raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
                                  f"argument {g.dtype}{list(g.shape)} has {n}")
-            if arr.dtype != npd:
-                arr = arr.astype(npd)
-            out[g.name] = np.ascontiguousarray(arr).reshape(g.shape).copy()
+            out[g.name] = np.array(arr, npd, order="C").reshape(g.shape)  # a copy: the run writes GM
         else:
             out[g.name] = np.zeros(g.shape, npd)
     unknown = set(inputs) - {g.name for g in program.gm_args}

@@ -143,10 +143,9 @@ class HazardLog:
     def unordered(self, krow) -> list[Record]:
         """The records of every pipe whose epoch is past what ``krow`` (a pipe's clock) knows."""
         out = []
-        for q in range(self.npipes):
-            i = bisect_right(self.epochs[q], int(krow[q]))
-            if i < len(self.epochs[q]):
-                out.extend(self.by_pipe[q][i:])
+        for q, ep in enumerate(self.epochs):
+            if ep and ep[-1] > krow[q]:
+                out.extend(self.by_pipe[q][bisect_right(ep, krow[q]):])
         return out
 
     def may_race(self, cands: list[Record], space: str, write: bool, p: int, tok: int, fp: Footprint) -> bool:

@@ -82,12 +82,12 @@ def run_loop(m, n, trips: range) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def _static_ok(m, n) -> bool:
-    key = ("loop", id(n))
-    ok = m._const.get(key)
-    if ok is None:
-        ok = m.batch is None and m.blocks == 1 and all(_instr_ok(i, n.var) for i in n.body)
-        m._const[key] = ok
-    return ok
+    if m.batch is not None or m.blocks != 1:
+        return False
+    got = m.plan.loops.get(id(n))
+    if got is None or got[0] is not n:
+        got = m.plan.loops[id(n)] = (n, all(_instr_ok(i, n.var) for i in n.body))
+    return got[1]
 
 
 def _instr_ok(ins, var: str) -> bool:
