@@ -327,7 +327,6 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
     """Execute ``program`` (hazard checking on); races are returned in ``findings`` (not raised);
     a deadlock or an invalid access raises ``ExecutionError``; a run longer than ``max_steps``
     (default: the executor's) is a usage error (exit 2)."""
-    from pto_compiler.runtime import cycles
     from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS, ExecutionError, StepLimitError, execute
 
     gm = {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
@@ -341,7 +340,7 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
         if e.result is None or any(f.kind not in ("race", "sync") for f in e.findings):
             raise
         r, findings = e.result, list(e.findings)
-    st = cycles.simulate(r.trace, program.target, cores=r.cores) if stats else None
+    st = r.cycle_stats(program.target) if stats else None
     return RunResult(dict(r.outputs), st, findings, r)
 
 

@@ -220,6 +220,19 @@ class ExecResult:
     cores: list | None = None
     """A mixed kernel's cores per block (``AIC``, ``AIV0``, ...): trace block ``b * len(cores) + i``
     is core ``cores[i]`` of block ``b``."""
+    replay: object = None
+    """The :class:`_Replay` that ran, if one did (its trace is the same every run)."""
+
+    def cycle_stats(self, target: str):
+        """The cycle model's stats of the trace (computed once per replayed program)."""
+        from .cycles import simulate
+
+        if self.replay is None:
+            return simulate(self.trace, target, cores=self.cores)
+        got = self.replay.stats.get(target)
+        if got is None:
+            got = self.replay.stats[target] = simulate(self.trace, target)
+        return got
 
     @property
     def races(self) -> list:
@@ -422,6 +435,11 @@ kernel's end).  A program whose findings are empty computes the same under every
 the sync mutation test (tests/test_sync_mutation.py) runs mutants under all three."""
 
 
+def _fresh_ub(ub_bytes: int, ub_init: int) -> np.ndarray:
+    """The UB at the start of a block: every byte ``ub_init``."""
+    return np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8) if ub_init & 0xFF else np.zeros(ub_bytes, np.uint8)
+
+
 class _Machine:
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
                  check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS,
@@ -431,7 +449,7 @@ class _Machine:
         self.steps_left = max_steps
         self.max_steps = max_steps
         self.blocks = blocks
-        self.ub = np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8) if ub_init & 0xFF else np.zeros(ub_bytes, np.uint8)
+        self.ub = _fresh_ub(ub_bytes, ub_init)
         self.ub_init = ub_init
         self._views: dict = {}
         self.gm = gm                     # name -> ndarray (contiguous)
@@ -465,7 +483,7 @@ class _Machine:
         self.epoch = np.zeros(_NP, np.int64)
         self.known = np.zeros((_NP, _NP), np.int64)
         self.block = 0
-        self.plan = plan_of(program)
+        self.plan = plan_of(program) if program is not None else Plan(None)
         self.sizes = (ub_bytes, tuple(sp.bytes for sp in cube_spaces), tuple((k, v.size) for k, v in gm.items()))
         """The memory sizes: an access inside them once is inside them again."""
         self.ub_image = None
@@ -477,6 +495,8 @@ class _Machine:
         """(get_subblock_idx, get_subblock_num) of the core this machine is."""
         self.agent_pipe = None
         """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
+        self.dry: list | None = None
+        """While :func:`_dry_run` runs the program: its NumPy steps in execution order, not run."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -1517,6 +1537,9 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
     sizes = m.sizes
     m._accesses(d, p, pr.accs, pr.bounded == sizes)
     pr.bounded = sizes
+    if m.dry is not None:
+        m.dry.append((pr.run, d))
+        return
     try:
         pr.run(m, d)
     except ew.ElementwiseError as ex:
@@ -1540,13 +1563,17 @@ class Plan:
     the mask state it runs with (guessed in program order here; an issue under another mask
     state decodes again and keeps that too)."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program | None):
         self.const: dict = {}
         """id of an instruction -> (the instruction, are all its operands constants?)."""
         self.prep: dict = {}
         """(id of an instruction, mask state or None) -> (the instruction, its :class:`_Prep`)."""
         self.loops: dict = {}
         """id of a loop -> (the loop, may runtime/loop_batch.py batch its trips?)."""
+        self.replay: _Replay | None = None
+        """A straight-line program's run, decided once (:func:`_dry_run`)."""
+        if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
+            return
         shim = _PlanMachine(program, self)
         for ins in program.instructions():
             const = self.is_const(ins)
@@ -1589,7 +1616,75 @@ def plan_of(program: Program) -> Plan:
     plan = program.__dict__.get("_plan")
     if plan is None:
         plan = program.__dict__["_plan"] = Plan(program)
+        plan.replay = _dry_run(program, plan)
     return plan
+
+
+_REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask"}
+
+
+class _Replay:
+    """The run of a straight-line program whose operands are all constants: its schedule, hazard
+    findings, trace and counts do not depend on the data, so one dry run decides them and every
+    execution runs only the NumPy steps, in the dry run's order."""
+
+    def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int):
+        self.body, self.steps, self.trace, self.counts = body, steps, trace, counts
+        self.nsteps, self.ub_bytes = nsteps, ub_bytes
+        self.stats: dict = {}
+        """target -> the cycle model's stats of ``trace``."""
+
+
+def _dry_run(program: Program, plan: Plan) -> "_Replay | None":
+    """The program's :class:`_Replay`: None when it has loops, branches, scalar-unit or cube work,
+    operands known only at run time, or when the dry run (eager schedule, hazards checked) finds
+    anything (then every execution runs instruction by instruction and reports it)."""
+    body = tuple(program.body)
+    if not all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and plan.is_const(n) for n in body):
+        return None
+    t = lookup_target(program.target)
+    if t is None or program.scalar_args:
+        return None
+    m = _Machine(program, make_inputs(program), {}, 1, t.ub_bytes, True, 0, True, 1, DEFAULT_MAX_STEPS,
+                 "eager", t.cube_spaces)
+    m.dry = []
+    try:
+        m.run()
+    except (_Abort, ValueError, KeyError, TypeError):
+        return None
+    if m.findings:
+        return None
+    rp = _Replay(body, m.dry, m.trace, m.counts, m.max_steps - m.steps_left, t.ub_bytes)
+    from .cycles import CYCLE_TABLES, simulate
+
+    if program.target in CYCLE_TABLES:  # the trace is the same every run: so are its stats
+        rp.stats[program.target] = simulate(m.trace, program.target)
+    return rp
+
+
+class _ReplayMachine:
+    """The memories a replayed step reads and writes."""
+    batch = None
+    view, ub_view, ub_bytes, gm_bytes_of = _Machine.view, _Machine.ub_view, _Machine.ub_bytes, _Machine.gm_bytes_of
+
+    def __init__(self, ub: np.ndarray, gm: dict):
+        self.ub, self._views = ub, {}
+        self.gm_bytes = {k: v.reshape(-1).view(np.uint8) for k, v in gm.items()}
+
+
+def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool) -> "ExecResult | None":
+    """The run of ``rp`` on these memories; None when a step fails on the data (an integer
+    division by zero): the caller runs the program instruction by instruction to report it."""
+    m = _ReplayMachine(ub, gm)
+    try:
+        with np.errstate(all="ignore"):
+            for run, d in rp.steps:
+                run(m, d)
+    except ew.ElementwiseError:
+        return None
+    env = {"block_idx": 0, "block_num": 1, "subblock_idx": 0, "subblock_num": 1, **scalars}
+    return ExecResult(outputs=gm, findings=[], trace=list(rp.trace) if trace else [], counts=dict(rp.counts),
+                      ub=ub, scalars=env, blocks=1, replay=rp if trace else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1653,13 +1748,25 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
     if blocks < 1:
         raise ValueError("blocks must be >= 1")
-    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule,
-                 t.cube_spaces)
+    init = None
     if ub is not None:
         init = np.frombuffer(bytes(ub), np.uint8) if not isinstance(ub, np.ndarray) \
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)
         if init.size > ub_bytes:
             raise ValueError(f"initial UB image of {init.size} bytes exceeds the {ub_bytes}-byte UB")
+    rp = plan_of(program).replay
+    if rp is not None and blocks == 1 and schedule == "eager" and rp.ub_bytes == ub_bytes and \
+            rp.nsteps <= max_steps and rp.body == tuple(program.body):
+        mem = _fresh_ub(ub_bytes, ub_init)
+        if init is not None:
+            mem[: init.size] = init
+        result = _replayed(rp, mem, gm, sc, trace)
+        if result is not None:
+            return result
+        gm = make_inputs(program, inputs)  # the replay wrote GM before it failed: start again
+    m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule,
+                 t.cube_spaces)
+    if init is not None:
         m.ub_image = init.copy()
         m.ub[: init.size] = init
     try:
