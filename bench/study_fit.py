@@ -22,7 +22,12 @@ from pto_compiler.targets import TARGETS
 
 HERE = pathlib.Path(__file__).resolve().parent / "study"
 
-# seeds/001: (VF count, PUSHQ VF sum_cycles, PUSH_PB sum_cycles or None where not printed)
+# seeds/001: (VF count, PUSHQ VF sum_cycles, PUSH_PB sum_cycles or None where not printed).
+# The elemwise/reduce tables print VF count 5 where their code shows one asc_vf_call
+# ("VF 计算位于 Compute()"); the other 4 launches cost next to nothing: PUSHQ VF exceeds the one
+# VF's steady span by 3-4 cycles in total (elemwise 625 vs 621, max_ra 510 vs 506, max_ra unroll
+# 358 vs 355: the "VF IPC" rows).  So they are launches outside Compute() the seed does not show;
+# the model counts the kernel's one.
 STUDY = {
     "tail_axis_1_naive": (17, 1247, 68), "tail_axis_2_distbrc": (1, 356, 8),
     "head_axis_1_naive": (17, 839, 68), "head_axis_2_vfloop_nm": (1, 275, 4), "head_axis_3_vfloop_mn": (1, 442, 4),

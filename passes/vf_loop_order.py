@@ -32,7 +32,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from pto_compiler.dialects import vf
-from pto_compiler.passes.vf_multi_accumulator import _inside
+from pto_compiler.passes.vf_multi_accumulator import _inside, const_value
 
 
 @dataclass
@@ -132,6 +132,17 @@ def _distinct_at_calls(module: ModuleOp, fn: vf.VfFuncOp, n: _Nest) -> bool:
     return True
 
 
+def _launch_constants(module: ModuleOp, fn: vf.VfFuncOp) -> dict:
+    """{parameter index: value} of the parameters every launch of ``fn`` passes as the same
+    ``arith.constant`` (a loop bound such as the study's ``vfLoopN``)."""
+    seen: dict = {}
+    for call in module.walk():
+        if isinstance(call, vf.VfCallOp) and call.callee_name == fn.sym_name.data:
+            for k, v in enumerate(call.operands):
+                seen.setdefault(k, set()).add(const_value(v))
+    return {k: next(iter(vs)) for k, vs in seen.items() if len(vs) == 1 and None not in vs}
+
+
 @dataclass(frozen=True)
 class VfLoopOrderPass(ModulePass):
     """Row/chunk loop nests in the order (rows outer or chunks outer) the cycle model prefers."""
@@ -149,6 +160,7 @@ class VfLoopOrderPass(ModulePass):
                     continue
                 trial = fn.clone()
                 interchange(_match([o for o in trial.walk() if isinstance(o, scf.ForOp)][i]))
-                before, after = vf_static_cycles(fn), vf_static_cycles(trial)
+                known = _launch_constants(op, fn)
+                before, after = vf_static_cycles(fn, known), vf_static_cycles(trial, known)
                 if before is not None and after is not None and after < before:
                     interchange(_match(loops[i]))

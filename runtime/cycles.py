@@ -412,17 +412,20 @@ class _VfTimer:
             self.c[key] = v + n * (v - na[key])
 
 
-def vf_static_cycles(fn) -> float | None:
+def vf_static_cycles(fn, known: dict | None = None) -> float | None:
     """PUSHQ VF of one launch of ``vf.func`` ``fn`` without running it: the executed stream built
-    from the loops' constant bounds (None when a bound is not a constant).  The VF optimisation
-    passes ask this to choose between forms."""
+    from the loops' constant bounds, a bound that is parameter k taking ``known[k]`` (what every
+    launch passes; None when a bound is neither).  The VF optimisation passes ask this to choose
+    between forms."""
     from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+
+    params = {a: k for k, a in enumerate(fn.args)}
 
     def const(v):
         op = v.owner
         if getattr(op, "name", None) == "arith.constant":
             return op.value.value.data
-        return None
+        return (known or {}).get(params.get(v))
 
     def walk(block) -> list | None:
         log: list = []
