@@ -1018,6 +1018,63 @@ class PairReduceOp(TileOp):
         _same_valid(src, dst, "src0 must have the same valid shape as dst")
 
 
+GATHER_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1), "P0100": (4, 2),
+                   "P1000": (4, 3), "P1111": (1, 0)}
+"""TGATHER maskPattern -> (period, position): pto-isa's MaskPattern, the vreducev2 pattern modes 1..7
+("01-bits patterns are read from right to left; right bits are low index positions": P0101 takes
+the first of every two elements, P1000 the fourth of every four, P1111 all)."""
+
+
+class GatherOp(TileOp):
+    """TGATHER (TGATHER.md; pto_isa.md §3 "index tile or maskPattern"), told apart by its operands:
+
+    * index ``ins(src, indices[, tmp]) outs(dst)``: ``dst[i, j]`` = element number ``indices[i, j]``
+      of src's tile storage (row-major; the A2A3 header multiplies the indices by sizeof(T) and
+      gathers from src's base, TGather.hpp);
+    * mask ``ins(src) outs(dst) {maskPattern}``: the elements :data:`GATHER_PATTERNS` selects in each
+      valid row of src, rows in turn, packed contiguously from dst's first element (vreducev2; the
+      header asserts a contiguous dst);
+    * compare ``ins(src, k, tmp) outs(dst, cdst) {cmpMode, offset}``: parsed and verified only.
+    """
+
+    FAMILY: ClassVar[str] = "gather"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    @property
+    def form(self) -> str:
+        if len(self.outs) == 2:
+            return "compare"
+        return "index" if len(self.ins) >= 2 and is_tile(self.ins[1].type) else "mask"
+
+    def pattern(self) -> tuple[int, int]:
+        m = re.search(r"P[01]{4}", str(self.attributes.get("maskPattern", "")))
+        if m is None or m.group(0) not in GATHER_PATTERNS:
+            raise VerifyException(f"the mask form needs maskPattern = #pto.mask_pattern<{'|'.join(GATHER_PATTERNS)}>")
+        return GATHER_PATTERNS[m.group(0)]
+
+    def verify_family(self) -> None:
+        if self.form == "compare":
+            return
+        dst = _need_dst(self)
+        src = _tiles(self, 1, "a source tile")[0]
+        _same_dtype(dst, src, rule="dst and src must have the same element type")
+        _row_major(src, "src")
+        _row_major(dst, "dst")
+        if self.form == "mask":
+            if len(self.ins) != 1:
+                raise VerifyException(f"the mask form expects ins(src), got {len(self.ins)} operands")
+            self.pattern()
+            return
+        idx = self.ins[1].type
+        _row_major(idx, "indices")
+        if idx.dtype not in ("i16", "ui16", "i32", "ui32"):
+            raise VerifyException(f"indices must be i16, ui16, i32 or ui32, got {idx.dtype}")
+        if _known(*idx.valid_shape, *dst.valid_shape) and (idx.valid_row < dst.valid_row or
+                                                         idx.valid_col < dst.valid_col):
+            raise VerifyException(f"indices' valid shape {_dims_text(idx.valid_shape)} does not cover dst's "
+                                  f"{_dims_text(dst.valid_shape)}")
+
+
 AXPY_TYPES = {("f16", "f16"), ("f32", "f32"), ("f16", "f32"), ("bf16", "bf16")}
 """(src, dst) element types of TAXPY: one float type, or f16 into an f32 dst (the PTOAS sample)."""
 
@@ -1533,6 +1590,7 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
                  "TTRI ``{upperOrLower}``: the triangular mask with diagonal offset s (an integer): 1 where "
                  "j <= i + s (0, lower) or j >= i + s (1, upper), else 0.", FAMILY="tri", FN="triangle")
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
+TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1557,7 +1615,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgather", "tgatherb", "tscatter",
+    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgatherb", "tscatter",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
@@ -1579,6 +1637,8 @@ NO_SEMANTICS = {
     "pto.tmrgsort": "no page gives the list layout, the 'executed' output or the order of equal keys",
     "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
     "pto.timg2col": "no page gives its window, stride and padding parameters",
+    "pto.tgatherb": "the page (TGATHERB.md) reads one byte offset per element, the A2A3 header (vgatherb) "
+                    "one per 32-byte block of dst",
 }
 """Catalogue instructions whose pages give no exact semantics: the golden model and both lowerings
 reject them located, with the reason (issue 12: never guess silently)."""
@@ -2174,6 +2234,13 @@ def _tgather_compare_a2a3(op: TileOp, target_name: str) -> None:
                               f"or i32 when cmpMode=eq (got {src})")
 
 
+def _tgather_index_a2a3(op: TileOp, target_name: str) -> None:
+    """TGATHER.md, A2A3 index form: b32 indices."""
+    if target_name == "a2a3" and isinstance(op, GatherOp) and op.form == "index" and \
+            op.ins[1].type.dtype not in ("i32", "ui32"):
+        raise VerifyException(f"A2/A3 tgather indices must be i32 or ui32 (got {op.ins[1].type.dtype})")
+
+
 def _tsel_a2a3(op: TileOp, target_name: str) -> None:
     dst = op.dst_type
     if target_name == "a2a3" and dst is not None and dst.dtype not in ("i16", "i32", "f16", "f32"):
@@ -2208,6 +2275,6 @@ TARGET_RULES: dict[str, object] = {
     "pto.tpush_to_aic": _tpush_split_a5,
     "pto.thistogram": _only_a5,
     "pto.tsel": _tsel_a2a3,
-    "pto.tgather": _tgather_compare_a2a3,
+    "pto.tgather": lambda op, target: (_tgather_compare_a2a3(op, target), _tgather_index_a2a3(op, target)),
 }
 """op name -> target-dependent checks (run by pto-verify-target with the op's dtype set)."""

@@ -1500,6 +1500,41 @@ class _FnLowering:
         self.vec("vector_dup", d.dtype, {"dst": row}, 1, n, extra={"scalar": second})
         self.end_loop(outer)
 
+    def tile_gather(self, op):
+        """TGATHER on the scalar unit (no vgather/vreducev2 in vector_isa.md): index form, per dst
+        element ``ld_ub`` the index, ``ld_ub`` src's element at ``src + index * sizeof(T)`` (the
+        header's vmuls + vgather addressing), ``st_ub``; mask form, per row the selected columns
+        stored one after another from dst's first element.  Bracketed by V->S / S->V flags (also on
+        ascend950)."""
+        if op.form == "compare":
+            self.unsupported("the compare form of tgather is not modelled (vcmpvs + vreducev2)")
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self.flag("V", "S")
+        v = self.fresh("v")
+        if op.form == "index":
+            ix = self.tile(op.ins[1])
+            rows, r = self.loop("r", 0, d.vr)
+            outer = self.in_body(rows.body)
+            cols, c = self.loop("c", 0, d.vc)
+            inner = self.in_body(cols.body)
+            k = self.fresh("k")
+            self.emit("ld_ub", ix.dtype, dst=Var(k), addr=ix.elem(r, c))
+            self.emit("ld_ub", s.dtype, dst=Var(v), addr=ex_add(s.addr, ex_mul(Var(k), s.esize)))
+            self.emit("st_ub", d.dtype, addr=d.elem(r, c), src=Var(v))
+        else:
+            period, pos = op.pattern()
+            n = len(range(pos, s.vc, period))
+            rows, r = self.loop("r", 0, s.vr)
+            outer = self.in_body(rows.body)
+            cols, m = self.loop("m", 0, n)
+            inner = self.in_body(cols.body)
+            self.emit("ld_ub", s.dtype, dst=Var(v), addr=s.elem(r, ex_add(pos, ex_mul(m, period))))
+            self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(ex_add(ex_mul(r, n), m), d.esize)), src=Var(v))
+        self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_concat(self, op):
         """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
         the copies are block-granular, vector_isa.md §1.10)."""
@@ -2209,6 +2244,7 @@ _FAMILY_RULES = {
     pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat,
+    pto.GatherOp: _FnLowering.tile_gather,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
     pto.ComposedOp: _FnLowering.tile_composed,

@@ -1262,6 +1262,31 @@ class Evaluator:
         """The index reductions: the row/column rules, the element function giving the indices."""
         (self.family_rowreduce if op.AXIS == 1 else self.family_colreduce)(op, env)
 
+    def family_gather(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        flat = src.data.reshape(-1)
+        if op.form == "compare":
+            raise op_error(op, "has no semantics in ptoc yet: the compare form (indices of the elements "
+                               "matching k per row, with counts) is not modelled")
+        if op.form == "index":
+            idx = self.tile(op, op.ins[1], env)
+            dst = self.dst(op, env, idx.valid)
+            r, c = dst.valid
+            self.need(op, idx.valid[0] >= r and idx.valid[1] >= c,
+                      f"indices' valid region {idx.valid[0]}x{idx.valid[1]} does not cover dst's {r}x{c} at run time")
+            k = idx.data[:r, :c].astype(np.int64)
+            self.need(op, bool(((k >= 0) & (k < flat.size)).all()),
+                      f"an index outside src's {src.data.shape[0]}x{src.data.shape[1]} tile (0..{flat.size - 1})")
+            dst.data[:r, :c] = flat[k]
+            return
+        period, pos = op.pattern()
+        r, c = src.valid
+        out = src.data[:r, pos:c:period].reshape(-1)
+        dst = self.dst(op, env, (1, out.size))
+        self.need(op, out.size <= dst.data.size,
+                  f"the {out.size} selected elements do not fit dst's {dst.data.shape[0]}x{dst.data.shape[1]} tile")
+        dst.data[np.unravel_index(np.arange(out.size), dst.data.shape)] = out
+
     def family_pairreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1533,6 +1558,7 @@ _FAMILIES = {
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
+    pto.GatherOp: Evaluator.family_gather,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,

@@ -94,6 +94,8 @@ def variants():
         out.append((op, "ui32-tmp", a2a3_dtypes(op)))
     out.append(("tpairreducesum", "", a2a3_dtypes("tpairreducesum")))
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
+    for v in ("index", "mask-P0101", "mask-P0010", "mask-P1000", "mask-P1111"):
+        out.append(("tgather", v, a2a3_dtypes("tgather")))
     for op in DPS_OPS:
         out.append((op, "dps", a2a3_dtypes(op)))
     out.append(("ttrans", "", a2a3_dtypes("ttrans")))
@@ -226,6 +228,15 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
             body = f"%d = pto.{op} %a, %t : ({full}, {full}) -> {rt}"
         else:
             body = f"%d = pto.{op} %a : {full} -> {rt}"
+    elif op == "tgather" and variant == "index":
+        it = _t(R, cols, "i32", R, C)
+        args = [f"%a: {full}", f"%b: {it}"]
+        body = f"%d = pto.tgather %a, %b : ({full}, {it}) -> {full}"
+    elif op == "tgather":
+        period, pos = pto.GATHER_PATTERNS[variant[5:]]
+        rt = _t(1, max(1, R * len(range(pos, C, period))), dt)
+        args = [f"%a: {full}"]
+        body = f"%d = pto.tgather %a {{maskPattern = #pto.mask_pattern<{variant[5:]}>}} : {full} -> {rt}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"
@@ -311,6 +322,10 @@ def domain_inputs(case, given):
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         return {**(given or {}), "a": rng.integers(int(info.min), int(info.max), size=(R, C), endpoint=True,
                                                    dtype=info.dtype)}
+    if op == "tgather" and variant == "index":  # positions inside src's valid region
+        rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
+        pos = rng.integers(0, R, size=(R, C)) * case[4] + rng.integers(0, C, size=(R, C))
+        return {**(given or {}), "b": pos.astype(np.int32)}
     if op not in DIVISOR_OPS or dt.startswith(("f", "b")):
         return given
     given = dict(given or {})

@@ -1,0 +1,111 @@
+"""TGATHER, index and mask forms (issue 12, item 1).
+
+The golden model against an oracle from the page's words (TGATHER.md): index form ``dst[i, j] =
+src0[indices[i, j]]``, the index counting elements of src's tile storage row by row (the A2A3
+header's reading: indices times sizeof(T) from src's base); mask form: the elements of each valid
+row that pto-isa's MaskPattern selects (bits read right to left: P0101 the first of every two, P1000
+the fourth of every four, P1111 all), rows in turn, packed from dst's first element.  Both backends
+(the scalar unit on both) run the same gathers; the differential matrices cover dtypes and rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import a2a3_harness as H
+import test_diff_a2a3 as DA
+import test_diff_ascend950 as D5
+from test_reference_props import PROFILE, T, check, py, run, tile_case, values
+from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
+from pto_compiler.dialects import pto
+from pto_compiler.runtime import reference as R
+from pto_compiler.targets import A2A3, ASCEND950
+
+PATTERNS = {"P0101": [0], "P1010": [1], "P0001": [0], "P0010": [1], "P0100": [2], "P1000": [3], "P1111": [0]}
+PERIOD = {"P0101": 2, "P1010": 2, "P0001": 4, "P0010": 4, "P0100": 4, "P1000": 4, "P1111": 1}
+DTYPES = ("f16", "f32", "bf16", "i16", "i32", "ui16", "ui32")
+
+
+@PROFILE
+@given(tile_case(dtypes=DTYPES), st.data())
+def test_index_form_matches_the_page(case, data):
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    # indices into src's valid region, as positions of its rows x cols storage
+    k = rng.integers(0, vr, size=(vr, vc)) * cols + rng.integers(0, vc, size=(vr, vc))
+    t, it = T(rows, cols, dt, (vr, vc)), T(rows, cols, "i32", (vr, vc))
+    got = run("tgather", [t, it], t, [x, k.astype(np.int32)])
+    check(got, [[py(x[k[i, j] // cols, k[i, j] % cols], dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+@PROFILE
+@given(tile_case(dtypes=DTYPES), st.sampled_from(sorted(PATTERNS)))
+def test_mask_form_matches_the_page(case, pattern):
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    want = [py(x[i, j], dt) for i in range(vr) for j in range(vc) if j % PERIOD[pattern] == PATTERNS[pattern][0]]
+    t, d = T(rows, cols, dt, (vr, vc)), T(1, len(want) + 1, dt)
+    text = (f"func.func @k(%a: {t}) -> {d} {{\n  %d = pto.tgather %a {{maskPattern = #pto.mask_pattern<{pattern}>}}"
+            f" : {t} -> {d}\n  return %d : {d}\n}}\n")
+    got = R.evaluate(api.parse(text), {"a": x})["result0"]
+    check(got[:, :len(want)], [want], dt)
+    assert got[0, len(want)] == 0  # past the selected elements: untouched
+
+
+CASES = [("index", dt) for dt in ("f32", "f16", "i32")] + [(f"mask-{p}", dt) for p in ("P0101", "P1000", "P1111")
+                                                           for dt in ("f32", "f16")]
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("variant, dt", CASES)
+@pytest.mark.parametrize("R", [1, 8, 9, 16])
+def test_backends_give_the_golden_bits(target, variant, dt, R):
+    """Odd valid columns, valid < tile; NaN/±0/±inf among the gathered values."""
+    cols = 64 // DA.ESIZE[dt]
+    case = ("tgather", variant, dt, R, cols, cols - 3)
+    text = DA.kernel(*case)
+    given = DA.domain_inputs(case, {"a": values(np.random.default_rng(R), dt, (R, cols - 3), 0.4)})
+    cmp, findings, _ = (H.check if target == "a2a3" else D5.check)(text, 0, given)
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+def test_an_index_outside_src_is_a_located_error():
+    t, it = T(2, 16, "f32"), T(2, 16, "i32")
+    text = f"func.func @k(%a: {t}, %b: {it}) -> {t} {{\n  %d = pto.tgather %a, %b : ({t}, {it}) -> {t}\n  return %d : {t}\n}}\n"
+    k = np.zeros((2, 16), np.int32)
+    k[1, 3] = 32
+    with pytest.raises(PtocError, match=r"an index outside src's 2x16 tile \(0\.\.31\)") as e:
+        R.evaluate(api.parse(text, "k.pto"), {"a": np.ones((2, 16), np.float32), "b": k})
+    assert "k.pto:2:8" in str(e.value)
+
+
+@pytest.mark.parametrize("text, target, message", [
+    ("%d = pto.tgather %a, %i : ({t}, {i16}) -> {t}", A2A3, "A2/A3 tgather indices must be i32 or ui32"),
+    ("%d = pto.tgather %a {{maskPattern = #pto.mask_pattern<P0110>}} : {t} -> {t}", ASCEND950, "needs maskPattern"),
+    ("%d = pto.tgather %a, %i : ({t}, {f32}) -> {t}", ASCEND950, "indices must be i16, ui16, i32 or ui32"),
+])
+def test_verifier_rules(text, target, message):
+    t, i16, f32 = T(2, 16, "f32"), T(2, 16, "i16"), T(2, 16, "f32")
+    body = text.format(t=t, i16=i16, f32=f32)
+    args = "%a: " + t + (", %i: " + (i16 if "i16>" in body.split("->")[0] else f32) if "%i" in body else "")
+    src = f"func.func @k({args}) -> {t} {{\n  {body}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match=message) as e:
+        api.compile(api.parse(src, "k.pto"), target)
+    assert "k.pto:2:8" in str(e.value)
+
+
+def test_compare_form_is_located_as_not_modelled():
+    """ins(src, k, tmp) outs(dst, cdst): parsed and verified (the A2/A3 dtype rule), not lowered."""
+    f16, ui8, i32 = ("!pto.tile_buf<vec, 1x32x" + t + ">" for t in ("f16", "ui8", "i32"))
+    text = (f"func.func @k() {{\n  %s = pto.alloc_tile : {f16}\n  %t = pto.alloc_tile : {ui8}\n"
+            f"  %d = pto.alloc_tile : {i32}\n  %c = pto.alloc_tile : {i32}\n  %k = arith.constant 0.0 : f16\n"
+            f"  pto.tgather ins(%s, %k, %t : {f16}, f16, {ui8}) outs(%d, %c : {i32}, {i32}) {{offset = 7 : i32}}\n"
+            "  return\n}\n")
+    with pytest.raises(PtocError, match="compare form of tgather is not modelled") as e:
+        api.compile(api.parse(text, "k.pto"), A2A3)
+    assert "k.pto:7:3" in str(e.value)
