@@ -1075,6 +1075,33 @@ class GatherOp(TileOp):
                                   f"{_dims_text(dst.valid_shape)}")
 
 
+class ScatterOp(TileOp):
+    """TSCATTER ``ins(src, indices) outs(dst)`` (pto_isa.md §3 "scatter by flattened per-element
+    offsets"; TScatter.hpp): dst's whole tile is zeroed, then for (i, j) over the indices' valid region
+    in row-major order ``dst[indices[i, j]] = src[i, j]``, dst's storage counted element by element
+    row-major; the last writer wins."""
+
+    FAMILY: ClassVar[str] = "scatter"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects ins(src, indices), got {len(self.ins)} operands")
+        src, idx = _tiles(self, 2, "ins(src, indices) tiles")[:2]
+        _same_dtype(dst, src, rule="dst and src must have the same element type")
+        for t, who in ((dst, "dst"), (src, "src"), (idx, "indices")):
+            _row_major(t, who)
+        if idx.dtype not in ("i16", "ui16", "i32", "ui32"):
+            raise VerifyException(f"indices must be i16, ui16, i32 or ui32, got {idx.dtype}")
+        if idx.elem_bytes != max(2, dst.elem_bytes):
+            raise VerifyException(f"{dst.dtype} data takes {8 * max(2, dst.elem_bytes)}-bit indices, got {idx.dtype}")
+        if _known(*idx.valid_shape, *src.valid_shape) and (src.valid_row < idx.valid_row or
+                                                         src.valid_col < idx.valid_col):
+            raise VerifyException(f"src's valid shape {_dims_text(src.valid_shape)} does not cover the indices' "
+                                  f"{_dims_text(idx.valid_shape)}")
+
+
 AXPY_TYPES = {("f16", "f16"), ("f32", "f32"), ("f16", "f32"), ("bf16", "bf16")}
 """(src, dst) element types of TAXPY: one float type, or f16 into an f32 dst (the PTOAS sample)."""
 
@@ -1590,6 +1617,7 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
                  "TTRI ``{upperOrLower}``: the triangular mask with diagonal offset s (an integer): 1 where "
                  "j <= i + s (0, lower) or j >= i + s (1, upper), else 0.", FAMILY="tri", FN="triangle")
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
+TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
@@ -1615,7 +1643,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgatherb", "tscatter",
+    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgatherb",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",

@@ -1535,6 +1535,30 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    def tile_scatter(self, op):
+        """TSCATTER on the scalar unit, as TScatter.hpp's loop: dst's whole tile zeroed (``st_ub`` 0;
+        the header's vector_dup), then per (i, j) of the indices' valid region, row-major,
+        ``ld_ub`` the index and src's element and ``st_ub`` it at ``dst + index * sizeof(T)`` (a
+        later index overwrites an earlier one).  Bracketed by V->S / S->V flags (also on ascend950)."""
+        (s, ix), d = (self.tile(v) for v in op.ins), self.tile(op.outs[0])
+        self._static_valid(s, ix, d)
+        self.flag("V", "S")
+        zero, z = self.loop("z", 0, d.t.rows * d.t.cols)
+        outer = self.in_body(zero.body)
+        self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(z, d.esize)), src=0)
+        self.end_loop(outer)
+        rows, r = self.loop("r", 0, ix.vr)
+        outer = self.in_body(rows.body)
+        cols, c = self.loop("c", 0, ix.vc)
+        inner = self.in_body(cols.body)
+        k, v = self.fresh("k"), self.fresh("v")
+        self.emit("ld_ub", ix.dtype, dst=Var(k), addr=ix.elem(r, c))
+        self.emit("ld_ub", s.dtype, dst=Var(v), addr=s.elem(r, c))
+        self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(Var(k), d.esize)), src=Var(v))
+        self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_concat(self, op):
         """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
         the copies are block-granular, vector_isa.md §1.10)."""
@@ -2245,6 +2269,7 @@ _FAMILY_RULES = {
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.GatherOp: _FnLowering.tile_gather,
+    pto.ScatterOp: _FnLowering.tile_scatter,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
     pto.ComposedOp: _FnLowering.tile_composed,

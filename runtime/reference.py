@@ -1287,6 +1287,21 @@ class Evaluator:
                   f"the {out.size} selected elements do not fit dst's {dst.data.shape[0]}x{dst.data.shape[1]} tile")
         dst.data[np.unravel_index(np.arange(out.size), dst.data.shape)] = out
 
+    def family_scatter(self, op, env):
+        src, idx = (self.tile(op, v, env) for v in op.ins)
+        dst = self.dst(op, env, src.valid)
+        r, c = idx.valid
+        self.need(op, src.valid[0] >= r and src.valid[1] >= c,
+                  f"src's valid region {src.valid[0]}x{src.valid[1]} does not cover the indices' {r}x{c} at run time")
+        k = idx.data[:r, :c].astype(np.int64).reshape(-1)
+        n = dst.data.size
+        self.need(op, bool(((k >= 0) & (k < n)).all()),
+                  f"an index outside dst's {dst.data.shape[0]}x{dst.data.shape[1]} tile (0..{n - 1})")
+        dst.data[...] = 0
+        _, first_from_end = np.unique(k[::-1], return_index=True)
+        last = k.size - 1 - first_from_end  # the last writer of each position
+        dst.data[np.unravel_index(k[last], dst.data.shape)] = src.data[:r, :c].reshape(-1)[last]
+
     def family_pairreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1558,7 +1573,7 @@ _FAMILIES = {
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
-    pto.GatherOp: Evaluator.family_gather,
+    pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,

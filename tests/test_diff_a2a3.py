@@ -96,6 +96,7 @@ def variants():
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
     for v in ("index", "mask-P0101", "mask-P0010", "mask-P1000", "mask-P1111"):
         out.append(("tgather", v, a2a3_dtypes("tgather")))
+    out.append(("tscatter", "", a2a3_dtypes("tscatter")))
     for op in DPS_OPS:
         out.append((op, "dps", a2a3_dtypes(op)))
     out.append(("ttrans", "", a2a3_dtypes("ttrans")))
@@ -232,6 +233,11 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         it = _t(R, cols, "i32", R, C)
         args = [f"%a: {full}", f"%b: {it}"]
         body = f"%d = pto.tgather %a, %b : ({full}, {it}) -> {full}"
+    elif op == "tscatter":
+        it = _t(R, cols, "i32" if e == 4 else "i16", R, C)
+        args = [f"%a: {full}", f"%b: {it}"]
+        rt = _t(R, cols, dt)
+        body = f"%d = pto.tscatter %a, %b : ({full}, {it}) -> {rt}"
     elif op == "tgather":
         period, pos = pto.GATHER_PATTERNS[variant[5:]]
         rt = _t(1, max(1, R * len(range(pos, C, period))), dt)
@@ -322,6 +328,10 @@ def domain_inputs(case, given):
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         return {**(given or {}), "a": rng.integers(int(info.min), int(info.max), size=(R, C), endpoint=True,
                                                    dtype=info.dtype)}
+    if op == "tscatter":  # positions of dst's storage, repeats included (the last writer wins)
+        rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
+        pos = rng.integers(0, min(R * case[4], 1 << 15), size=(R, C))
+        return {**(given or {}), "b": pos.astype(np.int32 if ESIZE[dt] == 4 else np.int16)}
     if op == "tgather" and variant == "index":  # positions inside src's valid region
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         pos = rng.integers(0, R, size=(R, C)) * case[4] + rng.integers(0, C, size=(R, C))

@@ -1,4 +1,4 @@
-"""TGATHER, index and mask forms (issue 12, item 1).
+"""TGATHER (index and mask forms) and TSCATTER (issue 12, item 1).
 
 The golden model against an oracle from the page's words (TGATHER.md): index form ``dst[i, j] =
 src0[indices[i, j]]``, the index counting elements of src's tile storage row by row (the A2A3
@@ -6,6 +6,9 @@ header's reading: indices times sizeof(T) from src's base); mask form: the eleme
 row that pto-isa's MaskPattern selects (bits read right to left: P0101 the first of every two, P1000
 the fourth of every four, P1111 all), rows in turn, packed from dst's first element.  Both backends
 (the scalar unit on both) run the same gathers; the differential matrices cover dtypes and rows.
+TSCATTER (pto_isa.md §3 "scatter by flattened per-element offsets"): dst's whole tile zeroed, then
+``dst[indices[i, j]] = src[i, j]`` in row-major order, dst's storage counted element by element, the
+last writer winning (TScatter.hpp's loop).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 import a2a3_harness as H
 import test_diff_a2a3 as DA
 import test_diff_ascend950 as D5
-from test_reference_props import PROFILE, T, check, py, run, tile_case, values
+from test_reference_props import PROFILE, SIZE, T, check, py, run, tile_case, values
 from pto_compiler import api
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.dialects import pto
@@ -74,6 +77,23 @@ def test_backends_give_the_golden_bits(target, variant, dt, R):
     assert all(c.ok for c in cmp), [c.line() for c in cmp]
 
 
+@PROFILE
+@given(tile_case(dtypes=DTYPES + ("i8", "ui8")))
+def test_scatter_matches_the_page(case):
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    k = rng.integers(0, min(rows * cols, 6), size=(vr, vc)) if rng.random() < 0.5 else \
+        rng.integers(0, rows * cols, size=(vr, vc))  # many repeats, or spread out
+    idt = "i32" if SIZE[dt] == 4 else "i16"
+    t, it, d = T(rows, cols, dt, (vr, vc)), T(rows, cols, idt, (vr, vc)), T(rows, cols, dt)
+    got = run("tscatter", [t, it], d, [x, k.astype(np.int32 if idt == "i32" else np.int16)])
+    want = [0] * (rows * cols)
+    for i in range(vr):
+        for j in range(vc):
+            want[int(k[i, j])] = py(x[i, j], dt)
+    check(got, [want[r * cols:(r + 1) * cols] for r in range(rows)], dt)
+
+
 def test_an_index_outside_src_is_a_located_error():
     t, it = T(2, 16, "f32"), T(2, 16, "i32")
     text = f"func.func @k(%a: {t}, %b: {it}) -> {t} {{\n  %d = pto.tgather %a, %b : ({t}, {it}) -> {t}\n  return %d : {t}\n}}\n"
@@ -109,3 +129,17 @@ def test_compare_form_is_located_as_not_modelled():
     with pytest.raises(PtocError, match="compare form of tgather is not modelled") as e:
         api.compile(api.parse(text, "k.pto"), A2A3)
     assert "k.pto:7:3" in str(e.value)
+
+
+def test_scatter_rules_are_located():
+    t, i16 = T(2, 16, "f32"), T(2, 16, "i16")
+    text = f"func.func @k(%a: {t}, %b: {i16}) -> {t} {{\n  %d = pto.tscatter %a, %b : ({t}, {i16}) -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match="f32 data takes 32-bit indices, got i16") as e:
+        api.compile(api.parse(text, "k.pto"), A2A3)
+    assert "k.pto:2:8" in str(e.value)
+    i32 = T(2, 16, "i32")
+    text = f"func.func @k(%a: {t}, %b: {i32}) -> {t} {{\n  %d = pto.tscatter %a, %b : ({t}, {i32}) -> {t}\n  return %d : {t}\n}}\n"
+    k = np.zeros((2, 16), np.int32)
+    k[0, 0] = -1
+    with pytest.raises(PtocError, match=r"an index outside dst's 2x16 tile \(0\.\.31\)"):
+        R.evaluate(api.parse(text, "k.pto"), {"a": np.ones((2, 16), np.float32), "b": k})
