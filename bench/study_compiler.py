@@ -29,6 +29,7 @@ CASES = {
     "head_broadcast": ("head_axis_1_naive", "head_axis_2_vfloop_nm"),
     "mid_broadcast": ("mid_axis_1_naive", "mid_axis_4_vfloop_mbn"),
     "axpy": ("elemwise_axpy_baseline", "elemwise_axpy_baseline"),
+    "axpy_taxpy": ("elemwise_axpy_baseline", "elemwise_axpy_baseline"),
     "reduce_max_ar": ("reduce_max_ar_baseline", "reduce_max_ar_unroll"),
     "reduce_max_ra": ("reduce_max_ra_baseline", "reduce_max_ra_unroll"),
     "reduce_sum_ar": ("reduce_sum_ar_baseline", "reduce_sum_ar_binary"),
