@@ -6,7 +6,8 @@
 Per file: the target (``--pto-arch`` of its RUN line, else what ptoc picks from the module), then
 ``ptoc FILE`` (compile) and ``ptoc FILE --run`` (execute + compare with the golden model).
 Classes: ``negative-ok`` (a file PTOAS rejects, as tests/samples.is_negative says, ptoc rejects
-too), ``negative-accepted``, ``no-compile`` (with the first error line), ``no-run`` (compiles;
+too; a file with a RUN line PTOAS accepts as well counts as positive, its ``not ptoas`` lines
+are tests/test_corpus_negative.py's), ``negative-accepted``, ``no-compile`` (with the first error line), ``no-run`` (compiles;
 --run fails, with the reason), ``run`` (runs, compares nothing), ``PASS`` (runs, at least one
 output compared and all PASS), ``MISMATCH``.  Integer scalar arguments get the values of
 ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of several kernels its
@@ -110,7 +111,7 @@ def classify(path: Path) -> dict[str, str]:
     name = path.name
     rec = {"file": name, "target": (target[1] if target else "")}
     code, _, err = ptoc([str(path), *flags])
-    if is_negative(path):
+    if is_negative(path) and not any(line.strip().startswith("ptoas") for line in run_lines(text)):
         rec["class"] = "negative-ok" if code == 1 else "negative-accepted"
         rec["reason"] = "" if code == 1 else f"exit {code}: {reason(err)}"
         return rec

@@ -76,6 +76,7 @@ from xdsl.passes import ModulePass
 from pto_compiler.diagnostics import location_of, op_error
 from pto_compiler.dialects import pto
 from pto_compiler.runtime.pipes import PIPE_OPS
+from pto_compiler.passes.int_range import IntRange, int_range
 from pto_compiler.passes.tile_access import (
     UB_ADDR,
     constant_int,
@@ -89,9 +90,9 @@ from pto_compiler.passes.tile_access import (
 from pto_compiler.passes.tile_reads_check import TileReadsCheck
 from pto_compiler.passes.tile_views import byte_offset, is_view
 from pto_compiler.passes.tmp_strategy import resolve_target
-from pto_compiler.targets import Space, Target
+from pto_compiler.targets import ADDRESS_ALIGN, Space, Target
 
-ALIGN = 32
+ALIGN = ADDRESS_ALIGN
 
 
 def _kib(n: int) -> str:
@@ -115,15 +116,17 @@ def _line(op: Operation | None) -> int:
 
 @dataclass
 class _Var:
-    """One tile value with its own identity: an alloc (and its tassign results), an scf.for
-    block argument or result, or an scf.if result."""
+    """One tile value with its own identity: an alloc (and its constant tassign results), a
+    computed tassign's result, an scf.for block argument or result, or an scf.if result."""
 
     index: int
     value: SSAValue
-    kind: str  # "alloc", "iter_arg", "result"
+    kind: str  # "alloc", "moved", "iter_arg", "result"
     def_op: Operation
     size: int
     fixed: list[tuple[int, Operation]] = field(default_factory=list)
+    moved: IntRange | None = None
+    """kind "moved" (a computed tassign's result): its possible addresses (None: unknown)."""
 
     @property
     def name(self) -> str:
@@ -159,6 +162,8 @@ class _Planner:
         self.parent: list[int] = []
         self.nodes: list[_Node] = []
         self.tassigns: list[pto.TAssignOp] = []
+        self.computed: list[pto.TAssignOp] = []
+        """tassigns whose address is computed at run time (kept in the IR)."""
         self.views: list[tuple[Operation, int, int]] = []
         """treshape/subset ops: (op, the var of their bytes, byte offset in it) (passes/tile_views.py)."""
         self.offset_of: dict[SSAValue, int] = {}
@@ -216,6 +221,9 @@ class _Planner:
                     continue
                 if tile not in self.var_of:
                     raise op_error(op, "assigns an address to a tile that no pto.alloc_tile defines")
+                if op.static_addr is None and constant_int(op.addr_value[0]) is None and op.result:
+                    self._moved(op)
+                    continue
                 v = self.var_of[tile]
                 addr = op.static_addr
                 if addr is None:
@@ -262,6 +270,46 @@ class _Planner:
                         if isinstance(y, scf.YieldOp):
                             for k, r in enumerate(op.output):
                                 self._union(r, y.operands[k])
+
+    def _moved(self, op: pto.TAssignOp) -> None:
+        """``%r = pto.tassign %t, %a`` with %a computed at run time: %r is a tile of its own at the
+        addresses :func:`int_range` allows (the executors check each one when it is computed)."""
+        v = self._new_var(op.result[0], "moved", op)
+        self.vars[v].moved = int_range(op.addr_value[0])
+        self.computed.append(op)
+
+    def check_moved_uses(self) -> None:
+        """After a computed tassign, its buffer is used through that tassign's result only.  PTOAS
+        rebinds one C++ tile variable (every name moves); ptoc gives each result the address its
+        own tassign computed (the lowerings are static), and the two agree exactly when no use can
+        run after a later tassign of the same buffer, which is what this checks."""
+        order = {op: i for i, op in enumerate(self.fn.body.walk())}
+
+        def loops(op: Operation) -> set[Operation]:
+            out, p = set(), op.parent_op()
+            while p is not None and p is not self.fn:
+                if isinstance(p, (scf.ForOp, scf.WhileOp)):
+                    out.add(p)
+                p = p.parent_op()
+            return out
+
+        for t in self.computed:
+            buf, t_loops = self._find(self.var_of[t.tile[0]]), loops(t)
+            for value, v in self.var_of.items():
+                if self._find(v) != buf:
+                    continue
+                d = self.vars[v].def_op if self.vars[v].kind == "moved" else None
+                for use in value.uses:
+                    u = use.operation
+                    if isinstance(u, (pto.TAssignOp, scf.YieldOp)):
+                        continue  # a rebinding or a carry reads the name, not the bytes
+                    after = order[t] < order[u] and (d is None or order[d] < order[t])
+                    around = any(d is None or loop not in loops(d) for loop in t_loops & loops(u))
+                    if after or around:
+                        name = f"%{value.name_hint}" if value.name_hint else "a tile"
+                        raise op_error(u, f"uses {name} where the pto.tassign at line {_line(t)} may already "
+                                          "have moved its buffer to an address computed at run time; use that "
+                                          "tassign's result")
 
     def _view(self, op: Operation) -> None:
         """A treshape/subset result is bytes of its source's buffer, at an offset (no var of its own)."""
@@ -477,8 +525,13 @@ class _Planner:
         self.interference()
         cap, mem = self.space.bytes, self.space.name
         fixed: dict[int, tuple[int, Operation]] = {}
+        self.moved: dict[int, tuple[int, int]] = {}
+        """group of a computed tassign's result -> the bytes it may occupy (planned tiles keep off)."""
         for g, r in enumerate(roots):
             members = [self.vars[v] for v in _bits(self.group_vars[r])]
+            if any(m.kind == "moved" for m in members):
+                self.moved[g] = self._moved_bytes(members, cap)
+                continue
             seen: tuple[int, Operation] | None = None
             for addr, src in sorted((f for m in members for f in m.fixed), key=lambda f: _line(f[1])):
                 if seen is not None and addr != seen[0]:
@@ -503,6 +556,27 @@ class _Planner:
             fixed[g] = (addr, src)
         self.check_fixed(fixed, roots)
         return self.place(fixed, roots, cap)
+
+    def _moved_bytes(self, members: list[_Var], cap: int) -> tuple[int, int]:
+        """The hull of the bytes a computed tassign's result may occupy; located errors when it
+        is carried (one buffer would need two addresses) or when no address it can have is valid."""
+        m = next(m for m in members if m.kind == "moved")
+        if len(members) > 1:
+            other = next(o for o in members if o is not m)
+            raise op_error(m.def_op, f"{m.name} is at an address computed at run time, but it is linked to "
+                                     f"{other.name} (line {other.line}) through scf.for iter_args / scf.if "
+                                     "results, which must share one buffer; carry the address instead")
+        r, mem = m.moved, self.space.name
+        if r is None:
+            return (0, cap)
+        if r.values_aligned(ALIGN) is False:
+            values = f"{r.lo:#x}" if r.stride == 0 else f"{r.lo:#x} + k*{r.stride:#x}"
+            raise op_error(m.def_op, f"every {mem} address this gives {m.name} ({values}) is not {ALIGN}-byte "
+                                     "aligned")
+        if r.hi < 0 or r.lo + m.size > cap:
+            raise op_error(m.def_op, f"every {mem} address this gives {m.name} (from {r.lo} to {r.hi}) puts its "
+                                     f"{m.size} bytes outside the {_kib(cap)} {self.target.name} {mem}")
+        return (max(r.lo, 0), min(r.hi + m.size, cap))
 
     def _group_name(self, g: int, roots: list[int]) -> tuple[str, int]:
         members = [self.vars[v] for v in _bits(self.group_vars[roots[g]])]
@@ -539,7 +613,7 @@ class _Planner:
     def place(self, fixed: dict[int, tuple[int, Operation]], roots: list[int], cap: int) -> dict[int, int]:
         s_lo, s_n = self.scratch
         s_range = (s_lo, s_lo + s_n)
-        free = [g for g in range(len(roots)) if g not in fixed]
+        free = [g for g in range(len(roots)) if g not in fixed and g not in self.moved]
         orders = [sorted(free, key=lambda g: (self.first_use[g], g)),
                   sorted(free, key=lambda g: (-self.group_sizes[g], self.first_use[g], g))]
         failed = None
@@ -549,6 +623,7 @@ class _Planner:
             for g in order:
                 size = self.group_sizes[g]
                 busy = [(addr[h], addr[h] + self.group_sizes[h]) for h in addr if self.strict[g] >> h & 1]
+                busy += [span for h, span in self.moved.items() if self.strict[g] >> h & 1]
                 if self.strict[g] >> self.scratch_g & 1:
                     busy.append(s_range)
                 busy.sort()
@@ -569,6 +644,13 @@ class _Planner:
         name, _ = self._group_name(failed, roots)
         members = [self.vars[v] for v in _bits(self.group_vars[roots[failed]])]
         where = min(members, key=lambda m: m.line).def_op
+        for h, span in self.moved.items():
+            if span == (0, cap) and self.strict[failed] >> h & 1:
+                moved, line = self._group_name(h, roots)
+                raise op_error(where, f"cannot place {name}: it is live while {moved} (line {line}) is at a {mem} "
+                                      "address computed at run time whose range is unknown (a kernel scalar, a "
+                                      "loop-carried value, ...); place it with `alloc_tile addr =` or bound the "
+                                      "address")
         peak_line = _line(self.nodes[self.peak_node].op) if self.peak_node is not None else 0
         if self.peak > cap:
             raise op_error(where, f"{mem} over capacity: cannot place {name} ({self.group_sizes[failed]} bytes); "
@@ -580,6 +662,8 @@ class _Planner:
 
     def run(self) -> None:
         self.collect()
+        if self.computed:
+            self.check_moved_uses()
         self._block(self.fn.body.block, [])
         self.liveness()
         addr = self.plan() if self.vars else {}

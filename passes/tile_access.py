@@ -31,6 +31,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.pto import constant_int
+from pto_compiler.passes.int_range import int_range
 from pto_compiler.runtime.pipes import PIPE_OPS
 
 PIPE_S = "PIPE_S"
@@ -275,9 +276,14 @@ def root_alloc(value: SSAValue, _seen: set | None = None) -> pto.AllocTileOp | N
 
 
 def tile_range(value: SSAValue) -> tuple[int, int] | None:
-    """``[ub_addr, ub_addr + nbytes)`` of a placed tile in its memory (its loc's), else None."""
+    """``[ub_addr, ub_addr + nbytes)`` of a placed tile in its memory (its loc's), else None.  A
+    computed ``pto.tassign`` result spans every address its address may have (passes/int_range.py)."""
     if not is_tile_buf(value):
         return None
+    owner = value.owner
+    if isinstance(owner, pto.TAssignOp) and owner.static_addr is None and constant_int(owner.addr_value[0]) is None:
+        r = int_range(owner.addr_value[0])
+        return None if r is None else (r.lo, r.hi + value.type.nbytes)
     alloc = root_alloc(value)
     if alloc is None:
         return None

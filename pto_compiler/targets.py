@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+ADDRESS_ALIGN = 32
+"""Every tile address is a multiple of 32 bytes (TASSIGN SA-0354, reference/pto_isa.md §4.8)."""
+
+
 @dataclass(frozen=True)
 class Space:
     """One on-chip memory of a core: the tile locations it holds, its capacity and the alignment

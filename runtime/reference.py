@@ -114,7 +114,7 @@ from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
 from pto_compiler.runtime import pipes
 from pto_compiler.passes.tile_access import tile_reads
-from pto_compiler.targets import TARGETS
+from pto_compiler.targets import ADDRESS_ALIGN, TARGETS
 
 __all__ = [
     "Tile", "GMArray", "TensorView", "PartitionView", "ArgSpec", "evaluate", "make_inputs",
@@ -128,6 +128,7 @@ FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
 MAX_CALL_DEPTH = 64
 
 UB_BYTES = max(t.ub_bytes for t in TARGETS.values())
+UB_ALIGN = ADDRESS_ALIGN  # a computed tassign address is checked when it is bound
 """The golden model's UB per block: the largest target's (each target's own limit is pto-plan-memory's)."""
 
 
@@ -913,6 +914,8 @@ class Evaluator:
         if addr < 0 or addr + n > UB_BYTES:
             raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
                                f"{UB_BYTES // 1024} KiB UB")
+        if addr % UB_ALIGN:
+            raise op_error(op, f"binds a tile at UB address {addr:#x}, not {UB_ALIGN}-byte aligned")
         return typed_view(self.ub[addr:addr + n], t)
 
     def eval_set_validshape(self, op: Operation, env: dict) -> None:

@@ -880,6 +880,8 @@ class _KernelEvaluator(golden.Evaluator):
         if addr < 0 or addr + nbytes > self.ub.size:
             raise op_error(op, f"a tile of {nbytes} bytes at UB address {addr:#x} does not fit in the "
                                f"{self.ub.size // 1024} KiB UB")
+        if addr % golden.UB_ALIGN:
+            raise op_error(op, f"a tile at UB address {addr:#x} is not {golden.UB_ALIGN}-byte aligned")
         tile = golden.Tile(t, _view(self.ub, addr, t), (int(valid[0]), int(valid[1])))
         self.addr[id(tile)] = addr
         return tile

@@ -72,6 +72,9 @@ RUNS = {
     "test__basic__eventid_array_dyn_sync.pto": ((), False),
     "test__samples__SCF__scf_for_break_like.pto": ((), False),
     "test__samples__Sync__rar_optimization_test.pto": ((), False),
+    # a tassign address computed at run time (scf.if in a loop); the tile is only printed
+    "tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
+    "test__basic__tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
 }
 
 
