@@ -24,7 +24,7 @@ from pto_compiler.dialects import a2a3
 from pto_compiler.dialects.a2a3 import CUBE_FAMILIES
 from pto_compiler.passes import lower_a2a3 as L
 from pto_compiler.passes.lower_a2a3 import FULL, M64, _is_int, ceil_div
-from pto_compiler.runtime.program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate, expr_vars
+from pto_compiler.runtime.program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, evaluate, expr_vars
 from pto_compiler.targets import A2A3, Target, lookup_target
 
 __all__ = ["CompleteBarriersPass", "complete_barriers", "complete_function"]
@@ -41,6 +41,9 @@ def complete_function(fn, target: Target = A2A3) -> None:
     def carry_back(body):
         for i, n in enumerate(body):
             if isinstance(n, Loop):
+                carry_back(n.body)
+            elif isinstance(n, While):
+                carry_back(n.cond_body)
                 carry_back(n.body)
             elif isinstance(n, If):
                 carry_back(n.then_body)
@@ -386,6 +389,11 @@ class _BarrierPass:
         for n in body:
             if isinstance(n, Loop):
                 self.loop(n, st)
+            elif isinstance(n, While):  # unknown trips: as a Loop's, two passes, then the exit's condition
+                for _ in range(2):
+                    self.walk(n.cond_body, st)
+                    self.walk(n.body, st)
+                self.walk(n.cond_body, st)
             elif isinstance(n, If):
                 a = st.copy()
                 self.walk(n.then_body, a)
@@ -559,6 +567,9 @@ def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds
         out = []
         for n in body:
             if isinstance(n, Loop):
+                n.body = rebuild(n.body)
+            elif isinstance(n, While):
+                n.cond_body = rebuild(n.cond_body)
                 n.body = rebuild(n.body)
             elif isinstance(n, If):
                 n.then_body = rebuild(n.then_body)

@@ -202,7 +202,17 @@ class _Program:
             item.end = self.counter
             return item
         if isinstance(op, scf.WhileOp):
-            raise op_error(op, "scf.while is not supported by pto-insert-sync yet")
+            # a loop whose body is the do region: exact while the condition region holds no tile op or
+            # sync (then a trip is "condition; body" and the exit is at the head, as for scf.for)
+            item = _Item(op, "loop", ancestors=list(ancestors))
+            item.start = self._tick()
+            cond = self._block(op.before_region.block, item, ancestors + [item])
+            if cond.items:
+                raise op_error(cond.items[0].op, "is in the condition region of an scf.while, which "
+                                                 "pto-insert-sync does not support (move it into the do region)")
+            item.blocks = [self._block(op.after_region.block, item, ancestors + [item])]
+            item.end = self.counter
+            return item
         if op.regions and not isinstance(op, pto.TileOp):
             item = _Item(op, "region", ancestors=list(ancestors))
             item.start = self._tick()

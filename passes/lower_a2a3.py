@@ -56,7 +56,8 @@ How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa
   integers); ``tdivs`` = ``vmuls`` by ``1/s`` only when s is a power of two (then exact), else
   ``vector_dup`` of s into 256 B of free UB and ``vdiv`` reading it with block and repeat
   stride 0 (s / x for the scalar-first form).
-* **Control flow**: ``scf.for`` -> ``Loop`` (index arith -> expressions), ``scf.if`` -> ``If``;
+* **Control flow**: ``scf.for`` -> ``Loop`` (index arith -> expressions), ``scf.if`` -> ``If``,
+  ``scf.while`` -> ``While``;
   tiles carried through iter_args or yielded by branches must share a UB address (the
   planner's contract; a mismatch is a located error).  Sync ops -> ``set_flag``/``wait_flag``/
   ``pipe_barrier``.
@@ -99,7 +100,7 @@ from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube, pipes
 from pto_compiler.runtime.program import (
-    DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, _fold,
+    DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, While, _fold,
     canonical_dtype, is_const,
 )
 from pto_compiler.targets import A2A3, Target
@@ -716,7 +717,7 @@ class _FnLowering:
     def lower_block(self, block) -> list | None:
         """Lowers the ops of a block; returns the operands of its terminator (yield/return)."""
         for op in list(block.ops):
-            if isinstance(op, (scf.YieldOp, func.ReturnOp)):
+            if isinstance(op, (scf.YieldOp, func.ReturnOp, scf.ConditionOp)):
                 self.ip = InsertPoint.before(op)
                 return list(op.operands)
             self.lower_op(op)
@@ -752,6 +753,8 @@ class _FnLowering:
             return self.lower_for(op)
         if isinstance(op, scf.IfOp):
             return self.lower_if(op)
+        if isinstance(op, scf.WhileOp):
+            return self.lower_while(op)
         if isinstance(op, pto.MakeTensorViewOp):
             base = self.vals.get(op.ptr[0])
             if not (isinstance(base, tuple) and base[0] == "gm"):
@@ -1002,6 +1005,47 @@ class _FnLowering:
                 tmps.append((reg, tmp))
         for reg, tmp in tmps:
             self.emit("smov", dst=Var(reg), src=Var(tmp))
+
+    def lower_while(self, op: scf.WhileOp):
+        """``scf.while`` stays (lowering) and becomes a :class:`While` (decoding): registers carry
+        the condition region's arguments (``regs``) and what its ``scf.condition`` passes on to the
+        do region and the results (``passed``); tiles are used by name, not carried."""
+        before, after = op.before_region.block, op.after_region.block
+        if any(isinstance(v.type, pto.TileLikeType) for v in (*op.arguments, *op.res)):
+            self.unsupported("a tile carried through scf.while (use the tile by name; carry scalars only)")
+        regs, passed = self._carry_regs(op.arguments, op), self._carry_regs(op.res, op)
+        self.restore_mask()
+        if self.lowering:
+            for a, r in zip(before.args, regs):
+                self.leaf(a, r)
+            self.lower_block(before)
+            for a, r in zip(after.args, passed):
+                self.leaf(a, r)
+            self.lower_block(after)
+            self.restore_mask()
+            for res, r in zip(op.res, passed):
+                self.leaf(res, r)
+            return
+        for init, reg in zip(op.arguments, regs):
+            self.emit("smov", dst=Var(reg), src=self.expr(init, op))
+        node = While([], 0, [], self.origin)
+        self.body.append(node)
+        self.op_of[id(node)] = op
+        outer = self.body
+        self.body = node.cond_body
+        for a, r in zip(before.args, regs):
+            self.vals[a] = Var(r)
+        cond, *values = self.lower_block(before)
+        node.cond = self.expr(cond, op)
+        self._yield(op, values, passed, [Var(r) for r in passed])
+        self.body = node.body
+        for a, r in zip(after.args, passed):
+            self.vals[a] = Var(r)
+        self._yield(op, self.lower_block(after) or [], regs, [Var(r) for r in regs])
+        self.restore_mask()
+        self.body = outer
+        for res, r in zip(op.res, passed):
+            self.vals[res] = Var(r)
 
     def lower_if(self, op: scf.IfOp):
         cond = self.expr(op.cond, op)

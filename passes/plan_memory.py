@@ -15,8 +15,10 @@ target in the same table).  Each memory is planned on its own, with the rules be
 
 **Liveness** is a backward data-flow over the structured control flow: a buffer is live from
 a write to every read that can follow it; an ``scf.for`` body loops back to its head (a tile
-read in the body before it is written there stays live around the whole loop), an ``scf.if``
-runs one of its branches.  A write of the whole buffer (a full valid region, dst of an
+read in the body before it is written there stays live around the whole loop), an
+``scf.while`` runs its condition region, then its do region back to the condition, and leaves
+from the condition (tiles are not carried through its arguments), an ``scf.if`` runs one of
+its branches.  A write of the whole buffer (a full valid region, dst of an
 elementwise, broadcast, copy or load op) ends the old contents' life; a tmp operand is
 overwritten before use.  Tiles whose lives do not overlap share space (first fit in program
 order of first use).
@@ -245,7 +247,9 @@ class _Planner:
             elif is_view(op) and self.mine(op.results[0]):
                 self._view(op)
             elif isinstance(op, scf.WhileOp):
-                raise op_error(op, "scf.while is not supported by pto-plan-memory yet")
+                if any(self.mine(v) for v in (*op.arguments, *op.res)):
+                    raise op_error(op, "carries a tile through scf.while arguments, which pto-plan-memory does "
+                                       "not support (use the tile by name; carry scalars only)")
             else:
                 if isinstance(op, pto.TileOp) and any(isinstance(r.type, pto.TileType) for r in op.res):
                     raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-plan-memory")
@@ -369,6 +373,12 @@ class _Planner:
             for k, _ in carried:
                 out = self._move(out, op.res[k], body.args[k + 1], op)
             return out
+        if isinstance(op, scf.WhileOp):  # the condition region, then (maybe) the do region and again
+            head = self._node(preds, _Node(op))
+            exits = self._block(op.before_region.block, head)
+            for p in self._block(op.after_region.block, exits):
+                self.nodes[p].succ.append(head[0])
+            return exits
         if isinstance(op, scf.IfOp):
             exits: list[int] = []
             branches = [r for r in op.regions if r.blocks]

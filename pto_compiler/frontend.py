@@ -625,6 +625,47 @@ def _if(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     return [b.located(scf.IfOp(cond, result_types, regions[0], regions[1]), stmt.pos)]
 
 
+def _while(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    """``scf.while (%a = %init) : (T) -> (U) { ...; scf.condition(%c) %x : U } do { ^bb0(%y: U): ... }``."""
+    inits = [b.value(scope, init) for _, init in stmt.iter_args]
+    arg_types = [t.attr for t in stmt.in_types] or [v.type for v in inits]
+    result_types = [t.attr for t in stmt.out_types]
+    if len(arg_types) != len(inits) or len(stmt.regions) != 2:
+        raise b.err("'scf.while' expects `(%a = %init, ...) : (T, ...) -> (U, ...) { ... } do { ... }`", stmt.pos)
+    if arg_types != [v.type for v in inits]:
+        raise b.err("'scf.while' argument types do not match the types of their initial values", stmt.pos)
+    before = Block(arg_types=arg_types)
+    before_scope = Scope(scope)
+    for (name, _), arg in zip(stmt.iter_args, before.args):
+        b.define(before_scope, name, arg)
+    b.build_block(stmt.regions[0], before, before_scope)
+    if not before.ops or not isinstance(before.last_op, scf.ConditionOp):
+        raise b.err("'scf.while' must end its condition region with scf.condition", stmt.pos)
+    if [v.type for v in before.last_op.args] != result_types:
+        raise b.err("'scf.while' result types do not match what its scf.condition passes on", stmt.pos)
+    labelled = stmt.region_args[0] if stmt.region_args else []
+    if labelled and [t.attr for _, t in labelled] != result_types:
+        raise b.err("'scf.while' do-region arguments do not match its result types", stmt.pos)
+    after = Block(arg_types=result_types)
+    after_scope = Scope(scope)
+    for (name, _), arg in zip(labelled, after.args):
+        b.define(after_scope, name, arg)
+    b.build_block(stmt.regions[1], after, after_scope)
+    if not after.ops or not isinstance(after.last_op, scf.YieldOp):
+        if arg_types:
+            raise b.err("'scf.while' must end its do region with scf.yield", stmt.pos)
+        after.add_op(scf.YieldOp())
+    return [b.located(scf.WhileOp(inits, result_types, Region(before), Region(after)), stmt.pos)]
+
+
+def _condition(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
+    if not stmt.operands:
+        raise b.err("'scf.condition' expects `(%cond) %a, ... : T, ...`", stmt.pos)
+    types = stmt.in_types
+    vals = [b.value(scope, o, types[i].attr if i < len(types) else None) for i, o in enumerate(stmt.operands[1:])]
+    return [b.located(scf.ConditionOp(b.value(scope, stmt.operands[0]), *vals), stmt.pos)]
+
+
 def _make_tensor_view(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     if len(stmt.operands) != 1 or "shape" not in stmt.kwargs or "strides" not in stmt.kwargs:
         raise b.err("'pto.make_tensor_view' expects `%ptr, shape = [...], strides = [...] : type`", stmt.pos)
@@ -779,7 +820,7 @@ SPECIAL = {
     "func.func": _func, "func": _func,
     "return": _return, "func.return": _return,
     "func.call": _call,
-    "scf.yield": _yield, "scf.for": _for, "scf.if": _if,
+    "scf.yield": _yield, "scf.for": _for, "scf.if": _if, "scf.while": _while, "scf.condition": _condition,
     "pto.make_tensor_view": _make_tensor_view,
     "pto.partition_view": _partition_view,
     "pto.alloc_tile": _alloc_tile,

@@ -47,7 +47,7 @@ Lexical rules
                    are written (see ``type_text`` below)
   ``HASH_NAME``    ``#pto.address_space``, ``#pto``
   ``VISIBILITY``   ``private`` / ``public`` / ``nested``
-  op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``,
+  op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``, ``SCF_WHILE``, ``SCF_CONDITION``,
                    ``REGION_OPNAME``, ``REINTERPRET_CAST``, ``MODULE``, ``FUNC_FUNC``
   ===============  ===========================================================================
 
@@ -116,6 +116,10 @@ Forms, by op-name token type:
   ``signature`` (the result type) in place of the ``outs`` node.
 * ``SCF_FOR``: ``loop_bounds, iter_args?, result_types?, region``.
 * ``SCF_IF``: ``operand`` (condition), ``result_types?``, ``region`` (then), ``region?`` (else).
+* ``SCF_WHILE``: ``while_inits`` (``iter_arg*``: the condition region's arguments and their
+  initial values), ``signature`` (``(T, ...) -> (U, ...)``), ``region`` (condition), ``do_region``
+  (``block_label?`` = ``BLOCK_ID, block_arg*`` each ``SSA, type``, then the statements).
+* ``SCF_CONDITION``: ``operand`` (the i1), ``operand*`` (the values passed on), ``signature?``.
 * ``REGION_OPNAME``: ``(SYMBOL, group)?, attr_dict?, result_types?, region``; the symbol and group
   are ``vf.func @name(%a : T, %n : i32)`` (a ``__simd_vf__`` function, dialects/vf.py), the dict
   its ``attributes {...}``.

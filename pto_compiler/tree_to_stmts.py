@@ -558,7 +558,14 @@ class Converter:
             iv = part.children[0]
             lb, ub, step = (self.operand(c) for c in part.children[1:])
             stmt.for_header = (Operand(str(iv)[1:], _pos(iv)), lb, ub, step)
-        elif kind == "iter_args":
+        elif kind == "do_region":
+            label = part.children[0] if part.children and getattr(part.children[0], "data", None) == "block_label" \
+                else None
+            args = [(Operand(str(a.children[0])[1:], _pos(a.children[0])), self.type_ref(a.children[1]))
+                    for a in (label.children[1:] if label is not None else [])]
+            stmt.regions.append(self.stmts(part.children[1:] if label is not None else part.children))
+            stmt.region_args.append(args)
+        elif kind in ("iter_args", "while_inits"):
             for ia in part.children:
                 name_tok, val = ia.children
                 v = self.value(val)

@@ -77,7 +77,7 @@ from . import elementwise as ew
 from .hazards import Footprint, HazardLog, Record
 from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import (
-    DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, evaluate,
+    DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, evaluate,
 )
 
 from pto_compiler.diagnostics import Diagnostic, PtocError
@@ -591,12 +591,21 @@ class _Machine:
                     raise _Abort()
                 run_loop(self, n, range(start, stop, step))
             elif isinstance(n, If):
-                try:
-                    c = evaluate(n.cond, self.env)
-                except NameError as e:
-                    self.findings.append(Finding("invalid", f"if: {e}", ()))
-                    raise _Abort() from None
-                self._body(n.then_body if c else n.else_body)
+                self._body(n.then_body if self._cond(n, "if") else n.else_body)
+            elif isinstance(n, While):
+                while True:
+                    self._step()
+                    self._body(n.cond_body)
+                    if not self._cond(n, "while"):
+                        break
+                    self._body(n.body)
+
+    def _cond(self, n, what: str):
+        try:
+            return evaluate(n.cond, self.env)
+        except NameError as e:
+            self.findings.append(Finding("invalid", f"{what}: {e}", ()))
+            raise _Abort() from None
 
     def trip(self, n: Loop, v: int, outer: tuple):
         """One trip of loop ``n`` with its variable at ``v``, run instruction by instruction."""

@@ -4,7 +4,7 @@ A :class:`Program` is what backend emission produces from a lowered module (DESI
 "program" level) and what the NumPy executor (``runtime/executor.py``) and the cycle model
 (``runtime/cycles.py``) consume.  It is a tree: a body of :class:`Instr` (one A2/A3
 micro-instruction, reference/vector_isa.md §1), :class:`Loop` (a scalar loop the scalar
-unit runs; its body is issued once per trip) and :class:`If`.
+unit runs; its body is issued once per trip), :class:`While` (``scf.while``) and :class:`If`.
 
 Every instruction belongs to one pipe: ``MTE2`` (GM -> UB copies), ``V`` (vector unit,
 including the mask registers and ``copy_ubuf_to_ubuf``), ``MTE3`` (UB -> GM copies) or
@@ -113,7 +113,7 @@ All vector operands are UB byte addresses; vector and copy operand starts must b
 except the destination of the whole-repeat and per-block reductions (vcadd/vcmax/vcmin,
 vcg*), which only needs element alignment (the headers step it by single elements).
 
-API: :class:`Instr`, :class:`Loop`, :class:`If`, :class:`Program`, :class:`GmArg`,
+API: :class:`Instr`, :class:`Loop`, :class:`While`, :class:`If`, :class:`Program`, :class:`GmArg`,
 :class:`ScalarArg`, :class:`Origin`, :class:`GmAddr`, expression nodes :class:`Var`,
 :class:`BinOp`, :class:`Call`; :func:`parse_program`, :func:`format_program`
 (= ``Program.to_text()``), :func:`validate_program`, :data:`OPCODES`.
@@ -519,7 +519,18 @@ class If:
     line: int = 0
 
 
-Node = Union[Instr, Loop, If]
+@dataclass(eq=False)
+class While:
+    """``scf.while``, run by the scalar unit: ``cond_body``, then while ``cond != 0`` the
+    ``body`` and ``cond_body`` again (the registers ``cond_body`` writes carry the values)."""
+    cond_body: list
+    cond: Expr
+    body: list = field(default_factory=list)
+    origin: Origin | None = None
+    line: int = 0
+
+
+Node = Union[Instr, Loop, If, While]
 
 
 @dataclass
@@ -577,6 +588,9 @@ def _walk(body, depth):
         elif isinstance(n, If):
             yield from _walk(n.then_body, depth + 1)
             yield from _walk(n.else_body, depth + 1)
+        elif isinstance(n, While):
+            yield from _walk(n.cond_body, depth + 1)
+            yield from _walk(n.body, depth + 1)
 
 
 def _pipe_of(opcode: str, args: dict) -> str:
@@ -679,6 +693,12 @@ def _format_body(body, depth, out: list[str]):
             if n.else_body:
                 out.append(f"{'S':<5}{ind}}} else {{")
                 _format_body(n.else_body, depth + 1, out)
+            out.append(f"{'S':<5}{ind}}}")
+        elif isinstance(n, While):
+            out.append(f"{'S':<5}{ind}while {{" + (f"  ; {n.origin}" if n.origin is not None else ""))
+            _format_body(n.cond_body, depth + 1, out)
+            out.append(f"{'S':<5}{ind}}} do if {format_expr(n.cond)} {{")
+            _format_body(n.body, depth + 1, out)
             out.append(f"{'S':<5}{ind}}}")
         else:
             raise TypeError(f"not a program node: {n!r}")
@@ -959,6 +979,10 @@ def _check_body(body, gm, defined: set, problems):
             _check_vars(n, n.cond, defined, problems)
             _check_body(n.then_body, gm, defined, problems)
             _check_body(n.else_body, gm, defined, problems)
+        elif isinstance(n, While):
+            _check_body(n.cond_body, gm, defined, problems)
+            _check_vars(n, n.cond, defined, problems)
+            _check_body(n.body, gm, defined, problems)
         elif isinstance(n, Instr):
             _check_instr(n, gm, defined, problems)
         else:

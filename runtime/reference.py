@@ -3,7 +3,7 @@
 This is ptoc's oracle (DESIGN.md §6): simple enough to be obviously right; the executor is
 checked against it on every ``--run``.  It evaluates L1 (``!pto.tile`` SSA values) and L2
 (``alloc_tile`` + ``ins/outs`` on ``!pto.tile_buf``) modules, with ``arith``, ``scf.for``
-(``iter_args``), ``scf.if``, ``func.call`` and ``func.return``.
+(``iter_args``), ``scf.while``, ``scf.if``, ``func.call`` and ``func.return``.
 
 Data model
 ----------
@@ -771,7 +771,7 @@ class Evaluator:
         terminator (loop bodies run every trip without reading xDSL's operand lists again)."""
         steps = []
         for op in block.ops:
-            if isinstance(op, (func.ReturnOp, scf.YieldOp)):
+            if isinstance(op, (func.ReturnOp, scf.YieldOp, scf.ConditionOp)):
                 return steps, op
             steps.append((op, self.decode(op)))
         return steps, None
@@ -839,6 +839,8 @@ class Evaluator:
             return
         if isinstance(op, scf.ForOp):
             return self.eval_for(op, env)
+        if isinstance(op, scf.WhileOp):
+            return self.eval_while(op, env)
         if isinstance(op, scf.IfOp):
             branch = op.true_region if env[op.cond] else op.false_region
             results = self.run_region(branch, [], env)
@@ -1029,6 +1031,19 @@ class Evaluator:
         if len(offsets) != len(pv.shape):
             raise op_error(op, f"has {len(offsets)} offsets for a rank-{len(pv.shape)} view")
         env[result] = PartitionView(pv, offsets, sizes)
+
+    def eval_while(self, op: scf.WhileOp, env: dict) -> None:
+        """The condition region runs, then (while its scf.condition holds) the do region, whose
+        yield feeds the next condition; the results are what the last scf.condition passed on."""
+        values = [env[v] for v in op.arguments]
+        while True:
+            self.step()
+            cond, *values = self.run_block(op.before_region.block, values, env)
+            if not cond:
+                break
+            values = self.run_block(op.after_region.block, values, env)
+        for r, v in zip(op.res, values):
+            env[r] = v
 
     def eval_make_tensor_view(self, op: pto.MakeTensorViewOp, env: dict) -> None:
         gm = env[op.ptr[0]]

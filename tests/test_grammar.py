@@ -103,6 +103,14 @@ DOCUMENTED_FORMS = [
   scf.yield %y, %x : i64, i64
 }""",
     "scf.if %c { scf.yield }",
+    """%r:2 = scf.while (%i = %c0, %go = %t) : (index, i1) -> (index, i1) {
+  %c = arith.andi %go, %t : i1
+  scf.condition(%c) %i, %go : index, i1
+} do {
+^bb0(%j: index, %g: i1):
+  scf.yield %j, %g : index, i1
+}""",
+    "scf.while : () -> () {\n  scf.condition(%t)\n} do {\n  scf.yield\n}",
     "%m = memref.alloc() : memref<16x16xf16, #pto.address_space<vec>>",
     "%src = memref.reinterpret_cast %dst to offset: [%c0], sizes: [%c1, %c16], strides: [%c16, %c1] "
     "{layout = #pto.layout<nd>} : memref<16xi16, #pto.address_space<gm>> to "
