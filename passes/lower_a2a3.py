@@ -806,6 +806,9 @@ class _FnLowering:
                     "pto.set_flag_dyn", "pto.wait_flag_dyn"):
             self.lower_flag(op)
             return self.lowered(op)
+        if name in ("pto.get_buf", "pto.rls_buf"):
+            self.unsupported("no semantics: A5 buffer-id sync (get_buf/rls_buf); the pages name it but give no "
+                             "acquire/release rule to order pipes by")
         if name == "pto.barrier":
             pipe = self.pipe_of(op.args.data[0] if op.args.data else None)
             self.emit("pipe_barrier", pipe=pipe)
@@ -1314,9 +1317,11 @@ class _FnLowering:
         d = self.tile(op.outs[0])
         full = self.tile(op.ins[1 - expanded])
         x = self.tile(op.ins[expanded])
-        self._static_valid(d, full, x)
         self._rows_aligned(d, full, rows=d.vr)
         R, C = d.vr, d.vc
+        static = _is_int(R) and _is_int(C)
+        if not static and d.t.rows > (REPEAT_MAX if mode == 2 else ROWS_PER_VBRCB_LOOP - 1):
+            self._static_valid(d)  # a run-time row count: one pass over at most the rows of one vbrcb/repeat
         L = 256 // d.esize
         vop = type(op).A2A3_VOP
         expdif = isinstance(op, pto.TRowExpandExpdifOp)
@@ -1330,10 +1335,13 @@ class _FnLowering:
             if expdif:
                 self.vec("vexp", d.dtype, {"dst": dd, "src": dd}, rows, C)
 
-        if R <= 0 or C <= 0:
+        if static and (R <= 0 or C <= 0):
             return
         if mode == 2:
             self._rows_aligned(x, rows=R)
+            if not static:
+                body(Opnd(x.addr, x.row_bytes, 0, x.esize, blk=0), R, 0)
+                return
             for r0 in range(0, R, REPEAT_MAX):
                 n = min(REPEAT_MAX, R - r0)
                 body(Opnd(ex_add(x.addr, r0 * x.row_bytes), x.row_bytes, 0, x.esize, blk=0), n, r0)
@@ -1354,9 +1362,9 @@ class _FnLowering:
         else:
             self.fail(f"Mode 1 needs a broadcast buffer, but bcast_source = \"{source}\"")
         bc = Opnd(buf, 32, 0, d.esize, blk=0)
-        if R < 256:  # (vbrcb ignores the vector mask)
-            self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=ceil_div(R, 8), dst_blk_stride=1,
-                      dst_rep_stride=8)
+        if not static or R < 256:  # (vbrcb ignores the vector mask)
+            repeat = ceil_div(R, 8) if static else ex_div(ex_add(R, 7), 8)
+            self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=repeat, dst_blk_stride=1, dst_rep_stride=8)
             body(bc, R, 0)
             return
         chunk = ROWS_PER_VBRCB_LOOP
@@ -1498,11 +1506,10 @@ class _FnLowering:
         scalar unit copies each element (``ld_ub``, ``st_ub`` to its transposed place), bracketed by
         V->S / S->V flags (also on ascend950); the tmp is not needed."""
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
         self.flag("V", "S")
-        rows, i = self.loop("i", 0, s.vr)
+        rows, i = self.loop("i", 0, s.vr, bound=s.t.rows)
         outer = self.in_body(rows.body)
-        cols, j = self.loop("j", 0, s.vc)
+        cols, j = self.loop("j", 0, s.vc, bound=s.t.cols)
         inner = self.in_body(cols.body)
         reg = self.fresh("s")
         self.emit("ld_ub", s.dtype, dst=Var(reg), addr=s.elem(i, j))
@@ -1520,12 +1527,11 @@ class _FnLowering:
         d = self.tile(op.outs[0])
         s = self.expr(op.ins[0])
         if op.FAMILY == "ci":
-            self._static_valid(d)
             desc = op.flag("descending")
             self.flag("V", "S")
-            rows, r = self.loop("r", 0, d.vr)
+            rows, r = self.loop("r", 0, d.vr, bound=d.t.rows)
             outer = self.in_body(rows.body)
-            cols, c = self.loop("c", 0, d.vc)
+            cols, c = self.loop("c", 0, d.vc, bound=d.t.cols)
             inner = self.in_body(cols.body)
             k = ex_add(ex_mul(r, d.vc), c)
             self.emit("st_ub", d.dtype, addr=d.elem(r, c), src=ex_sub(s, k) if desc else ex_add(s, k))
@@ -2033,26 +2039,34 @@ class _FnLowering:
 
     def tile_colreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
         self._rows_aligned(s, rows=s.vr)
         R, C = s.vr, s.vc
-        if R <= 0 or C <= 0:
+        if (_is_int(R) and R <= 0) or (_is_int(C) and C <= 0):
             return
+        if not _is_int(R):  # a run-time row count: no row, no write (an empty reduction writes nothing)
+            node, _ = self.loop("z", 0, ex_min(R, 1), bound=1)
+            outer = self.in_body(node.body)
+            self._colreduce(op, s, d, R, C)
+            self.end_loop(outer)
+            return
+        self._colreduce(op, s, d, R, C)
+
+    def _colreduce(self, op, s: TileRef, d: TileRef, R, C):
         dtype = s.dtype
         e = s.esize
         kind = {"vadd": "sum", "vmax": "max", "vmin": "min", "vmul": "prod"}[type(op).A2A3_VOP]
         vop = type(op).A2A3_VOP
         L = 256 // e
         if dtype == "f16" and kind == "sum":
-            nb = ceil_div(C * 4, 256) * 256
+            nb = ceil_div(s.t.cols * 4, 256) * 256
             A = self.free_ub(2 * nb)
             U = A + nb
             conv = {"src_dtype": "f16", "round": "r"}
             a_o, u_o = Opnd(A, nb, 256, 4), Opnd(U, nb, 256, 4)
             self.vec("vconv", "f32", {"dst": a_o, "src": Opnd(s.addr, s.row_bytes, 128, 2)}, 1, C, lanes=64,
                      extra=conv, flat_ok=False)
-            if R > 1:
-                node, i = self.loop("i", 1, R)
+            if not _is_int(R) or R > 1:
+                node, i = self.loop("i", 1, R, bound=s.t.rows)
                 outer = self.in_body(node.body)
                 self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(s.elem(i, 0), s.row_bytes, 128, 2)}, 1, C,
                          lanes=64, extra=conv, flat_ok=False)
@@ -2061,10 +2075,11 @@ class _FnLowering:
             self.vec("vconv", "f16", {"dst": Opnd(d.addr, d.row_bytes, 128, 2), "src": a_o}, 1, C, lanes=64,
                      extra={"src_dtype": "f32", "round": "r"}, flat_ok=False)
             return
-        self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=ceil_div(C * e, 32))
-        if R == 1:
+        blocks = ceil_div(C * e, 32) if _is_int(C) else ex_div(ex_add(ex_mul(C, e), 31), 32)
+        self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=blocks)
+        if _is_int(R) and R == 1:
             return
-        node, i = self.loop("i", 1, R)
+        node, i = self.loop("i", 1, R, bound=s.t.rows)
         outer = self.in_body(node.body)
         d_o = Opnd(d.addr, d.row_bytes, L * e, e)
         self.vec(vop, dtype, {"dst": d_o, "src0": d_o, "src1": Opnd(s.elem(i, 0), s.row_bytes, L * e, e)}, 1, C,
@@ -2193,7 +2208,18 @@ def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = No
     depend on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
     _lowerable(module, target)
     for fn in lowered_functions(module, entry):
+        _no_semantics_first(fn, target)
         _FnLowering(fn, target, scalars, lowering=True).run()
+
+
+def _no_semantics_first(fn: func.FuncOp, target: Target) -> None:
+    """An op with no semantics dooms the function: say so before anything else (an argument or a
+    constant of the form only that op takes, e.g. tmrgsort's ``vector<4xi16>`` list, would be
+    reported first otherwise)."""
+    for op in fn.walk():
+        reason = pto.no_semantics(op) if isinstance(op, pto.TileOp) else None
+        if reason is not None:
+            raise op_error(op, f"has no {target.name} lowering: {reason}")
 
 
 def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None,

@@ -646,9 +646,9 @@ class _OpLowering:
         d = op.outs[0]
         full_v, x_v = op.ins[1 - expanded], op.ins[expanded]
         R, C = self.valid(d)
-        self._static(R, C)
         for v in (op.ins[0], op.ins[1], d):
             self.arg(v)
+        self.dyn_args(R, C)
         vop = type(op).A2A3_VOP
         expdif = op.name.endswith("expdif")
         cls = _BIN[vop]
@@ -675,7 +675,7 @@ class _OpLowering:
                 if expdif:
                     r = b.op(vf.ExpOp([r], m, rt))
                 _store(b, td, _elem(b, td, i, k), r, m)
-            self.map_region([full_v, d], d, R, C, td.elt, chunk, row_pre=row_pre)
+            self.map_region([full_v, d], d, self.dims(R), self.dims(C), td.elt, chunk, row_pre=row_pre)
         return plan
 
     def f_colexpand(self):
@@ -683,9 +683,9 @@ class _OpLowering:
         a, bv = op.ins[0], op.ins[1]
         d = op.outs[0]
         R, C = self.valid(d)
-        self._static(R, C)
         for v in (a, bv, d):
             self.arg(v)
+        self.dyn_args(R, C)
         cls = _BIN[type(op).A2A3_VOP]
         expdif = op.name.endswith("expdif")
 
@@ -704,7 +704,7 @@ class _OpLowering:
                 if expdif:
                     r = b.op(vf.ExpOp([r], m, rt))
                 _store(b, td, _elem(b, td, i, k), r, m)
-            self.map_region([a, d], d, R, C, td.elt, chunk, row_pre=lambda i: None)
+            self.map_region([a, d], d, self.dims(R), self.dims(C), td.elt, chunk, row_pre=lambda i: None)
         return plan
 
     def f_rowbroadcast(self):
@@ -808,7 +808,11 @@ class _OpLowering:
 
     def f_colreduce(self):
         op = self.op
-        s, d, R, C = self._src_dst()
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(s)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
         kind = op.name[len("pto.tcol"):]
         fold_cls = _RED[kind][1]
 
@@ -818,7 +822,8 @@ class _OpLowering:
             if not (ts.rm and td.rm):
                 raise _Unsupported("a column reduction of ColMajor tiles")
             self._aligned((ts, R))
-            if R <= 0 or C <= 0:
+            Rd, Cd = self.dims(R), self.dims(C)
+            if (isinstance(Rd, int) and Rd <= 0) or (isinstance(Cd, int) and Cd <= 0):
                 return
             elt = ts.elt
             widen = kind == "sum" and ts.dt in ("f16", "bf16")
@@ -835,16 +840,23 @@ class _OpLowering:
                 v = _load(b, ts, _rc(b, ts, i, k), dist)
                 return b.op(vf.CvtOp(v, full_w, rt)) if widen else v
 
-            def chunk(k, m):
+            def fold(k, m):
                 acc = row_val(0, k)
-                acc = b.loop(R - 1, lambda i, a: [b.op(fold_cls([a, row_val(b.add(i, 1), k)], m, rt))], [acc])[0]
+                acc = b.loop(b.add(Rd, -1), lambda i, a: [b.op(fold_cls([a, row_val(b.add(i, 1), k)], m, rt))],
+                             [acc])[0]
                 if widen:
                     nar = b.op(vf.CvtOp(acc, m, _reg(elt)))
                     _store(b, td, k, nar, m, f"PK_B{16 * td.e}")
                 else:
                     _store(b, td, k, acc, m)
                 return []
-            b.chunks(C, lanes, welt, chunk)
+
+            def chunk(k, m):
+                if isinstance(Rd, int):
+                    return fold(k, m)
+                # a run-time row count: no row, no write (an empty reduction writes nothing)
+                return b.loop(b.op(arith.MinUIOp(b.ssa(Rd), b.ssa(1))), lambda _: fold(k, m))
+            b.chunks(Cd, lanes, welt, chunk)
         return plan
 
     def _src_dst(self):

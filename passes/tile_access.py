@@ -101,8 +101,9 @@ def cube_move_opcode(op: Operation) -> str | None:
     if not isinstance(op, (pto.MoveOp, pto.SubTileOp)) or not op.ins or not op.outs:
         return None
     pair = (_loc(op.ins[0]), _loc(op.outs[0]))
-    if pair == ("vec", "vec"):
-        return "copy_ubuf_layout" if isinstance(op, pto.MoveOp) and _layout(op.ins[0]) != _layout(op.outs[0]) else None
+    if pair == ("vec", "vec"):  # a sub-tile move within UB, or a tmov between layouts (else tmov's vector path)
+        moves = isinstance(op, pto.SubTileOp) or _layout(op.ins[0]) != _layout(op.outs[0])
+        return "copy_ubuf_layout" if moves else None
     return CUBE_MOVES.get(pair)
 
 

@@ -75,6 +75,7 @@ RUNS = {
     # a tassign address computed at run time (scf.if in a loop); the tile is only printed
     "tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
     "test__basic__tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
+    "test__basic__tinsert_a5_vec_pipe_selection.pto": ((), False),  # vec -> vec tinsert
 }
 
 
