@@ -1663,6 +1663,9 @@ class _FnLowering:
         view = part.view
         if view.esize != t.esize:
             self.fail(f"GM element size {view.esize} differs from the tile's {t.esize}")
+        if t.t.slayout.data != "none_box":
+            raise _Unsupported(f"a boxed vec tile (slayout={t.t.slayout.data}, a fractal layout): the vector "
+                               "tload/tstore move ND rows or DN columns only")
         if len(part.offsets) != len(view.strides) or len(part.sizes) != len(view.strides):
             self.fail("the partition's rank differs from the tensor view's")
         base = ex_add(0, *[ex_mul(o, s) for o, s in zip(part.offsets, view.strides)])
@@ -1696,7 +1699,13 @@ class _FnLowering:
         inner_n, inner_s = merged[-1]
         outer = merged[:-1]
         if any(not _is_int(sz) for sz, _ in outer):
-            raise _Unsupported("a GM partition with several dynamic leading dimensions")
+            # run-time leading dims: a loop nest (closed by _transfer), one copy per index in C order
+            flat, g = 0, base
+            for sz, st in outer:
+                node, i = self.loop("p", 0, sz)
+                self._gm_loops.append(self.in_body(node.body))
+                flat, g = ex_add(ex_mul(flat, sz), i), ex_add(g, ex_mul(i, st))
+            return [(g, ex_add(t.addr, ex_mul(flat, ex_mul(inner_n, t.row_bytes))))], inner_n, C, inner_s, t.row_bytes
         copies = []
         for flat in range(math.prod(sz for sz, _ in outer)):
             idx, rem = [], flat
@@ -1736,6 +1745,7 @@ class _FnLowering:
         R, C = t.vr, t.vc
         if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
             return
+        self._gm_loops: list = []
         runs, n, per, gstride, ustride = self._gm_runs(part, t)
         e = t.esize
         length = ex_mul(per, e)
@@ -1764,6 +1774,8 @@ class _FnLowering:
                 else:
                     self.emit("copy_ubuf_to_gm", t.dtype, dst=g, src=u, n_burst=nb, len_burst=length,
                               src_gap=gap_u, dst_gap=gap_g, **({"atomic": "add"} if atomic else {}))
+        for outer in reversed(self._gm_loops):
+            self.end_loop(outer)
 
     # -- reductions ---------------------------------------------------------------------------------
     def _tmp_rows(self, op, row_bytes: int, rows: int, extra: int = 0, multiple: int = 1):
