@@ -104,7 +104,7 @@ from pto_compiler.runtime.program import (
     canonical_dtype, is_const,
 )
 from pto_compiler.targets import A2A3, Target
-from pto_compiler.passes.tile_access import fixed_ub_range
+from pto_compiler.passes.tile_access import fixed_ub_range, tile_range
 
 __all__ = ["lower_to_program", "lower_module", "program_of", "LowerA2A3Pass", "float_sum_outputs"]
 
@@ -504,6 +504,10 @@ class _FnLowering:
                     addr = op.static_addr
                     if addr is None and op.addr_value:
                         addr = self._static_int(op.addr_value[0])
+                        span = tile_range(op.result[0]) if addr is None and op.result else None
+                        if span is not None and t.loc.data == "vec":  # every address it can have
+                            occupied.append(span)
+                            continue
                         if addr is None:
                             unknown = True
                             continue

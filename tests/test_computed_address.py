@@ -174,3 +174,14 @@ def test_int_range_follows_loops_arithmetic_and_branches():
         for name, value in (("a", v * 10), ("b", v * 10 + 3), ("d", v)):
             rg = r[name]
             assert rg.lo <= value <= rg.hi and (value - rg.lo) % (rg.stride or 1) == 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_op_needing_free_ub_keeps_off_the_computed_range(target, tmp_path, capsys):
+    # tdivs by 3 (not a power of two) dups the scalar into UB no tile occupies; the trips' tiles may be
+    # anywhere in [0, 2048), so the scratch goes elsewhere
+    src = kernel(PING_PONG, keep=False).replace("%one = arith.constant 1.0 : f32", "%one = arith.constant 3.0 : f32")
+    src = src.replace("pto.tadds ins(%ti, %one", "pto.tdivs ins(%ti, %one")
+    rc, out, err, x, _ = run(tmp_path, capsys, src, target)
+    assert rc == 0 and out.startswith("PASS y"), out + err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "y.npy"), x / np.float32(3))
