@@ -448,7 +448,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise families on ascend950")
+                                   "elementwise, expand and column-reduction families on ascend950 (row "
+                                   "reductions: run-time rows only)")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -753,7 +754,12 @@ class _OpLowering:
 
     def f_rowreduce(self):
         op = self.op
-        s, d, R, C = self._src_dst()
+        s, d = op.ins[0], op.outs[0]
+        R, C = self.valid(s)
+        self._static(C)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R)
         kind = op.name[len("pto.trow"):]
         red_cls, acc_cls = _RED[kind]
 
@@ -763,7 +769,7 @@ class _OpLowering:
             if not ts.rm:
                 raise _Unsupported("a row reduction of a ColMajor tile")
             self._aligned((ts, R))
-            if R <= 0 or C <= 0:
+            if (isinstance(R, int) and R <= 0) or C <= 0:
                 return
             elt = ts.elt
             dt = ts.dt
@@ -803,7 +809,7 @@ class _OpLowering:
                     out = b.op(vf.CvtOp(acc, pd, _reg(elt)))
                 _store(b, td, _rc(b, td, i, 0), out, b.mask("VL1", elt), "ONEPT")
                 return []
-            b.loop(R, row)
+            b.loop(self.dims(R), row)
         return plan
 
     def f_colreduce(self):
