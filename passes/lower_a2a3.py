@@ -1840,11 +1840,21 @@ class _FnLowering:
 
     def tile_rowreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
         if op.FAMILY == "rowprod":
+            self._static_valid(s, d)
             return self.row_prod(s, d)
         self._rows_aligned(s, rows=s.vr)
         R, C = s.vr, s.vc
+        if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
+            node, r = self.loop("rr", 0, R, bound=s.t.rows)
+            outer = self.in_body(node.body)
+            self._rowreduce(op, TileRef(s.elem(r, 0), s.t, 1, C), TileRef(d.elem(r, 0), d.t, 1, 1), 1, C)
+            self.end_loop(outer)
+            return
+        self._static_valid(s, d)
+        self._rowreduce(op, s, d, R, C)
+
+    def _rowreduce(self, op, s: TileRef, d: TileRef, R: int, C: int):
         if R <= 0 or C <= 0:
             return
         dtype = s.dtype
