@@ -2114,8 +2114,17 @@ class _FnLowering:
 
     def tile_pairreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
         R, C = d.vr, d.vc
+        if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
+            node, r = self.loop("rr", 0, R, bound=d.t.rows)
+            outer = self.in_body(node.body)
+            self._pairreduce(TileRef(s.elem(r, 0), s.t, 1, s.vc), TileRef(d.elem(r, 0), d.t, 1, C), 1, C)
+            self.end_loop(outer)
+            return
+        self._static_valid(s, d)
+        self._pairreduce(s, d, R, C)
+
+    def _pairreduce(self, s: TileRef, d: TileRef, R: int, C: int):
         if R <= 0 or C <= 0:
             return
         self._rows_aligned(s, d, rows=R)

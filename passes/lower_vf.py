@@ -449,7 +449,7 @@ class _OpLowering:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
                                    "elementwise, expand and column-reduction families on ascend950 (row "
-                                   "reductions: run-time rows only)")
+                                   "and pair reductions: run-time rows only)")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -987,15 +987,16 @@ class _OpLowering:
         op = self.op
         s, d = op.ins[0], op.outs[0]
         R, C = self.valid(d)
-        self._static(R, C)
+        self._static(C)
         self.arg(s)
         self.arg(d)
+        self.dyn_args(R)
 
         def plan():
             b = self.b
             ts, td = self.tile(s), self.tile(d)
             self._aligned((ts, R), (td, R))
-            if R <= 0 or C <= 0:
+            if (isinstance(R, int) and R <= 0) or C <= 0:
                 return
             elt = td.elt
             L = _lanes(elt)
@@ -1022,7 +1023,7 @@ class _OpLowering:
                     return [b.op(arith.SubiOp(h, b.c(L // 2, I32)))]
                 b.chunks(C, L, elt, chunk, [h0])
                 return []
-            b.loop(R, row)
+            b.loop(self.dims(R), row)
         return plan
 
     def f_composed(self):

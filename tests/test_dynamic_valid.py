@@ -70,6 +70,7 @@ CASES = {
     "colreduce": Case("pto.tcolmax ins(%s0 : {full}) outs(%d : {row})", ("full",), "row",
                       lambda a: a.max(axis=0, keepdims=True)),
     "pairreduce": Case("pto.tpairreducesum ins(%s0 : {full}) outs(%d : {full})", ("full",), "full", _sum_pairs),
+    "pairreduce-rows": Case("pto.tpairreducesum ins(%s0 : {rows}) outs(%d : {rows})", ("rows",), "rows", _sum_pairs),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
                  lambda a, y: a * F3 + y, reads_dst=True),
     "trans": Case("pto.ttrans ins(%s0 : {full}) outs(%d : {tall})", ("full",), "tall", lambda a: a.T),
