@@ -448,8 +448,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand and column-reduction families on ascend950 (row "
-                                   "and pair reductions: run-time rows only)")
+                                   "elementwise, expand, ttri and column-reduction families on ascend950 "
+                                   "(row and pair reductions: run-time rows only)")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -1094,9 +1094,9 @@ class _OpLowering:
         op = self.op
         d, sv = op.outs[0], op.ins[0]
         R, C = self.valid(d)
-        self._static(R, C)
         self.arg(d)
         self.arg(sv)
+        self.dyn_args(R, C)
         upper = op.flag("upperOrLower")
 
         def plan():
@@ -1113,14 +1113,16 @@ class _OpLowering:
             if not isinstance(diag.type, IndexType):
                 diag = b.op(arith.IndexCastOp(diag, INDEX))
 
+            Rd, Cd = self.dims(R), self.dims(C)
+
             def row(i):
                 base = b.mul(i, td.stride)
-                b.chunks(C, lanes, td.elt, lambda k, m: _store(b, td, b.add(base, k), first, m))
+                b.chunks(Cd, lanes, td.elt, lambda k, m: _store(b, td, b.add(base, k), first, m))
                 n = b.op(arith.MaxSIOp(b.add(b.add(i, diag), 0 if upper else 1), b.c(0)))
-                n = b.op(arith.MinSIOp(n, b.c(C)))
+                n = b.op(arith.MinSIOp(n, b.ssa(Cd)))
                 b.chunks(n, lanes, td.elt, lambda k, m: _store(b, td, b.add(base, k), second, m))
                 return []
-            b.loop(R, row)
+            b.loop(Rd, row)
         return plan
 
     def f_concat(self):

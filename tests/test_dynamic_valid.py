@@ -71,6 +71,10 @@ CASES = {
                       lambda a: a.max(axis=0, keepdims=True)),
     "pairreduce": Case("pto.tpairreducesum ins(%s0 : {full}) outs(%d : {full})", ("full",), "full", _sum_pairs),
     "pairreduce-rows": Case("pto.tpairreducesum ins(%s0 : {rows}) outs(%d : {rows})", ("rows",), "rows", _sum_pairs),
+    "composed": Case("pto.taddc ins(%s0, %s1, %s2 : {full}, {full}, {full}) outs(%d : {full})",
+                     ("full", "full", "full"), "full", lambda a, b, c: a + b + c),
+    "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
+    "concat": Case("pto.tconcat ins(%s0, %s1 : {full}, {full}) outs(%d : {full})", ("full", "full"), "full", None),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
                  lambda a, y: a * F3 + y, reads_dst=True),
     "trans": Case("pto.ttrans ins(%s0 : {full}) outs(%d : {tall})", ("full",), "tall", lambda a: a.T),
@@ -156,6 +160,8 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
         y[:dr, :dc] = np.repeat(srcs[0], dr, axis=0)
     elif family == "axpy":
         y[:dr, :dc] = case.want(*srcs, y0[:dr, :dc])
+    elif family == "tri":  # lower: 1 where j <= i + 7
+        y[:dr, :dc] = (np.arange(dc)[None, :] <= np.arange(dr)[:, None] + 7).astype(y.dtype)
     elif family == "ci":
         y[:dr, :dc] = (7 + np.arange(dr * dc)).reshape(dr, dc)
     else:
@@ -163,7 +169,8 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("rowreduce", "a2a3"), ("rowreduce", "ascend950"), ("pairreduce", "a2a3"), ("pairreduce", "ascend950")}
+UNSUPPORTED = {("rowreduce", "a2a3"), ("rowreduce", "ascend950"), ("pairreduce", "a2a3"), ("pairreduce", "ascend950"),
+               ("concat", "a2a3"), ("concat", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
