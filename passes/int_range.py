@@ -5,7 +5,8 @@ every value lies in ``[lo, hi]`` and is ``lo`` plus a multiple of ``stride`` (st
 ``lo``).  It sees through ``arith.constant``, the ``scf.for`` induction variable (constant
 bounds and step: ``lb, lb+step, ..., last``), ``addi``/``subi``/``muli``/``shli``, division and
 remainder by a positive constant, ``select``, ``cmpi`` (0 or 1), integer casts, ``scf.if``
-results (the hull of what the branches yield); anything else (a kernel scalar, a block index, a loop-carried value) is unknown: ``None``.
+results (the hull of what the branches yield); anything else (a kernel scalar, a block index, a
+loop-carried value) is unknown: ``None``.
 
 pto-plan-memory keeps planned tiles off the whole range of a ``pto.tassign`` address computed at
 run time, and pto-insert-sync orders its accesses as if they touched that whole range, so both are

@@ -1123,8 +1123,10 @@ class _FnLowering:
     def _static_valid(self, *tiles: TileRef):
         for t in tiles:
             if not (_is_int(t.vr) and _is_int(t.vc)):
-                raise _Unsupported("valid shapes known only at run time are supported only by "
-                                   "elementwise ops, tload/tstore, tmov, texpands, trowexpand and tcolexpand")
+                raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
+                                   "expand, broadcast, move, column-reduction, ttrans, tci and ttri families (row "
+                                   "and pair reductions: run-time rows only; trowexpand*: tiles of at most 239 "
+                                   "rows in Mode 1, 255 in Mode 2)")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:

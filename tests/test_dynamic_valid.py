@@ -126,13 +126,15 @@ def kernel(case: Case) -> str:
                   f": !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<{ptype}x{dt}>"]
     for i, kind in enumerate(case.srcs):
         lines += [f"  %s{i} = pto.alloc_tile {_valid_ops(kind)} : {t[kind]}",
-                  f"  pto.tload ins(%x{i}p : !pto.partition_tensor_view<{_part(kind)[3]}xf32>) outs(%s{i} : {t[kind]})"]
+                  f"  pto.tload ins(%x{i}p : !pto.partition_tensor_view<{_part(kind)[3]}xf32>) "
+                  f"outs(%s{i} : {t[kind]})"]
     dst = t["dout"] if case.out != "f32" else t[case.dst]
+    ypart = f"!pto.partition_tensor_view<{_part(case.dst)[3]}x{case.out}>"
     lines.append(f"  %d = pto.alloc_tile {_valid_ops(case.dst)} : {dst}")
     if case.reads_dst:
-        lines.append(f"  pto.tload ins(%yp : !pto.partition_tensor_view<{_part(case.dst)[3]}x{case.out}>) outs(%d : {dst})")
+        lines.append(f"  pto.tload ins(%yp : {ypart}) outs(%d : {dst})")
     lines.append("  " + case.line.format(**t))
-    lines.append(f"  pto.tstore ins(%d : {dst}) outs(%yp : !pto.partition_tensor_view<{_part(case.dst)[3]}x{case.out}>)")
+    lines.append(f"  pto.tstore ins(%d : {dst}) outs(%yp : {ypart})")
     lines += ["  return", "}"]
     return "\n".join(lines) + "\n"
 
@@ -192,7 +194,8 @@ def test_family_with_run_time_valid_shape(family, target):
     dt = np.dtype({"f32": np.float32, "f16": np.float16, "i32": np.int32}[case.out])
     for vr, vc in SHAPES if case.empty else [(r, c) for r, c in SHAPES if r * c]:
         xs = [rng.standard_normal(_full_shape(k)).astype(np.float32) for k in case.srcs]
-        y0 = (rng.standard_normal(_full_shape(case.dst)) if case.reads_dst else np.zeros(_full_shape(case.dst))).astype(dt)
+        shape = _full_shape(case.dst)
+        y0 = (rng.standard_normal(shape) if case.reads_dst else np.zeros(shape)).astype(dt)
         inputs = {f"x{i}": x for i, x in enumerate(xs)}
         inputs.update(y=y0, vr=vr, vc=vc)
         want = expected(family, case, xs, y0, vr, vc).reshape(-1)
