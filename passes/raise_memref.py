@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func  # memref: imported where one is met (a kernel with none skips it)
 from xdsl.dialects.builtin import DYNAMIC_INDEX, FunctionType, IndexType, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -94,6 +94,8 @@ def _gm_values_ok(value: SSAValue) -> bool:
 
 def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
     """Why a memref of ``fn`` has no place in the tile model (the op and the reason), else None."""
+    from xdsl.dialects import memref
+
     for arg in fn.body.blocks[0].args:
         if isinstance(arg.type, MemRefType):
             if not _is_gm(arg.type):
@@ -160,6 +162,8 @@ class _Entry:
 
 
 def raise_function(fn: func.FuncOp) -> None:
+    from xdsl.dialects import memref
+
     block = fn.body.blocks[0]
     entry = _Entry(block, fn.location)
     for arg in list(block.args):

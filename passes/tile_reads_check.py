@@ -64,6 +64,7 @@ class TileReadsCheck:
             if root in fixed_groups:
                 lo = addr[planner.group_index[root]]
                 self.range[v.index] = (lo, lo + v.size)
+        self._access: dict[int, tuple[set[int], list[int]]] = {}
         self.alias = [1 << i for i in range(n)]  # vars sharing bytes with each (itself included)
         self.covered = [1 << i for i in range(n)]  # vars whose bytes each one's bytes cover
         fixed = [i for i in range(n) if self.range[i] is not None]
@@ -100,6 +101,16 @@ class TileReadsCheck:
                 inn = inn.join(out[q])
             self.transfer(i, inn, nodes[i].op)
 
+    def access(self, i: int) -> tuple[set[int], list[int]]:
+        """(tmp vars, read vars) of node ``i``'s op: worked out on its first visit (the fixed point
+        visits every node two or more times)."""
+        acc = self._access.get(i)
+        if acc is None:
+            op, var_of = self.p.nodes[i].op, self.p.var_of
+            acc = self._access[i] = ({var_of[v] for v in tmp_operands(op) if v in var_of},
+                                     [var_of[v] for v in tile_reads(op) if v in var_of])
+        return acc
+
     def var_name(self, v: int) -> str:
         var = self.p.vars[v]
         return f"{var.name} (line {var.line})"
@@ -113,9 +124,7 @@ class TileReadsCheck:
             garbage = {g for g in garbage if g[0] != d} | {(d, t) for v, t in garbage if v == src}
             return _State(frozenset(garbage), frozenset(pending), frozenset(lost))
         op = node.op
-        var_of = self.p.var_of
-        tmps = {var_of[v] for v in tmp_operands(op) if v in var_of}
-        reads = [var_of[v] for v in tile_reads(op) if v in var_of]
+        tmps, reads = self.access(i)
         if report is not None and isinstance(op, pto.TileOp):
             self.check_overlap(op, reads, [d for d in _bits(node.defs)], tmps)
             for u in reads:
