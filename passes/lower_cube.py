@@ -106,7 +106,7 @@ def tile_load(low, op) -> None:
 
 
 def tile_store(low, op) -> None:
-    from pto_compiler.runtime.cube import relu_pre
+    from pto_compiler.runtime.cube import acc_store_error, relu_pre
     from pto_compiler.runtime.program import canonical_dtype
 
     t = _cube_tile(low, op.ins[0])
@@ -119,6 +119,9 @@ def tile_store(low, op) -> None:
     loc = t.t.loc.data
     if loc == "acc":
         dt = canonical_dtype(pto.dtype_name(target.type.element_type))
+        why = acc_store_error(t.dtype, dt)
+        if why:
+            low.unsupported(why)
         g = _gm(low, part, _Sized(t, dt))
         low.emit("fixpipe_cc_to_gm", dt, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols,
                  src_type=t.dtype, relu="yes" if relu_pre(op) else "no", atomic=atomic)

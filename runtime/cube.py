@@ -120,6 +120,17 @@ _FP_CONVERT = ("the pages define it as dst = Convert(src; fp) with 'implementati
                "parameters in the fp (scaling) tile (pto-isa TMOV_FP / TSTORE_FP), so ptoc has no values for it")
 _MX = ("the pages leave the role of the scale tiles 'target-defined' (pto-isa TMATMUL_MX: mx formats with "
        "a_scale/b_scale, A5 only), and ptoc has no fp8/e8m0 element types")
+def acc_store_error(src_dtype: str, dst_dtype: str) -> str | None:
+    """Why a store out of acc without a pre-quant operand has no values (the fixpipe converts an acc
+    only along pto.ACC_CONVERSIONS; the other pairs PTOAS accepts, e.g. i32 -> f16, take the
+    quantisation stage), else None."""
+    ok = pto.ACC_CONVERSIONS.get(src_dtype, ())
+    if dst_dtype in ok:
+        return None
+    return (f"an acc {src_dtype} stored as {dst_dtype} without a pre-quant operand: no semantics: the pages give "
+            f"acc {src_dtype} -> {'/'.join(ok) or 'nothing'} and the other pairs only through quantisation")
+
+
 PRE_QUANT = ("no semantics: the pages list the pre-quant scalar / fp-tile overloads of TSTORE and TMOV (acc f32 -> i8/u8, "
              "i32 -> i8/u8/f16) without the encoding of the scale or the rounding, so ptoc has no values for them")
 NO_SEMANTICS = {

@@ -1500,6 +1500,9 @@ class Evaluator:
         gm = pv.view.gm
         vals = tile.data[:r, :c].reshape(-1)
         if tile.type.loc.data == "acc":
+            why = cube.acc_store_error(tile.type.dtype, E.dtype_name(gm.data.dtype))
+            if why:
+                raise op_error(op, why)
             vals = cube.fixpipe(vals, gm.data.dtype, cube.relu_pre(op))
         elif vals.dtype != gm.data.dtype:
             vals = vals.view(gm.data.dtype)

@@ -477,6 +477,31 @@ def test_cube_ops_without_semantics_say_why(name, target):
 
 
 @pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_i32_acc_stored_as_f16_without_quant_is_located_no_semantics(target):
+    """PTOAS accepts an i32 acc stored to f16 GM with no pre-quant scalar (corpus tstore_forms_emitc);
+    the pages convert i32 -> f16 only through quantisation, so both models stop there, located."""
+    acc = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
+    text = f"""module {{
+  func.func @k(%o: !pto.ptr<f16>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %v = pto.make_tensor_view %o, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x16xf16>
+    %acc = pto.alloc_tile : {acc}
+    pto.tstore ins(%acc : {acc}) outs(%p : !pto.partition_tensor_view<16x16xf16>)
+    return
+  }}
+}}
+"""
+    mod = api.parse(text, "i32f16.pto")
+    for call in (lambda: api.compile(mod, target), lambda: api.reference(mod, {"o": np.zeros((16, 16), np.float16)})):
+        with pytest.raises(PtocError) as e:
+            call()
+        assert "i32f16.pto:9:" in str(e.value) and "acc i32 stored as f16" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
 def test_pre_quant_store_is_located_no_semantics(target):
     acc = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
     text = f"""module {{
@@ -496,3 +521,52 @@ def test_pre_quant_store_is_located_no_semantics(target):
     with pytest.raises(PtocError) as e:
         api.compile(api.parse(text, "pq.pto"), target)
     assert "pq.pto:10:" in str(e.value) and "pre-quant operand: no semantics" in str(e.value)
+
+
+def subtile_vec_kernel(insert: bool) -> str:
+    """TINSERT b (8 x 16) into a (32 x 32) at (8, 16), or TEXTRACT the 8 x 16 block at (8, 16) of a:
+    vec -> vec, within the UB (A5 keeps it on PIPE_V: corpus tinsert_a5_vec_pipe_selection)."""
+    big, small = "!pto.tile_buf<vec, 32x32xf16>", "!pto.tile_buf<vec, 8x16xf16>"
+    move = (f"pto.tinsert ins(%tb, %c8, %c16 : {small}, index, index) outs(%ta : {big})" if insert else
+            f"pto.textract ins(%ta, %c8, %c16 : {big}, index, index) outs(%tb : {small})")
+    out, ot, oshape = ("%ta", big, "32x32") if insert else ("%tb", small, "8x16")
+    return f"""module {{
+  func.func @k(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %o: !pto.ptr<f16>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %va = pto.make_tensor_view %a, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf16>
+    %vb = pto.make_tensor_view %b, shape = [%c8, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
+    %pa = pto.partition_view %va, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<32x32xf16>
+    %pb = pto.partition_view %vb, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<8x16xf16>
+    %ta = pto.alloc_tile : {big}
+    %tb = pto.alloc_tile : {small}
+    pto.tload ins(%pa : !pto.partition_tensor_view<32x32xf16>) outs(%ta : {big})
+    pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf16>) outs(%tb : {small})
+    {move}
+    %vo = pto.make_tensor_view %o, shape = [%c{oshape.split("x")[0]}, %c{oshape.split("x")[1]}], strides = [%c{oshape.split("x")[1]}, %c1] : !pto.tensor_view<?x?xf16>
+    %po = pto.partition_view %vo, offsets = [%c0, %c0], sizes = [%c{oshape.split("x")[0]}, %c{oshape.split("x")[1]}] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<{oshape}xf16>
+    pto.tstore ins({out} : {ot}) outs(%po : !pto.partition_tensor_view<{oshape}xf16>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("insert", [True, False])
+def test_subtile_within_the_ub_matches_numpy(insert, target):
+    rng = np.random.default_rng(8)
+    a = rng.uniform(-4, 4, (32, 32)).astype(np.float16)
+    b = rng.uniform(-4, 4, (8, 16)).astype(np.float16)
+    o = np.zeros((32, 32) if insert else (8, 16), np.float16)
+    res = api.check(api.parse(subtile_vec_kernel(insert)), target, {"a": a, "b": b, "o": o})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    want = a.copy()
+    if insert:
+        want[8:16, 16:32] = b
+    else:
+        want = a[8:16, 16:32]
+    np.testing.assert_array_equal(res.outputs["o"], want)
