@@ -11,7 +11,7 @@ are tests/test_corpus_negative.py's), ``negative-accepted``, ``no-compile`` (wit
 --run fails, with the reason), ``run`` (runs, compares nothing), ``PASS`` (runs, at least one
 output compared and all PASS), ``MISMATCH``.  Integer scalar arguments get the values of
 ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of several kernels its
-``--entry``, as a test would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
+``--entry`` (a file past the GM limit its ``--max-gm-bytes``), as a test would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
 This is the one corpus status script: the vector and cube work both report from it.
 """
 
@@ -34,24 +34,29 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' rules: what a negative fil
 from samples import is_negative  # noqa: E402
 
 
+def _runs() -> dict:
+    """tests/test_corpus_positive.py's files -> (ptoc flags, compared?), its big-GM files included."""
+    from test_corpus_positive import BIG_GM, RUNS
+
+    return {**RUNS, **{name: (flags, True) for name, flags in BIG_GM.items()}}
+
+
 def scalar_inputs() -> dict[str, dict[str, str]]:
     """Per file stem: the integer scalars tests/test_corpus_positive.py runs the file with (the one
     table of scalars that make a corpus file meaningful: loop bounds, valid shapes, offsets)."""
-    from test_corpus_positive import RUNS
-
     out = {}
-    for name, (flags, _) in RUNS.items():
+    for name, (flags, _) in _runs().items():
         pairs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "--input"]
         out[Path(name).stem] = dict(p.split("=", 1) for p in pairs)
     return out
 
 
 def entry_flags() -> dict[str, list[str]]:
-    """Per file stem: the ``--entry`` test_corpus_positive runs a file of several kernels with."""
-    from test_corpus_positive import RUNS
-
-    return {Path(name).stem: ["--entry", flags[flags.index("--entry") + 1]]
-            for name, (flags, _) in RUNS.items() if "--entry" in flags}
+    """Per file stem: the ``--entry`` (a file of several kernels) and ``--max-gm-bytes`` (a file
+    whose GM is past the default limit) test_corpus_positive runs the file with."""
+    return {Path(name).stem: [x for f in ("--entry", "--max-gm-bytes") if f in flags
+                              for x in (f, flags[flags.index(f) + 1])]
+            for name, (flags, _) in _runs().items() if "--entry" in flags or "--max-gm-bytes" in flags}
 
 
 SCALAR_INPUTS = scalar_inputs()

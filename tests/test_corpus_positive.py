@@ -56,7 +56,7 @@ RUNS = {
     "test__basic__tinsert_a5_pipe_selection.pto": ((), COMPARED),
     "test__basic__tmov_acc_mat_pipe_selection.pto": ((), False),
     "test__basic__tinsert_a5_vec_mat_mode_lowering.pto": (("--entry", "tinsert_vec_mat_nd"), False),
-    # scf.if yielding GM views (pto-fold-view-yields); incore_5 (A3/A5) needs 128 MiB of GM, too slow here
+    # scf.if yielding GM views (pto-fold-view-yields); incore_5 (A3/A5) needs 128 MiB of GM: BIG_GM
     "test__samples__Qwen3DecodeA3__qwen3_decode_incore_2.pto": (("--input", "arg5=0", "--input", "arg6=0"), COMPARED),
     "test__samples__Sync__test_inject_sync_intra_pipe_barrier.pto": ((), False),
     "compact_left_blayout_parser_a3.pto": ((), False),
@@ -79,14 +79,41 @@ RUNS = {
 }
 
 
+BIG_GM = {
+    # GM beyond the 64 MiB default (a 128 x 524288 or 25600 x 8192 bf16 weight): a minute or two
+    # each, so only under -m full; the scalars make every loop trip do its matmul and store.
+    "test__samples__Qwen3DecodeA3__qwen3_decode_incore_5.pto": (
+        "--max-gm-bytes", "200000000", "--input", "arg3=1", "--input", "arg4=64", "--input", "arg5=1",
+        "--input", "arg6=0"),
+    "test__samples__Qwen3DecodeA5__qwen3_decode_incore_5.pto": (
+        "--max-gm-bytes", "200000000", "--input", "arg3=1", "--input", "arg4=64", "--input", "arg5=1",
+        "--input", "arg6=0"),
+    "test__samples__Qwen3DecodeA3__qwen3_decode_incore_15.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=128"),
+    "test__samples__Qwen3DecodeA5__qwen3_decode_incore_15.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=128"),
+    "test__samples__Qwen3DecodeA5__qwen3_decode_incore_13.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=256"),
+}
+"""file -> ptoc arguments of the corpus files whose GM needs a raised ``--max-gm-bytes`` (compared)."""
+
+
 @needs_samples
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_corpus_file_runs_and_passes(name, capsys):
+    flags, compared = RUNS[name]
+    _runs_and_passes(name, flags, compared, capsys)
+
+
+@needs_samples
+@pytest.mark.full
+@pytest.mark.parametrize("name", sorted(BIG_GM))
+def test_big_gm_corpus_file_runs_and_passes(name, capsys):
+    _runs_and_passes(name, BIG_GM[name], COMPARED, capsys)
+
+
+def _runs_and_passes(name, flags, compared, capsys):
     import re
 
     path = next(p for p in SAMPLES if p.name == name)
     arch = re.search(r"RUN: ptoas[^|]*--pto-arch[= ](\w+)", path.read_text())
-    flags, compared = RUNS[name]
     target = ("--target", arch.group(1)) if arch else ()
     rc = cli.main([str(path), "--run", *target, *flags])
     out, err = capsys.readouterr()
