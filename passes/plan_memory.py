@@ -77,7 +77,7 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import location_of, op_error
 from pto_compiler.dialects import pto
-from pto_compiler.runtime.pipes import PIPE_OPS
+from pto_compiler.runtime.pipes import PIPE_OPS, internal_pipe_error, internal_pipe_init
 from pto_compiler.passes.int_range import IntRange, int_range
 from pto_compiler.passes.tile_access import (
     UB_ADDR,
@@ -255,6 +255,9 @@ class _Planner:
                     raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-plan-memory")
                 for r in op.results:
                     if self.mine(r) and op.name not in PIPE_OPS:  # a pipe slot: pto-resolve-reserved-buffers
+                        init = internal_pipe_init(op)
+                        if init is not None:
+                            raise op_error(init, internal_pipe_error(init))
                         raise op_error(op, "defines a tile buffer that pto-plan-memory cannot place yet")
         # link carried values
         for op in self.fn.body.walk():

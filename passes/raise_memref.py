@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import op_error
 from pto_compiler.dialects import pto
-from pto_compiler.passes.verify_target import INTERNAL_PIPE_INITS, internal_pipe_error
+from pto_compiler.runtime.pipes import INTERNAL_PIPE_INITS, internal_pipe_error
 
 TILE_CONFIG = {
     "vec": {},

@@ -4,8 +4,8 @@ Each op's dtype set per target (declared on the op class, dialects/pto.py), a si
 larger than its memory on the target (UB, L1, L0A, L0B, L0C, bias table, fixpipe buffer:
 targets.py), the cube tiles' layouts (:data:`CUBE_LAYOUTS`; boxed L1 tiles of whole fractals),
 TMOV vec -> mat
-only where it exists, ``vf`` ops only where the target has vector functions, a TCVT round
-mode that exists, and no PTOAS-internal pipe form (ptoc runs the frontend pipe ops).
+only where it exists, ``vf`` ops only where the target has vector functions, and a TCVT round
+mode that exists.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
@@ -45,33 +44,9 @@ def _check_round_mode(op) -> None:
                 raise VerifyException(str(e)) from None
 
 
-INTERNAL_PIPE_INITS = ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe")
-"""PTOAS's internal pipe form (what its pto-lower-frontend-pipe-ops makes of aic/aiv_initialize_pipe,
-ptoas-tpush-tpop-design.md §5): operands ``(gm_addr, local_addr[, peer_local_addr])`` (L2G2L, A2/A3)
-or ``(local_addr[, peer_local_addr])`` (L2L, A5)."""
-
-
-def internal_pipe_error(op) -> str:
-    """Why ptoc does not run PTOAS's internal pipe form: its pops land at the consumer addresses the
-    init takes, and ptoc places pipe slots itself (pto.reserve_buffer, pto-resolve-reserved-buffers)."""
-    local = op.operands[1 if op.name == "pto.initialize_l2g2l_pipe" else 0:]
-    args = [v for v in local if isinstance(v, BlockArgument)]
-    if args:
-        name = args[0].name_hint or f"arg{args[0].index}"
-        return (f"is PTOAS's internal pipe form with its consumer slot buffer at %{name}, a kernel argument: "
-                "where the popped tiles land in the consumer's local memory is known only at run time, and "
-                "ptoc places pipe slots at static addresses; write the pipe as aic/aiv_initialize_pipe with "
-                "pto.reserve_buffer / pto.import_reserved_buffer")
-    return ("is PTOAS's internal pipe form (the output of its pto-lower-frontend-pipe-ops); ptoc runs the "
-            "frontend form: aic/aiv_initialize_pipe, tpush_to_*, tpop_from_*, tfree_from_*")
-
-
 def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for op in module.walk():
-        if op.name in INTERNAL_PIPE_INITS:
-            found.append(_diag(op, internal_pipe_error(op)))
-            continue
         if op.dialect_name() == "vf" and not target.has_vf:
             found.append(_diag(op, f"{op.name} is not available on {target.name} "
                                    "(vector functions exist only on ascend950)"))

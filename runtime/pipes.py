@@ -42,6 +42,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from xdsl.ir import BlockArgument
+
 import numpy as np
 
 PIPE_OPS = {"pto.tpush_to_aiv": ("c2v", "push"), "pto.tpush_to_aic": ("v2c", "push"),
@@ -52,6 +54,40 @@ INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 BUFFER_OPS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
 SPLITS = {0: "no split", 1: "up/down", 2: "left/right"}
 CONSUMER = {"c2v": "vector", "v2c": "cube"}
+
+
+INTERNAL_PIPE_INITS = ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe")
+"""PTOAS's internal pipe form (what its pto-lower-frontend-pipe-ops makes of aic/aiv_initialize_pipe,
+ptoas-tpush-tpop-design.md §5): operands ``(gm_addr, local_addr[, peer_local_addr])`` (L2G2L, A2/A3)
+or ``(local_addr[, peer_local_addr])`` (L2L, A5)."""
+
+
+def internal_pipe_error(op) -> str:
+    """Why ptoc does not run PTOAS's internal pipe form: its pops land at the consumer addresses the
+    init takes, and ptoc places pipe slots itself (pto.reserve_buffer, pto-resolve-reserved-buffers)."""
+    local = op.operands[1 if op.name == "pto.initialize_l2g2l_pipe" else 0:]
+    args = [v for v in local if isinstance(v, BlockArgument)]
+    if args:
+        name = args[0].name_hint or f"arg{args[0].index}"
+        return (f"is PTOAS's internal pipe form with its consumer slot buffer at %{name}, a kernel argument: "
+                "where the popped tiles land in the consumer's local memory is known only at run time, and "
+                "ptoc places pipe slots at static addresses; write the pipe as aic/aiv_initialize_pipe with "
+                "pto.reserve_buffer / pto.import_reserved_buffer")
+    return ("is PTOAS's internal pipe form (the output of its pto-lower-frontend-pipe-ops); ptoc runs the "
+            "frontend form: aic/aiv_initialize_pipe, tpush_to_*, tpop_from_*, tfree_from_*")
+
+
+def internal_pipe_init(op):
+    """The internal-form pipe init a ``pto.declare_tile`` is popped from (``pto.tpop(%tile, %pipe)``),
+    else None."""
+    for r in op.results:
+        for u in r.uses:
+            user = u.operation
+            if user.name == "pto.tpop" and len(user.operands) > 1:
+                init = getattr(user.operands[1].owner, "name", None)
+                if init in INTERNAL_PIPE_INITS:
+                    return user.operands[1].owner
+    return None
 
 
 def slot_num(dir_mask: int) -> int:
