@@ -476,25 +476,34 @@ def test_cube_ops_without_semantics_say_why(name, target):
         assert f"nosem.pto:{line}:" in str(e.value) and why in str(e.value), str(e.value)
 
 
-@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
-def test_i32_acc_stored_as_f16_without_quant_is_located_no_semantics(target):
-    """PTOAS accepts an i32 acc stored to f16 GM with no pre-quant scalar (corpus tstore_forms_emitc);
-    the pages convert i32 -> f16 only through quantisation, so both models stop there, located."""
-    acc = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
-    text = f"""module {{
+ACC_I32 = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
+
+
+def acc_i32_to_f16_store(pre_quant: bool) -> str:
+    """An i32 acc stored to a 16x16 f16 GM view (the tstore at line 9), with a pre-quant scalar
+    operand (then at line 10) or without."""
+    pre = "    %pre = arith.constant 7 : i64\n" if pre_quant else ""
+    ins = f"%acc : {ACC_I32}, %pre : i64" if pre_quant else f"%acc : {ACC_I32}"
+    return f"""module {{
   func.func @k(%o: !pto.ptr<f16>) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index
-    %v = pto.make_tensor_view %o, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
+{pre}    %v = pto.make_tensor_view %o, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
     %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x16xf16>
-    %acc = pto.alloc_tile : {acc}
-    pto.tstore ins(%acc : {acc}) outs(%p : !pto.partition_tensor_view<16x16xf16>)
+    %acc = pto.alloc_tile : {ACC_I32}
+    pto.tstore ins({ins}) outs(%p : !pto.partition_tensor_view<16x16xf16>)
     return
   }}
 }}
 """
-    mod = api.parse(text, "i32f16.pto")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_i32_acc_stored_as_f16_without_quant_is_located_no_semantics(target):
+    """PTOAS accepts an i32 acc stored to f16 GM with no pre-quant scalar (corpus tstore_forms_emitc);
+    the pages convert i32 -> f16 only through quantisation, so both models stop there, located."""
+    mod = api.parse(acc_i32_to_f16_store(pre_quant=False), "i32f16.pto")
     for call in (lambda: api.compile(mod, target), lambda: api.reference(mod, {"o": np.zeros((16, 16), np.float16)})):
         with pytest.raises(PtocError) as e:
             call()
@@ -503,23 +512,8 @@ def test_i32_acc_stored_as_f16_without_quant_is_located_no_semantics(target):
 
 @pytest.mark.parametrize("target", ["a2a3", "ascend950"])
 def test_pre_quant_store_is_located_no_semantics(target):
-    acc = "!pto.tile_buf<acc, 16x16xi32, blayout=col_major, slayout=row_major, fractal=1024>"
-    text = f"""module {{
-  func.func @k(%o: !pto.ptr<f16>) {{
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c16 = arith.constant 16 : index
-    %pre = arith.constant 7 : i64
-    %v = pto.make_tensor_view %o, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf16>
-    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x16xf16>
-    %acc = pto.alloc_tile : {acc}
-    pto.tstore ins(%acc : {acc}, %pre : i64) outs(%p : !pto.partition_tensor_view<16x16xf16>)
-    return
-  }}
-}}
-"""
     with pytest.raises(PtocError) as e:
-        api.compile(api.parse(text, "pq.pto"), target)
+        api.compile(api.parse(acc_i32_to_f16_store(pre_quant=True), "pq.pto"), target)
     assert "pq.pto:10:" in str(e.value) and "pre-quant operand: no semantics" in str(e.value)
 
 
