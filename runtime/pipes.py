@@ -576,6 +576,7 @@ def evaluate_agents(module, inputs, entry_fn, block_idx: int, block_num: int, ma
     """The golden model of a mixed kernel: its agents run concurrently on one GM; returns the
     GM outputs by name, as ``reference.evaluate`` does."""
     from pto_compiler.runtime import reference as R
+    from pto_compiler.targets import lookup_target
 
     plans = agent_plans(module, entry_fn)
     cores = agent_names(plans, target_name)
@@ -592,7 +593,7 @@ def evaluate_agents(module, inputs, entry_fn, block_idx: int, block_num: int, ma
                                 f"@{entry_fn.sym_name.data} has not: the cores share their arguments by name")
         args = [shared[s.name] for s in own]
         stored |= {own[i].name for i in R._stored_params(fn)}
-        ev = R.Evaluator(plan.module, block_idx, block_num, max_steps)
+        ev = R.Evaluator(plan.module, block_idx, block_num, max_steps, lookup_target(target_name).ub_bytes)
         ev.pipe = AgentPipe(group, name)
         ev.subblock = (sub, group.n_vector if plan.kind == "vector" else 1)
         bodies[name] = (lambda ev=ev, fn=fn, args=args: ev.call(fn, args))

@@ -114,7 +114,7 @@ from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
 from pto_compiler.runtime import pipes
 from pto_compiler.passes.tile_access import tile_reads
-from pto_compiler.targets import ADDRESS_ALIGN, TARGETS
+from pto_compiler.targets import ADDRESS_ALIGN, DEFAULT_TARGET
 
 __all__ = [
     "Tile", "GMArray", "TensorView", "PartitionView", "ArgSpec", "evaluate", "make_inputs",
@@ -127,9 +127,7 @@ FLOAT_SUM_RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
 
 MAX_CALL_DEPTH = 64
 
-UB_BYTES = max(t.ub_bytes for t in TARGETS.values())
 UB_ALIGN = ADDRESS_ALIGN  # a computed tassign address is checked when it is bound
-"""The golden model's UB per block: the largest target's (each target's own limit is pto-plan-memory's)."""
 
 
 def usage_error(message: str) -> PtocError:
@@ -712,8 +710,11 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
 class Evaluator:
     """Walks a module's functions; one instance per ``evaluate`` call."""
 
-    def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None):
+    def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
+                 ub_bytes: int = DEFAULT_TARGET.ub_bytes):
         self.module = module
+        self.ub_bytes = ub_bytes
+        """The block's UB size: the target's (targets.py)."""
         self.steps_left = max_steps
         self.max_steps = max_steps
         """Ops evaluated plus loop trips the run may take (``--max-steps``, as the executor counts)."""
@@ -910,12 +911,12 @@ class Evaluator:
             raise op_error(op, f"a {t.slayout.data} (boxed) tile bound to a UB address has no semantics in "
                                "ptoc yet")
         if self.ub is None:
-            self.ub = np.zeros(UB_BYTES, dtype=np.uint8)
-            self.ub_written = np.zeros(UB_BYTES, dtype=bool)
+            self.ub = np.zeros(self.ub_bytes, dtype=np.uint8)
+            self.ub_written = np.zeros(self.ub_bytes, dtype=bool)
         n = t.rows * t.cols * t.elem_bytes
-        if addr < 0 or addr + n > UB_BYTES:
+        if addr < 0 or addr + n > self.ub.size:
             raise op_error(op, f"binds a {n}-byte tile at UB address {addr:#x}, outside the "
-                               f"{UB_BYTES // 1024} KiB UB")
+                               f"{self.ub.size // 1024} KiB UB")
         if addr % UB_ALIGN:
             raise op_error(op, f"binds a tile at UB address {addr:#x}, not {UB_ALIGN}-byte aligned")
         return typed_view(self.ub[addr:addr + n], t)
@@ -1673,12 +1674,12 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS  # one default for both models
 
         max_steps = DEFAULT_MAX_STEPS
-    if pipes.is_mixed(module):  # cube and vector cores talking through the pipe: concurrent agents
-        from pto_compiler.api import target_of
+    from pto_compiler.api import target_of
 
+    if pipes.is_mixed(module):  # cube and vector cores talking through the pipe: concurrent agents
         return pipes.evaluate_agents(module, inputs, fn, block_idx, block_num, max_steps,
                                      target_of(module, target).name)
-    ev = Evaluator(module, block_idx, block_num, max_steps)
+    ev = Evaluator(module, block_idx, block_num, max_steps, target_of(module, target).ub_bytes)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}

@@ -740,6 +740,32 @@ func.func @main(%out: !pto.ptr<f32>, %s: f32) attributes {{pto.entry}} {{
     assert list(out) == ["out"] and (out["out"] == 3.5).all()
 
 
+def test_golden_ub_is_the_targets():
+    """A tile bound at 196 KiB lies outside a2a3's 192 KiB UB and inside ascend950's 256 KiB
+    (targets.py's sizes, the same bound the executors check)."""
+    t = "!pto.tile_buf<vec, 2x8xf32>"
+    pv = "!pto.partition_tensor_view<2x8xf32>"
+    m = parse(f"""
+func.func @k(%out: !pto.ptr<f32>, %s: f32) {{
+  %addr = arith.constant 200704 : i64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %ov = pto.make_tensor_view %out, shape = [%c2, %c8], strides = [%c8, %c1] : !pto.tensor_view<2x8xf32>
+  %op = pto.partition_view %ov, offsets = [%c0, %c0], sizes = [%c2, %c8] : !pto.tensor_view<2x8xf32> -> {pv}
+  %a = pto.alloc_tile : {t}
+  %b = pto.tassign %a, %addr : {t} -> {t}
+  pto.texpands ins(%s : f32) outs(%b : {t})
+  pto.tstore ins(%b : {t}) outs(%op : {pv})
+  func.return
+}}""")
+    inputs = {"out": np.zeros((2, 8), np.float32), "s": 2.5}
+    assert (R.evaluate(m, inputs, target="ascend950")["out"] == 2.5).all()
+    with pytest.raises(PtocError, match="outside the 192 KiB UB"):
+        R.evaluate(m, inputs, target="a2a3")
+
+
 def test_dynamic_valid_alloc_tile():
     t = "!pto.tile_buf<vec, 4x8xf32, valid=?x?>"
     m = parse(f"""
