@@ -177,12 +177,8 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
             complete_function(fn, target)
     if observe is not None:
         observe("a2a3-complete-barriers", module)
-    with times.phase("emit"):
-        from pto_compiler.runtime.executor import plan_of
-
-        program = lower_a2a3.program_of(module, target, entry, scalars)
-        plan_of(program)  # decoded for the executor once, here
-        return program
+    with times.phase("emit"):  # the executor decodes the program at its first run (executor.plan_of)
+        return lower_a2a3.program_of(module, target, entry, scalars)
 
 
 AGENT_ATTR = "ptoc.agent"

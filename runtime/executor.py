@@ -1621,7 +1621,7 @@ class _PlanMachine:
 
 
 def plan_of(program: Program) -> Plan:
-    """The program's :class:`Plan`, made on first use (pipeline.compile_module makes it)."""
+    """The program's :class:`Plan`, made on first use (its first run)."""
     plan = program.__dict__.get("_plan")
     if plan is None:
         plan = program.__dict__["_plan"] = Plan(program)

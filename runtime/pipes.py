@@ -39,12 +39,11 @@ push, the consumer's after the matching pop; a push orders what its core has *ex
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 
 from xdsl.ir import BlockArgument
-
-import numpy as np
 
 PIPE_OPS = {"pto.tpush_to_aiv": ("c2v", "push"), "pto.tpush_to_aic": ("v2c", "push"),
             "pto.tpop_from_aic": ("c2v", "pop"), "pto.tpop_from_aiv": ("v2c", "pop"),
@@ -410,6 +409,8 @@ class Fifo:
         e.pushes.append(te)
         if len(self.producers) > 1 and split != e.split:
             raise PipeError(f"sub-blocks push slot {i} with different splits ({e.split} and {split})")
+        import numpy as np  # the run time's, not the compile's (pto-plan-memory imports this module)
+
         e.parts[self._sub(name)] = (np.array(values, copy=True), dtype)
         e.snaps.append(group.hand_off(name))
         self.pushed[name] = i + 1
@@ -432,6 +433,8 @@ class Fifo:
         if len(self.producers) == 1:
             x, dt = e.parts[0]
             return part(x, split, self._sub(name), subs), dt, None
+        import numpy as np
+
         parts = [e.parts[s] for s in sorted(e.parts)]
         dt = parts[0][1]
         if e.split == 0:  # both sub-blocks wrote the whole slot (A2/A3 no-split): the same bytes
@@ -575,6 +578,8 @@ def _deadlock_error(dead: Deadlock):
 def evaluate_agents(module, inputs, entry_fn, block_idx: int, block_num: int, max_steps, target_name: str):
     """The golden model of a mixed kernel: its agents run concurrently on one GM; returns the
     GM outputs by name, as ``reference.evaluate`` does."""
+    import numpy as np
+
     from pto_compiler.runtime import reference as R
     from pto_compiler.targets import lookup_target
 
@@ -640,7 +645,7 @@ def agents_program(plans: list[AgentPlan], programs: list, target_name: str) -> 
     gm, sc = {}, {}
     for prog in programs:
         for g in prog.gm_args:  # the core that views an argument knows its shape
-            if g.name not in gm or int(np.prod(g.shape or (1,))) > int(np.prod(gm[g.name].shape or (1,))):
+            if g.name not in gm or math.prod(g.shape or ()) > math.prod(gm[g.name].shape or ()):
                 gm[g.name] = g
         for a in prog.scalar_args:
             sc.setdefault(a.name, a)

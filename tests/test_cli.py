@@ -549,6 +549,18 @@ def test_version_imports_no_heavy_modules():
     assert r.stdout.splitlines()[-1] == "0 []"
 
 
+def test_emit_pto_imports_no_numpy():
+    """NumPy and ml_dtypes are the run time's: reading and verifying a kernel does without them
+    (issue 9's start-up)."""
+    code = ("import os, sys\n"
+            "from pto_compiler import cli\n"
+            "rc = cli.main(['examples/softmax.pto', '--emit', 'pto', '-o', os.devnull])\n"
+            "print(rc, sorted(m for m in ('numpy', 'ml_dtypes') if m in sys.modules))\n")
+    r = _run(sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "0 []"
+
+
 def test_script_ptoc_opt(tmp_path, mlir_file):
     ptoc_opt = _script("ptoc-opt")
     r = _run(ptoc_opt, "--version")
