@@ -323,21 +323,23 @@ def check(module, target: Target | str | None = None, inputs: dict | None = None
           entry: str | None = None, blocks: int = 1, max_steps: int | None = None,
           max_gm_bytes: int | None = None, times=None, **options) -> CheckResult:
     """Compile ``module`` for ``target``, run it on ``inputs`` (the missing ones seeded random with
-    ``seed``, as ``ptoc --run --seed`` does) and compare with the golden model.  ``options`` are
-    :func:`compile`'s."""
+    ``seed``, as ``ptoc --run --seed`` does) and compare with the golden model: its outputs, and
+    what each ``pto.tprint`` printed.  ``options`` are :func:`compile`'s."""
     from pto_compiler import pipeline
     from pto_compiler.passes.lower_a2a3 import float_sum_outputs
+    from pto_compiler.runtime import elementwise as E
     from pto_compiler.timing import HostTimes
 
     times = times or HostTimes()
     values = make_inputs(module, inputs, seed, entry=entry, max_gm_bytes=max_gm_bytes)
     scalars = pipeline.kernel_scalars(module, values, entry)
     program = compile(module, target, entry=entry, scalars=scalars, times=times, **options)
-    with times.phase("execute"):
+    with times.phase("execute"), E.recording_prints() as got_prints:
         res = run(program, {**pipeline.gm_inputs(values), **scalars}, blocks=blocks, max_steps=max_steps)
-    with times.phase("golden"):
+    with times.phase("golden"), E.recording_prints() as want_prints:
         want = reference(module, values, entry=entry, blocks=blocks, max_steps=max_steps, target=target)
     with times.phase("compare"):
         complete = all(f.kind in ("race", "sync") for f in res.findings)
-        comparisons = pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, entry)) if complete else []
+        comparisons = (pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, entry))
+                       + pipeline.compare_prints(got_prints, want_prints)) if complete else []
     return CheckResult(program, values, res.outputs, want, comparisons, res.stats, res.findings, res.diagnostics)

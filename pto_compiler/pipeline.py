@@ -308,6 +308,25 @@ def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset
     return out
 
 
+def compare_prints(got: list, want: list) -> list[Comparison]:
+    """The TPRINTs of the executor's run against the golden model's, as outputs named
+    ``tprint@FILE:LINE:COL`` (``#k`` for the k-th print of a place printed more than once), compared
+    in order per place as :func:`compare_outputs` compares outputs; a print only one run made fails."""
+    def named(prints: list) -> dict:
+        count: dict = {}
+        for where, _ in prints:
+            count[where] = count.get(where, 0) + 1
+        out, seen = {}, {}
+        for where, values in prints:
+            seen[where] = seen.get(where, 0) + 1
+            out[f"tprint@{where}" + (f"#{seen[where]}" if count[where] > 1 else "")] = values
+        return out
+
+    g, w = named(got), named(want)
+    extra = [Comparison(name, False, math.inf, ((), "a print", "none")) for name in g if name not in w]
+    return compare_outputs(g, w) + extra
+
+
 @dataclass
 class RunResult:
     outputs: dict

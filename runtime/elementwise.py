@@ -51,6 +51,7 @@ bit-exact between them by construction.  The rules, for every function below:
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -975,6 +976,31 @@ FUNCTIONS: dict[str, ElementFn] = {
 # --------------------------------------------------------------------------------------
 # TPRINT
 # --------------------------------------------------------------------------------------
+
+
+PRINTED: list | None = None
+"""While :func:`recording_prints` is active: ``(where, values)`` of each TPRINT, in print order."""
+
+
+def print_tile(where: str, x: np.ndarray) -> None:
+    """TPRINT from the golden model or the executor: the tile's text on stderr (and, while
+    ``ptoc --run`` records, its values, which it compares between the two runs)."""
+    import sys
+
+    sys.stderr.write(tile_text(where, x))
+    if PRINTED is not None:
+        PRINTED.append((where, np.array(x)))
+
+
+@contextmanager
+def recording_prints():
+    """Collect the TPRINTs of a run (a list of ``(where, values)``) as well as printing them."""
+    global PRINTED
+    saved, PRINTED = PRINTED, []
+    try:
+        yield PRINTED
+    finally:
+        PRINTED = saved
 
 
 def tile_text(where: str, x: np.ndarray) -> str:

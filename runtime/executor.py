@@ -64,7 +64,6 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 from __future__ import annotations
 
 import math
-import sys
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
@@ -1502,7 +1501,7 @@ def _print_ub(m: _Machine, d: _Dyn, p: int, te):
     idx = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
     m._accesses(d, p, [_Acc("UB", False, _ub_elems(e, idx.reshape(-1)), what="src")])
     o = d.ins.origin
-    sys.stderr.write(ew.tile_text(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx]))
+    ew.print_tile(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx])
 
 
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):

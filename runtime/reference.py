@@ -1444,12 +1444,10 @@ class Evaluator:
             dst.data[:r, :c] = src.data[r0:r0 + r, c0:c0 + c]
 
     def family_print(self, op, env):
-        import sys
-
         t = self.tile(op, op.ins[0], env)
         r, c = t.valid
         f, line, col = location_of(op)
-        sys.stderr.write(E.tile_text(f"{f}:{line}:{col}", t.data[:r, :c]))
+        E.print_tile(f"{f}:{line}:{col}", t.data[:r, :c])
 
     @staticmethod
     def _gm_view(pv: PartitionView, count: int) -> np.ndarray | None:

@@ -169,6 +169,22 @@ def test_tprint_prints_in_order_from_executor_and_golden(target, tmp_path, capsy
     first = f"tprint {k}:2:3: 1x8 f32\n1.5 -2 0.25 0 3 -0.5 100 7\n"
     second = f"tprint {k}:4:3: 1x8 f32\n-1.5 2 -0.25 -0 -3 0.5 -100 -7\n"
     assert err == (first + second) * 2  # the executor's run and the golden model's, each in program order
+    # L1 result first, then each print compared between the two runs
+    assert out.splitlines() == ["PASS result0 0", f"PASS tprint@{k}:2:3 0", f"PASS tprint@{k}:4:3 0"]
+
+
+def test_print_comparison_names_repeated_places_and_fails_a_difference_or_a_lone_print():
+    from pto_compiler.pipeline import compare_prints
+
+    a, b = np.array([[1.0, 2.0]], np.float32), np.array([[1.0, -2.0]], np.float32)
+    same = compare_prints([("f:3:1", a), ("f:3:1", b)], [("f:3:1", a), ("f:3:1", b)])
+    assert [(c.name, c.ok) for c in same] == [("tprint@f:3:1#1", True), ("tprint@f:3:1#2", True)]
+    differ = compare_prints([("f:3:1", b)], [("f:3:1", a)])
+    assert [c.line() for c in differ] == ["FAIL tprint@f:3:1 4 first mismatch at (0, 1): got -2 want 2"]
+    lone = compare_prints([("f:3:1", a), ("f:5:1", a)], [("f:3:1", a)])
+    assert [(c.name, c.ok) for c in lone] == [("tprint@f:3:1", True), ("tprint@f:5:1", False)]
+    missing = compare_prints([], [("f:3:1", a)])
+    assert [(c.name, c.ok) for c in missing] == [("tprint@f:3:1", False)]
 
 
 TWO_ENTRIES = f"""

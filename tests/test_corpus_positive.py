@@ -1,6 +1,6 @@
 """Positive PTOAS corpus files that ptoc runs: ``ptoc FILE --run`` on the file's target (its RUN
 line's ``--pto-arch``, else its ``pto.target_arch``, else a2a3) exits 0 and every output line is
-PASS against the golden model; integer scalar arguments get the values below (a loop bound or
+PASS against the golden model (GM outputs, and each ``pto.tprint``'s tile); integer scalar arguments get the values below (a loop bound or
 offset is never random).  Files with no GM output (codegen tests of syncs, entry selection,
 empty kernels) compile and run with nothing to compare. (A file reading a tile nothing wrote runs with a located
 warning.)"""
@@ -36,8 +36,9 @@ RUNS = {
     "test__samples__TPushTPop__test4__kernel.pto": ((), COMPARED),
     "test__basic__test_tpush_tpop_roundtrip_nosplit_a5.pto": ((), COMPARED),
     "test__basic__plan_memory_reserve_buffer_prefix.pto": ((), COMPARED),
-    "test__samples__TPushTPop__test1__kernel.pto": ((), False),
-    "test__samples__TPushTPop__test3__kernel.pto": ((), False),
+    # the vector core's tprint of the popped tile, compared with the golden model's
+    "test__samples__TPushTPop__test1__kernel.pto": ((), COMPARED),
+    "test__samples__TPushTPop__test3__kernel.pto": ((), COMPARED),
     "test__basic__tpush_tpop_frontend_lowering_a3.pto": ((), False),
     "test__basic__tpush_tpop_frontend_lowering_a5.pto": ((), False),
     "tools__ptobc__testdata__add_static_multicore.pto": (("--input", "arg3=32", "--input", "arg4=32"), COMPARED),
@@ -72,9 +73,12 @@ RUNS = {
     "test__basic__eventid_array_dyn_sync.pto": ((), False),
     "test__samples__SCF__scf_for_break_like.pto": ((), False),
     "test__samples__Sync__rar_optimization_test.pto": ((), False),
-    # a tassign address computed at run time (scf.if in a loop); the tile is only printed
-    "tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
-    "test__basic__tassign_level3_loop_rebind.pto": (("--pto-level=level3",), False),
+    # a tassign address computed at run time (scf.if in a loop); the tile is only printed (compared)
+    "tassign_level3_loop_rebind.pto": (("--pto-level=level3",), COMPARED),
+    "test__basic__tassign_level3_loop_rebind.pto": (("--pto-level=level3",), COMPARED),
+    "tprint_alloc_tile_no_rebind.pto": ((), COMPARED),
+    "test__basic__tprint_alloc_tile_no_rebind.pto": ((), COMPARED),
+    "test__basic__tile_compact_mode_emitc.pto": ((), COMPARED),
     "test__basic__tinsert_a5_vec_pipe_selection.pto": ((), False),  # vec -> vec tinsert
 }
 
