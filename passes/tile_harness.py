@@ -1,0 +1,161 @@
+"""The ``--run`` harness of a kernel that writes no GM (PTOAS's codegen tests: a tile op on tiles
+nothing loads, whose result nothing stores).
+
+Such a kernel computes only on-chip, so a run would compare nothing.  ``ptoc --run`` runs it in a
+harness instead, on a clone (the kernel as written is what ``ptoc`` compiles without ``--run``):
+
+* every tile of the entry function's top level (or of a ``pto.section``'s) that a kernel op reads
+  before any writes it gets a GM argument ``tile_NAME`` and a ``tload`` from it right after its ``alloc_tile`` (the run
+  seeds it as any GM input), so the ops compute on data rather than on zeros;
+* every such tile a kernel op writes is stored back to ``tile_NAME`` after the block's last op, so
+  the tile it ends with is an output the executor's run and the golden model's are compared on.
+
+Only tiles a plain ``tload``/``tstore`` moves are harnessed: a vec tile in the ND layout (or a
+one-column DN one), a mat tile in the NZ layout (loaded only), an f32/i32 acc tile (stored only),
+each with a static valid shape and not used as a *tmp* operand (scratch whose contents no page
+defines); a tile a ``pto.tassign`` moves is not stored (its first name no longer holds it).
+A kernel that stores to GM, returns a tile, or talks to the other core (pipes) runs as written.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
+
+from pto_compiler.diagnostics import location_of
+from pto_compiler.dialects import pto
+from pto_compiler.passes.tile_access import root_alloc, tile_reads, tile_writes, tmp_operands
+
+PREFIX = "tile_"
+"""The GM argument of a harnessed tile is ``tile_`` + the tile's SSA name."""
+
+_LOADABLE = {("vec", "row_major", "none_box"), ("mat", "col_major", "row_major")}
+_STORABLE = {("vec", "row_major", "none_box"), ("acc", "col_major", "row_major")}
+_ACC_STORED = frozenset({"f32", "i32"})
+
+
+def _layout(t: pto.TileLikeType) -> tuple[str, str, str]:
+    """A one-column DN vec tile (an argmax's index column) is the ND one's bytes."""
+    if t.loc.data == "vec" and t.slayout.data == "none_box" and t.valid_col == 1:
+        return "vec", "row_major", "none_box"
+    return t.loc.data, t.blayout.data, t.slayout.data
+
+
+def _static_valid(t: pto.TileLikeType) -> bool:
+    return pto.DYNAMIC not in t.valid_shape and t.dtype != "i1"
+
+
+def loadable(t: pto.TileLikeType) -> bool:
+    return _layout(t) in _LOADABLE and _static_valid(t)
+
+
+def storable(t: pto.TileLikeType) -> bool:
+    return (_layout(t) in _STORABLE and _static_valid(t)
+            and (t.loc.data != "acc" or t.dtype in _ACC_STORED))
+
+
+def _top_blocks(fn: func.FuncOp) -> list[Block]:
+    """The function body's block and those of the ``pto.section`` s directly in it."""
+    block = fn.body.blocks[0]
+    out = [block]
+    for op in block.ops:
+        if op.name.startswith("pto.section"):
+            out += [b for r in op.regions for b in r.blocks]
+    return out
+
+
+def _tiles_used(fn: func.FuncOp) -> tuple[set, set, set]:
+    """(read first, written, tmp) root allocs of the function's tile ops: "read first" when the
+    first op in program order that touches the tile reads it (a loop body reading before writing)."""
+    read_first, written, tmp = set(), set(), set()
+    for op in fn.walk():
+        tmps = tmp_operands(op)
+        tmp.update(root_alloc(v) for v in tmps)
+        read_first.update(a for a in (root_alloc(v) for v in tile_reads(op)) if a not in written)
+        written.update(root_alloc(v) for v in tile_writes(op) if v not in tmps)
+    return read_first, written, tmp
+
+
+def applies(module: ModuleOp, fn: func.FuncOp) -> bool:
+    """``fn`` writes no GM and returns no tile, and no tile op of it talks to the other core."""
+    from pto_compiler.runtime.pipes import is_mixed
+    from pto_compiler.runtime.reference import _stored_params
+
+    outputs = fn.function_type.outputs.data
+    return not outputs and not _stored_params(fn) and not is_mixed(module)
+
+
+class _At:
+    """Inserts ops before ``anchor`` (or at the end of ``block``), located at ``location``."""
+
+    def __init__(self, block: Block, anchor: Operation | None, location):
+        self.block, self.anchor, self.location = block, anchor, location
+
+    def add(self, op: Operation) -> Operation:
+        op.location = self.location
+        if self.anchor is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.anchor)
+        return op
+
+    def index(self, value: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
+
+    def view(self, ptr: SSAValue, t: pto.TileLikeType) -> SSAValue:
+        """The ``valid rows x valid cols`` GM tensor behind ``ptr``, as a whole partition view."""
+        shape = list(t.valid_shape)
+        sizes = [self.index(d) for d in shape]
+        strides = [self.index(shape[1]), self.index(1)]
+        zero = self.index(0)
+        tv = self.add(pto.MakeTensorViewOp(ptr, sizes, strides, pto.TensorViewType(shape, t.element_type)))
+        return self.add(pto.PartitionViewOp(tv.results[0], [zero, zero], sizes,
+                                            pto.PartitionTensorViewType(shape, t.element_type))).results[0]
+
+
+def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
+    """Put ``fn`` (of ``module``, changed in place) in the harness; the GM arguments added."""
+    read, written, tmp = _tiles_used(fn)
+    body = fn.body.blocks[0]
+    taken = {a.name_hint for a in body.args}
+    added: list[str] = []
+    for block in _top_blocks(fn):
+        last = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
+        for alloc in [op for op in block.ops if isinstance(op, pto.AllocTileOp)]:
+            t = alloc.result.type
+            load = alloc in read and alloc not in tmp and loadable(t)
+            moved = any(isinstance(use.operation, pto.TAssignOp) for use in alloc.result.uses)
+            store = alloc in written and alloc not in tmp and storable(t) and not moved
+            if not (load or store):
+                continue
+            name = PREFIX + (alloc.result.name_hint or f"line{location_of(alloc)[1]}")
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            added.append(name)
+            ptr = body.insert_arg(pto.PtrType(t.element_type), len(body.args))
+            ptr.name_hint = name
+            if load:
+                after = alloc.next_op
+                at = _At(block, after, alloc.location)
+                at.add(pto.TLoadOp(ins=[at.view(ptr, t)], outs=[alloc.result]))
+            if store:
+                at = _At(block, last, alloc.location)
+                at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptr, t)]))
+    fn.function_type = FunctionType.from_lists([a.type for a in body.args], fn.function_type.outputs.data)
+    return added
+
+
+def harnessed(module: ModuleOp, entry: str | None = None) -> ModuleOp:
+    """``module`` with its entry kernel in the harness (a clone), or ``module`` itself when the
+    harness does not apply or has no tile to move."""
+    from pto_compiler.runtime.reference import select_entry
+
+    fn = select_entry(module, entry)
+    if not applies(module, fn):
+        return module
+    clone = module.clone()
+    fn = select_entry(clone, entry)
+    return clone if harness(clone, fn) else module

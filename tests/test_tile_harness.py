@@ -1,0 +1,117 @@
+"""``ptoc --run`` of a kernel that writes no GM (passes/tile_harness.py): the tiles it reads are
+loaded from seeded (or given) ``tile_NAME`` inputs, the tiles it writes stored to ``tile_NAME``
+outputs, and those are compared; checked here against NumPy written from each op's meaning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pto_compiler import api, cli
+from pto_compiler.passes import tile_harness
+
+TARGETS = ("a2a3", "ascend950")
+V = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box>"
+COL = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=1, v_row=8, v_col=1, blayout=col_major, slayout=none_box>"
+
+ON_CHIP = f"""
+func.func @k() {{
+  %two = arith.constant 2.0 : f32
+  %a = pto.alloc_tile : {V}
+  %b = pto.alloc_tile : {V}
+  %d = pto.alloc_tile : {V}
+  pto.tadds ins(%a, %two : {V}, f32) outs(%b : {V})
+  pto.tmul ins(%b, %a : {V}, {V}) outs(%d : {V})
+  return
+}}
+"""
+
+ROW_SUM = f"""
+func.func @k() {{
+  %a = pto.alloc_tile : {V}
+  %tmp = pto.alloc_tile : {V}
+  %s = pto.alloc_tile : {COL}
+  pto.trowsum ins(%a, %tmp : {V}, {V}) outs(%s : {COL})
+  return
+}}
+"""
+
+WRITES_GM = f"""
+func.func @k(%x: !pto.ptr<f32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %xv = pto.make_tensor_view %x, shape = [%c8, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c16]
+      : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+  %a = pto.alloc_tile : {V}
+  %b = pto.alloc_tile : {V}
+  pto.tneg ins(%a : {V}) outs(%b : {V})
+  pto.tstore ins(%b : {V}) outs(%xp : !pto.partition_tensor_view<8x16xf32>)
+  return
+}}
+"""
+
+
+def _run(tmp_path, capsys, src, target, inputs):
+    path = tmp_path / "k.pto"
+    path.write_text(src)
+    args = [str(path), "--target", target, "--run", "--save-outputs", str(tmp_path / "o")]
+    for name, value in inputs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        args += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
+    rc = cli.main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tiles_read_are_inputs_and_tiles_written_are_compared_outputs(target, tmp_path, capsys):
+    a = np.linspace(-3, 3, 128, dtype=np.float32).reshape(8, 16)
+    rc, out, err = _run(tmp_path, capsys, ON_CHIP, target, {"tile_a": a})
+    assert rc == 0, out + err
+    # %a is only read: an input, not stored; %b and %d are written: outputs, compared
+    assert out.splitlines() == ["PASS tile_b 0", "PASS tile_d 0"]
+    assert "nothing has written" not in err
+    b = a + np.float32(2)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_b.npy").reshape(8, 16), b)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_d.npy").reshape(8, 16), b * a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tmp_tile_is_neither_loaded_nor_compared(target, tmp_path, capsys):
+    a = np.arange(128, dtype=np.float32).reshape(8, 16) - 60
+    rc, out, err = _run(tmp_path, capsys, ROW_SUM, target, {"tile_a": a})
+    assert rc == 0, out + err
+    assert out.splitlines() == ["PASS tile_s 0"]  # a one-column DN tile is stored as its column
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_s.npy").reshape(8, 1), a.sum(axis=1, keepdims=True))
+
+
+def test_the_harness_adds_no_argument_to_a_kernel_that_writes_gm_and_leaves_the_kernel_unchanged():
+    module = api.parse(WRITES_GM, "k.pto")
+    assert tile_harness.harnessed(module) is module
+    on_chip = api.parse(ON_CHIP, "k.pto")
+    text = api.print_module(on_chip)
+    harnessed = tile_harness.harnessed(on_chip)
+    assert harnessed is not on_chip and api.print_module(on_chip) == text
+    fn = next(op for op in harnessed.walk() if op.name == "func.func")
+    assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_a", "tile_b", "tile_d"]
+
+
+CUBE = """
+func.func @k() {
+  %m = pto.alloc_tile : !pto.tile_buf<loc=mat, dtype=f16, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major>
+  %l = pto.alloc_tile : !pto.tile_buf<loc=left, dtype=f16, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, slayout=row_major>
+  pto.tmov ins(%m : !pto.tile_buf<loc=mat, dtype=f16, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major>) outs(%l : !pto.tile_buf<loc=left, dtype=f16, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, slayout=row_major>)
+  return
+}
+"""
+
+
+def test_a_tile_no_store_moves_out_is_no_output():
+    """An L0A tile has no path to GM: the kernel's mat tile is loaded, and nothing is compared."""
+    harnessed = tile_harness.harnessed(api.parse(CUBE, "k.pto"))
+    fn = next(op for op in harnessed.walk() if op.name == "func.func")
+    assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_m"]
+    assert not any(op.name == "pto.tstore" for op in fn.walk())
