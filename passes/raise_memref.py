@@ -80,6 +80,10 @@ def tile_of(t: MemRefType) -> pto.TileBufType | None:
     return pto.TileBufType(t.element_type, [rows, cols], loc=space, **TILE_CONFIG[space])
 
 
+ASYNC_COMM = ("pto.tput_async", "pto.tget_async", "pto.build_async_session")
+"""PTOAS's async communication ops (ptoas_peer.md: "async DMA"), all on GM memrefs."""
+
+
 def _static_cast(op: memref.ReinterpretCastOp) -> bool:
     """A cast ptoc can view: of a GM argument, at offset 0, static sizes and strides."""
     statics = [op.static_offsets.get_values(), op.static_sizes.get_values(), op.static_strides.get_values()]
@@ -105,6 +109,10 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
             for u in arg.uses:
                 if u.operation.name in INTERNAL_PIPE_INITS:  # its GM slot buffer: say what stops the pipe
                     return u.operation, internal_pipe_error(u.operation)
+                if u.operation.name in ASYNC_COMM:
+                    return u.operation, ("has no semantics in ptoc: an async DMA of PTOAS's comm layer (SDMA "
+                                         "between ranks; pto_isa.md lists TPUT_ASYNC/TGET_ASYNC under Comm with "
+                                         "no page of their semantics), and ptoc models one device")
                 if u.operation.name not in GM_USES and not isinstance(u.operation, memref.ReinterpretCastOp):
                     return u.operation, "takes a GM memref, which ptoc raises only for tload/tstore"
     for op in fn.walk():

@@ -53,6 +53,30 @@ def entry_diagnostics(module: ModuleOp) -> list:
     return found
 
 
+def manual_reserve_diagnostics(module: ModuleOp) -> list:
+    """PTOAS's PlanMemory rule: a function that places a pipe's slot buffer itself
+    (``pto.reserve_buffer`` with ``auto = false``) places every local buffer itself; a
+    ``memref.alloc`` or an ``alloc_tile`` without ``addr`` there would still need planning."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from pto_compiler.diagnostics import Diagnostic
+    from pto_compiler.dialects.pto import AllocTileOp
+
+    found = []
+    for fn in (op for op in module.walk() if isinstance(op, func.FuncOp)):
+        ops = list(fn.walk())
+        if not any(op.name == "pto.reserve_buffer" and isinstance(a := op.attributes.get("auto"), IntegerAttr)
+                   and a.value.data == 0 for op in ops):
+            continue
+        for op in ops:
+            if op.name == "memref.alloc" or (isinstance(op, AllocTileOp) and op.addr is None):
+                kind = "memref.alloc" if op.name == "memref.alloc" else "pto.alloc_tile without addr"
+                found.append(Diagnostic(f"'{op.name}' op cannot use pto.reserve_buffer with auto = false when "
+                                        f"local {kind} still requires PlanMemory allocation", *location_of(op)))
+    return found
+
+
 def _first_line(e: Exception) -> str:
     return str(e).strip() or type(e).__name__
 
@@ -67,7 +91,7 @@ def verify_module(module: ModuleOp, target: Target) -> None:
     """Raise PtocError with every located verifier and target diagnostic found."""
     from pto_compiler.passes.verify_target import target_diagnostics
 
-    diags = op_diagnostics(module) + entry_diagnostics(module)
+    diags = op_diagnostics(module) + entry_diagnostics(module) + manual_reserve_diagnostics(module)
     if not diags:
         diags = target_diagnostics(module, target)
     if diags:

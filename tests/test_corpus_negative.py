@@ -1,6 +1,6 @@
-"""Every negative file of the PTOAS corpus (``RUN: not ptoas``, or a ``*_invalid`` file whose CHECK
-is an error) is rejected by ``ptoc --emit pto`` with exit 1, a located diagnostic, and the rule
-PTOAS names (its CHECK line's wording)."""
+"""Every negative file of the PTOAS corpus (``RUN: not ptoas``, or a file whose CHECK is an error)
+is rejected by ``ptoc --emit pto`` with exit 1, a located diagnostic, and the rule PTOAS names
+(its CHECK line's wording)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ NEGATIVE = {
                              "split = 0")],
     "test__basic__tstore_verify_shape_valid_mismatch_invalid.pto": [
         ((), "'pto.tstore' op expects dst static element count")],
+    "test__basic__plan_memory_reserve_buffer_manual_reject_nested_alloc.pto": [
+        ((), "'memref.alloc' op cannot use pto.reserve_buffer with auto = false when local memref.alloc still "
+             "requires PlanMemory allocation")],
     "test__basic__tassign_level3_missing_alloc_addr.pto": [
         (("--pto-level=level3", "--pto-arch=a5"), "'pto.alloc_tile' op requires 'addr' operand when "
                                                    "--pto-level=level3")],

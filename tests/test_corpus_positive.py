@@ -109,6 +109,10 @@ BIG_GM = {
     "test__samples__Qwen3DecodeA3__qwen3_decode_incore_15.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=128"),
     "test__samples__Qwen3DecodeA5__qwen3_decode_incore_15.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=128"),
     "test__samples__Qwen3DecodeA5__qwen3_decode_incore_13.pto": ("--max-gm-bytes", "500000000", "--input", "arg3=256"),
+    # two 1x1x16x1024x1024 f32 views (128 MiB); the partition [1, 1, 4, 64, 16] fills the 256x16 tile
+    "test__basic__insert_sync_level3_enable.pto": (
+        "--max-gm-bytes", "140000000", "--input", "arg2=1", "--input", "arg3=1", "--input", "arg4=4",
+        "--input", "arg5=64", "--input", "arg6=16"),
 }
 """file -> ptoc arguments of the corpus files whose GM needs a raised ``--max-gm-bytes`` (compared)."""
 

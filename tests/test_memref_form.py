@@ -4,6 +4,8 @@ run on both targets, outputs checked against NumPy; what stays unraised is a loc
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,23 @@ def test_unraisable_memref_form_is_located(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"{path}:4:8: error: 'pto.bind_tile' op defines a memref, which ptoc has no tile form for" in err
     assert cli.main([str(path), "--emit", "pto"]) == 0  # parsed and verified, as PTOAS's memref form
+
+
+def test_async_comm_ops_are_located_as_having_no_semantics(tmp_path, capsys):
+    gm = "memref<128xf32, #pto.address_space<gm>>"
+    src = f"""func.func @k(%d: {gm}, %s: {gm}, %w: memref<1024xi8, #pto.address_space<gm>>) {{
+  %scratch = pto.alloc_tile : !pto.tile_buf<vec, 1x256xi8>
+  %session = pto.build_async_session(%scratch, %w : !pto.tile_buf<vec, 1x256xi8>, memref<1024xi8, #pto.address_space<gm>>) -> !pto.async_session
+  %put = pto.tput_async(%d, %s, %session : {gm}, {gm}, !pto.async_session) -> !pto.async_event
+  return
+}}
+"""
+    path = tmp_path / "a.pto"
+    path.write_text(src)
+    assert cli.main([str(path), "--run"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(rf"^{re.escape(str(path))}:[34]:\d+: error: 'pto\.(tput_async|build_async_session)' op has no "
+                     "semantics in ptoc: an async DMA of PTOAS's comm layer", err, re.M), err
 
 
 def _mem(shape: str, space: str) -> str:

@@ -162,6 +162,27 @@ def test_reserve_buffer_too_small_is_located():
     assert f"small.pto:{line}:" in str(e.value) and "2048 x 8" in str(e.value)
 
 
+MANUAL_RESERVE = """func.func @k() {
+  %fifo = pto.reserve_buffer {name = "fifo", size = 8192, location = #pto.address_space<vec>, auto = false, base = 0} -> i32
+  %c8192 = arith.constant 8192 : i64
+  %a = pto.alloc_tile addr = %c8192 : !pto.tile_buf<vec, 16x16xf32>
+  %b = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+  return
+}
+"""
+
+
+def test_a_manual_reserve_buffer_needs_every_buffer_placed_by_hand():
+    """PTOAS's PlanMemory rule: with a slot buffer placed by hand (auto = false), a buffer left to
+    the planner (here %b, line 5) is refused, located; placed by hand it verifies."""
+    with pytest.raises(PtocError) as e:
+        api.verify(api.parse(MANUAL_RESERVE, "manual.pto"), "a2a3")
+    assert [(d.line, d.column) for d in e.value.diagnostics] == [(5, 8)]
+    assert "cannot use pto.reserve_buffer with auto = false" in str(e.value)
+    placed = MANUAL_RESERVE.replace("%b = pto.alloc_tile :", "%b = pto.alloc_tile addr = %c8192 :")
+    api.verify(api.parse(placed, "manual.pto"), "a2a3")
+
+
 def test_pop_of_the_wrong_shape_is_located():
     """An up/down pop of a 16x32 tile must take 8x32: a 16x32 pop tile is refused by both models."""
     text = c2v_kernel(1).replace("!pto.tile_buf<vec, 8x32xf32>", "!pto.tile_buf<vec, 16x32xf32>") \
