@@ -249,7 +249,11 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _SCALAR = range(3)
+_YIELD, _VF, _FREE = range(3)
+_VF_FREE = frozenset({"vf.bitcast"})
+"""VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
+type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
+its operand and it occupies no unit and no dispatch slot."""
 
 
 class _Decoded:
@@ -262,7 +266,8 @@ class _Decoded:
         self.key = id(op)
         self.ins = tuple(id(v) for v in op.operands)
         self.outs = tuple(id(r) for r in op.results)
-        self.kind = _YIELD if name == "scf.yield" else _VF if name.startswith("vf.") else _SCALAR
+        self.kind = (_YIELD if name == "scf.yield" else _FREE if name in _VF_FREE
+                     else _VF if name.startswith("vf.") else _FREE)
         self.unit = _VF_UNIT.get(name, "EX")
         self.occ = _VF_OCC.get(name)
         self.lat = _VF_LAT.get(name, "lat_other")
@@ -357,7 +362,7 @@ class _VfTimer:
                 ready[r] = done
             self.end = max(self.end, done, t + occ)
             self.c[d.counter] += d.cycles
-        else:  # arith: scalar address and count arithmetic, ready with its operands
+        else:  # arith (address and count arithmetic) and reinterpretations: ready with their operands
             t = 0.0
             for v in d.ins:
                 t = max(t, ready.get(v, 0.0))

@@ -68,6 +68,40 @@ def test_study_counters_and_chain_bubbles():
     assert slow >= p["launch"] + 16 * 10.0
 
 
+_CHAIN_VF = """builtin.module {
+  vf.func @chain(%xt: !pto.tile_buf<vec, 16x64xf32>, %zt: !pto.tile_buf<vec, 1x64xf32>) {
+    %m = vf.create_mask ALL : !vf.mask<b32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c16 = arith.constant 16 : index
+    %init = vf.load_align %xt[0] : !pto.tile_buf<vec, 16x64xf32>
+    %r = scf.for %i = %c0 to %c16 step %c1 iter_args(%acc = %init) -> (!vf.reg<64xf32>) {
+      %off = arith.muli %i, %c64 : index
+      %v = vf.load_align %xt[%off] : !pto.tile_buf<vec, 16x64xf32>
+      %n = vf.max %acc, %v, %m : !vf.reg<64xf32>
+      scf.yield %n : !vf.reg<64xf32>
+    }
+    vf.store_align %zt[0], %r, %m : !pto.tile_buf<vec, 1x64xf32>
+  }
+}
+"""
+
+
+def test_bitcast_is_free():
+    """A round trip through another element type (vf.bitcast: the same register reread as other
+    lanes, no instruction) costs no cycle: the chain takes as long with it as without."""
+    casts = _CHAIN_VF.replace(
+        "%n = vf.max %acc, %v, %m", "%u = vf.bitcast %v : !vf.reg<64xf32> -> !vf.reg<64xi32>\n"
+        "      %w = vf.bitcast %u : !vf.reg<64xi32> -> !vf.reg<64xf32>\n      %n = vf.max %acc, %w, %m")
+    assert casts != _CHAIN_VF
+    plain, cast = (next(o for o in api.parse_printed(t).walk() if o.name == "vf.func") for t in (_CHAIN_VF, casts))
+    assert len([o for o in cast.walk() if o.name == "vf.bitcast"]) == 2
+    p = {k: val for k, (val, _s) in cycles.VF_PARAMS.items()}
+    assert cycles.vf_static_cycles(plain) >= p["launch"] + 16 * p["lat_max"]  # the chain shows
+    assert cycles.vf_static_cycles(cast) == cycles.vf_static_cycles(plain)
+
+
 def _log(res):
     (e,) = [t for t in res.exec_result.trace if t.opcode == "vf_call"]
     return e.vf_log
