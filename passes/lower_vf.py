@@ -36,10 +36,11 @@ headers' 1-D path).  Per family:
   expanded operand.  **TROWEXPAND** (pure): per row a BRC load (64-bit types: ``load_unalign``
   + ``vf.dup`` of lane 0, the header's 1-D form), stores.  **TCOLEXPAND**: row 0's chunk
   stored to every row.
-* **Row reductions** (vector_isa.md §3.3 A5): per row, per chunk ``reduce_sum/max/min`` under
-  the chunk mask, accumulated into lane 0 with ``vf.add/max/min`` under a one-lane mask
-  (``create_mask VL1``), stored with ``store_align dist = ONEPT``.  **Sum order**: a pairwise
-  tree within each 256-byte chunk (reduce_sum), then the chunk sums left to right.  f16 sums
+* **Row reductions** (seeds/001 reduce_*_ar_baseline): per row, chunk 0 loaded, chunks 1..
+  folded into it lane-wise with ``vf.add/max/min`` MERGING under each chunk's mask (lanes past
+  the row keep chunk 0's values), one ``reduce_sum/max/min`` under chunk 0's mask, lane 0
+  stored with ``store_align dist = ONEPT``.  **Sum order**: per lane the chunks left to
+  right, then the in-register tree of reduce_sum (vector_isa.md §3.3).  f16 sums
   accumulate in f32 (``load_align dist = UNPK_B16`` + ``vf.cvt`` EVEN, 64 elements a chunk,
   one ``vf.cvt`` back to f16 at the end), as the a2a3 backend does (f16 arithmetic cannot meet
   the float-sum tolerance).  i8/ui8 max/min widen to 16-bit lanes (UNPK_B8 + cvt, as the A5
@@ -784,29 +785,24 @@ class _OpLowering:
             pd = b.mask("VL1", welt)
             full_w = b.mask("ALL", welt)
 
-            def chunk_red(i, k, m):
+            def chunk(i, k):
                 v = _load(b, ts, _rc(b, ts, i, k), dist)
-                if widen:
-                    v = b.op(vf.CvtOp(v, full_w, rt))
-                return b.op(red_cls([v], m, rt))
+                return b.op(vf.CvtOp(v, full_w, rt)) if widen else v
 
             def row(i):
-                def step(k, m, *acc):
-                    r = chunk_red(i, k, m)
-                    if not acc:
-                        return [r]
-                    return [b.op(acc_cls([acc[0], r], pd, rt))]
-                # chunk 0 starts the accumulator; chunks 1.. fold into it (left to right)
+                # chunk 0 (whole when more follow) starts the accumulator; chunks 1.. fold into it
+                # left to right, MERGING under their masks (lanes past the row keep chunk 0's
+                # values); one cross-lane reduction at the end
                 first_n = min(C, lanes)
                 m0 = b.pre(vf.UpdateMaskOp(b.i32(first_n), vf.mask_type(welt)))[0] if first_n < lanes \
                     else b.mask("ALL", welt)
-                acc = step(0, m0)[0]
+                acc = chunk(i, 0)
                 if C > lanes:
-                    rest = C - lanes
-                    acc = b.chunks(rest, lanes, welt, lambda k, m, a: step(b.add(k, lanes), m, a), [acc])[0]
-                out = acc
+                    acc = b.chunks(C - lanes, lanes, welt, lambda k, m, a: [
+                        b.op(acc_cls([a, chunk(i, b.add(k, lanes))], m, rt, merge_mode="MERGING"))], [acc])[0]
+                out = b.op(red_cls([acc], m0, rt))
                 if widen:
-                    out = b.op(vf.CvtOp(acc, pd, _reg(elt)))
+                    out = b.op(vf.CvtOp(out, pd, _reg(elt)))
                 _store(b, td, _rc(b, td, i, 0), out, b.mask("VL1", elt), "ONEPT")
                 return []
             b.loop(self.dims(R), row)

@@ -1,28 +1,26 @@
-"""``vf-pairwise-fold``: a row reduction's chunks folded pairwise in registers, then one reduction.
+"""``vf-pairwise-fold``: a row reduction's chain of chunk folds made a pairwise tree.
 
-pto-lower-vf reduces a row chunk by chunk (vector_isa.md §3.3): ``r0 = reduce(v0)``, then per
-further chunk ``acc = OP(acc, reduce(v_j, m_j), VL1)``: one whole-register reduction per chunk
-(vcadd/vcmax hold the vector unit several cycles) and a chain of N steps.  seeds/001
-("二分 binary") folds the chunks first: pairs (j, j + h) with h the largest power of two below
-the chunk count, ``OP<MERGING>(v_j, v_{j+h}, m_{j+h})`` (lanes the later chunk does not cover
-keep the earlier chunk's value), halving until one register is left, then one reduction under
-chunk 0's mask: log2(N) serial steps and one vcadd/vcmax per row instead of N.
+pto-lower-vf reduces a row as seeds/001's baseline does: chunk 0 loaded, then per further chunk
+``acc = OP<MERGING>(acc, v_j, m_j)`` (lanes the chunk does not cover keep their value), one
+cross-lane reduction at the end: a chain of N - 1 dependent folds per row.  seeds/001
+("二分 binary") folds the chunks pairwise instead: pairs (j, j + h) with h the largest power of
+two below the chunk count, ``OP<MERGING>(v_j, v_{j+h}, m_{j+h})``, halving until one register
+is left: log2(N) serial steps, the same one reduction.
 
-The rewrite applies to the loop pto-lower-vf emits for a row (every use of its result a
-``store_align dist = ONEPT``, i.e. only lane 0 is read; constant bounds, at most 15 trips):
+The rewrite applies to the chunk loop of a row (constant bounds, at most 15 trips) whose
+result only a reduction of the same kind reads, whose result only ``store_align dist = ONEPT``
+stores read (directly or through a ``vf.cvt``), i.e. a row's lane 0:
 
-    %a0 = vf.reduce_K %v0, %M0
-    %c, %acc = scf.for %j = ... iter_args(%n = COUNT, %a = %a0) {
+    %c, %acc = scf.for %j = ... iter_args(%n = COUNT, %a = %v0) {
       %m, %n2 = vf.update_mask %n
-      ... %v = vf.load_align ...
-      %r = vf.reduce_K %v, %m
-      %a2 = vf.OP %a, %r, %VL1            (OP = add, max, min for K = sum, max, min)
+      ... %v = ...                        (loads, conversions: no store)
+      %a2 = vf.OP %a, %v, %m, merge_mode = MERGING    (OP = add, max, min)
       scf.yield %n2, %a2 }
+    %r = vf.reduce_K %acc, %M0            (K = sum, max, min)
 
-Numeric effect: max and min select the same element (bit for bit); a float sum adds the chunks'
-lanes pairwise before the in-register tree instead of adding per-chunk sums left to right, a
-different rounding within the float-sum tolerance (pairwise summation: its error bound grows
-with log2 of the chunk count instead of linearly).
+Numeric effect: max and min select the same element (bit for bit); a float sum adds each lane's
+chunks pairwise instead of left to right, a different rounding within the float-sum tolerance
+(pairwise summation: its error bound grows with log2 of the chunk count instead of linearly).
 """
 
 from __future__ import annotations
@@ -36,18 +34,24 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.dialects import vf
-from pto_compiler.passes.vf_multi_accumulator import _index, const_value
+from pto_compiler.passes.vf_multi_accumulator import _STORES, _index, const_value
 
 MAX_TRIPS = 15
-_PAIRS = {vf.ReduceSumOp: vf.AddOp, vf.ReduceMaxOp: vf.MaxOp, vf.ReduceMinOp: vf.MinOp}
+_FOLD_OF = {vf.ReduceSumOp: vf.AddOp, vf.ReduceMaxOp: vf.MaxOp, vf.ReduceMinOp: vf.MinOp}
 
 
 @dataclass
 class _RowFold:
     loop: scf.ForOp
-    first: vf.ReduceOp
-    red: vf.ReduceOp
     comb: vf.BinaryOp
+
+
+def _lane0_only(v: SSAValue) -> bool:
+    """Only ``store_align dist = ONEPT`` reads ``v``, directly or through conversions."""
+    uses = list(v.uses)
+    return bool(uses) and all(
+        _lane0_only(u.operation.res[0]) if isinstance(u.operation, vf.CvtOp) else
+        isinstance(u.operation, vf.StoreAlignOp) and u.operation.dist_name == "ONEPT" for u in uses)
 
 
 def _match(loop: scf.ForOp) -> _RowFold | None:
@@ -56,53 +60,43 @@ def _match(loop: scf.ForOp) -> _RowFold | None:
         return None
     body = loop.body.blocks[0]
     n, a = body.args[1], body.args[2]
-    first = loop.iter_args[1].owner
-    if not isinstance(first, tuple(_PAIRS)) or first.is_datablock or first.mode != "ZEROING":
-        return None
     upd = [u.operation for u in n.uses]
     uses_a = [u.operation for u in a.uses]
     if len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or len(uses_a) != 1:
         return None
     comb = uses_a[0]
-    if type(comb) is not _PAIRS[type(first)] or comb.mode != "ZEROING" or comb.sources[0] is not a:
+    reds = [u.operation for u in loop.results[1].uses]
+    if (len(reds) != 1 or type(reds[0]) not in _FOLD_OF or type(comb) is not _FOLD_OF[type(reds[0])]
+            or reds[0].is_datablock or not _lane0_only(reds[0].res[0]) or list(loop.results[0].uses)):
         return None
-    red = comb.sources[1].owner
-    y = body.last_op
-    if (type(red) is not type(first) or red.is_datablock or red.mode != "ZEROING"
-            or red.mask_operand is not upd[0].res[0] or not isinstance(red.sources[0].owner, vf.LoadAlignOp)
-            or list(y.operands) != [upd[0].res[1], comb.res[0]]
-            or len(list(red.res[0].uses)) != 1 or len(list(comb.res[0].uses)) != 1):
+    if (comb.mode != "MERGING" or comb.dst_operand is not None or comb.sources[0] is not a
+            or comb.mask_operand is not upd[0].res[0] or list(body.last_op.operands) != [upd[0].res[1], comb.res[0]]
+            or len(list(comb.res[0].uses)) != 1 or any(isinstance(o, _STORES + (scf.ForOp,)) for o in body.ops)):
         return None
-    for u in loop.results[1].uses:
-        if not (isinstance(u.operation, vf.StoreAlignOp) and u.operation.dist_name == "ONEPT"):
-            return None
-    if list(loop.results[0].uses):
-        return None
-    return _RowFold(loop, first, red, comb)
+    return _RowFold(loop, comb)
 
 
 def rewrite(f: _RowFold) -> None:
-    """Unroll the chunk loop into loads and masks, fold pairwise, reduce once."""
+    """Unroll the chunk loop into loads and masks, fold the chunk registers pairwise."""
     loop = f.loop
     lb, ub, step = (const_value(v) for v in (loop.lb, loop.ub, loop.step))
     body = loop.body.blocks[0]
     ops: list[Operation] = []
-    regs: list[SSAValue] = [f.first.sources[0]]
-    masks: list[SSAValue | None] = [f.first.mask_operand]
+    regs: list[SSAValue] = [loop.iter_args[1]]
+    masks: list[SSAValue | None] = [None]
     count = loop.iter_args[0]
     for j in range(lb, ub, step):
         iv = _index(j)
         ops.append(iv)
         vm: dict = {body.args[0]: iv.result, body.args[1]: count}
         for op in body.ops:
-            if op is f.red or op is f.comb or isinstance(op, scf.YieldOp):
+            if op is f.comb or isinstance(op, scf.YieldOp):
                 continue
             ops.append(op.clone(vm))
-        regs.append(vm[f.red.sources[0]])
-        masks.append(vm[f.red.mask_operand])
+        regs.append(vm[f.comb.sources[1]])
+        masks.append(vm[f.comb.mask_operand])
         count = vm[body.last_op.operands[0]]
-    pair = _PAIRS[type(f.first)]
-    rt = f.first.res[0].type
+    pair, rt = type(f.comb), f.comb.res[0].type
     while len(regs) > 1:
         h = 1
         while 2 * h < len(regs):
@@ -111,18 +105,15 @@ def rewrite(f: _RowFold) -> None:
             ops.append(pair([regs[j], regs[j + h]], masks[j + h], rt, merge_mode="MERGING"))
             regs[j] = ops[-1].res[0]
         regs, masks = regs[:h], masks[:h]
-    ops.append(type(f.first)([regs[0]], f.first.mask_operand, rt))
     block = loop.parent_block()
     block.insert_ops_before(ops, loop)
-    loop.results[1].replace_all_uses_with(ops[-1].res[0])
+    loop.results[1].replace_all_uses_with(regs[0])
     block.erase_op(loop)
-    if not list(f.first.res[0].uses):
-        f.first.parent_block().erase_op(f.first)
 
 
 @dataclass(frozen=True)
 class VfPairwiseFoldPass(ModulePass):
-    """Row reductions over several chunks -> pairwise register folds and one reduction."""
+    """A row reduction's chain of chunk folds -> a pairwise tree of folds (log2 serial steps)."""
 
     name = "vf-pairwise-fold"
 
