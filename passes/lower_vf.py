@@ -1273,6 +1273,7 @@ def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, li
     body.add_ops([*gets, launch, scf.YieldOp()])
     kloop = scf.ForOp(*consts, [], Region(body))
     kloop.location = call.location
+    call.erase()  # never inserted: drop its uses of the tiles, which later passes count
     return row, [*consts, kloop]
 
 

@@ -5,7 +5,10 @@ induction variable (the per-row launches pto-lower-vf emits for the broadcast fa
 study's own tail/head/mid_axis_1 kernels) becomes one launch of a VF that runs the loop around
 the callee's body, constants and masks hoisted before it (tail_axis_2, head_axis_3; mid_axis_1
 becomes mid_axis_4); inner loops first, so a nest of launch loops folds into one VF level by
-level.  The trips ran in order on the V pipe before and still do.
+level.  A launch operand may be a sub-tile bound by ``pto.tassign`` at an address affine in the
+induction variable (rows 3m..3m+2 of x): the VF takes the tile spanning every trip's bytes and
+moves each trip's accesses by its sub-tile's offset.  The trips ran in order on the V pipe
+before and still do.
 
 seeds/001: every ``asc_vf_call`` costs a launch (PUSHQ VF) and its parameters (PUSH_PB), and a
 value passed between two VFs goes through the UB.  pto-lower-vf gives each tile op its own VF,
@@ -39,8 +42,8 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from pto_compiler.dialects import vf
-from pto_compiler.passes.vf_multi_accumulator import _inside, const_value
+from pto_compiler.dialects import pto, vf
+from pto_compiler.passes.vf_multi_accumulator import _index, _inside, const_value
 
 _BETWEEN = ("pto.wait_flag", "pto.set_flag", "pto.barrier")
 
@@ -105,6 +108,8 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
     by_operand = dict(zip(a_args + b_args, types))
     fn = vf.VfFuncOp(name, [by_operand[v] for v in operands])
     new_args = dict(zip(operands, fn.args))
+    for p, v in [*zip(b.fn.args, b_args), *zip(a.fn.args, a_args)]:  # the first body's names win
+        new_args[v].name_hint = p.name_hint
     for p, v in [*zip(a.fn.args, a_args), *zip(b.fn.args, b_args)]:
         _redirect(p, new_args[v])
     ops = [o for o in a.fn.block.ops]
@@ -225,6 +230,81 @@ def _broadcastable(get: Operation, call: vf.VfCallOp, fn: vf.VfFuncOp) -> bool:
     return True
 
 
+def _affine(v: SSAValue, iv: SSAValue) -> tuple[int, int] | None:
+    """(c0, c1) with ``v == c0 + c1 * iv`` for every value of ``iv``: constants, ``iv``, integer
+    casts, addi/subi, muli by a constant; None for anything else."""
+    if v is iv:
+        return 0, 1
+    c = const_value(v)
+    if c is not None:
+        return c, 0
+    op = v.owner
+    if isinstance(op, arith.IndexCastOp):
+        return _affine(op.input, iv)
+    if not isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+        return None
+    a, b = _affine(op.lhs, iv), _affine(op.rhs, iv)
+    if a is None or b is None:
+        return None
+    if isinstance(op, arith.AddiOp):
+        return a[0] + b[0], a[1] + b[1]
+    if isinstance(op, arith.SubiOp):
+        return a[0] - b[0], a[1] - b[1]
+    return None if a[1] and b[1] else (a[0] * b[0], a[0] * b[1] + a[1] * b[0])
+
+
+@dataclass
+class _Sweep:
+    """A launch operand ``pto.tassign %t, ADDR`` with ADDR = c0 + c1 * i over the loop's trips i
+    (a sub-tile at a loop-dependent place, e.g. rows 3m..3m+2 of a tile at a fixed address): the
+    fused VF takes ``union``, a row-major tile at the lowest address spanning every trip's bytes
+    (placed there: ``ub_addr``), and trip i's accesses move by (ADDR(i) - lowest) / element bytes
+    elements.  pto-insert-sync and the executors then see the launch touch the union, the bytes
+    the trips touched."""
+
+    union: pto.AllocTileOp
+    c0: int
+    c1: int
+
+    @staticmethod
+    def of(t: Operation, call: vf.VfCallOp, loop: scf.ForOp, trips: range) -> "_Sweep | None":
+        sub = t.results[0].type
+        aff = _affine(t.operands[1], loop.body.blocks[0].args[0])
+        if (aff is None or not isinstance(sub, pto.TileBufType) or not sub.is_row_major
+                or sub.slayout.data != "none_box" or any(u.operation is not call for u in t.results[0].uses)):
+            return None
+        addrs = [aff[0] + aff[1] * i for i in trips]
+        low = min(addrs)
+        row = sub.cols * sub.elem_bytes
+        if any(a % 32 for a in addrs) or aff[1] % sub.elem_bytes:  # misaligned: the run-time check stays
+            return None
+        rows = -(-(max(addrs) - low + sub.nbytes) // row)
+        union = pto.TileBufType(sub.element_type, [rows, sub.cols], loc=sub.loc.data)
+        tile = pto.AllocTileOp(union, attributes={"ub_addr": IntegerAttr(low, 64)})
+        tile.result.name_hint = t.results[0].name_hint
+        return _Sweep(tile, aff[0] - low, aff[1])
+
+    def trip_offset(self, index, block: Block, iv: SSAValue) -> SSAValue:
+        """The element offset of trip ``iv``'s sub-tile in the union, computed at the end of
+        ``block`` (``index(v)``: the VF's index constant v)."""
+        e = self.union.result.type.elem_bytes
+        block.add_op(off := arith.MuliOp(iv, index(self.c1 // e)))
+        if not self.c0:
+            return off.result
+        block.add_op(at := arith.AddiOp(off.result, index(self.c0 // e)))
+        return at.result
+
+
+def _shift(op: vf._MemOp, by: SSAValue) -> None:
+    """``op`` addresses ``by`` elements further into its tile."""
+    if op.dyn_offset is None:
+        op.operands = (op.tile, by, *op.rest)
+        return
+    add = arith.AddiOp(op.dyn_offset, by)
+    op.parent_block().insert_op_before(add, op)
+    op.operands = (op.tile, add.result, *op.rest)
+
+
 def _in_vf(op: Operation) -> bool:
     while (op := op.parent_op()) is not None:
         if isinstance(op, vf.VfFuncOp):
@@ -264,7 +344,8 @@ class _Fuser:
 
     def inline_row_loop(self, loop: scf.ForOp) -> vf.VfCallOp | None:
         """A kernel loop whose body is one launch, the ``arith`` ops computing its operands from
-        the induction variable and V barriers -> one launch of a VF running that loop: those
+        the induction variable, the ``pto.tassign`` of its sub-tile operands (:class:`_Sweep`) and
+        V barriers -> one launch of a VF running that loop: those
         ``arith`` ops, then the callee's body (the callee's constants and masks, and the kernel
         constants the loop uses, before the loop).  Operands from outside the loop stay
         parameters; a V barrier between two launches is dropped (one VF orders its own accesses).
@@ -275,7 +356,7 @@ class _Fuser:
         bounds = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
         if (loop.iter_args or len(calls) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX
                 or any(o is not calls[0] and not (o.name.startswith("arith.") and not o.regions)
-                       and o.name != "pto.tgetval"
+                       and o.name not in ("pto.tgetval", "pto.tassign")
                        and not (o.name == "pto.barrier" and "PIPE_V>" in str(o)) for o in ops)):
             return None
         call = calls[0]
@@ -286,9 +367,18 @@ class _Fuser:
         gets = [o for o in ops if o.name == "pto.tgetval"]
         if any(_inside(g.operands[0], loop) or not _broadcastable(g, call, fn) for g in gets):
             return None
+        sweeps: dict[SSAValue, _Sweep] = {}  # a sub-tile operand at a trip-dependent address
+        for t in (o for o in ops if o.name == "pto.tassign"):
+            sweep = _Sweep.of(t, call, loop, range(*bounds))
+            if sweep is None:
+                return None
+            sweeps[t.results[0]] = sweep
         outside: list[SSAValue] = []  # kernel values the VF takes as parameters
         consts: list[Operation] = []  # kernel constants cloned into the VF
-        args = [x for v in call.arguments for x in (v.owner.operands if any(v.owner is g for g in gets) else [v])]
+        for v, sweep in sweeps.items():  # each such tile: the tile over all trips' bytes, from before the loop
+            loop.parent_block().insert_op_before(sweep.union, loop)
+        args = [sweeps[v].union.result if v in sweeps else x
+                for v in call.arguments for x in (v.owner.operands if any(v.owner is g for g in gets) else [v])]
         for v in [v for o in arith_ops for v in o.operands] + args:  # a read tile where its value was
             if _inside(v, loop) or v in outside or any(v is c.result for c in consts):
                 continue
@@ -307,14 +397,17 @@ class _Fuser:
         pre = [o for o in fn.block.ops if isinstance(o, arith.ConstantOp | vf.CreateMaskOp)]
         new.block.add_ops([o.clone(vm) for o in consts])
         have = {(str(o.value), str(o.result.type)): o.result for o in new.block.ops}
-        lub = []
-        for v in bounds:
-            c = arith.ConstantOp(IntegerAttr(v, IndexType()))
+
+        def index(v: int) -> SSAValue:
+            """An index constant of the new VF, one per value."""
+            c = _index(v)
             key = (str(c.value), str(c.result.type))
             if key not in have:
                 new.block.add_op(c)
                 have[key] = c.result
-            lub.append(have[key])
+            return have[key]
+
+        lub = [index(v) for v in bounds]
         inner = Block(arg_types=[IndexType()])
         inner.args[0].name_hint = body.args[0].name_hint
         vm[body.args[0]] = inner.args[0]
@@ -324,13 +417,27 @@ class _Fuser:
             brc = vf.LoadAlignOp(vm[g.operands[0]], vm[g.operands[1]], dist=f"BRC_B{8 * g.operands[0].type.elem_bytes}")
             inner.add_op(brc)
             vm[g.results[0]] = brc.res[0]
+        for v, sweep in sweeps.items():
+            vm[v] = vm[sweep.union.result]
         fvm: dict = {p: vm[v] for v, p in zip(call.arguments, fn.args)}
         new.block.add_ops([o.clone(fvm) for o in pre])
+        for o in new.block.ops:
+            if isinstance(o, arith.ConstantOp):
+                have.setdefault((str(o.value), str(o.result.type)), o.result)
+        shifts = {fvm[p]: sweeps[v].trip_offset(index, inner, inner.args[0])
+                  for v, p in zip(call.arguments, fn.args) if v in sweeps}
         inner.add_ops([o.clone(fvm) for o in fn.block.ops if not any(o is p for p in pre)])
+        for o in list(inner.walk()):
+            if isinstance(o, vf._MemOp) and o.ADDRESSED and o.tile in shifts:
+                _shift(o, shifts[o.tile])
         for o in inner.ops:
             vf.refit_scalar_forms(o)
         inner.add_op(scf.YieldOp())
         new.block.add_op(scf.ForOp(*lub, [], Region(inner)))
+        for blk in (inner, new.block):  # the tassigns' address arithmetic and its constants, now unused
+            for o in reversed(list(blk.ops)):
+                if o.name.startswith("arith.") and not any(r.uses for r in o.results):
+                    blk.erase_op(o)
         self.launches[old] -= 1
         fn.parent_block().insert_op_before(new, fn)
         if not self.launches[old]:
