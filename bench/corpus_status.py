@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PTOC_SHARED") or REPO.parent / "shared")
 SAMPLES_DIR = SHARED / "ptoas_samples"
 TIMEOUT_S = 120
+BIG_GM_TIMEOUT_S = 900
+"""A file run with a raised ``--max-gm-bytes`` (hundreds of MB of GM: a minute or two unloaded)."""
 sys.path.insert(0, str(REPO / "tests"))  # the tests' rules: what a negative file is, the scalars per file
 from samples import is_negative  # noqa: E402
 
@@ -90,11 +92,12 @@ def level_of(text: str) -> list[str]:
 
 
 def ptoc(args: list[str]) -> tuple[int, str, str]:
+    timeout = BIG_GM_TIMEOUT_S if "--max-gm-bytes" in args else TIMEOUT_S
     try:
         p = subprocess.run([sys.executable, "-m", "pto_compiler", *args], capture_output=True, text=True,
-                           timeout=TIMEOUT_S, cwd=REPO)
+                           timeout=timeout, cwd=REPO)
     except subprocess.TimeoutExpired:
-        return -1, "", f"timeout after {TIMEOUT_S} s"
+        return -1, "", f"timeout after {timeout} s"
     return p.returncode, p.stdout, p.stderr
 
 

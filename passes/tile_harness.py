@@ -14,7 +14,8 @@ Only tiles a plain ``tload``/``tstore`` moves are harnessed: a vec tile in the N
 one-column DN one), a mat tile in the NZ layout (loaded only), an f32/i32 acc tile (stored only),
 each with a static valid shape and not used as a *tmp* operand (scratch whose contents no page
 defines); a tile a ``pto.tassign`` moves is not stored (its first name no longer holds it).
-A kernel that stores to GM, returns a tile, or talks to the other core (pipes) runs as written.
+A kernel that stores to GM, returns a tile, talks to the other core (pipes) or is written in
+``vf`` ops runs as written.
 """
 
 from __future__ import annotations
@@ -79,12 +80,14 @@ def _tiles_used(fn: func.FuncOp) -> tuple[set, set, set]:
 
 
 def applies(module: ModuleOp, fn: func.FuncOp) -> bool:
-    """``fn`` writes no GM and returns no tile, and no tile op of it talks to the other core."""
+    """``fn`` writes no GM and returns no tile, no tile op of it talks to the other core, and the
+    module has no ``vf`` op."""
     from pto_compiler.runtime.pipes import is_mixed
     from pto_compiler.runtime.reference import _stored_params
 
     outputs = fn.function_type.outputs.data
-    return not outputs and not _stored_params(fn) and not is_mixed(module)
+    uses_vf = any(op.dialect_name() == "vf" for op in module.walk())  # runs on the VF executor as written
+    return not outputs and not _stored_params(fn) and not is_mixed(module) and not uses_vf
 
 
 class _At:
