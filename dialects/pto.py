@@ -1133,9 +1133,10 @@ class AxpyOp(TileOp):
 class ComposedOp(TileOp):
     """A tile op that is a fixed sequence of elementwise instructions (pto_isa.md §3: TADDC a+b+c,
     TSUBC a-b+c, TMULADDDST a*b+dst, TFUSEDMULADD a*dst+b, TFUSEDMULADDRELU relu(a*dst+b),
-    TSUBRELU relu(a-b), TPOW/TPOWS a**b).  ``STEPS`` holds the sequence, each step
-    ``(instruction, operand, ...)`` over ``a``, ``b``, ``c`` (the ``ins`` tiles), ``s`` (the scalar
-    operand), ``dst`` and ``t`` (the previous step's result); the last step's result is dst.  Each
+    TSUBRELU relu(a-b), TPOW/TPOWS a**b, TADDSC/TSUBSC a±s+b).  ``STEPS`` holds the sequence, each
+    step ``(instruction, operand, ...)`` over ``a``, ``b``, ``c`` (the ``ins`` tiles), ``s`` (the
+    scalar operand), ``-s`` (its negation: x - s is x + (-s), exact in IEEE and in wrapping
+    integers), ``dst`` and ``t`` (the previous step's result); the last step's result is dst.  Each
     step is rounded to the element type (the CPU simulator forces the rounding between steps,
     pto_isa.md §6); the golden model applies the instructions' element functions (dialects/a2a3.py
     ``OPCODES``), the lowerings the instructions themselves."""
@@ -1609,6 +1610,12 @@ TPowOp = _define("tpow", ComposedOp, FLOAT_ARITH, "TPOW: dst = a ** b (computed 
                  STEPS=(("vpow", "a", "b"),), TMP_AT=2)
 TPowsOp = _define("tpows", ComposedOp, FLOAT_ARITH, "TPOWS: dst = a ** s (computed in double, rounded once).",
                   STEPS=(("vpows", "a", "s"),), N_TILES=1, SCALAR=True, TMP_AT=2)
+TAddscOp = _define("taddsc", ComposedOp, _per_target(A2A3_ARITH, A2A3_ARITH),
+                   "TADDSC ``ins(src0, s, src1)``: dst = (src0 + s) + src1.", SCALAR=True,
+                   STEPS=(("vadds", "a", "s"), ("vadd", "t", "b")))
+TSubscOp = _define("tsubsc", ComposedOp, _per_target(A2A3_ARITH, A2A3_ARITH),
+                   "TSUBSC ``ins(src0, s, src1)``: dst = (src0 - s) + src1.", SCALAR=True,
+                   STEPS=(("vadds", "a", "-s"), ("vadd", "t", "b")))
 TAxpyOp = _define("taxpy", AxpyOp, _per_target(F16_F32, F16_F32 | {"bf16"}))
 TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"}),
                 "TCI ``{descending}``: dst[i, j] = s + k (descending: s - k), k = i * C + j the position in the "
@@ -1637,7 +1644,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
     "tcmp", "tsel", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels", "taddsc", "tsubsc",
+    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels",
     "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",

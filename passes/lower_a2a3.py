@@ -1484,10 +1484,11 @@ class _FnLowering:
         for n, (vop, *args) in enumerate(op.STEPS):
             out = refs["dst"] if n == len(op.STEPS) - 1 else refs["t"]
             spec = a2a3.OPCODES[vop]
-            srcs = [x for x in args if x != "s"]
+            srcs = [x for x in args if x not in ("s", "-s")]
             names = ("src0", "src1") if spec.family == "binary" else ("src",)
             opnds = {"dst": self.opnd(out, L), **{nm: self.opnd(refs[x], L) for nm, x in zip(names, srcs)}}
-            extra = {"scalar": self.scalar_operand(named["s"], d.dtype)} if "s" in args else None
+            scalar = {"s", "-s"} & set(args)
+            extra = {"scalar": self.scalar_operand(named["s"], d.dtype, "-s" in scalar)} if scalar else None
             self.vec(vop, d.dtype, opnds, d.vr, d.vc, extra=extra, row_bound=d.t.rows)
 
     def tile_axpy(self, op):

@@ -1044,12 +1044,16 @@ class _OpLowering:
             self._aligned(*((t, R) for t in ts.values()))
             rt = _reg(td.elt)
             s = self._scalar_in_vf(named["s"], td.elt) if "s" in named else None
+            s_reg = b.op(vf.DupOp([s], None, rt)) if op.uses("-s") else None  # x + (-s) is vf.sub of it
 
             def chunk(i, k, m, _):
                 regs = {n: _load(b, t, _elem(b, t, i, k)) for n, t in ts.items() if op.uses(n)}
                 regs["s"] = s
                 for vop, *args in op.STEPS:
-                    regs["t"] = b.op(ops[vop]([regs[x] for x in args], m, rt))
+                    if "-s" in args:
+                        regs["t"] = b.op(vf.SubOp([regs[args[0]], s_reg], m, rt))
+                    else:
+                        regs["t"] = b.op(ops[vop]([regs[x] for x in args], m, rt))
                 _store(b, td, _elem(b, td, i, k), regs["t"], m)
             self.map_region(tiles, d, self.dims(R), self.dims(C), td.elt, chunk)
         return plan

@@ -1344,6 +1344,7 @@ class Evaluator:
         for k, v in named.items():
             if k == "s":
                 vals[k] = E.scalar_to(env[v], dst.dtype)
+                vals["-s"] = E.neg(vals[k])
             else:
                 t = self.tile(op, v, env) if k != "dst" else dst
                 if k != "dst":

@@ -41,6 +41,8 @@ def a2a3_dtypes(op: str) -> list[str]:
 BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "trem", "tfmod", "tand", "tor", "txor", "tshl", "tshr",
           "tprelu", "tsubrelu", "tpow")
 TERNARY = ("taddc", "tsubc")
+SCALAR_TERNARY = ("taddsc", "tsubsc")
+"""``ins(src0, s, src1)``: the scalar between the tiles (TADDSC.md)."""
 UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg", "tnot")
 SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins", "trems", "tfmods", "tands", "tors", "txors",
           "tshls", "tshrs", "tlrelu", "tpows")
@@ -71,6 +73,8 @@ def variants():
     for op in SCALAR:
         out.append((op, "arg", a2a3_dtypes(op)))
         out.append((op, "const", a2a3_dtypes(op)))
+    for op in SCALAR_TERNARY:
+        out.append((op, "", a2a3_dtypes(op)))
     out.append(("tdivs", "first", a2a3_dtypes("tdivs")))
     out.append(("tdivs", "pow2", a2a3_dtypes("tdivs")))
     out.append(("texpands", "", a2a3_dtypes("texpands")))
@@ -164,6 +168,9 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
     elif op in TERNARY:
         args = [f"%a: {full}", f"%b: {full}", f"%c: {full}"]
         body = f"%d = pto.{op} %a, %b, %c : {full}, {full}, {full} -> {full}"
+    elif op in SCALAR_TERNARY:
+        args = [f"%a: {full}", f"%s: {st}", f"%b: {full}"]
+        body = f"%d = pto.{op} %a, %s, %b : {full}, {st}, {full} -> {full}"
     elif op in UNARY or op == "tmov":
         args = [f"%a: {full}"]
         body = f"%d = pto.{op} %a : {full} -> {full}"
@@ -285,9 +292,10 @@ DPS_OPS = ("taxpy", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu")
 """Ops that read their dst: kernels in the DPS form, every operand loaded from GM (:func:`dps_kernel`)."""
 
 
-def dps_kernel(op, n_src, dt, R, cols, C, scalar=None, src_dt=None):
+def dps_kernel(op, n_src, dt, R, cols, C, scalar=None, src_dt=None, scalar_at=None):
     """Sources x0.. (``src_dt``, default dt) and dst y loaded into R x cols tiles (valid R x C),
-    ``op ins(x0.. [, %s]) outs(y)`` (``scalar``: the type of %s), y stored to z."""
+    ``op ins(x0.. [, %s]) outs(y)`` (``scalar``: the type of %s, at ins position ``scalar_at``,
+    default last), y stored to z."""
     sdt = src_dt or dt
     ts, td = (f"!pto.tile_buf<vec, {R}x{cols}x{t}, valid={R}x{C}>" for t in (sdt, dt))
     gm = [(f"x{i}", sdt, ts) for i in range(n_src)] + [("y", dt, td), ("z", dt, None)]
@@ -303,8 +311,11 @@ def dps_kernel(op, n_src, dt, R, cols, C, scalar=None, src_dt=None):
                      f"!pto.tensor_view<{R}x{C}x{t}> -> {pv}")
         if tile:
             lines += [f"  %t{n} = pto.alloc_tile : {tile}", f"  pto.tload ins(%p{n} : {pv}) outs(%t{n} : {tile})"]
-    srcs = [f"%tx{i}" for i in range(n_src)] + (["%s"] if scalar else [])
-    types = [ts] * n_src + ([scalar] if scalar else [])
+    srcs, types = [f"%tx{i}" for i in range(n_src)], [ts] * n_src
+    if scalar:
+        at = n_src if scalar_at is None else scalar_at
+        srcs.insert(at, "%s")
+        types.insert(at, scalar)
     lines.append(f"  pto.{op} ins({', '.join(srcs)} : {', '.join(types)}) outs(%ty : {td})")
     lines += [f"  pto.tstore ins(%ty : {td}) outs(%pz : !pto.partition_tensor_view<{R}x{C}x{dt}>)", "  return", "}"]
     return "\n".join(lines) + "\n"
