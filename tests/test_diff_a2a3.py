@@ -73,8 +73,6 @@ def variants():
     for op in SCALAR:
         out.append((op, "arg", a2a3_dtypes(op)))
         out.append((op, "const", a2a3_dtypes(op)))
-    for op in SCALAR_TERNARY:
-        out.append((op, "", a2a3_dtypes(op)))
     out.append(("tdivs", "first", a2a3_dtypes("tdivs")))
     out.append(("tdivs", "pow2", a2a3_dtypes("tdivs")))
     out.append(("texpands", "", a2a3_dtypes("texpands")))
@@ -112,6 +110,8 @@ def variants():
     out.append(("tmov", "", ["f32", "f16", "bf16", "i32", "i16", "i8", "ui8", "ui16", "ui32", "i64"]))
     for src, dst, mode in CVT_PAIRS:
         out.append(("tcvt", f"{src}-{mode}", [dst]))
+    for op in SCALAR_TERNARY:
+        out.append((op, "", a2a3_dtypes(op)))
     return out
 
 
@@ -237,7 +237,7 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         else:
             body = f"%d = pto.{op} %a : {full} -> {rt}"
     elif op == "tgather" and variant == "index":
-        it = _t(R, cols, "i32", R, C)
+        it = _t(R, -(-cols // 8) * 8, "i32", R, C)  # i32 rows of whole 32-byte blocks (cols of an i64 src: 4k)
         args = [f"%a: {full}", f"%b: {it}"]
         body = f"%d = pto.tgather %a, %b : ({full}, {it}) -> {full}"
     elif op == "tscatter":
