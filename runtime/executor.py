@@ -1106,12 +1106,7 @@ def _h(v: int) -> str:
 def _desc(d: _Dyn) -> str:
     ins = d.ins
     s = "'" + " ".join(ins.to_text(0, origin=False).split()) + "'"
-    where = []
-    if ins.origin is not None:
-        where.append(f"from {ins.origin}")
-    if ins.line:
-        where.append(f"program line {ins.line}")
-    return s + (f" ({', '.join(where)})" if where else "")
+    return s if ins.origin is None else f"{s} (from {ins.origin})"
 
 
 def _ctx_text(d: _Dyn | None) -> str:

@@ -1,132 +1,54 @@
-"""The a2a3 *program*: per-pipe micro-instruction streams, their text form and its parser.
+"""The a2a3 *program*: per-pipe micro-instruction streams, decoded from a lowered module, and its listing.
 
-A :class:`Program` is what backend emission produces from a lowered module (DESIGN.md §2,
-"program" level) and what the NumPy executor (``runtime/executor.py``) and the cycle model
-(``runtime/cycles.py``) consume.  It is a tree: a body of :class:`Instr` (one A2/A3
-micro-instruction, reference/vector_isa.md §1), :class:`Loop` (a scalar loop the scalar
-unit runs; its body is issued once per trip), :class:`While` (``scf.while``) and :class:`If`.
+A :class:`Program` is what ``passes/lower_a2a3.program_of`` reads out of a module after
+pto-lower-a2a3 and a2a3-complete-barriers (DESIGN.md §2, "program" level) and what the NumPy
+executor (``runtime/executor.py``) and the cycle model (``runtime/cycles.py``) consume.  It is a
+tree: a body of :class:`Instr` (one ``a2a3`` op, reference/vector_isa.md §1; its operand fields,
+pipes and defaults are dialects/a2a3.py's table), :class:`Loop` (a scalar loop the scalar unit
+runs; its body is issued once per trip), :class:`While` (``scf.while``) and :class:`If`.  Operands
+are numbers, GM addresses (:class:`GmAddr`) or expressions over scalar registers and loop
+variables (:class:`Var`), evaluated when the scalar unit issues the instruction; ``%block_idx``,
+``%block_num``, ``%subblock_idx`` and ``%subblock_num`` are predefined.
 
-Every instruction belongs to one pipe: ``MTE2`` (GM -> UB copies), ``V`` (vector unit,
-including the mask registers and ``copy_ubuf_to_ubuf``), ``MTE3`` (UB -> GM copies) or
-``S`` (the scalar unit: loops, scalar UB reads/writes, scalar arithmetic).  Operands are
-named as the ISA names them (vector_isa.md §1.1: ``dst``, ``src0``, ``src1``, ``repeat``,
-``dst_blk_stride``, ``src0_rep_stride``, ...).  UB operands are **byte addresses**; block and
-repeat strides are in the unit each instruction defines (see the opcode table below).
-
-Text form
-=========
-
-One item per line.  A program starts with its header::
+The listing (``ptoc --emit program``, :func:`format_program`) prints a program for people and
+for lit tests; nothing reads it back (tests write programs as a2a3 MLIR).  A program starts with
+its header::
 
     .kernel @softmax target=a2a3
     .gm @x f32[64,256]
-    .gm @y f32[64,256]
     .scalar %n i32
 
-then one instruction per line::
+then one instruction per line, ``PIPE OPCODE[.DTYPE] ARG ARG ...  ; FILE:LINE:COL OPNAME``:
 
-    PIPE OPCODE[.DTYPE] ARG ARG ...  ; FILE:LINE:COL OPNAME
+* ``PIPE`` is left-aligned in a 5-character column; ``vconv.f32.f16`` converts f32 (src) to f16
+  (dst), as the CCE intrinsic ``vconv_f322f16`` is spelled.
+* ``ARG`` is ``key=value``: UB addresses and masks in hex, counts in decimal, GM addresses
+  ``@arg+OFFSET``, expressions without blanks (``0x1000+0x400*%i``, ``min(240,%n-%r)``).
+* ``blk=1,1,0`` lists the block strides of the operands that have one, in operand order, and
+  ``rep=8,8,1`` the repeat strides.
+* ``set_flag MTE2->V id=0`` is in the source pipe's column, ``wait_flag`` in the destination's,
+  ``pipe_barrier ALL`` in the ``S`` column.
+* The trailing comment is the origin: the tile op the instruction was lowered from.
 
-* ``PIPE`` is left-aligned in a 5-character column (``S``, ``V``, ``MTE2``, ``MTE3``).
-* ``OPCODE.DTYPE`` e.g. ``vmax.f32``; ``vconv.f32.f16`` converts f32 (src) to f16 (dst), as
-  the CCE intrinsic ``vconv_f322f16`` is spelled.
-* ``ARG`` is ``key=value``.  Values: integers (UB addresses and masks printed in hex, counts in
-  decimal), floats (``1.5``, ``-inf``, ``nan``), scalar registers / loop variables ``%name``,
-  GM addresses ``@arg`` or ``@arg+OFFSET`` (byte offset into kernel argument ``arg``), and
-  expressions over these without blanks: ``0x1000+0x400*%i``, ``min(240,%n-%r)``
-  (``+ - * / %`` with ``/`` the floor division of integers, comparisons ``< <= == != > >=``,
-  ``min``/``max``, parentheses).
-* Stride groups: ``blk=1,1,0`` lists the block strides of the operands that have one, in
-  operand order (``dst, src0, src1``), and ``rep=8,8,1`` the repeat strides; any single field
-  may also be given by its full name (``src1_blk_stride=0``).  The printer always prints the
-  groups; the parser fills omitted fields with the ISA defaults (block stride 1, repeat
-  stride 8 = contiguous).
-* ``set_flag MTE2->V id=0`` / ``wait_flag MTE2->V id=0`` (set_flag is in the source pipe's
-  column, wait_flag in the destination pipe's), ``pipe_barrier V`` (``ALL`` for PIPE_ALL,
-  printed in the ``S`` column).
-* Scalar registers are global and untyped (a number); ``%block_idx``, ``%block_num``,
-  ``%subblock_idx`` and ``%subblock_num`` are
-  predefined (also readable with ``get_block_idx``/``get_block_num``).  Operands are evaluated
-  when the scalar unit issues the instruction.
-* The trailing comment ``; FILE:LINE:COL OPNAME`` is the origin: the tile op the instruction
-  was lowered from.  Other ``;`` comments and lines starting with ``#`` or ``;`` are ignored.
-
-Loops and conditionals (bounds and conditions are expressions; the scalar unit runs them)::
+Loops and conditionals::
 
     S    loop %i = 0 to 2 step 1 {
     V      vmax.f32 dst=0x0+0x7800*%i src0=... repeat=240 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
     S    }
-    S    if %n>0 {
-    ...
-    S    } else {
-    ...
-    S    }
 
-Example (the lines of a Mode-1 TROWEXPANDMAX on 16 rows of 64 f32)::
-
-    V    vbrcb.f32 dst=0x2e000 src=0x4000 repeat=2 blk=1 rep=8  ; t.pto:12:3 pto.trowexpandmax
-    V    pipe_barrier V  ; t.pto:12:3 pto.trowexpandmax
-    V    vmax.f32 dst=0x0 src0=0x1000 src1=0x2e000 repeat=16 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
-
-Opcodes (fields in ISA order; ``*`` marks optional fields with their default)
-=============================================================================
-
-========================================  ====  ===================================================
-opcode                                    pipe  fields
-========================================  ====  ===================================================
-vadd vsub vmul vdiv vmax vmin             V     dst src0 src1 repeat, blk (dst,src0,src1), rep (dst,src0,src1)
-vadds vmuls vmaxs vmins                   V     dst src scalar repeat, blk (dst,src), rep (dst,src)
-vexp vln vsqrt vrsqrt vrec vabs vrelu     V     dst src repeat, blk (dst,src), rep (dst,src)
-vector_dup                                V     dst scalar repeat, blk (dst), rep (dst)
-vbrcb                                     V     dst src repeat, blk (dst), rep (dst); src reads 8 elems/repeat
-vcadd vcmax vcmin                         V     dst src repeat, blk (src), rep (dst in ELEMENTS, src), order*=value
-vcgadd vcgmax vcgmin                      V     dst src repeat, blk (src), rep (dst in 8-element units, src)
-vcpadd                                    V     dst src repeat, blk (src), rep (dst in 32 B blocks, src)
-vconv                                     V     dst src repeat round*=r (r a f c z o), blk (dst,src), rep (dst,src)
-copy_gm_to_ubuf                           MTE2  dst(UB) src(GM) n_burst len_burst(B) src_gap(B) dst_gap(blk)
-                                                right_pad*=0 (elements) pad_value*=0
-copy_ubuf_to_gm                           MTE3  dst(GM) src(UB) n_burst len_burst(B) src_gap(blk) dst_gap(B)
-                                                atomic*=none (add: GM += the bytes as GM's element type)
-copy_ubuf_to_ubuf                         V     dst src n_burst len_burst src_gap dst_gap (all in 32 B blocks)
-set_vector_mask                           V     hi lo (128-bit mask; count mode: hi=0, lo=count)
-set_vector_count                          V     count  (= set_vector_mask hi=0 lo=count, SetVectorCount)
-set_mask_norm set_mask_count              V     -
-pipe_barrier                              any   pipe (V, MTE2, MTE3, S or ALL)
-set_flag / wait_flag                      src/dst  src_pipe dst_pipe event_id (0..7)
-ld_ub                                     S     dst(reg) addr(UB byte address): scalar read of one element
-st_ub                                     S     addr src: scalar write of one element
-smov                                      S     dst src   (an expression)
-sadd ssub smul sdiv smax smin             S     dst src0 src1: scalar arithmetic in the element type
-get_block_idx get_block_num               S     dst
-print_ub                                  V     src rows cols row_stride col_stride: TPRINT to stderr
-vf_call                                   V     callee(@name) args(comma list: tile UB addresses, scalars)
-========================================  ====  ===================================================
-
-ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n``
-runs ``vf.func @k_texp_2`` (dialects/vf.py) with those arguments on the UB.  The program
-carries the functions it launches (``Program.vf_funcs``: the lowered module's ``vf.func`` ops,
-which the executor runs as they are); the listing prints each after the header as a ``.vf @name``
-line followed by the function's printed MLIR, indented by two spaces (:func:`parse_program` does
-not read them back: a program with VFs exists only as lowered).
-
-All vector operands are UB byte addresses; vector and copy operand starts must be 32-byte aligned,
-except the destination of the whole-repeat and per-block reductions (vcadd/vcmax/vcmin,
-vcg*), which only needs element alignment (the headers step it by single elements).
-
-API: :class:`Instr`, :class:`Loop`, :class:`While`, :class:`If`, :class:`Program`, :class:`GmArg`,
-:class:`ScalarArg`, :class:`Origin`, :class:`GmAddr`, expression nodes :class:`Var`,
-:class:`BinOp`, :class:`Call`; :func:`parse_program`, :func:`format_program`
-(= ``Program.to_text()``), :func:`validate_program`, :data:`OPCODES`.
+ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n`` runs
+``vf.func @k_texp_2`` (dialects/vf.py) on the UB.  The program carries the lowered module's
+``vf.func`` ops it launches (``Program.vf_funcs``); the listing prints each after the header as a
+``.vf @name`` line followed by the function's MLIR, indented by two spaces.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Union
 
-from pto_compiler.dialects.a2a3 import EVENT_IDS, OPCODES, PIPES, OpSpec
+from pto_compiler.dialects.a2a3 import OPCODES, PIPES, OpSpec
 
 # ---------------------------------------------------------------------------------------------
 # Pipes, dtypes
@@ -303,110 +225,6 @@ def format_expr(e, hexints: bool = False, _prec: int = 0) -> str:
     raise TypeError(f"not an expression: {e!r}")
 
 
-_TOKEN_RE = re.compile(r"""
-    (?P<num>0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|\d+)
-  | (?P<var>%[A-Za-z_][A-Za-z0-9_.$]*)
-  | (?P<gm>@[A-Za-z_][A-Za-z0-9_.$]*)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op><=|>=|==|!=|[-+*/%<>(),])
-""", re.VERBOSE)
-
-
-class _ExprParser:
-    def __init__(self, text: str):
-        self.text = text
-        self.toks: list[tuple[str, str]] = []
-        pos = 0
-        while pos < len(text):
-            if text[pos].isspace():
-                pos += 1
-                continue
-            m = _TOKEN_RE.match(text, pos)
-            if not m:
-                raise ValueError(f"bad expression '{text}' at '{text[pos:]}'")
-            self.toks.append((m.lastgroup, m.group()))
-            pos = m.end()
-        self.i = 0
-
-    def peek(self):
-        return self.toks[self.i] if self.i < len(self.toks) else (None, None)
-
-    def take(self, value=None):
-        tok = self.peek()
-        if tok[0] is None or (value is not None and tok[1] != value):
-            raise ValueError(f"bad expression '{self.text}': expected {value or 'more'}")
-        self.i += 1
-        return tok
-
-    def parse(self):
-        e = self.expr(0)
-        if self.i != len(self.toks):
-            raise ValueError(f"bad expression '{self.text}': unexpected '{self.toks[self.i][1]}'")
-        return e
-
-    def expr(self, min_prec):
-        lhs = self.unary()
-        while True:
-            kind, val = self.peek()
-            if kind != "op" or val not in _BINOPS or _BINOPS[val][0] < min_prec:
-                return lhs
-            prec = _BINOPS[val][0]
-            self.i += 1
-            rhs = self.expr(prec + 1)
-            lhs = _fold(BinOp(val, lhs, rhs))
-
-    def unary(self):
-        kind, val = self.peek()
-        if kind == "op" and val == "-":
-            self.i += 1
-            e = self.unary()
-            return -e if is_const(e) else _fold(BinOp("-", 0, e))
-        if kind == "op" and val == "+":
-            self.i += 1
-            return self.unary()
-        return self.atom()
-
-    def atom(self):
-        kind, val = self.take()
-        if kind == "num":
-            if val.lower().startswith("0x"):
-                return int(val, 16)
-            if re.fullmatch(r"\d+", val):
-                return int(val)
-            return float(val)
-        if kind == "var":
-            return Var(val[1:])
-        if kind == "gm":
-            name = val[1:]
-            k2, v2 = self.peek()
-            if k2 == "op" and v2 in "+-":
-                self.i += 1
-                off = self.expr(4)
-                if v2 == "-":
-                    off = -off if is_const(off) else BinOp("-", 0, off)
-                return GmAddr(name, off)
-            return GmAddr(name, 0)
-        if kind == "name":
-            if val in ("inf", "INF"):
-                return math.inf
-            if val in ("nan", "NAN"):
-                return math.nan
-            if val in _CALLS:
-                self.take("(")
-                args = [self.expr(0)]
-                while self.peek() == ("op", ","):
-                    self.i += 1
-                    args.append(self.expr(0))
-                self.take(")")
-                return _fold(Call(val, tuple(args)))
-            raise ValueError(f"bad expression '{self.text}': unknown name '{val}'")
-        if kind == "op" and val == "(":
-            e = self.expr(0)
-            self.take(")")
-            return e
-        raise ValueError(f"bad expression '{self.text}': unexpected '{val}'")
-
-
 def _fold(e):
     """Constant-fold a node whose operands are all constants; drop ``0+x``, ``x+0``, ``1*x``."""
     if isinstance(e, BinOp) and is_const(e.lhs) and is_const(e.rhs):
@@ -423,12 +241,6 @@ def _fold(e):
     if isinstance(e, Call) and all(is_const(a) for a in e.args):
         return _CALLS[e.fn](*e.args)
     return e
-
-
-def parse_expr(text: str):
-    """Parse an expression (also a GM address ``@x+8*%i`` or a single number)."""
-    return _ExprParser(text).parse()
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,8 +267,6 @@ class Instr:
     opcode: str
     args: dict
     origin: Origin | None = None
-    line: int = 0
-    """Line in the program text it was parsed from (0 when built in Python)."""
 
     @property
     def spec(self) -> OpSpec:
@@ -506,7 +316,6 @@ class Loop:
     step: Expr
     body: list = field(default_factory=list)
     origin: Origin | None = None
-    line: int = 0
 
 
 @dataclass(eq=False)
@@ -516,7 +325,6 @@ class If:
     then_body: list = field(default_factory=list)
     else_body: list = field(default_factory=list)
     origin: Origin | None = None
-    line: int = 0
 
 
 @dataclass(eq=False)
@@ -527,7 +335,6 @@ class While:
     cond: Expr
     body: list = field(default_factory=list)
     origin: Origin | None = None
-    line: int = 0
 
 
 Node = Union[Instr, Loop, If, While]
@@ -726,348 +533,3 @@ def _print_op(op) -> str:
     buf = StringIO()
     Printer(stream=buf).print_op(op)
     return buf.getvalue()
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at the commas outside parentheses (``args=0x0,min(1,%n)``)."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        cur += ch
-    out.append(cur)
-    return [x for x in out if x != ""]
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing
-# ---------------------------------------------------------------------------------------------
-
-class ProgramSyntaxError(ValueError):
-    """A malformed program text (or an invalid program built in Python)."""
-
-    def __init__(self, message: str, filename: str = "<program>", line: int = 0):
-        self.filename, self.line, self.message = filename, line, message
-        super().__init__(f"{filename}:{line}: error: {message}" if line else f"{filename}: error: {message}")
-
-
-_ORIGIN_RE = re.compile(r"^\s*(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)\s+(?P<op>\S+)\s*$")
-_LOOP_RE = re.compile(r"^loop\s+%(?P<var>[A-Za-z_][\w.$]*)\s*=\s*(?P<start>\S+)\s+to\s+(?P<stop>\S+)"
-                      r"(?:\s+step\s+(?P<step>\S+))?\s*\{$")
-_IF_RE = re.compile(r"^if\s+(?P<cond>\S+)\s*\{$")
-_GM_RE = re.compile(r"^\.gm\s+@(?P<name>[\w.$]+)\s*:?\s*(?P<dtype>\w+)\s*\[(?P<shape>[\d,\sx]*)\]\s*$")
-_SCALAR_RE = re.compile(r"^\.scalar\s+%(?P<name>[\w.$]+)\s*:?\s*(?P<dtype>\w+)\s*$")
-_KERNEL_RE = re.compile(r"^\.kernel\s+@?(?P<name>[\w.$]+)(?P<rest>.*)$")
-
-
-def _split_comment(line: str) -> tuple[str, str | None]:
-    i = line.find(";")
-    if i < 0:
-        return line, None
-    return line[:i], line[i + 1:]
-
-
-def parse_program(text: str, filename: str = "<program>", validate: bool = True) -> Program:
-    """Parse the text form (module docstring) into a :class:`Program`."""
-    prog = Program(target="a2a3", gm_args=[], body=[])
-    stack: list[tuple[object, list]] = []  # (node, body being filled)
-    body = prog.body
-
-    def err(msg, ln):
-        return ProgramSyntaxError(msg, filename, ln)
-
-    for ln, raw in enumerate(text.splitlines(), start=1):
-        code, comment = _split_comment(raw)
-        s = code.strip()
-        if not s or s.startswith("#") or s.startswith("//"):
-            continue
-        origin = None
-        if comment is not None:
-            m = _ORIGIN_RE.match(comment)
-            if m:
-                origin = Origin(m["file"], int(m["line"]), int(m["col"]), m["op"])
-        if s.startswith("."):
-            if m := _KERNEL_RE.match(s):
-                prog.name = m["name"]
-                for kv in m["rest"].split():
-                    k, _, v = kv.partition("=")
-                    if k == "target":
-                        prog.target = v
-                    else:
-                        raise err(f"unknown .kernel attribute '{k}'", ln)
-            elif m := _GM_RE.match(s):
-                shape = tuple(int(x) for x in re.split(r"[,x\s]+", m["shape"].strip()) if x)
-                try:
-                    prog.gm_args.append(GmArg(m["name"], canonical_dtype(m["dtype"]), shape))
-                except ValueError as e:
-                    raise err(str(e), ln) from None
-            elif m := _SCALAR_RE.match(s):
-                try:
-                    prog.scalar_args.append(ScalarArg(m["name"], canonical_dtype(m["dtype"])))
-                except ValueError as e:
-                    raise err(str(e), ln) from None
-            else:
-                raise err(f"unknown directive '{s.split()[0]}'", ln)
-            continue
-        first, _, rest = s.partition(" ")
-        rest = rest.strip()
-        if first.upper() in _PIPE_ALIASES and first.upper() != "ALL":
-            pipe = canonical_pipe(first)
-        else:
-            pipe, rest = None, s
-        # Structure lines.
-        if rest == "}" or rest.startswith("}"):
-            if not stack:
-                raise err("'}' without an open loop or if", ln)
-            node, _ = stack[-1]
-            tail = rest[1:].strip()
-            if tail.startswith("else"):
-                if not isinstance(node, If) or not re.fullmatch(r"else\s*\{", tail):
-                    raise err("'else' must follow an if body", ln)
-                stack[-1] = (node, node.else_body)
-                body = node.else_body
-                continue
-            if tail:
-                raise err(f"unexpected '{tail}' after '}}'", ln)
-            stack.pop()
-            body = stack[-1][1] if stack else prog.body
-            continue
-        if m := _LOOP_RE.match(rest):
-            try:
-                node = Loop(m["var"], parse_expr(m["start"]), parse_expr(m["stop"]),
-                            parse_expr(m["step"]) if m["step"] else 1, [], origin, ln)
-            except ValueError as e:
-                raise err(str(e), ln) from None
-            body.append(node)
-            stack.append((node, node.body))
-            body = node.body
-            continue
-        if m := _IF_RE.match(rest):
-            try:
-                node = If(parse_expr(m["cond"]), [], [], origin, ln)
-            except ValueError as e:
-                raise err(str(e), ln) from None
-            body.append(node)
-            stack.append((node, node.then_body))
-            body = node.then_body
-            continue
-        try:
-            ins = _parse_instr(rest, pipe, origin)
-        except (ValueError, KeyError) as e:
-            raise err(str(e.args[0]) if e.args else str(e), ln) from None
-        ins.line = ln
-        body.append(ins)
-    if stack:
-        node = stack[-1][0]
-        raise err(f"{'loop' if isinstance(node, Loop) else 'if'} opened here is never closed",
-                  node.line)
-    prog.target = prog.target
-    if validate:
-        problems = check_program(prog)
-        if problems:
-            node, msg = problems[0]
-            raise err(msg, getattr(node, "line", 0))
-    return prog
-
-
-def _parse_instr(text: str, pipe: str | None, origin) -> Instr:
-    toks = text.split()
-    head = toks[0]
-    opcode, *types = head.split(".")
-    spec = OPCODES.get(opcode)
-    if spec is None:
-        raise ValueError(f"unknown opcode '{opcode}'")
-    args: dict = {}
-    if spec.family == "conv":
-        if len(types) != 2:
-            raise ValueError("vconv needs two types: vconv.SRC.DST")
-        args["src_dtype"], args["dtype"] = canonical_dtype(types[0]), canonical_dtype(types[1])
-    elif types:
-        if len(types) != 1 or spec.dtype == "none":
-            raise ValueError(f"'{head}': {opcode} takes {'no' if spec.dtype == 'none' else 'one'} element type")
-        args["dtype"] = canonical_dtype(types[0])
-    elif spec.dtype == "required":
-        raise ValueError(f"'{opcode}' needs an element type suffix, e.g. {opcode}.f32")
-    given: dict = {}
-    for t in toks[1:]:
-        if "=" not in t:
-            if opcode in ("set_flag", "wait_flag") and "->" in t:
-                a, b = t.split("->")
-                given["src_pipe"], given["dst_pipe"] = canonical_pipe(a), canonical_pipe(b)
-                continue
-            if opcode == "pipe_barrier" and "pipe" not in given:
-                given["pipe"] = canonical_pipe(t)
-                continue
-            raise ValueError(f"expected key=value, got '{t}'")
-        k, v = t.split("=", 1)
-        if k == "id" and opcode in ("set_flag", "wait_flag"):
-            k = "event_id"
-        if k in ("blk", "rep"):
-            names = spec.blk if k == "blk" else spec.rep
-            vals = v.split(",")
-            if not names or len(vals) != len(names):
-                raise ValueError(f"'{k}=' of {opcode} takes {len(names)} value(s): "
-                                 f"{', '.join(names) or 'none'}")
-            for n_, v_ in zip(names, vals):
-                given[n_] = parse_expr(v_)
-            continue
-        if k not in spec.kinds:
-            raise ValueError(f"'{opcode}' has no operand '{k}' (operands: {', '.join(spec.fields)})")
-        if k in given:
-            raise ValueError(f"operand '{k}' given twice")
-        kind = spec.kinds[k]
-        if kind.startswith("enum:"):
-            if v not in kind[5:].split("|"):
-                raise ValueError(f"'{k}' must be one of {kind[5:].replace('|', ', ')}, got '{v}'")
-            given[k] = v
-        elif kind == "pipe":
-            given[k] = canonical_pipe(v)
-        elif kind == "reg":
-            if not re.fullmatch(r"%[A-Za-z_][\w.$]*", v):
-                raise ValueError(f"'{k}' must be a scalar register %name, got '{v}'")
-            given[k] = Var(v[1:])
-        elif kind == "sym":
-            if not re.fullmatch(r"@[\w.$]+", v):
-                raise ValueError(f"'{k}' must be a symbol @name, got '{v}'")
-            given[k] = v[1:]
-        elif kind == "list":
-            given[k] = tuple(parse_expr(x) for x in _split_top(v))
-        else:
-            given[k] = parse_expr(v)
-    if opcode == "pipe_barrier" and "pipe" not in given:
-        raise ValueError("pipe_barrier needs a pipe: pipe_barrier V")
-    full = dict(spec.defaults)
-    full.update(args)
-    full.update(given)
-    missing = [f for f in spec.fields if f not in full]
-    if missing:
-        raise ValueError(f"'{opcode}' is missing operand(s): {', '.join(missing)}")
-    actual_pipe = _pipe_of(opcode, full)
-    if pipe is not None and pipe != actual_pipe:
-        raise ValueError(f"'{opcode}' runs on pipe {actual_pipe}, not {pipe}")
-    return Instr(actual_pipe, opcode, full, origin)
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation (static; the executor checks what depends on run-time values)
-# ---------------------------------------------------------------------------------------------
-
-def check_program(p: Program) -> list[tuple[object, str]]:
-    """Static problems of a program as (node, message) pairs; empty when valid."""
-    problems: list[tuple[object, str]] = []
-    gm = {g.name for g in p.gm_args}
-    scalars = {s.name for s in p.scalar_args}
-    # Scalar registers are global: one set, filled in program order.
-    _check_body(p.body, gm, scalars | {"block_idx", "block_num", "subblock_idx", "subblock_num"}, problems)
-    return problems
-
-
-def _check_body(body, gm, defined: set, problems):
-    for n in body:
-        if isinstance(n, Loop):
-            for e in (n.start, n.stop, n.step):
-                _check_vars(n, e, defined, problems)
-            if is_const(n.step) and n.step == 0:
-                problems.append((n, "loop step must not be 0"))
-            defined.add(n.var)
-            _check_body(n.body, gm, defined, problems)
-        elif isinstance(n, If):
-            _check_vars(n, n.cond, defined, problems)
-            _check_body(n.then_body, gm, defined, problems)
-            _check_body(n.else_body, gm, defined, problems)
-        elif isinstance(n, While):
-            _check_body(n.cond_body, gm, defined, problems)
-            _check_vars(n, n.cond, defined, problems)
-            _check_body(n.body, gm, defined, problems)
-        elif isinstance(n, Instr):
-            _check_instr(n, gm, defined, problems)
-        else:
-            problems.append((n, f"not a program node: {n!r}"))
-
-
-def _check_vars(node, e, defined, problems):
-    for v in sorted(expr_vars(e)):
-        if v not in defined:
-            problems.append((node, f"scalar %{v} is used before it is defined"))
-
-
-def _check_instr(ins: Instr, gm, defined: set, problems):
-    spec = OPCODES.get(ins.opcode)
-    if spec is None:
-        problems.append((ins, f"unknown opcode '{ins.opcode}'"))
-        return
-    a = ins.args
-    for f in spec.fields:
-        if f not in a:
-            problems.append((ins, f"'{ins.opcode}' is missing operand '{f}'"))
-            return
-    if spec.dtype == "required" and not a.get("dtype"):
-        problems.append((ins, f"'{ins.opcode}' needs an element type"))
-    if a.get("dtype") and a["dtype"] not in DTYPE_SIZES:
-        problems.append((ins, f"unknown element type '{a['dtype']}'"))
-    if spec.family == "conv" and a.get("src_dtype") not in DTYPE_SIZES:
-        problems.append((ins, "vconv needs a source element type"))
-    try:
-        want = _pipe_of(ins.opcode, a)
-    except KeyError:
-        want = None
-    if want is not None and ins.pipe != want:
-        problems.append((ins, f"'{ins.opcode}' runs on pipe {want}, not {ins.pipe}"))
-    for f in spec.fields:
-        kind = spec.kinds.get(f, "int")
-        v = a[f]
-        if kind == "gm":
-            if not isinstance(v, GmAddr):
-                problems.append((ins, f"operand '{f}' must be a GM address @arg[+offset]"))
-            elif v.arg not in gm:
-                problems.append((ins, f"unknown GM argument @{v.arg}"))
-            else:
-                _check_vars(ins, v.offset, defined, problems)
-        elif kind == "reg":
-            if not isinstance(v, Var):
-                problems.append((ins, f"operand '{f}' must be a scalar register"))
-        elif kind == "pipe":
-            if v not in PIPES and not (f == "pipe" and v == "ALL"):
-                problems.append((ins, f"operand '{f}': unknown pipe '{v}'"))
-        elif kind.startswith("enum:"):
-            if v not in kind[5:].split("|"):
-                problems.append((ins, f"operand '{f}' must be one of {kind[5:]}"))
-        elif kind == "sym":
-            if not isinstance(v, str):
-                problems.append((ins, f"operand '{f}' must be a symbol"))
-        elif kind == "list":
-            for x in v:
-                _check_vars(ins, x, defined, problems)
-        else:
-            if isinstance(v, GmAddr):
-                problems.append((ins, f"operand '{f}' is a UB operand, not a GM address"))
-            else:
-                _check_vars(ins, v, defined, problems)
-        if kind == "int" and is_const(v):
-            if isinstance(v, float):
-                problems.append((ins, f"operand '{f}' must be an integer"))
-            elif v < 0 and f not in ("hi", "lo"):
-                problems.append((ins, f"operand '{f}' must not be negative"))
-            elif f == "repeat" and v > 255:
-                problems.append((ins, f"repeat {v} exceeds REPEAT_MAX 255"))
-            elif f == "event_id" and v >= EVENT_IDS:
-                problems.append((ins, f"event id {v} out of range 0..{EVENT_IDS - 1}"))
-    if spec.family in ("copy_in",) and is_const(a["right_pad"]) and a["right_pad"] and not a.get("dtype"):
-        problems.append((ins, "right_pad needs an element type (copy_gm_to_ubuf.T)"))
-    if ins.opcode in ("set_flag", "wait_flag") and a.get("src_pipe") == a.get("dst_pipe"):
-        problems.append((ins, f"{ins.opcode} needs two different pipes"))
-    for f in spec.fields:
-        if spec.kinds.get(f) == "reg" and isinstance(a[f], Var):
-            defined.add(a[f].name)
-
-
-def validate_program(p: Program) -> None:
-    """Raise :class:`ProgramSyntaxError` for the first static problem of ``p``."""
-    problems = check_program(p)
-    if problems:
-        node, msg = problems[0]
-        raise ProgramSyntaxError(msg, "<program>", getattr(node, "line", 0))

@@ -143,7 +143,6 @@ class _Site:
         self.op = op
         self.opcode = op.name
         self.pipe = pipe
-        self.line = 0
         self.text = text or op.name
         loc = op.location
         self.origin = Origin(loc.filename.data, loc.line.data, loc.column.data, op.name) \

@@ -19,12 +19,14 @@ from pto_compiler.runtime import loop_batch, reference as golden, vf_executor
 from pto_compiler.runtime import cycles
 from pto_compiler.runtime.executor import execute, expand_trace
 from pto_compiler.runtime.vf_executor import expand_log
-from pto_compiler.runtime.program import parse_program
+from pto_compiler.runtime.program import Instr
 from pto_compiler.targets import A2A3, ASCEND950
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 from exec_speed import tiled_loop as batched_loop  # noqa: E402  (bench/ is not a package)
 from gen_kernels import tiled_loop  # noqa: E402
+from a2a3_programs import a2a3_program  # noqa: E402
+from test_sync_proof import _without  # noqa: E402
 
 
 ROWEXPANDMAX = """func.func @k(%x: !pto.tile<40x128xf32>, %s: !pto.tile<40x1xf32, blayout=col_major>) -> !pto.tile<40x128xf32> {
@@ -112,10 +114,10 @@ def test_the_cycle_model_extrapolates_repeated_trips_exactly(target):
 def test_deleting_any_sync_of_a_batched_loop_finds_the_same(unbatched, monkeypatch):
     module = api.parse(tiled_loop(8), "<k>")
     gm = pipeline.gm_inputs(golden.make_inputs(module, 0))
-    lines = pipeline.compile_module(module, A2A3).to_text().splitlines()
-    syncs = [i for i, ln in enumerate(lines) if any(w in ln for w in ("set_flag", "wait_flag", "pipe_barrier"))]
+    prog = pipeline.compile_module(module, A2A3)
+    syncs = [n for n, _ in prog.walk() if isinstance(n, Instr) and n.spec.family == "sync"]
     assert len(syncs) >= 8
-    programs = [parse_program("\n".join(lines[:i] + lines[i + 1:]) + "\n") for i in syncs]
+    programs = [_without(prog, {id(n)}) for n in syncs]
     fast = [_run(p, gm) for p in programs]
     unbatched()
     for p, f in zip(programs, fast):
@@ -125,16 +127,16 @@ def test_deleting_any_sync_of_a_batched_loop_finds_the_same(unbatched, monkeypat
 
 def test_a_loop_reading_what_an_earlier_trip_wrote_runs_trip_by_trip():
     """Trip i adds 1 to the tile trip i-1 left in UB: batching would lose the chain."""
-    prog = parse_program(""".kernel @t target=a2a3
-.gm @y f32[64]
-V    vector_dup.f32 dst=0x0 scalar=0.0 repeat=1
-S    loop %i = 0 to 9 step 1 {
-V      pipe_barrier V
-V      vadds.f32 dst=0x0 src=0x0 scalar=1.0 repeat=1
-S    }
-V    set_flag V->MTE3 id=0
-MTE3 wait_flag V->MTE3 id=0
-MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x0 len_burst=256
-""")
+    prog = a2a3_program("""\
+  %zero = arith.constant 0.0 : f32
+  a2a3.vector_dup dst=%c0x0 scalar=(%zero : f32) repeat=%c1 blk=%c1 rep=%c8 : f32
+  scf.for %i = %c0 to %c9 step %c1 {
+    a2a3.pipe_barrier V
+    a2a3.vadds dst=%c0x0 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+  }
+  a2a3.set_flag V -> MTE3 id=%c0
+  a2a3.wait_flag V -> MTE3 id=%c0
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%c0 src=%c0x0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 : f32
+""", gm={"y": ("f32", (64,))})
     r = execute(prog)
     assert r.findings == [] and (r.outputs["y"] == 9).all()

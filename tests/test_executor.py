@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from pto_compiler.runtime.executor import ExecutionError, execute
-from pto_compiler.runtime.program import (
-    Instr, Loop, Program, GmArg, ProgramSyntaxError, format_program, parse_program,
-)
+from pto_compiler.runtime.program import GmArg, Instr, Loop, Program
+
+from a2a3_programs import a2a3_program
 
 UB = 192 * 1024
-HDR = ".kernel @t target=a2a3\n"
 NP = {"f16": np.float16, "f32": np.float32, "i16": np.int16, "i32": np.int32}
 rng = np.random.default_rng(1234)
 
@@ -41,8 +40,9 @@ def read(ub, addr, n, dt):
     return ub[addr:addr + n * e].copy().view(dt)
 
 
-def run_body(body, ub=None, **kw):
-    return execute(parse_program(HDR + body), ub=ub, **kw)
+def run_body(body, ub=None, gm=None, scalars=None, **kw):
+    """Run a function body of a2a3 ops (tests/a2a3_programs.py) on the UB image ``ub``."""
+    return execute(a2a3_program(body, gm, scalars), ub=ub, **kw)
 
 
 def lane_addrs(base, repeat, blk, rep, esize, lanes=None):
@@ -99,47 +99,54 @@ def tree(vals, dt):
 # ------------------------------------------------------------------------------------------------
 
 SAMPLE = """\
-.kernel @softmax target=a2a3
-.gm @x f32[64,256]
-.scalar %n i32
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x n_burst=64 len_burst=1024 src_gap=0 dst_gap=0  ; t.pto:5:3 pto.tload
-MTE2 set_flag MTE2->V id=0
-V    wait_flag MTE2->V id=0
-V    vbrcb.f32 dst=0x2e000 src=0x4000 repeat=2 blk=1 rep=8  ; t.pto:12:3 pto.trowexpandmax
-V    pipe_barrier V  ; t.pto:12:3 pto.trowexpandmax
-V    vmax.f32 dst=0x0 src0=0x1000 src1=0x2e000 repeat=16 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
-V    vcmax.f32 dst=0x100 src=0x0 repeat=16 blk=1 rep=1,8 order=value_index
-V    vconv.f32.f16 dst=0x0 src=0x100 repeat=1 blk=1,1 rep=4,8 round=z
-S    loop %i = 0 to %n step 2 {
-V      vadds.f32 dst=0x400+256*%i src0=0x0 scalar=-inf repeat=1 blk=1,1 rep=8,8
-S      ld_ub.f32 dst=%r addr=0x100+4*%i
-S      if %r>0 {
-V        vector_dup.f32 dst=0x0 scalar=%r repeat=1 blk=1 rep=8
-S      } else {
-V        vector_dup.f32 dst=0x0 scalar=0.5 repeat=1 blk=1 rep=8
-S      }
-S    }
-MTE3 copy_ubuf_to_gm.f32 dst=@x+1024*%n src=0x0 n_burst=64 len_burst=1024 src_gap=0 dst_gap=0
-S    pipe_barrier ALL
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c0 n_burst=%c64 len_burst=%c1024 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32 loc("pto.tload"("t.pto":5:3))
+  a2a3.set_flag MTE2 -> V id=%c0
+  a2a3.wait_flag MTE2 -> V id=%c0
+  a2a3.vbrcb dst=%c0x2e000 src=%c0x4000 repeat=%c2 blk=%c1 rep=%c8 : f32 loc("pto.trowexpandmax"("t.pto":12:3))
+  a2a3.pipe_barrier V loc("pto.trowexpandmax"("t.pto":12:3))
+  a2a3.vmax dst=%c0x0 src0=%c0x1000 src1=%c0x2e000 repeat=%c16 blk=%c1,%c1,%c0 rep=%c8,%c8,%c1 : f32 loc("pto.trowexpandmax"("t.pto":12:3))
+  a2a3.vcmax dst=%c0x100 src=%c0x0 repeat=%c16 blk=%c1 rep=%c1,%c8 order=value_index : f32
+  a2a3.vconv dst=%c0x0 src=%c0x100 repeat=%c1 blk=%c1,%c1 rep=%c4,%c8 round=z : f32, f16
+  scf.for %i = %c0 to %n step %c2 {
+    %d = arith.muli %i, %c256 : index
+    %dst = arith.addi %d, %c0x400 : index
+    a2a3.vadds dst=%dst src=%c0x0 scalar=(%f-inf : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+    %a = arith.muli %i, %c4 : index
+    %addr = arith.addi %a, %c0x100 : index
+    %r = a2a3.ld_ub addr=%addr : f32, f32
+    %pos = arith.cmpi sgt, %n, %c0 : index
+    scf.if %pos {
+      a2a3.vector_dup dst=%c0x0 scalar=(%r : f32) repeat=%c1 blk=%c1 rep=%c8 : f32
+    } else {
+      a2a3.vector_dup dst=%c0x0 scalar=(%f0.5 : f32) repeat=%c1 blk=%c1 rep=%c8 : f32
+    }
+  }
+  %off = arith.muli %n, %c1024 : index
+  a2a3.copy_ubuf_to_gm dst=(%x : !pto.ptr<f32>)+%off src=%c0x0 n_burst=%c64 len_burst=%c1024 src_gap=%c0 dst_gap=%c0 : f32
+  a2a3.pipe_barrier ALL
 """
 
 
-def test_text_round_trip():
-    text = SAMPLE.replace("src0=0x0 scalar", "src=0x0 scalar")
-    p = parse_program(text)
-    assert format_program(p) == text
+def test_decoded_program():
+    """The listing's decoder reads a2a3 ops, their operands, strides and origins as written."""
+    p = a2a3_program(SAMPLE, gm={"x": ("f32", (64, 256))}, scalars={"n": "index"}, name="softmax")
+    assert [(g.name, g.dtype, g.shape) for g in p.gm_args] == [("x", "f32", (64, 256))]
     ins = p.body[0]
     assert ins.pipe == "MTE2" and ins.opcode == "copy_gm_to_ubuf"
     assert tuple(ins.origin) == ("t.pto", 5, 3, "pto.tload")
     vmax = p.body[5]
     assert vmax.args["src1_blk_stride"] == 0 and vmax.args["src1_rep_stride"] == 1
     assert vmax.args["dtype"] == "f32"
+    assert p.body[6].args["order"] == "value_index" and p.body[6].args["dst_rep_stride"] == 1
+    assert (p.body[7].args["src_dtype"], p.body[7].args["dtype"], p.body[7].args["round"]) == ("f32", "f16", "z")
     loop = p.body[8]
     assert isinstance(loop, Loop) and loop.var == "i" and loop.step == 2
-    assert parse_program(format_program(p)).to_text() == text
+    text = p.to_text()
+    assert "V    vcmax.f32 dst=0x100 src=0x0 repeat=16 blk=1 rep=1,8 order=value_index" in text
+    assert "V    vconv.f32.f16 dst=0x0 src=0x100 repeat=1 blk=1,1 rep=4,8 round=z" in text
 
 
-def test_builder_matches_text():
+def test_builder_matches_listing():
     ins = Instr.make("vmax", "f32", dst=0, src0=0x1000, src1=0x2000, repeat=16,
                      src1_blk_stride=0, src1_rep_stride=1, origin=("t.pto", 12, 3, "pto.trowexpandmax"))
     line = ins.to_text()
@@ -147,26 +154,6 @@ def test_builder_matches_text():
                     "  ; t.pto:12:3 pto.trowexpandmax")
     p = Program("a2a3", [GmArg("x", "f32", (4,))], [Loop("i", 0, 2, 1, [ins])])
     assert "S    loop %i = 0 to 2 step 1 {\nV      vmax.f32" in p.to_text()
-    assert parse_program(p.to_text()).to_text() == p.to_text()
-
-
-@pytest.mark.parametrize("body,msg", [
-    ("V    vfoo.f32 dst=0x0", "unknown opcode 'vfoo'"),
-    ("V    vadd dst=0x0 src0=0x0 src1=0x0", "needs an element type"),
-    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 bogus=1", "has no operand 'bogus'"),
-    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 blk=1,1", "'blk=' of vadd takes 3"),
-    ("MTE2 vadd.f32 dst=0x0 src0=0x0 src1=0x0", "runs on pipe V, not MTE2"),
-    ("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=300", "exceeds REPEAT_MAX 255"),
-    ("V    vadd.f32 dst=%q src0=0x0 src1=0x0", "%q is used before it is defined"),
-    ("S    loop %i = 0 to 4 step 1 {\nV    vadd.f32 dst=0x0 src0=0x0 src1=0x0", "never closed"),
-    ("MTE2 set_flag MTE2->V id=9", "event id 9 out of range"),
-    ("MTE3 copy_ubuf_to_gm.f32 dst=@nope src=0x0 len_burst=32", "unknown GM argument @nope"),
-])
-def test_parse_errors(body, msg):
-    with pytest.raises(ProgramSyntaxError) as e:
-        parse_program(HDR + body + "\n", "bad.prog")
-    assert msg in str(e.value)
-    assert str(e.value).startswith("bad.prog:")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -183,7 +170,7 @@ def test_binary_ops_strided_f32(op):
     b = rng.uniform(0.5, 4, 600).astype(np.float32)
     ub = ub_with(a_0x0=a, b_0x1000=b)
     blks, reps = (1, 2, 1), (8, 16, 9)
-    body = f"V    {op}.f32 dst=0x4000 src0=0x0 src1=0x1000 repeat=3 blk=1,2,1 rep=8,16,9\n"
+    body = f"a2a3.{op} dst=%c0x4000 src0=%c0x0 src1=%c0x1000 repeat=%c3 blk=%c1,%c2,%c1 rep=%c8,%c16,%c9 : f32\n"
     got = run_body(body, ub).ub
     want = elementwise_ref(ub, np.float32, BIN[op], 0x4000, [0x0, 0x1000], 3, blks, reps)
     assert np.array_equal(got, want)
@@ -209,7 +196,7 @@ def test_binary_ops_dtypes(dt, op):
               "vsub": lambda x, y: t(np.float64(x) - np.float64(y)),
               "vmul": lambda x, y: t(np.float64(x) * np.float64(y)), "vmax": max}[op]
     ub = ub_with(a_0x0=a, b_0x2000=b)
-    got = run_body(f"V    {op}.{dt} dst=0x4000 src0=0x0 src1=0x2000 repeat=3\n", ub).ub
+    got = run_body(f"a2a3.{op} dst=%c0x4000 src0=%c0x0 src1=%c0x2000 repeat=%c3 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : {dt}\n", ub).ub
     with np.errstate(over="ignore"):
         want = elementwise_ref(ub, t, fn, 0x4000, [0, 0x2000], 3, (1, 1, 1), (8, 8, 8))
     assert np.array_equal(got, want)
@@ -220,7 +207,7 @@ def test_block_stride_zero_broadcasts_one_block():
     x = rng.standard_normal((4, 64)).astype(np.float32)
     s = rng.standard_normal((4, 8)).astype(np.float32)  # one 32 B block per row
     ub = ub_with(x_0x0=x, s_0x1000=s)
-    got = run_body("V    vmax.f32 dst=0x2000 src0=0x0 src1=0x1000 repeat=4 blk=1,1,0 rep=8,8,1\n", ub).ub
+    got = run_body("a2a3.vmax dst=%c0x2000 src0=%c0x0 src1=%c0x1000 repeat=%c4 blk=%c1,%c1,%c0 rep=%c8,%c8,%c1 : f32\n", ub).ub
     out = read(got, 0x2000, 256, np.float32).reshape(4, 64)
     assert np.array_equal(out, np.maximum(x, np.tile(s, (1, 8))))
 
@@ -229,8 +216,8 @@ def test_nan_and_signed_zero_in_vmax_vmin():
     a = np.array([np.nan, 1, -0.0, 0.0] * 16, np.float32)
     b = np.array([1, np.nan, 0.0, -0.0] * 16, np.float32)
     ub = ub_with(a_0x0=a, b_0x100=b)
-    got = run_body("V    vmax.f32 dst=0x200 src0=0x0 src1=0x100 repeat=1\n"
-                   "V    vmin.f32 dst=0x300 src0=0x0 src1=0x100 repeat=1\n", ub).ub
+    got = run_body("a2a3.vmax dst=%c0x200 src0=%c0x0 src1=%c0x100 repeat=%c1 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n"
+                   "a2a3.vmin dst=%c0x300 src0=%c0x0 src1=%c0x100 repeat=%c1 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n", ub).ub
     mx, mn = read(got, 0x200, 64, np.float32), read(got, 0x300, 64, np.float32)
     assert np.isnan(mx[0]) and np.isnan(mx[1]) and np.isnan(mn[0]) and np.isnan(mn[1])
     assert not np.signbit(mx[2]) and not np.signbit(mx[3])
@@ -242,7 +229,7 @@ def test_nan_and_signed_zero_in_vmax_vmin():
 def test_scalar_ops(op, fn):
     a = rng.uniform(-3, 3, 256).astype(np.float32)
     ub = ub_with(a_0x0=a)
-    got = run_body(f"V    {op}.f32 dst=0x1000 src=0x0 scalar=0.75 repeat=2 blk=2,1 rep=16,8\n", ub).ub
+    got = run_body(f"a2a3.{op} dst=%c0x1000 src=%c0x0 scalar=(%f0.75 : f32) repeat=%c2 blk=%c2,%c1 rep=%c16,%c8 : f32\n", ub).ub
     want = elementwise_ref(ub, np.float32, lambda x: np.float32(fn(x, np.float32(0.75))),
                            0x1000, [0], 2, (2, 1), (16, 8))
     assert np.array_equal(got, want)
@@ -260,7 +247,7 @@ def test_unary_ops(op, dt):
     lo = 0.1 if op in ("vln", "vsqrt", "vrsqrt") else -2
     a = rng.uniform(lo, 3, n).astype(t)
     ub = ub_with(a_0x0=a)
-    got = run_body(f"V    {op}.{dt} dst=0x1000 src=0x0 repeat=2\n", ub).ub
+    got = run_body(f"a2a3.{op} dst=%c0x1000 src=%c0x0 repeat=%c2 blk=%c1,%c1 rep=%c8,%c8 : {dt}\n", ub).ub
     want = UNARY[op](a.astype(np.float64)).astype(t)  # computed in f64, rounded once
     assert np.array_equal(read(got, 0x1000, n, t), want)
 
@@ -272,8 +259,8 @@ def test_unary_ops(op, dt):
 def test_norm_mode_partial_mask_f32_and_f16():
     a = rng.standard_normal(128).astype(np.float32)
     ub = ub_with(a_0x0=a, d_0x1000=np.full(128, 7, np.float32))
-    body = ("V    set_vector_mask hi=0x0 lo=0x5555555555555555\n"
-            "V    vadds.f32 dst=0x1000 src=0x0 scalar=1.0 repeat=2\n")
+    body = ("a2a3.set_vector_mask hi=%c0x0 lo=%c0x5555555555555555\n"
+            "  a2a3.vadds dst=%c0x1000 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c2 blk=%c1,%c1 rep=%c8,%c8 : f32\n")
     got = read(run_body(body, ub).ub, 0x1000, 128, np.float32)
     act = mask_lanes(0x5555555555555555, 0, 64) * 2
     want = np.where(act, a + np.float32(1), np.float32(7))
@@ -281,8 +268,8 @@ def test_norm_mode_partial_mask_f32_and_f16():
     # f16: lanes 64..127 come from hi; first 70 lanes on (SetContinuousMask(70))
     h = rng.standard_normal(128).astype(np.float16)
     ub = ub_with(a_0x0=h, d_0x1000=np.zeros(128, np.float16))
-    body = ("V    set_vector_mask hi=0x3f lo=0xffffffffffffffff\n"
-            "V    vmuls.f16 dst=0x1000 src=0x0 scalar=2.0 repeat=1\n")
+    body = ("a2a3.set_vector_mask hi=%c0x3f lo=%c0xffffffffffffffff\n"
+            "  a2a3.vmuls dst=%c0x1000 src=%c0x0 scalar=(%f2.0 : f16) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f16\n")
     got = read(run_body(body, ub).ub, 0x1000, 128, np.float16)
     assert np.array_equal(got[:70], h[:70] * np.float16(2)) and not got[70:].any()
 
@@ -290,9 +277,9 @@ def test_norm_mode_partial_mask_f32_and_f16():
 def test_count_mode_last_repeat_partial_and_strides_apply():
     a = rng.standard_normal(256).astype(np.float32)
     ub = ub_with(a_0x0=a)
-    body = ("V    set_mask_count\n"
-            "V    set_vector_count count=100\n"
-            "V    vadds.f32 dst=0x1000 src=0x0 scalar=1.0 repeat=0 blk=1,1 rep=16,16\n")
+    body = ("a2a3.set_mask_count \n"
+            "  a2a3.set_vector_count count=%c100\n"
+            "  a2a3.vadds dst=%c0x1000 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c0 blk=%c1,%c1 rep=%c16,%c16 : f32\n")
     got = run_body(body, ub).ub
     # 2 repeats, repeat 1 has 36 lanes; repeat stride 16 blocks = 128 elements
     act = [[True] * 64, [True] * 36 + [False] * 28]
@@ -303,8 +290,8 @@ def test_count_mode_last_repeat_partial_and_strides_apply():
 
 def test_vector_dup_masked():
     ub = ub_with(d_0x0=np.full(64, 3, np.int32))
-    body = ("V    set_vector_mask hi=0x0 lo=0xff\n"
-            "V    vector_dup.i32 dst=0x0 scalar=-5 repeat=1\n")
+    body = ("a2a3.set_vector_mask hi=%c0x0 lo=%c0xff\n"
+            "  a2a3.vector_dup dst=%c0x0 scalar=(%f-5 : i32) repeat=%c1 blk=%c1 rep=%c8 : i32\n")
     got = read(run_body(body, ub).ub, 0, 64, np.int32)
     assert list(got[:8]) == [-5] * 8 and list(got[8:]) == [3] * 56
 
@@ -320,8 +307,8 @@ def test_vbrcb(dt):
     s = rng.standard_normal(16).astype(t)
     ub = ub_with(s_0x0=s)
     # partial mask must not matter; dst blk stride 0 acts as 1
-    body = (f"V    set_vector_mask hi=0x0 lo=0x1\n"
-            f"V    vbrcb.{dt} dst=0x1000 src=0x0 repeat=2 blk=0 rep=8\n")
+    body = (f"a2a3.set_vector_mask hi=%c0x0 lo=%c0x1\n"
+            f"  a2a3.vbrcb dst=%c0x1000 src=%c0x0 repeat=%c2 blk=%c0 rep=%c8 : {dt}\n")
     got = run_body(body, ub).ub
     epb = 32 // e
     want = np.repeat(s, epb)  # block i holds scalar i
@@ -332,10 +319,10 @@ def test_vcadd_vcmax_vcmin_per_repeat():
     x = rng.standard_normal((3, 64)).astype(np.float32)
     x[1, 17] = x[1, 40] = 9.0  # tie: the lowest lane wins
     ub = ub_with(x_0x0=x)
-    body = ("V    vcadd.f32 dst=0x1000 src=0x0 repeat=3 blk=1 rep=2,8\n"
-            "V    vcmax.f32 dst=0x1100 src=0x0 repeat=3 blk=1 rep=1,8\n"
-            "V    vcmin.f32 dst=0x1200 src=0x0 repeat=3 blk=1 rep=1,8 order=value_index\n"
-            "V    vcmax.f32 dst=0x1300 src=0x0 repeat=3 blk=1 rep=1,8 order=value_index\n")
+    body = ("a2a3.vcadd dst=%c0x1000 src=%c0x0 repeat=%c3 blk=%c1 rep=%c2,%c8 : f32\n"
+            "  a2a3.vcmax dst=%c0x1100 src=%c0x0 repeat=%c3 blk=%c1 rep=%c1,%c8 : f32\n"
+            "  a2a3.vcmin dst=%c0x1200 src=%c0x0 repeat=%c3 blk=%c1 rep=%c1,%c8 order=value_index : f32\n"
+            "  a2a3.vcmax dst=%c0x1300 src=%c0x0 repeat=%c3 blk=%c1 rep=%c1,%c8 order=value_index : f32\n")
     got = run_body(body, ub).ub
     sums = read(got, 0x1000, 6, np.float32)[0::2]  # dst repeat stride 2 elements
     assert [s.tobytes() for s in sums] == [tree(x[r], np.float32).tobytes() for r in range(3)]
@@ -350,8 +337,8 @@ def test_vcadd_vcmax_vcmin_per_repeat():
 def test_vcadd_count_mode_rows_of_f16():
     x = rng.standard_normal((4, 128)).astype(np.float16)
     ub = ub_with(x_0x0=x)
-    body = ("V    set_mask_count\nV    set_vector_count count=500\n"
-            "V    vcadd.f16 dst=0x1000 src=0x0 repeat=0 blk=1 rep=1,8\n")
+    body = ("a2a3.set_mask_count \na2a3.set_vector_count count=%c500\n"
+            "  a2a3.vcadd dst=%c0x1000 src=%c0x0 repeat=%c0 blk=%c1 rep=%c1,%c8 : f16\n")
     got = read(run_body(body, ub).ub, 0x1000, 4, np.float16)
     want = [tree(x[r], np.float16) for r in range(3)] + [tree(list(x[3, :116]) + [0] * 12, np.float16)]
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
@@ -360,8 +347,8 @@ def test_vcadd_count_mode_rows_of_f16():
 def test_vcgadd_vcgmax_per_block():
     x = rng.standard_normal((2, 64)).astype(np.float32)
     ub = ub_with(x_0x0=x)
-    body = ("V    vcgadd.f32 dst=0x1000 src=0x0 repeat=2 blk=1 rep=1,8\n"
-            "V    vcgmax.f32 dst=0x1100 src=0x0 repeat=2 blk=1 rep=2,8\n")
+    body = ("a2a3.vcgadd dst=%c0x1000 src=%c0x0 repeat=%c2 blk=%c1 rep=%c1,%c8 : f32\n"
+            "  a2a3.vcgmax dst=%c0x1100 src=%c0x0 repeat=%c2 blk=%c1 rep=%c2,%c8 : f32\n")
     got = run_body(body, ub).ub
     blocks = x.reshape(2, 8, 8)
     s = read(got, 0x1000, 16, np.float32)
@@ -375,13 +362,13 @@ def test_vcpadd_pairs_and_block_rep_stride():
     x = rng.standard_normal((2, 64)).astype(np.float32)
     ub = ub_with(x_0x0=x, d_0x1000=np.full(64, 5, np.float32))
     # dst rep stride 8 blocks = 64 elements: row r's 32 pair sums at 0x1000 + r*256
-    got = run_body("V    vcpadd.f32 dst=0x1000 src=0x0 repeat=2 blk=1 rep=8,8\n", ub).ub
+    got = run_body("a2a3.vcpadd dst=%c0x1000 src=%c0x0 repeat=%c2 blk=%c1 rep=%c8,%c8 : f32\n", ub).ub
     out = read(got, 0x1000, 128, np.float32).reshape(2, 64)
     assert np.array_equal(out[:, :32], x[:, 0::2] + x[:, 1::2])
     assert np.all(out[0, 32:] == 5)
     # count mode, even count 10: 5 pair sums, the rest untouched
     ub = ub_with(x_0x0=x, d_0x1000=np.full(64, 5, np.float32))
-    body = "V    set_mask_count\nV    set_vector_count count=10\nV    vcpadd.f32 dst=0x1000 src=0x0 repeat=0\n"
+    body = "a2a3.set_mask_count \na2a3.set_vector_count count=%c10\na2a3.vcpadd dst=%c0x1000 src=%c0x0 repeat=%c0 blk=%c1 rep=%c4,%c8 : f32\n"
     out = read(run_body(body, ub).ub, 0x1000, 64, np.float32)
     assert np.array_equal(out[:5], x[0, 0:10:2] + x[0, 1:10:2]) and np.all(out[5:] == 5)
 
@@ -389,16 +376,16 @@ def test_vcpadd_pairs_and_block_rep_stride():
 def test_vconv():
     x = np.array([1.5, 2.5, -1.5, 1e6, 3.25, -0.0] + [0.1] * 58, np.float32)  # 1e6 -> f16 inf
     ub = ub_with(x_0x0=x)
-    body = ("V    vconv.f32.f16 dst=0x1000 src=0x0 repeat=1 blk=1,1 rep=4,8\n"
-            "V    vconv.f32.i32 dst=0x2000 src=0x0 repeat=1 round=z\n"
-            "V    vconv.f32.i32 dst=0x3000 src=0x0 repeat=1\n")
+    body = ("a2a3.vconv dst=%c0x1000 src=%c0x0 repeat=%c1 blk=%c1,%c1 rep=%c4,%c8 : f32, f16\n"
+            "  a2a3.vconv dst=%c0x2000 src=%c0x0 repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 round=z : f32, i32\n"
+            "  a2a3.vconv dst=%c0x3000 src=%c0x0 repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32, i32\n")
     got = run_body(body, ub).ub
     with np.errstate(over="ignore"):
         assert np.array_equal(read(got, 0x1000, 64, np.float16), x.astype(np.float16))
     assert list(read(got, 0x2000, 6, np.int32)) == [1, 2, -1, 1000000, 3, 0]
     assert list(read(got, 0x3000, 6, np.int32)) == [2, 2, -2, 1000000, 3, 0]
     h = rng.standard_normal(64).astype(np.float16)
-    got = run_body("V    vconv.f16.f32 dst=0x1000 src=0x0 repeat=1\n", ub_with(h_0x0=h)).ub
+    got = run_body("a2a3.vconv dst=%c0x1000 src=%c0x0 repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f16, f32\n", ub_with(h_0x0=h)).ub
     assert np.array_equal(read(got, 0x1000, 64, np.float32), h.astype(np.float32))
 
 
@@ -406,7 +393,7 @@ def test_in_place_overlap_runs_repeats_in_order():
     """dst of repeat 0 is src0 of repeat 1: repeat 1 must read the new values."""
     a = np.arange(192, dtype=np.float32)
     ub = ub_with(a_0x0=a)
-    body = "V    vadds.f32 dst=0x100 src=0x0 scalar=1.0 repeat=2 blk=1,1 rep=8,8\n"
+    body = "a2a3.vadds dst=%c0x100 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c2 blk=%c1,%c1 rep=%c8,%c8 : f32\n"
     got = read(run_body(body, ub).ub, 0, 192, np.float32)
     assert np.array_equal(got[:64], a[:64])
     assert np.array_equal(got[64:128], a[:64] + 1)
@@ -417,7 +404,7 @@ def test_row_max_compaction_from_the_headers():
     """§3.3 fast path: vmax(tmp, tmp, tmp+8, 8 repeats, blk 1,2,2, rep 8,16,16) on [64,16]."""
     t = rng.standard_normal((64, 16)).astype(np.float32)
     ub = ub_with(t_0x0=t)
-    got = run_body("V    vmax.f32 dst=0x0 src0=0x0 src1=0x20 repeat=8 blk=1,2,2 rep=8,16,16\n", ub).ub
+    got = run_body("a2a3.vmax dst=%c0x0 src0=%c0x0 src1=%c0x20 repeat=%c8 blk=%c1,%c2,%c2 rep=%c8,%c16,%c16 : f32\n", ub).ub
     want = elementwise_ref(ub, np.float32, max, 0, [0, 0x20], 8, (1, 2, 2), (8, 16, 16))
     assert np.array_equal(got, want)
     assert np.array_equal(read(got, 0, 512, np.float32).reshape(64, 8), np.maximum(t[:, :8], t[:, 8:]))
@@ -429,17 +416,15 @@ def test_row_max_compaction_from_the_headers():
 
 def test_copies_with_gaps_and_padding():
     x = rng.standard_normal((4, 10)).astype(np.float32)
-    prog = parse_program(HDR + """\
-.gm @x f32[4,10]
-.gm @y f32[4,10]
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+8 n_burst=3 len_burst=20 src_gap=20 dst_gap=1 right_pad=3 pad_value=-1.0
-MTE2 set_flag MTE2->V id=0
-V    wait_flag MTE2->V id=0
-V    copy_ubuf_to_ubuf dst=0x1000 src=0x0 n_burst=3 len_burst=1 src_gap=1 dst_gap=0
-V    set_flag V->MTE3 id=1
-MTE3 wait_flag V->MTE3 id=1
-MTE3 copy_ubuf_to_gm.f32 dst=@y+4 src=0x0 n_burst=3 len_burst=20 src_gap=1 dst_gap=20
-""")
+    prog = a2a3_program("""\
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c8 n_burst=%c3 len_burst=%c20 src_gap=%c20 dst_gap=%c1 right_pad=%c3 pad_value=(%f-1.0 : f32) : f32
+  a2a3.set_flag MTE2 -> V id=%c0
+  a2a3.wait_flag MTE2 -> V id=%c0
+  a2a3.copy_ubuf_to_ubuf dst=%c0x1000 src=%c0x0 n_burst=%c3 len_burst=%c1 src_gap=%c1 dst_gap=%c0
+  a2a3.set_flag V -> MTE3 id=%c1
+  a2a3.wait_flag V -> MTE3 id=%c1
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%c4 src=%c0x0 n_burst=%c3 len_burst=%c20 src_gap=%c1 dst_gap=%c20 : f32
+""", gm={"x": ("f32", (4, 10)), "y": ("f32", (4, 10))})
     r = execute(prog, {"x": x})
     flat = x.reshape(-1)
     ub = r.ub
@@ -456,11 +441,11 @@ MTE3 copy_ubuf_to_gm.f32 dst=@y+4 src=0x0 n_burst=3 len_burst=20 src_gap=1 dst_g
 
 
 def test_gm_out_of_bounds_names_the_argument():
-    body = """.gm @x f32[4,8]
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+64 n_burst=4 len_burst=32  ; k.pto:3:5 pto.tload
+    body = """\
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c64 n_burst=%c4 len_burst=%c32 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32 loc("pto.tload"("k.pto":3:5))
 """
     with pytest.raises(ExecutionError) as e:
-        run_body(body)
+        run_body(body, gm={"x": ("f32", (4, 8))})
     f = e.value.findings[0]
     assert f.kind == "bounds" and "@x" in f.message and "[16, 48)" in f.message
     assert e.value.exit_code == 4
@@ -469,13 +454,13 @@ MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+64 n_burst=4 len_burst=32  ; k.pto:3:5 p
 
 def test_ub_out_of_range():
     with pytest.raises(ExecutionError) as e:
-        run_body("V    vadd.f32 dst=0x2ff00 src0=0x0 src1=0x0 repeat=2\n")
+        run_body("a2a3.vadd dst=%c0x2ff00 src0=%c0x0 src1=%c0x0 repeat=%c2 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n")
     assert e.value.findings[0].kind == "bounds" and "192 KiB" in e.value.findings[0].message
 
 
 def test_alignment_checked():
     with pytest.raises(ExecutionError) as e:
-        run_body("V    vadd.f32 dst=0x10 src0=0x0 src1=0x0 repeat=1\n")
+        run_body("a2a3.vadd dst=%c0x10 src0=%c0x0 src1=%c0x0 repeat=%c1 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n")
     assert e.value.findings[0].kind == "align"
 
 
@@ -483,23 +468,23 @@ def test_alignment_checked():
 # hazards
 # ------------------------------------------------------------------------------------------------
 
-PIPELINE = """.gm @x f32[16,64]
-.gm @y f32[16,64]
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x n_burst=1 len_burst=4096  ; k.pto:4:3 pto.tload
-MTE2 set_flag MTE2->V id=0  ; k.pto:4:3 pto.tload
-V    wait_flag MTE2->V id=0  ; k.pto:5:3 pto.texp
-V    vexp.f32 dst=0x1000 src=0x0 repeat=16  ; k.pto:5:3 pto.texp
-V    pipe_barrier V  ; k.pto:6:3 pto.tadds
-V    vadds.f32 dst=0x1000 src=0x1000 scalar=1.0 repeat=16  ; k.pto:6:3 pto.tadds
-V    set_flag V->MTE3 id=0  ; k.pto:7:3 pto.tstore
-MTE3 wait_flag V->MTE3 id=0  ; k.pto:7:3 pto.tstore
-MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x1000 n_burst=1 len_burst=4096  ; k.pto:7:3 pto.tstore
+PIPELINE_GM = {"x": ("f32", (16, 64)), "y": ("f32", (16, 64))}
+PIPELINE = """\
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c0 n_burst=%c1 len_burst=%c4096 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32 loc("pto.tload"("k.pto":4:3))
+  a2a3.set_flag MTE2 -> V id=%c0 loc("pto.tload"("k.pto":4:3))
+  a2a3.wait_flag MTE2 -> V id=%c0 loc("pto.texp"("k.pto":5:3))
+  a2a3.vexp dst=%c0x1000 src=%c0x0 repeat=%c16 blk=%c1,%c1 rep=%c8,%c8 : f32 loc("pto.texp"("k.pto":5:3))
+  a2a3.pipe_barrier V loc("pto.tadds"("k.pto":6:3))
+  a2a3.vadds dst=%c0x1000 src=%c0x1000 scalar=(%f1.0 : f32) repeat=%c16 blk=%c1,%c1 rep=%c8,%c8 : f32 loc("pto.tadds"("k.pto":6:3))
+  a2a3.set_flag V -> MTE3 id=%c0 loc("pto.tstore"("k.pto":7:3))
+  a2a3.wait_flag V -> MTE3 id=%c0 loc("pto.tstore"("k.pto":7:3))
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%c0 src=%c0x1000 n_burst=%c1 len_burst=%c4096 src_gap=%c0 dst_gap=%c0 : f32 loc("pto.tstore"("k.pto":7:3))
 """
 
 
 def test_correct_program_reports_nothing():
     x = rng.standard_normal((16, 64)).astype(np.float32)
-    r = run_body(PIPELINE, inputs={"x": x})
+    r = run_body(PIPELINE, gm=PIPELINE_GM, inputs={"x": x})
     assert r.findings == []
     assert np.array_equal(r.outputs["y"], (np.exp(x.astype(np.float64)).astype(np.float32) + np.float32(1)))
 
@@ -512,9 +497,9 @@ def drop(text, *needles):
 
 
 def test_missing_flag_pair_is_a_race_naming_both():
-    body = drop(PIPELINE, "set_flag MTE2->V", "wait_flag MTE2->V")
+    body = drop(PIPELINE, "set_flag MTE2 -> V", "wait_flag MTE2 -> V")
     with pytest.raises(ExecutionError) as e:
-        run_body(body, inputs={"x": np.ones((16, 64), np.float32)})
+        run_body(body, gm=PIPELINE_GM, inputs={"x": np.ones((16, 64), np.float32)})
     races = [f for f in e.value.findings if f.kind == "race"]
     assert len(races) == 1
     m = races[0].message
@@ -526,112 +511,120 @@ def test_missing_flag_pair_is_a_race_naming_both():
 
 def test_missing_barrier_is_a_same_pipe_race():
     with pytest.raises(ExecutionError) as e:
-        run_body(drop(PIPELINE, "pipe_barrier V"), inputs={"x": np.ones((16, 64), np.float32)})
+        run_body(drop(PIPELINE, "pipe_barrier V"), gm=PIPELINE_GM, inputs={"x": np.ones((16, 64), np.float32)})
     (f,) = e.value.findings
     assert f.kind == "race" and "no pipe_barrier V" in f.message and "vadds.f32" in f.message
 
 
 def test_missing_set_flag_alone_is_a_deadlock():
     with pytest.raises(ExecutionError) as e:
-        run_body(drop(PIPELINE, "set_flag V->MTE3"))
+        run_body(drop(PIPELINE, "set_flag V -> MTE3"), gm=PIPELINE_GM)
     (f,) = e.value.findings
     assert f.kind == "deadlock" and "wait_flag V->MTE3 id=0" in f.message
 
 
 def test_wait_flag_on_scalar_pipe_without_set_is_a_deadlock():
     with pytest.raises(ExecutionError) as e:
-        run_body("V    vadds.f32 dst=0x0 src=0x0 scalar=1.0 repeat=1\nS    wait_flag V->S id=0\n")
+        run_body("a2a3.vadds dst=%c0x0 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32\na2a3.wait_flag V -> S id=%c0\n")
     assert e.value.findings[0].kind == "deadlock"
 
 
 def test_war_across_pipes():
     """MTE2 reloads a buffer V is still reading: WAR unless V signals MTE2."""
-    body = """.gm @x f32[64]
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x len_burst=256
-MTE2 set_flag MTE2->V id=0
-V    wait_flag MTE2->V id=0
-V    vadds.f32 dst=0x100 src=0x0 scalar=1.0 repeat=1
-{sync}MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x len_burst=256
+    body = """\
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32
+  a2a3.set_flag MTE2 -> V id=%c0
+  a2a3.wait_flag MTE2 -> V id=%c0
+  a2a3.vadds dst=%c0x100 src=%c0x0 scalar=(%f1.0 : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+{sync}  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%c0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32
 """
+    gm = {"x": ("f32", (64,))}
     with pytest.raises(ExecutionError) as e:
-        run_body(body.format(sync=""))
+        run_body(body.format(sync=""), gm=gm)
     war = [f for f in e.value.findings if "(WAR)" in f.message]
     assert len(war) == 1 and "overwrites what 'V vadds.f32" in war[0].message
-    r = run_body(body.format(sync="V    set_flag V->MTE2 id=1\nMTE2 wait_flag V->MTE2 id=1\n"))
+    r = run_body(body.format(sync="a2a3.set_flag V -> MTE2 id=%c1\na2a3.wait_flag V -> MTE2 id=%c1\n"), gm=gm)
     assert r.findings == []
 
 
 def test_flag_chain_is_transitive_and_scalar_reads_need_flags():
     """V writes, V->S flag, S reads with ld_ub, S->MTE3 flag... MTE3 may store V's bytes."""
-    body = """.gm @y f32[64]
-V    vector_dup.f32 dst=0x0 scalar=2.5 repeat=1
-V    set_flag V->S id=0
-S    wait_flag V->S id=0
-S    ld_ub.f32 dst=%v addr=0x8
-S    sadd.f32 dst=%w src0=%v src1=1.0
-S    st_ub.f32 addr=0x4 src=%w
-S    set_flag S->MTE3 id=0
-MTE3 wait_flag S->MTE3 id=0
-MTE3 copy_ubuf_to_gm.f32 dst=@y src=0x0 len_burst=256
+    body = """\
+  a2a3.vector_dup dst=%c0x0 scalar=(%f2.5 : f32) repeat=%c1 blk=%c1 rep=%c8 : f32
+  a2a3.set_flag V -> S id=%c0
+  a2a3.wait_flag V -> S id=%c0
+  %v = a2a3.ld_ub addr=%c0x8 : f32, f32
+  %w = a2a3.sadd src0=(%v : f32) src1=(%f1.0 : f32) : f32, f32
+  a2a3.st_ub addr=%c0x4 src=(%w : f32) : f32
+  a2a3.set_flag S -> MTE3 id=%c0
+  a2a3.wait_flag S -> MTE3 id=%c0
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%c0 src=%c0x0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 : f32
 """
-    r = run_body(body)
+    gm = {"y": ("f32", (64,))}
+    r = run_body(body, gm=gm)
     assert r.findings == [] and r.scalars["v"] == 2.5
     assert list(r.outputs["y"][:3]) == [2.5, 3.5, 2.5]
     with pytest.raises(ExecutionError) as e:
-        run_body(drop(body, "set_flag V->S", "wait_flag V->S"))
+        run_body(drop(body, "set_flag V -> S", "wait_flag V -> S"), gm=gm)
     assert "ld_ub.f32" in e.value.findings[0].message
 
 
 def test_loops_with_ping_pong_events_and_address_expressions():
     x = rng.standard_normal((4, 64)).astype(np.float32)
-    body = """.gm @x f32[4,64]
-.gm @y f32[4,64]
-MTE3 set_flag MTE3->MTE2 id=0
-MTE3 set_flag MTE3->MTE2 id=1
-S    loop %i = 0 to 4 step 1 {
-MTE2   wait_flag MTE3->MTE2 id=%i%2
-MTE2   copy_gm_to_ubuf.f32 dst=0x200*(%i%2) src=@x+256*%i len_burst=256
-MTE2   set_flag MTE2->V id=%i%2
-V      wait_flag MTE2->V id=%i%2
-V      vmuls.f32 dst=0x1000+0x100*(%i%2) src=0x200*(%i%2) scalar=2.0 repeat=1
-V      set_flag V->MTE3 id=%i%2
-MTE3   wait_flag V->MTE3 id=%i%2
-MTE3   copy_ubuf_to_gm.f32 dst=@y+256*%i src=0x1000+0x100*(%i%2) len_burst=256
-MTE3   set_flag MTE3->MTE2 id=%i%2
-S    }
-MTE2 wait_flag MTE3->MTE2 id=0
-MTE2 wait_flag MTE3->MTE2 id=1
+    body = """\
+  a2a3.set_flag MTE3 -> MTE2 id=%c0
+  a2a3.set_flag MTE3 -> MTE2 id=%c1
+  scf.for %i = %c0 to %c4 step %c1 {
+    %e = arith.remsi %i, %c2 : index
+    %in = arith.muli %e, %c0x200 : index
+    %half = arith.muli %e, %c0x100 : index
+    %out = arith.addi %half, %c0x1000 : index
+    %g = arith.muli %i, %c256 : index
+    a2a3.wait_flag MTE3 -> MTE2 id=%e
+    a2a3.copy_gm_to_ubuf dst=%in src=(%x : !pto.ptr<f32>)+%g n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32
+    a2a3.set_flag MTE2 -> V id=%e
+    a2a3.wait_flag MTE2 -> V id=%e
+    a2a3.vmuls dst=%out src=%in scalar=(%f2.0 : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+    a2a3.set_flag V -> MTE3 id=%e
+    a2a3.wait_flag V -> MTE3 id=%e
+    a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%g src=%out n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 : f32
+    a2a3.set_flag MTE3 -> MTE2 id=%e
+  }
+  a2a3.wait_flag MTE3 -> MTE2 id=%c0
+  a2a3.wait_flag MTE3 -> MTE2 id=%c1
 """
-    r = run_body(body, inputs={"x": x})
+    gm = {"x": ("f32", (4, 64)), "y": ("f32", (4, 64))}
+    r = run_body(body, gm=gm, inputs={"x": x})
     assert r.findings == [] and np.array_equal(r.outputs["y"], x * 2)
     assert r.counts["vmuls"] == 4
     # without the MTE3->MTE2 back-edge events, iteration 2 reloads a buffer iteration 0's
     # vmuls read (WAR V->MTE2 is ordered by the chain? no: V->MTE3 only) -> a race is found
-    bad = body.replace("MTE2   wait_flag MTE3->MTE2 id=%i%2\n", "")
-    bad = drop(bad, "MTE2 wait_flag MTE3->MTE2 id=0", "MTE2 wait_flag MTE3->MTE2 id=1")
+    bad = drop(body, "wait_flag MTE3 -> MTE2 id=%e", "wait_flag MTE3 -> MTE2 id=%c0", "wait_flag MTE3 -> MTE2 id=%c1")
     with pytest.raises(ExecutionError) as e:
-        run_body(bad, inputs={"x": x})
+        run_body(bad, gm=gm, inputs={"x": x})
     # ... and the back-edge set_flags, no longer waited for, are left pending at the end
     assert e.value.kinds == {"race", "sync"} and "[%i=2]" in e.value.findings[0].message
 
 
 def test_blocks_split_work_and_cross_block_conflicts():
     x = rng.standard_normal((2, 64)).astype(np.float32)
-    body = """.gm @x f32[2,64]
-.gm @y f32[2,64]
-S    get_block_idx dst=%b
-MTE2 copy_gm_to_ubuf.f32 dst=0x0 src=@x+256*%b len_burst=256
-MTE2 set_flag MTE2->V id=0
-V    wait_flag MTE2->V id=0
-V    vadds.f32 dst=0x0 src=0x0 scalar=%b repeat=1
-V    set_flag V->MTE3 id=0
-MTE3 wait_flag V->MTE3 id=0
-MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%b src=0x0 len_burst=256
+    body = """\
+  %b = a2a3.get_block_idx : index
+  %bf = a2a3.get_block_idx : f32
+  %g = arith.muli %b, %c256 : index
+  a2a3.copy_gm_to_ubuf dst=%c0x0 src=(%x : !pto.ptr<f32>)+%g n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32
+  a2a3.set_flag MTE2 -> V id=%c0
+  a2a3.wait_flag MTE2 -> V id=%c0
+  a2a3.vadds dst=%c0x0 src=%c0x0 scalar=(%bf : f32) repeat=%c1 blk=%c1,%c1 rep=%c8,%c8 : f32
+  a2a3.set_flag V -> MTE3 id=%c0
+  a2a3.wait_flag V -> MTE3 id=%c0
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%g src=%c0x0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 : f32
 """
-    r = run_body(body, inputs={"x": x}, blocks=2)
+    gm = {"x": ("f32", (2, 64)), "y": ("f32", (2, 64))}
+    r = run_body(body, gm=gm, inputs={"x": x}, blocks=2)
     assert r.findings == [] and np.array_equal(r.outputs["y"], x + np.array([[0], [1]], np.float32))
     with pytest.raises(ExecutionError) as e:
-        run_body(body.replace("dst=@y+256*%b", "dst=@y"), inputs={"x": x}, blocks=2)
+        run_body(body.replace("(%y : !pto.ptr<f32>)+%g", "(%y : !pto.ptr<f32>)+%c0"), gm=gm, inputs={"x": x}, blocks=2)
     assert "different blocks (0 and 1)" in e.value.findings[0].message
 
 
@@ -640,37 +633,42 @@ MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%b src=0x0 len_burst=256
 # ------------------------------------------------------------------------------------------------
 
 def softmax_program(R=64, C=256):
-    """Row softmax on R x C f32 as the a2a3 headers build it (vector_isa.md §3.1, §3.3)."""
+    """Row softmax on R x C f32 as the a2a3 headers build it (vector_isa.md §3.1, §3.3): the body of
+    a function of @x and @y (:func:`softmax_gm`), one a2a3 op per line."""
     assert C % 64 == 0 and C >= 128 and R <= 255
     X, T, TMP, MAX, SUM, SCR = 0x0, 0x10000, 0x20000, 0x24000, 0x24100, 0x2E000
     rs = C // 8  # row stride in blocks
     L = []
-    o = lambda line, op: L.append(f"{line}  ; softmax.pto:{op[1]}:3 pto.{op[0]}")  # noqa: E731
+    o = lambda line, op: L.append(f'  {line} loc("pto.{op[0]}"("softmax.pto":{op[1]}:3))')  # noqa: E731
+    copy = "n_burst=%c{} len_burst=%c{} src_gap=%c0 dst_gap=%c0".format(R, C * 4)
 
-    o(f"MTE2 copy_gm_to_ubuf.f32 dst={X:#x} src=@x n_burst={R} len_burst={C * 4}", ("tload", 4))
-    o("MTE2 set_flag MTE2->V id=0", ("tload", 4))
-    o("V    wait_flag MTE2->V id=0", ("trowmax", 5))
+    o(f"a2a3.copy_gm_to_ubuf dst=%c{X:#x} src=(%x : !pto.ptr<f32>)+%c0 {copy} right_pad=%c0 "
+      "pad_value=(%f0 : f32) : f32", ("tload", 4))
+    o("a2a3.set_flag MTE2 -> V id=%c0", ("tload", 4))
+    o("a2a3.wait_flag MTE2 -> V id=%c0", ("trowmax", 5))
 
     def rowreduce(op, red, src, dst, tag):
-        o("V    set_mask_count", tag)
-        o(f"V    set_vector_count count={R * 64}", tag)
-        o(f"V    {op}.f32 dst={TMP:#x} src0={src:#x} src1={src + 256:#x} repeat=0 rep=8,{rs},{rs}", tag)
+        o("a2a3.set_mask_count", tag)
+        o(f"a2a3.set_vector_count count=%c{R * 64}", tag)
+        o(f"a2a3.{op} dst=%c{TMP:#x} src0=%c{src:#x} src1=%c{src + 256:#x} repeat=%c0 blk=%c1,%c1,%c1 "
+          f"rep=%c8,%c{rs},%c{rs} : f32", tag)
         for k in range(2, C // 64):
-            o("V    pipe_barrier V", tag)
-            o(f"V    {op}.f32 dst={TMP:#x} src0={TMP:#x} src1={src + 256 * k:#x} repeat=0 rep=8,8,{rs}", tag)
-        o("V    pipe_barrier V", tag)
-        o(f"V    {red}.f32 dst={dst:#x} src={TMP:#x} repeat=0 blk=1 rep=1,8", tag)
-        o("V    set_mask_norm", tag)
-        o("V    set_vector_mask hi=0xffffffffffffffff lo=0xffffffffffffffff", tag)
-        o("V    pipe_barrier V", tag)
+            o("a2a3.pipe_barrier V", tag)
+            o(f"a2a3.{op} dst=%c{TMP:#x} src0=%c{TMP:#x} src1=%c{src + 256 * k:#x} repeat=%c0 blk=%c1,%c1,%c1 "
+              f"rep=%c8,%c8,%c{rs} : f32", tag)
+        o("a2a3.pipe_barrier V", tag)
+        o(f"a2a3.{red} dst=%c{dst:#x} src=%c{TMP:#x} repeat=%c0 blk=%c1 rep=%c1,%c8 : f32", tag)
+        o("a2a3.set_mask_norm", tag)
+        o("a2a3.set_vector_mask hi=%c-1 lo=%c-1", tag)
+        o("a2a3.pipe_barrier V", tag)
 
     def rowexpand(op, src0, col, dst, tag):
-        o(f"V    vbrcb.f32 dst={SCR:#x} src={col:#x} repeat={-(-R // 8)} blk=1 rep=8", tag)
-        o("V    pipe_barrier V", tag)
+        o(f"a2a3.vbrcb dst=%c{SCR:#x} src=%c{col:#x} repeat=%c{-(-R // 8)} blk=%c1 rep=%c8 : f32", tag)
+        o("a2a3.pipe_barrier V", tag)
         for k in range(C // 64):
-            o(f"V    {op}.f32 dst={dst + 256 * k:#x} src0={src0 + 256 * k:#x} src1={SCR:#x} "
-              f"repeat={R} blk=1,1,0 rep={rs},{rs},1", tag)
-        o("V    pipe_barrier V", tag)
+            o(f"a2a3.{op} dst=%c{dst + 256 * k:#x} src0=%c{src0 + 256 * k:#x} src1=%c{SCR:#x} "
+              f"repeat=%c{R} blk=%c1,%c1,%c0 rep=%c{rs},%c{rs},%c1 : f32", tag)
+        o("a2a3.pipe_barrier V", tag)
 
     rowreduce("vmax", "vcmax", X, MAX, ("trowmax", 5))
     rowexpand("vsub", X, MAX, T, ("trowexpandsub", 6))
@@ -678,21 +676,28 @@ def softmax_program(R=64, C=256):
     done = 0
     while done < n:
         k = min(255, n - done)
-        o(f"V    vexp.f32 dst={T + done * 256:#x} src={T + done * 256:#x} repeat={k}", ("texp", 7))
+        o(f"a2a3.vexp dst=%c{T + done * 256:#x} src=%c{T + done * 256:#x} repeat=%c{k} blk=%c1,%c1 rep=%c8,%c8 : f32",
+          ("texp", 7))
         done += k
-    o("V    pipe_barrier V", ("texp", 7))
+    o("a2a3.pipe_barrier V", ("texp", 7))
     rowreduce("vadd", "vcadd", T, SUM, ("trowsum", 8))
     rowexpand("vdiv", T, SUM, T, ("trowexpanddiv", 9))
-    o("V    set_flag V->MTE3 id=0", ("tstore", 10))
-    o("MTE3 wait_flag V->MTE3 id=0", ("tstore", 10))
-    o(f"MTE3 copy_ubuf_to_gm.f32 dst=@y src={T:#x} n_burst={R} len_burst={C * 4}", ("tstore", 10))
-    return (f".kernel @softmax target=a2a3\n.gm @x f32[{R},{C}]\n.gm @y f32[{R},{C}]\n"
-            + "\n".join(L) + "\n")
+    o("a2a3.set_flag V -> MTE3 id=%c0", ("tstore", 10))
+    o("a2a3.wait_flag V -> MTE3 id=%c0", ("tstore", 10))
+    o(f"a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%c0 src=%c{T:#x} {copy} : f32", ("tstore", 10))
+    return "\n".join(L) + "\n"
+
+
+def softmax_gm(R=64, C=256) -> dict:
+    return {"x": ("f32", (R, C)), "y": ("f32", (R, C))}
+
+
+def softmax(text, R=64, C=256):
+    return a2a3_program(text, softmax_gm(R, C), name="softmax")
 
 
 def test_softmax_64x256_is_right_and_race_free():
-    text = softmax_program()
-    prog = parse_program(text, "softmax.prog")
+    prog = softmax(softmax_program())
     x = rng.standard_normal((64, 256)).astype(np.float32) * 4
     r = execute(prog, {"x": x})
     assert r.findings == []
@@ -710,24 +715,24 @@ def test_softmax_every_deleted_sync_is_found():
     unneeded = []
     for i in barriers:
         try:
-            execute(parse_program("\n".join(lines[:i] + lines[i + 1:])), {"x": x})
+            execute(softmax("\n".join(lines[:i] + lines[i + 1:]), 16, 128), {"x": x})
             unneeded.append(i)
         except ExecutionError as e:
             assert e.kinds == {"race"}
     # every barrier between dependent vector instructions is needed; only the last one, right
     # before set_flag V->MTE3 (which waits for every earlier V instruction), is redundant
     assert len(barriers) == 9 and unneeded == [barriers[-1]]
-    assert "set_flag V->MTE3" in lines[barriers[-1] + 1]
+    assert "set_flag V -> MTE3" in lines[barriers[-1] + 1]
     for src, dst in (("MTE2", "V"), ("V", "MTE3")):
-        s = next(i for i, ln in enumerate(lines) if f"set_flag {src}->{dst}" in ln)
-        w = next(i for i, ln in enumerate(lines) if f"wait_flag {src}->{dst}" in ln)
+        s = next(i for i, ln in enumerate(lines) if f"set_flag {src} -> {dst}" in ln)
+        w = next(i for i, ln in enumerate(lines) if f"wait_flag {src} -> {dst}" in ln)
         both = [ln for i, ln in enumerate(lines) if i not in (s, w)]
         with pytest.raises(ExecutionError) as e:
-            execute(parse_program("\n".join(both)), {"x": x})
+            execute(softmax("\n".join(both), 16, 128), {"x": x})
         assert e.value.kinds == {"race"}
         only_set = [ln for i, ln in enumerate(lines) if i != s]
         with pytest.raises(ExecutionError) as e:
-            execute(parse_program("\n".join(only_set)), {"x": x})
+            execute(softmax("\n".join(only_set), 16, 128), {"x": x})
         assert e.value.kinds == {"deadlock"}
 
 
@@ -739,7 +744,7 @@ from pto_compiler.runtime.cycles import CYCLE_TABLES, estimate, simulate  # noqa
 
 
 def test_cycle_stats_of_softmax():
-    prog = parse_program(softmax_program())
+    prog = softmax(softmax_program())
     r = execute(prog, {"x": rng.standard_normal((64, 256)).astype(np.float32)})
     st = simulate(r.trace)
     d = st.to_dict()
@@ -763,36 +768,39 @@ def test_cycles_scale_with_repeats_and_barriers_add_latency():
     def total(body):
         return simulate(run_body(body, check=False).trace)
 
-    a = total("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=100\n")
-    b = total("V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=200\n")
+    a = total("a2a3.vadd dst=%c0x0 src0=%c0x0 src1=%c0x0 repeat=%c100 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n")
+    b = total("a2a3.vadd dst=%c0x0 src0=%c0x0 src1=%c0x0 repeat=%c200 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n")
     assert b.pipes["V"].busy - a.pipes["V"].busy == pytest.approx(100 * t.per_unit)
-    two = "V    vadd.f32 dst=0x0 src0=0x0 src1=0x0 repeat=10\n{}V    vadd.f32 dst=0x1000 src0=0x0 src1=0x0 repeat=10\n"
+    two = "a2a3.vadd dst=%c0x0 src0=%c0x0 src1=%c0x0 repeat=%c10 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n{}a2a3.vadd dst=%c0x1000 src0=%c0x0 src1=%c0x0 repeat=%c10 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n"
     free = total(two.format(""))
-    barrier = total(two.format("V    pipe_barrier V\n"))
+    barrier = total(two.format("a2a3.pipe_barrier V\n"))
     assert barrier.total_cycles - free.total_cycles >= t.latency
 
 
 def test_double_buffering_overlaps_pipes():
-    body = """.gm @x f32[8,2048]
-.gm @y f32[8,2048]
-MTE3 set_flag MTE3->MTE2 id=0
-MTE3 set_flag MTE3->MTE2 id=1
-S    loop %i = 0 to 8 step 1 {
-MTE2   wait_flag MTE3->MTE2 id=%i%2
-MTE2   copy_gm_to_ubuf.f32 dst=0x2000*(%i%2) src=@x+8192*%i len_burst=8192
-MTE2   set_flag MTE2->V id=%i%2
-V      wait_flag MTE2->V id=%i%2
-V      vexp.f32 dst=0x4000+0x2000*(%i%2) src=0x2000*(%i%2) repeat=32
-V      set_flag V->MTE3 id=%i%2
-MTE3   wait_flag V->MTE3 id=%i%2
-MTE3   copy_ubuf_to_gm.f32 dst=@y+8192*%i src=0x4000+0x2000*(%i%2) len_burst=8192
-MTE3   set_flag MTE3->MTE2 id=%i%2
-S    }
-MTE2 wait_flag MTE3->MTE2 id=0
-MTE2 wait_flag MTE3->MTE2 id=1
+    body = """\
+  a2a3.set_flag MTE3 -> MTE2 id=%c0
+  a2a3.set_flag MTE3 -> MTE2 id=%c1
+  scf.for %i = %c0 to %c8 step %c1 {
+    %e = arith.remsi %i, %c2 : index
+    %in = arith.muli %e, %c0x2000 : index
+    %out = arith.addi %in, %c0x4000 : index
+    %g = arith.muli %i, %c8192 : index
+    a2a3.wait_flag MTE3 -> MTE2 id=%e
+    a2a3.copy_gm_to_ubuf dst=%in src=(%x : !pto.ptr<f32>)+%g n_burst=%c1 len_burst=%c8192 src_gap=%c0 dst_gap=%c0 right_pad=%c0 pad_value=(%f0 : f32) : f32
+    a2a3.set_flag MTE2 -> V id=%e
+    a2a3.wait_flag MTE2 -> V id=%e
+    a2a3.vexp dst=%out src=%in repeat=%c32 blk=%c1,%c1 rep=%c8,%c8 : f32
+    a2a3.set_flag V -> MTE3 id=%e
+    a2a3.wait_flag V -> MTE3 id=%e
+    a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%g src=%out n_burst=%c1 len_burst=%c8192 src_gap=%c0 dst_gap=%c0 : f32
+    a2a3.set_flag MTE3 -> MTE2 id=%e
+  }
+  a2a3.wait_flag MTE3 -> MTE2 id=%c0
+  a2a3.wait_flag MTE3 -> MTE2 id=%c1
 """
     x = rng.standard_normal((8, 2048)).astype(np.float32)
-    r = run_body(body, inputs={"x": x})
+    r = run_body(body, gm={"x": ("f32", (8, 2048)), "y": ("f32", (8, 2048))}, inputs={"x": x})
     assert r.findings == []
     assert np.array_equal(r.outputs["y"], np.exp(x.astype(np.float64)).astype(np.float32))
     st = simulate(r.trace)
@@ -802,13 +810,16 @@ MTE2 wait_flag MTE3->MTE2 id=1
 
 
 def test_blocks_run_in_parallel_in_the_cycle_model():
-    body = """.gm @y f32[2,64]
-V    vector_dup.f32 dst=0x0 scalar=%block_idx repeat=1
-V    set_flag V->MTE3 id=0
-MTE3 wait_flag V->MTE3 id=0
-MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%block_idx src=0x0 len_burst=256
+    body = """\
+  %b = a2a3.get_block_idx : index
+  %bf = a2a3.get_block_idx : f32
+  %g = arith.muli %b, %c256 : index
+  a2a3.vector_dup dst=%c0x0 scalar=(%bf : f32) repeat=%c1 blk=%c1 rep=%c8 : f32
+  a2a3.set_flag V -> MTE3 id=%c0
+  a2a3.wait_flag V -> MTE3 id=%c0
+  a2a3.copy_ubuf_to_gm dst=(%y : !pto.ptr<f32>)+%g src=%c0x0 n_burst=%c1 len_burst=%c256 src_gap=%c0 dst_gap=%c0 : f32
 """
-    prog = parse_program(HDR + body)
+    prog = a2a3_program(body, gm={"y": ("f32", (2, 64))})
     one, two = estimate(prog), estimate(prog, blocks=2)
     assert two.blocks == 2 and len(two.per_block_cycles) == 2
     assert two.total_cycles == pytest.approx(one.total_cycles)
@@ -816,27 +827,8 @@ MTE3 copy_ubuf_to_gm.f32 dst=@y+256*%block_idx src=0x0 len_burst=256
 
 
 # ------------------------------------------------------------------------------------------------
-# expressions, builders, error type
+# builders, error type
 # ------------------------------------------------------------------------------------------------
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from pto_compiler.runtime.program import BinOp, Call, Var, evaluate, format_expr, parse_expr  # noqa: E402
-
-_leaf = st.one_of(st.integers(0, 5000), st.sampled_from([Var("i"), Var("n"), Var("blk_2")]))
-_expr = st.recursive(_leaf, lambda sub: st.one_of(
-    st.builds(BinOp, st.sampled_from(["+", "-", "*", "<", "==", ">="]), sub, sub),
-    st.builds(lambda a, b: Call("min", (a, b)), sub, sub)), max_leaves=8)
-
-
-@settings(max_examples=150, deadline=None)
-@given(_expr, st.booleans())
-def test_expression_print_parse_round_trip(e, hexints):
-    env = {"i": 3, "n": 17, "blk_2": 40}
-    text = format_expr(e, hexints=hexints)
-    assert " " not in text
-    assert evaluate(parse_expr(text), env) == evaluate(e, env)
-
 
 def test_sync_builders_and_error_type():
     from pto_compiler.diagnostics import PtocError
