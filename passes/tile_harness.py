@@ -8,12 +8,14 @@ harness instead, on a clone (the kernel as written is what ``ptoc`` compiles wit
   before any writes it gets a GM argument ``tile_NAME`` and a ``tload`` from it right after its ``alloc_tile`` (the run
   seeds it as any GM input), so the ops compute on data rather than on zeros;
 * every such tile a kernel op writes is stored back to ``tile_NAME`` after the block's last op, so
-  the tile it ends with is an output the executor's run and the golden model's are compared on.
+  the tile it ends with is an output the executor's run and the golden model's are compared on;
+* a ``pto.barrier <PIPE_ALL>`` follows each load and precedes the stores.
 
 Only tiles a plain ``tload``/``tstore`` moves are harnessed: a vec tile in the ND layout (or a
 one-column DN one), a mat tile in the NZ layout (loaded only), an f32/i32 acc tile (stored only),
 each with a static valid shape and not used as a *tmp* operand (scratch whose contents no page
-defines); a tile a ``pto.tassign`` moves is not stored (its first name no longer holds it).
+defines); a tile a ``pto.tassign`` moves is not stored (its first name no longer holds it), and
+one placed by hand at bytes another tile placed by hand may share is not loaded.
 A kernel that stores to GM, returns a tile, talks to the other core (pipes) or is written in
 ``vf`` ops runs as written.
 """
@@ -118,17 +120,36 @@ class _At:
                                             pto.PartitionTensorViewType(shape, t.element_type))).results[0]
 
 
+def _barrier_all() -> Operation:
+    """``pto.barrier <PIPE_ALL>``: the harness's moves are ordered against the kernel's ops by
+    themselves, so a kernel run with its own syncs (``--no-insert-sync``) needs none for them."""
+    return pto.BarrierOp([pto.raw_attr("pipe", "PIPE_ALL")])
+
+
+def _shares_bytes(fn: func.FuncOp) -> set:
+    """The allocs placed by hand (``addr =``) whose bytes another such alloc may share: loading
+    both would clobber one load with the other (and a run-time address may be anywhere)."""
+    placed = [op for op in fn.walk() if isinstance(op, pto.AllocTileOp) and op.addr is not None]
+    spans = {a: (lo, lo + a.result.type.nbytes) if (lo := pto.constant_int(a.addr)) is not None else None
+             for a in placed}
+    return {a for a in placed if spans[a] is None or any(
+        b is not a and (spans[b] is None or (spans[b][0] < spans[a][1] and spans[a][0] < spans[b][1]))
+        for b in placed)}
+
+
 def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
     """Put ``fn`` (of ``module``, changed in place) in the harness; the GM arguments added."""
     read, written, tmp = _tiles_used(fn)
+    shared = _shares_bytes(fn)
     body = fn.body.blocks[0]
     taken = {a.name_hint for a in body.args}
     added: list[str] = []
     for block in _top_blocks(fn):
         last = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
+        stored = False
         for alloc in [op for op in block.ops if isinstance(op, pto.AllocTileOp)]:
             t = alloc.result.type
-            load = alloc in read and alloc not in tmp and loadable(t)
+            load = alloc in read and alloc not in tmp and alloc not in shared and loadable(t)
             moved = any(isinstance(use.operation, pto.TAssignOp) for use in alloc.result.uses)
             store = alloc in written and alloc not in tmp and storable(t) and not moved
             if not (load or store):
@@ -141,11 +162,14 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
             ptr = body.insert_arg(pto.PtrType(t.element_type), len(body.args))
             ptr.name_hint = name
             if load:
-                after = alloc.next_op
-                at = _At(block, after, alloc.location)
+                at = _At(block, alloc.next_op, alloc.location)
                 at.add(pto.TLoadOp(ins=[at.view(ptr, t)], outs=[alloc.result]))
+                at.add(_barrier_all())
             if store:
                 at = _At(block, last, alloc.location)
+                if not stored:
+                    at.add(_barrier_all())
+                stored = True
                 at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptr, t)]))
     fn.function_type = FunctionType.from_lists([a.type for a in body.args], fn.function_type.outputs.data)
     return added

@@ -54,10 +54,10 @@ func.func @k(%x: !pto.ptr<f32>) {{
 """
 
 
-def _run(tmp_path, capsys, src, target, inputs):
+def _run(tmp_path, capsys, src, target, inputs, extra=()):
     path = tmp_path / "k.pto"
     path.write_text(src)
-    args = [str(path), "--target", target, "--run", "--save-outputs", str(tmp_path / "o")]
+    args = [str(path), "--target", target, "--run", "--save-outputs", str(tmp_path / "o"), *extra]
     for name, value in inputs.items():
         np.save(tmp_path / f"{name}.npy", value)
         args += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
@@ -80,6 +80,17 @@ def test_tiles_read_are_inputs_and_tiles_written_are_compared_outputs(target, tm
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_the_harness_orders_its_own_moves_when_the_kernel_runs_with_its_own_syncs(target, tmp_path, capsys):
+    """With --no-insert-sync nothing orders the harness's loads and stores but its PIPE_ALL
+    barriers: the run finds no race (exit 0) and compares the same outputs."""
+    a = np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16)
+    rc, out, err = _run(tmp_path, capsys, ON_CHIP, target, {"tile_a": a}, ["--no-insert-sync"])
+    assert rc == 0, out + err
+    assert out.splitlines() == ["PASS tile_b 0", "PASS tile_d 0"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_d.npy").reshape(8, 16), (a + np.float32(2)) * a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_a_tmp_tile_is_neither_loaded_nor_compared(target, tmp_path, capsys):
     a = np.arange(128, dtype=np.float32).reshape(8, 16) - 60
     rc, out, err = _run(tmp_path, capsys, ROW_SUM, target, {"tile_a": a})
@@ -97,6 +108,34 @@ def test_the_harness_adds_no_argument_to_a_kernel_that_writes_gm_and_leaves_the_
     assert harnessed is not on_chip and api.print_module(on_chip) == text
     fn = next(op for op in harnessed.walk() if op.name == "func.func")
     assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_a", "tile_b", "tile_d"]
+
+
+R = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=16, v_row=1, v_col=16, blayout=row_major, slayout=none_box>"
+SAME_BYTES = f"""
+func.func @k() {{
+  %c0 = arith.constant 0 : i64
+  %c64 = arith.constant 64 : i64
+  %one = arith.constant 1.0 : f32
+  %a = pto.alloc_tile addr = %c0 : {R}
+  %b = pto.alloc_tile addr = %c0 : {R}
+  %c = pto.alloc_tile addr = %c64 : {R}
+  %d = pto.alloc_tile : {R}
+  pto.tadds ins(%a, %one : {R}, f32) outs(%d : {R})
+  pto.tadd ins(%b, %c : {R}, {R}) outs(%d : {R})
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tiles_placed_at_the_same_bytes_are_not_loaded(target, tmp_path, capsys):
+    """Loading %a and %b, both at UB 0, would overwrite one load with the other: neither is loaded
+    (they read what the UB holds, zeros in both models), %c at its own bytes is."""
+    c = np.arange(16, dtype=np.float32).reshape(1, 16)
+    rc, out, err = _run(tmp_path, capsys, SAME_BYTES, target, {"tile_c": c})
+    assert rc == 0, out + err
+    assert out.splitlines() == ["PASS tile_d 0"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_d.npy").reshape(1, 16), c)
 
 
 CUBE = """
