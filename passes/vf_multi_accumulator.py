@@ -16,8 +16,25 @@ the leftover trips (if any) into accumulator 0 (the original loop from where the
 ``(a0 OP a1) OP (a2 OP a3) ...`` under ``%m``.  The accumulators' inactive lanes hold loaded data
 until the ZEROING merge clears them, as the chain's last op did, so max/min results are bit for
 bit the same; float sums are re-associated (k partial sums: within the float-sum tolerance, and
-usually closer to the exact sum than the single chain).  k (1, 2, 4 or 8) is the one the cycle
-model (runtime/cycles.py ``vf_static_cycles``) gives the fewest PUSHQ VF cycles.
+usually closer to the exact sum than the single chain).
+
+The MERGING form is a row's chunk chain as pto-lower-vf emits it (rows of more chunks than
+vf-pairwise-fold unrolls), the mask counted down trip by trip:
+
+    %c, %r = scf.for %i = LB to UB step S iter_args(%n = COUNT, %acc = %init) -> (i32, !vf.reg<..>) {
+      %m, %n2 = vf.update_mask %n
+      ...
+      %a = vf.OP %acc, %v, %m, merge_mode = MERGING
+      scf.yield %n2, %a
+    }
+
+Lanes a trip does not cover keep the accumulator's, so each lane of the result folds %init's lane
+and the lane of every trip covering it.  The count threads through the trips in their order
+(prologue, groups, leftover); the prologue trips must cover every lane (COUNT >= (k - 1) lanes:
+their whole ``%v`` starts an accumulator), so each accumulator holds every lane and they merge
+under an ALL mask: the same lanes folded, max/min bit for bit, sums re-associated as above.
+k (1, 2, 4 or 8) is the one the cycle model (runtime/cycles.py ``vf_static_cycles``) gives the
+fewest PUSHQ VF cycles.
 """
 
 from __future__ import annotations
@@ -55,28 +72,46 @@ class _Chain:
     lb: int
     step: int
     trips: int
+    acc: int
+    """The accumulator's place among the loop's iter_args."""
+    count: int | None
+    """The MERGING form's mask count's place among the iter_args (None: the ZEROING form)."""
+    full: int
+    """How many leading trips fold every lane (all of them in the ZEROING form)."""
 
 
 def _chain(loop: scf.ForOp) -> _Chain | None:
-    """The loop's reduction chain, if it has exactly the form the pass rewrites."""
+    """The loop's reduction chain, if it has exactly one of the forms the pass rewrites."""
     b = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
-    if None in b or len(loop.iter_args) != 1 or not isinstance(loop.iter_args[0].type, vf.RegType):
+    regs = [k for k, v in enumerate(loop.iter_args) if isinstance(v.type, vf.RegType)]
+    if None in b or len(regs) != 1 or len(loop.iter_args) > 2:
         return None
+    ai = regs[0]
     body = loop.body.blocks[0]
-    acc = body.args[1]
+    acc = body.args[1 + ai]
     uses = list(acc.uses)
     if len(uses) != 1 or not isinstance(uses[0].operation, _FOLDS):
         return None
     fold = uses[0].operation
     y = body.last_op
     m = fold.mask_operand
-    if (fold.mode != "ZEROING" or fold.sources[0] is not acc or m is None or fold.dst_operand is not None
-            or not isinstance(y, scf.YieldOp) or list(y.operands) != [fold.res[0]] or len(list(fold.res[0].uses)) != 1
-            or _inside(m, loop) or any(isinstance(o, _STORES + (scf.ForOp,)) for o in body.ops)):
+    if (fold.sources[0] is not acc or m is None or fold.dst_operand is not None or not isinstance(y, scf.YieldOp)
+            or y.operands[ai] is not fold.res[0] or len(list(fold.res[0].uses)) != 1
+            or any(isinstance(o, _STORES + (scf.ForOp,)) for o in body.ops)):
         return None
     lb, ub, step = b
     trips = max(0, -(-(ub - lb) // step))
-    return _Chain(loop, fold, lb, step, trips)
+    if len(loop.iter_args) == 1:
+        if fold.mode != "ZEROING" or _inside(m, loop):
+            return None
+        return _Chain(loop, fold, lb, step, trips, ai, None, trips)
+    ci = 1 - ai
+    upd = [u.operation for u in body.args[1 + ci].uses]
+    count0 = const_value(loop.iter_args[ci])
+    if (fold.mode != "MERGING" or len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or m is not upd[0].res[0]
+            or y.operands[ci] is not upd[0].res[1] or list(loop.results[ci].uses) or count0 is None or count0 < 0):
+        return None
+    return _Chain(loop, fold, lb, step, trips, ai, ci, min(trips, count0 // m.type.nlanes))
 
 
 def _inside(v: SSAValue, loop: Operation) -> bool:
@@ -88,18 +123,22 @@ def _inside(v: SSAValue, loop: Operation) -> bool:
     return False
 
 
-def _clone_trip(c: _Chain, iv: SSAValue, acc: SSAValue | None, out: list[Operation]) -> SSAValue:
-    """The body of one trip with induction variable ``iv``: its ``%v`` (acc None: without the
-    fold) or the folded value."""
+def _clone_trip(c: _Chain, iv: SSAValue, count: SSAValue | None, acc: SSAValue | None,
+                out: list[Operation]) -> tuple[SSAValue, SSAValue | None]:
+    """The body of one trip with induction variable ``iv`` and mask count ``count``: (its ``%v``
+    (acc None: without the fold) or the folded value, the count after it)."""
     body = c.loop.body.blocks[0]
     vm: dict = {body.args[0]: iv}
+    if c.count is not None:
+        vm[body.args[1 + c.count]] = count
     if acc is not None:
-        vm[body.args[1]] = acc
+        vm[body.args[1 + c.acc]] = acc
     for op in body.ops:
         if isinstance(op, scf.YieldOp) or (acc is None and op is c.fold):
             continue
         out.append(op.clone(vm))
-    return vm[c.fold.res[0]] if acc is not None else vm[c.fold.sources[1]]
+    nxt = vm[body.last_op.operands[c.count]] if c.count is not None else None
+    return (vm[c.fold.res[0]] if acc is not None else vm[c.fold.sources[1]]), nxt
 
 
 def rewrite(c: _Chain, k: int) -> None:
@@ -107,39 +146,50 @@ def rewrite(c: _Chain, k: int) -> None:
     loop, fold = c.loop, c.fold
     rt, m = fold.res[0].type, fold.mask_operand
     pre: list[Operation] = []
-    accs: list[SSAValue] = [loop.iter_args[0]]
+    accs: list[SSAValue] = [loop.iter_args[c.acc]]
+    count = loop.iter_args[c.count] if c.count is not None else None
     for j in range(k - 1):
         cst = _index(c.lb + j * c.step)
         pre.append(cst)
-        accs.append(_clone_trip(c, cst.result, None, pre))
+        v, count = _clone_trip(c, cst.result, count, None, pre)
+        accs.append(v)
     groups = (c.trips - (k - 1)) // k
     first = c.lb + (k - 1) * c.step
     zero, one, ng = _index(0), _index(1), _index(groups)
     kstep, base0 = _index(k * c.step), _index(first)
     pre += [zero, one, ng, kstep, base0]
-    body = Block(arg_types=[IndexType()] + [rt] * k)
+    carried = accs + ([count] if count is not None else [])
+    body = Block(arg_types=[IndexType()] + [v.type for v in carried])
     ops: list[Operation] = [arith.MuliOp(body.args[0], kstep.result)]
     ops.append(arith.AddiOp(ops[-1].results[0], base0.result))
     base = ops[-1].results[0]
     folded = []
+    n = body.args[1 + k] if count is not None else None
     for j in range(k):
         iv = base
         if j:
             off = _index(j * c.step)
             ops += [off, arith.AddiOp(base, off.result)]
             iv = ops[-1].results[0]
-        folded.append(_clone_trip(c, iv, body.args[1 + j], ops))
-    ops.append(scf.YieldOp(*folded))
+        v, n = _clone_trip(c, iv, n, body.args[1 + j], ops)
+        folded.append(v)
+    ops.append(scf.YieldOp(*folded, *([n] if n is not None else [])))
     body.add_ops(ops)
-    main = scf.ForOp(zero.result, ng.result, one.result, accs, body)
+    main = scf.ForOp(zero.result, ng.result, one.result, carried, body)
     tail: list[Operation] = [main]
-    vals = list(main.results)
+    vals = list(main.results[:k])
     if (c.trips - (k - 1)) % k:
         rest_lb = _index(first + groups * k * c.step)
         rest = loop.clone()
-        rest.operands = (rest_lb.result, loop.ub, loop.step, main.results[0])
+        inits = [main.results[0]]
+        if c.count is not None:
+            inits.insert(c.count, main.results[k])
+        rest.operands = (rest_lb.result, loop.ub, loop.step, *inits)
         tail += [rest_lb, rest]
-        vals[0] = rest.results[0]
+        vals[0] = rest.results[c.acc]
+    if c.count is not None:  # every accumulator holds every lane: merge them all
+        tail.append(vf.CreateMaskOp("ALL", m.type))
+        m = tail[-1].results[0]
     while len(vals) > 1:
         nxt = []
         for a, b in zip(vals[0::2], vals[1::2]):
@@ -148,7 +198,7 @@ def rewrite(c: _Chain, k: int) -> None:
         vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
     parent = loop.parent_block()
     parent.insert_ops_before(pre + tail, loop)
-    loop.results[0].replace_all_uses_with(vals[0])
+    loop.results[c.acc].replace_all_uses_with(vals[0])
     parent.erase_op(loop)
 
 
@@ -161,7 +211,7 @@ def _best_k(fn: vf.VfFuncOp, index: int) -> int:
         trial = fn.clone()
         loops = [o for o in trial.walk() if isinstance(o, scf.ForOp)]
         c = _chain(loops[index])
-        if c is None or c.trips < 2 * k:
+        if c is None or c.trips < 2 * k or c.full < k - 1:
             continue
         if k > 1:
             rewrite(c, k)

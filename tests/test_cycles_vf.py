@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from pto_compiler import api, pipeline
 from pto_compiler.runtime import cycles
@@ -189,3 +190,38 @@ def test_scalar_ub_read_waits_for_the_vf_and_the_launch_for_the_read():
             assert ld[3] >= ev[k - 1][4]  # the read starts after the previous VF ended
         assert ld[5] == ld[4] + sload and call[4] - call[3] >= ld[5] - call[3] + cycles.VF_PARAMS["launch"][0]
     assert res.stats.vf["pushq_vf"] >= 4 * sload
+
+
+@pytest.mark.parametrize("op,dt,cols,valid", [
+    ("trowmax", "f32", 2560, 2530), ("trowsum", "f32", 2560, 2501), ("trowmin", "i32", 2048, 2047),
+    ("trowsum", "f16", 4096, 3001), ("trowmax", "i8", 8192, 7000), ("trowmin", "i16", 4096, 4096)])
+def test_long_rows_fold_into_several_accumulators(op, dt, cols, valid):
+    """A row of more chunks than vf-pairwise-fold unrolls (16) stays a chain of MERGING folds;
+    vf-multi-accumulator splits it into k accumulators (prologue chunks whole, the leftover chunks
+    into accumulator 0, all merged over every lane): the result is NumPy's (sums within the
+    float-sum tolerance), in fewer modelled cycles than the single chain of --vf-opt=none."""
+    from pto_compiler.runtime import reference as golden
+
+    tile = f"!pto.tile<3x{cols}x{dt}, valid=3x{valid}>"
+    out = f"!pto.tile<3x{32 // {'f32': 4, 'i32': 4, 'f16': 2, 'i16': 2, 'i8': 1}[dt]}x{dt}, valid=3x1>"
+    text = f"func.func @k(%a: {tile}) -> {out} {{\n  %d = pto.{op} %a : {tile} -> {out}\n  return %d : {out}\n}}\n"
+    module = api.parse(text, "k.pto")
+    values = golden.make_inputs(module, 7)
+    x = np.asarray(values["a"])[:, :valid]
+    want = {"trowmax": x.max(axis=1), "trowmin": x.min(axis=1),
+            "trowsum": x.astype(np.float64).sum(axis=1)}[op]
+    runs = {}
+    for opt in ("none", "default"):
+        vfm = pipeline.compile_module(module, TARGETS["ascend950"], stop_after="vf", vf_opt=opt)
+        chains = [o for o in vfm.walk() if o.name == "scf.for" and sum(
+            1 for v in o.results if v.type.name == "vf.reg") >= 2]
+        assert bool(chains) == (opt == "default"), opt  # k accumulators only with the passes
+        runs[opt] = res = pipeline.run_program(pipeline.compile_module(module, TARGETS["ascend950"], vf_opt=opt),
+                                               pipeline.gm_inputs(values))
+        got = np.asarray(res.outputs["result0"])[:, 0]
+        assert not res.findings
+        if op == "trowsum":
+            assert np.all(np.abs(got.astype(np.float64) - want) <= 1e-3 * (np.abs(want) + 1)), (opt, got, want)
+        else:
+            np.testing.assert_array_equal(got, want)
+    assert runs["default"].stats.vf["pushq_vf"] < runs["none"].stats.vf["pushq_vf"]
