@@ -175,7 +175,7 @@ def verify(module, target: Target | str | None = None) -> None:
 @_boundary
 def compile(module, target: Target | str | None = None, level: str = "program", *, entry: str | None = None,
             manual: bool = False, insert_sync: bool = True, vf_opt: str | None = None,
-            scalars: dict | None = None, times=None, observe=None):
+            scalars: dict | None = None, times=None, observe=None, decode: bool = False):
     """``module`` through the default pipeline up to ``level`` (:data:`LEVELS`): a ModuleOp, or for
     "program" the :class:`~pto_compiler.runtime.program.Program` of the entry function
     (``program.to_text()`` is ``ptoc --emit program``).  ``module`` is not changed.
@@ -184,14 +184,16 @@ def compile(module, target: Target | str | None = None, level: str = "program", 
     set_flag/wait_flag (``--no-insert-sync``); ``vf_opt="none"`` skips the VF optimisations;
     ``scalars`` (integer kernel scalars by name) size GM arguments whose views depend on them;
     ``times`` (:class:`~pto_compiler.timing.HostTimes`) collects host time per pass;
-    ``observe(pass_name, module)`` sees the IR after every pass."""
+    ``observe(pass_name, module)`` sees the IR after every pass; ``decode``: decode the program for
+    the executor now (a run follows; else the first run does)."""
     from pto_compiler import pipeline
 
     if level not in LEVELS:
         raise _usage(f"unknown level '{level}' (choose from {', '.join(LEVELS)})")
     out = pipeline.compile_module(module, target_of(module, target), entry, manual=manual,
                                   stop_after=None if level == "program" else level, scalars=scalars,
-                                  vf_opt=vf_opt, insert_sync=insert_sync, times=times, observe=observe)
+                                  vf_opt=vf_opt, insert_sync=insert_sync, times=times, observe=observe,
+                                  decode=decode)
     add_sources(out, sources_of(module))
     return out
 
@@ -338,7 +340,7 @@ def check(module, target: Target | str | None = None, inputs: dict | None = None
         module = run_module
         values = make_inputs(module, values, seed, entry=entry, max_gm_bytes=max_gm_bytes)
     scalars = pipeline.kernel_scalars(module, values, entry)
-    program = compile(module, target, entry=entry, scalars=scalars, times=times, **options)
+    program = compile(module, target, entry=entry, scalars=scalars, times=times, decode=True, **options)
     with times.phase("execute"), E.recording_prints() as got_prints:
         res = run(program, {**pipeline.gm_inputs(values), **scalars}, blocks=blocks, max_steps=max_steps)
     with times.phase("golden"), E.recording_prints() as want_prints:

@@ -488,7 +488,8 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
         saved = {name: res.outputs[name] for name in res.reference if name in res.outputs}
     else:
         scalars = pipeline.kernel_scalars(module, values, args.entry)
-        program = api.compile(module, target, entry=args.entry, scalars=scalars, times=times, **_options(args))
+        program = api.compile(module, target, entry=args.entry, scalars=scalars, times=times, decode=True,
+                              **_options(args))
         with times.phase("execute"):
             res = api.run(program, {**pipeline.gm_inputs(values), **scalars}, **run_options)
         findings, saved = res.findings, res.outputs

@@ -121,7 +121,7 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
 
 def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
                    stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None,
-                   insert_sync: bool = True, times: HostTimes | None = None, observe=None):
+                   insert_sync: bool = True, times: HostTimes | None = None, observe=None, decode: bool = False):
     """Run the default pipeline on a clone of ``module``.
 
     ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
@@ -130,7 +130,9 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     kernel's own set_flag/wait_flag run as written (PTOAS without --enable-insert-sync).  ``scalars``
     (integer kernel scalars by name) size GM arguments whose views depend on them.  ``times``
     collects the host time per pass and of the program emission; ``observe(pass_name, module)`` is
-    called after every pass (``--print-ir-after``).  Errors are located ``PtocError`` s."""
+    called after every pass (``--print-ir-after``).  ``decode``: a run follows, so the program is also
+    decoded for the executor (runtime/executor.py ``plan_of``, timed as emission: a compile
+    that only prints the program does not pay it).  Errors are located ``PtocError`` s."""
     from xdsl.passes import PassPipeline
 
     from pto_compiler import api
@@ -163,7 +165,7 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         return module
     if target.has_vf:
         with times.phase("emit"):
-            return lower_placed(module, target, entry, scalars=scalars)
+            return _decoded(lower_placed(module, target, entry, scalars=scalars), decode)
     from pto_compiler.passes import lower_a2a3
 
     from pto_compiler.passes.a2a3_complete_barriers import complete_function
@@ -177,8 +179,17 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
             complete_function(fn, target)
     if observe is not None:
         observe("a2a3-complete-barriers", module)
-    with times.phase("emit"):  # the executor decodes the program at its first run (executor.plan_of)
-        return lower_a2a3.program_of(module, target, entry, scalars)
+    with times.phase("emit"):
+        return _decoded(lower_a2a3.program_of(module, target, entry, scalars), decode)
+
+
+def _decoded(program, decode: bool):
+    """``program``, decoded for the executor once (runtime/executor.py ``plan_of``) if ``decode``."""
+    if decode:
+        from pto_compiler.runtime.executor import plan_of
+
+        plan_of(program)
+    return program
 
 
 AGENT_ATTR = "ptoc.agent"

@@ -1623,7 +1623,7 @@ def plan_of(program: Program) -> Plan:
     return plan
 
 
-_REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask"}
+_REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
 
 
 class _Replay:

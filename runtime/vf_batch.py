@@ -41,6 +41,7 @@ def run_batched(r, op: scf.ForOp, env: dict) -> bool:
     (runtime/loop_batch.py) at once: ``ubs[t]`` holds UB bytes ``[lo, lo + row)`` of trip t;
     the exact trip before showed the loop batches (same addresses), so it is not checked again."""
     b = _Batch(r)
+    taped = len(r.tape) if r.tape is not None else 0
     try:
         log = b.loop(op, env, (r.outer[0].shape[0],) if r.outer else (), ())
         if not r.outer:
@@ -50,6 +51,8 @@ def run_batched(r, op: scf.ForOp, env: dict) -> bool:
             raise AssertionError("a VF that batched in the exact trip must batch in the others") from None
         for sel, old in reversed(b.undo):
             r.ub[sel] = old
+        if r.tape is not None:
+            del r.tape[taped:]
         return False
     for k, n in b.counts.items():
         r.counts[k] = r.counts.get(k, 0) + n
@@ -200,20 +203,36 @@ class _Batch:
             ubs, lo = self.r.outer
             run = _run(idx, ubs, lo)
             if run is not None:
-                data = ubs[:, run].reshape((ubs.shape[0],) + idx.shape[1:]).copy()
+                def read(ub):
+                    return ubs[:, run].reshape((ubs.shape[0],) + idx.shape[1:]).copy()
             elif idx.shape[0] == 1:
-                data = np.take(ubs, idx[0] - lo, axis=1)
+                def read(ub):
+                    return np.take(ubs, idx[0] - lo, axis=1)
             else:
-                data = ubs[_trips(ubs, idx), idx - lo]
+                def read(ub):
+                    return ubs[_trips(ubs, idx), idx - lo]
         else:
-            view = _strided(self.r.ub, addr, n)
-            data = view.copy() if view is not None else self.r.ub[_bytes(addr, n)]
+            view = _strided(addr, n)
+            if view is not None:
+                def read(ub):
+                    return np.ndarray(view[0], np.uint8, ub, view[1], view[2]).copy()
+            else:
+                idx = _bytes(addr, n)
+
+                def read(ub):
+                    return ub[idx]
             self.r.reads.add_starts(addr, n)
             self.event(False, addr, n, op)
+        key = op.res[0]
         if n < REG:
-            data = np.broadcast_to(data[..., None, :], data.shape[:-1] + (REG // n, n)).reshape(
-                data.shape[:-1] + (REG,))
-        env[op.res[0]] = data
+            def step(ub, regs):
+                data = read(ub)
+                regs[key] = np.broadcast_to(data[..., None, :], data.shape[:-1] + (REG // n, n)).reshape(
+                    data.shape[:-1] + (REG,))
+        else:
+            def step(ub, regs):
+                regs[key] = read(ub)
+        self.r.emit(step)
 
     def store(self, op, env: dict, depth: int) -> None:
         tile, addr, e = self.addr(op, env, depth)
@@ -227,34 +246,50 @@ class _Batch:
         self.span(addr, n, align)
         keep = np.repeat(act, n // act.shape[-1], axis=-1)
         shape = np.broadcast_shapes(addr.shape + (n,), keep.shape, reg.shape)
+        value, lanes = op.value, slice(0, n)  # (ONEPT: lane 0's bytes)
+
+        def data(regs):
+            return _at(regs[value], depth, 1)[..., lanes]
         if self.r.outer:
             idx = _bytes(addr, n)
             ubs, lo = self.r.outer
             run = _run(idx, ubs, lo)
             if run is not None:  # one run of bytes, the same in every scalar-loop trip
-                dst = ubs[:, run].reshape(shape)
-                np.copyto(dst, reg, where=True if keep.all() else keep)
+                where = True if keep.all() else keep
+
+                def step(ub, regs):
+                    np.copyto(ubs[:, run].reshape(shape), data(regs), where=where)
             else:
-                idx, keep, reg = (np.broadcast_to(x, shape) for x in (idx, keep, reg))
-                ubs[np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo] = reg[keep]
+                idx, keep = (np.broadcast_to(x, shape) for x in (idx, keep))
+                sel = (np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo)
+
+                def step(ub, regs):
+                    ubs[sel] = np.broadcast_to(data(regs), shape)[keep]
+            self.r.emit(step)
             return
-        view = _strided(self.r.ub, addr, n) if shape == addr.shape + (n,) and keep.all() else None
+        view = _strided(addr, n) if shape == addr.shape + (n,) and keep.all() else None
         if view is not None:  # every byte of every span: one strided assignment
             lo, hi = int(addr.min()), int(addr.max()) + n
             if lo < tile.addr or hi > tile.addr + tile.nbytes:
                 raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
             self.undo.append((slice(lo, hi), self.r.ub[lo:hi].copy()))
-            view[...] = reg
+
+            def step(ub, regs):
+                np.ndarray(view[0], np.uint8, ub, view[1], view[2])[...] = data(regs)
+            self.r.emit(step)
             self.r.writes.add_starts(addr, n)
             self.event(True, addr, n, op)
             return
-        idx, keep, reg = (np.broadcast_to(x, shape) for x in (_bytes(addr, n), keep, reg))
+        idx, keep = (np.broadcast_to(x, shape) for x in (_bytes(addr, n), keep))
         sel = idx[keep]
         if sel.size:
             if sel.min() < tile.addr or sel.max() + 1 > tile.addr + tile.nbytes:
                 raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
             self.undo.append((sel, self.r.ub[sel].copy()))
-            self.r.ub[sel] = reg[keep]
+
+            def step(ub, regs):
+                ub[sel] = np.broadcast_to(data(regs), shape)[keep]
+            self.r.emit(step)
             self.r.writes.add_bytes(sel)
         self.event(True, addr, n, op)
 
@@ -308,13 +343,12 @@ def _bytes(addr: np.ndarray, n: int) -> np.ndarray:
     return addr[..., None] + np.arange(n, dtype=np.int64)
 
 
-def _strided(ub: np.ndarray, addr: np.ndarray, n: int) -> np.ndarray | None:
-    """The spans ``[addr, addr + n)`` as one strided view of ``ub`` (shape ``addr.shape + (n,)``)
-    when the addresses are ``base + sum(k_i * t_i)`` over the trip axes with every ``k_i >= 0``
-    (the usual hardware loop), else None."""
+def _strided(addr: np.ndarray, n: int) -> tuple | None:
+    """The spans ``[addr, addr + n)`` as one strided view of the UB bytes, ``(shape, offset,
+    strides)`` (shape ``addr.shape + (n,)``), when the addresses are ``base + sum(k_i * t_i)``
+    over the trip axes with every ``k_i >= 0`` (the usual hardware loop), else None."""
     if addr.ndim == 0:
-        a = int(addr)
-        return ub[a:a + n]
+        return (n,), int(addr), (1,)
     base = int(addr.flat[0])
     ks = []
     for i, size in enumerate(addr.shape):
@@ -325,8 +359,7 @@ def _strided(ub: np.ndarray, addr: np.ndarray, n: int) -> np.ndarray | None:
                      for i, (k, size) in enumerate(zip(ks, addr.shape)) if size > 1)
     if not np.array_equal(addr, np.broadcast_to(fit, addr.shape)):
         return None
-    s = ub.strides[0]
-    return np.lib.stride_tricks.as_strided(ub[base:], addr.shape + (n,), tuple(k * s for k in ks) + (s,))
+    return addr.shape + (n,), base, (*ks, 1)
 
 
 def _run(idx: np.ndarray, ubs: np.ndarray, lo: int) -> slice | None:
@@ -367,32 +400,40 @@ def _count_chain(barg, yld, k: int):
 
 # ---- register ops --------------------------------------------------------------------------------
 
-def _regs(vals, depth):
-    return [_at(v, depth, 1) for v in vals]
-
-
 def _to_reg(values: np.ndarray) -> np.ndarray:
     v = np.ascontiguousarray(values)
     return v.view(np.uint8).reshape(v.shape[:-1] + (REG,))
 
 
-def _merge(result, act, mode: str, old) -> np.ndarray:
-    if act.all():  # every lane active (the usual case): nothing to merge
-        return np.broadcast_to(result, np.broadcast_shapes(result.shape, act.shape[:-1] + (REG,)))
-    keep = np.repeat(act, REG // act.shape[-1], axis=-1)
-    return np.where(keep, result, old if mode == "MERGING" else np.uint8(0))
+def _on(act, depth):
+    """The lanes a compute step replaces (ew.on_active): None when every lane is on."""
+    return None if act is None or act.all() else _at(act, depth, 1)
 
 
-def _lanes_on(act, depth):
-    return None if act is None else _at(act, depth, 1)
-
-
-def _finish(b, op, env, depth, result, act) -> None:
+def _emit(b, op, env, depth, compute, act) -> None:
+    """A step setting ``op``'s register to ``compute(regs)`` merged under ``act`` (its mode)."""
+    key = op.res[0]
     if act is None:
-        env[op.res[0]] = result
-        return
-    old = _at(env[op.merge_source], depth, 1) if op.mode == "MERGING" else None
-    env[op.res[0]] = _merge(result, _at(act, depth, 1), op.mode, old)
+        def step(ub, regs):
+            regs[key] = compute(regs)
+    elif act.all():  # every lane active (the usual case): nothing to merge
+        full = _at(act, depth, 1).shape[:-1] + (REG,)
+
+        def step(ub, regs):
+            res = compute(regs)
+            regs[key] = np.broadcast_to(res, np.broadcast_shapes(res.shape, full))
+    else:
+        act = _at(act, depth, 1)
+        keep = np.repeat(act, REG // act.shape[-1], axis=-1)
+        if op.mode == "MERGING":
+            src = op.merge_source
+
+            def step(ub, regs):
+                regs[key] = np.where(keep, compute(regs), _at(regs[src], depth, 1))
+        else:
+            def step(ub, regs):
+                regs[key] = np.where(keep, compute(regs), np.uint8(0))
+    b.r.emit(step)
 
 
 def _scalar(v):
@@ -404,30 +445,34 @@ def _scalar(v):
 def _h_binary(b, op, env, depth):
     from .vf_executor import _FN, _dtype_of
 
-    dt = _dtype_of(op)
-    x, y = (r.view(dt) for r in _regs([env[v] for v in op.sources], depth))
+    dt, fn, (x, y) = _dtype_of(op), _FN[op.FN], op.sources
     act = env[op.mask_operand]
-    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth), x, y)), act)
+    on = _on(act, depth)
+    _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(
+        fn, on, _at(regs[x], depth, 1).view(dt), _at(regs[y], depth, 1).view(dt))), act)
 
 
 def _h_scalar(b, op, env, depth):
     from .vf_executor import _FN, _dtype_of
 
-    dt = _dtype_of(op)
-    x = _at(env[op.sources[0]], depth, 1).view(dt)
+    dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
     s = ew.scalar_to(_scalar(env[op.scalar]), dt)
     act = env[op.mask_operand]
-    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth), x,
-                                                    np.broadcast_to(s, x.shape))), act)
+    on = _on(act, depth)
+
+    def compute(regs):
+        xv = _at(regs[x], depth, 1).view(dt)
+        return _to_reg(ew.on_active(fn, on, xv, np.broadcast_to(s, xv.shape)))
+    _emit(b, op, env, depth, compute, act)
 
 
 def _h_unary(b, op, env, depth):
     from .vf_executor import _FN, _dtype_of
 
-    dt = _dtype_of(op)
+    dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
     act = env[op.mask_operand]
-    _finish(b, op, env, depth, _to_reg(ew.on_active(_FN[op.FN], _lanes_on(act, depth),
-                                                    _at(env[op.sources[0]], depth, 1).view(dt))), act)
+    on = _on(act, depth)
+    _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(fn, on, _at(regs[x], depth, 1).view(dt))), act)
 
 
 def _h_dup(b, op, env, depth):
@@ -436,42 +481,50 @@ def _h_dup(b, op, env, depth):
     dt = _dtype_of(op)
     n = REG // dt.itemsize
     if isinstance(op.source.type, vf.RegType):
-        val = _at(env[op.source], depth, 1).view(dt)[..., :1]
+        src = op.source
+
+        def compute(regs):
+            return _to_reg(np.repeat(_at(regs[src], depth, 1).view(dt)[..., :1], n, axis=-1))
     else:
-        val = ew.scalar_to(_scalar(env[op.source]), dt).reshape(1)
-    res = _to_reg(np.repeat(val, n, axis=-1))
+        res = _to_reg(np.repeat(ew.scalar_to(_scalar(env[op.source]), dt).reshape(1), n, axis=-1))
+
+        def compute(regs):
+            return res  # registers are never written in place
     m = op.mask_operand
-    _finish(b, op, env, depth, res, env[m] if m is not None else None)
+    _emit(b, op, env, depth, compute, env[m] if m is not None else None)
 
 
 def _h_reduce(b, op, env, depth):
     from .vf_executor import _UINT, _dtype_of, _extreme, _tree_sum, group_size
 
-    dt = _dtype_of(op)
-    x = _at(env[op.sources[0]], depth, 1).view(dt)
+    dt, kind, src, key = _dtype_of(op), op.KIND, op.sources[0], op.res[0]
     act = _at(env[op.mask_operand], depth, 1)
-    shape = np.broadcast_shapes(x.shape, act.shape)
-    x, act = np.broadcast_to(x, shape), np.broadcast_to(act, shape)
     s = group_size(dt, op.is_datablock)
-    lead = shape[:-1]
-    xg, ag = x.reshape(-1, s), act.reshape(-1, s)
-    if op.KIND == "sum":
-        vals, idx = _tree_sum(xg, ag), None
-    else:
-        vals, idx = _extreme(xg, ag, op.KIND)
-    vals = vals.reshape(lead + (-1,))
-    if op.mode == "MERGING":
-        out = np.array(np.broadcast_to(_at(env[op.merge_source], depth, 1), lead + (REG,)), np.uint8)
-    else:
-        out = np.zeros(lead + (REG,), np.uint8)
-    ov = out.view(dt)
-    if op.is_datablock:
-        ov[..., :vals.shape[-1]] = vals
-    else:
-        ov[..., 0] = vals[..., 0]
-        if idx is not None:
-            out.view(_UINT[dt.itemsize])[..., 1] = idx.reshape(lead + (-1,))[..., 0]
-    env[op.res[0]] = out
+    datablock, old = op.is_datablock, op.merge_source if op.mode == "MERGING" else None
+
+    def step(ub, regs):
+        x = _at(regs[src], depth, 1).view(dt)
+        shape = np.broadcast_shapes(x.shape, act.shape)
+        lead = shape[:-1]
+        xg, ag = np.broadcast_to(x, shape).reshape(-1, s), np.broadcast_to(act, shape).reshape(-1, s)
+        if kind == "sum":
+            vals, idx = _tree_sum(xg, ag), None
+        else:
+            vals, idx = _extreme(xg, ag, kind)
+        vals = vals.reshape(lead + (-1,))
+        if old is not None:
+            out = np.array(np.broadcast_to(_at(regs[old], depth, 1), lead + (REG,)), np.uint8)
+        else:
+            out = np.zeros(lead + (REG,), np.uint8)
+        ov = out.view(dt)
+        if datablock:
+            ov[..., :vals.shape[-1]] = vals
+        else:
+            ov[..., 0] = vals[..., 0]
+            if idx is not None:
+                out.view(_UINT[dt.itemsize])[..., 1] = idx.reshape(lead + (-1,))[..., 0]
+        regs[key] = out
+    b.r.emit(step)
 
 
 def _h_create_mask(b, op, env, depth):

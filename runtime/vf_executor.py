@@ -375,10 +375,18 @@ def expand_log(log: list) -> list:
 
 
 class VfRunner:
-    """Runs ``vf.func`` bodies on one UB byte array (``uint8``)."""
+    """Runs ``vf.func`` bodies on one UB byte array (``uint8``).
 
-    def __init__(self, ub: np.ndarray, want_log: bool = True, outer=None):
+    Each op is decoded where it runs into its static part (addresses, masks, scalars, loop
+    trips, footprints: none of them depends on register data, which never flows into a scalar)
+    and a data step ``step(ub, regs)`` that reads and writes only the UB and the register
+    values; the step runs at once.  With ``tape`` the steps are kept too: :func:`run_tape`
+    replays the call on other data without decoding anything again."""
+
+    def __init__(self, ub: np.ndarray, want_log: bool = True, outer=None, tape: list | None = None):
         self.ub = ub
+        self.tape = tape
+        """The data steps run so far, in order (when kept)."""
         self.counts: dict[str, int] = {}
         self.want_log = want_log
         """Keep the executed stream (``log``) for the cycle model."""
@@ -387,6 +395,12 @@ class VfRunner:
         """``(ubs, lo)``: run for every trip of a batched scalar loop (vf_batch.run_batched)."""
         self.all_batched = True
         """Every hardware loop ran batched and no memory op ran outside one."""
+
+    def emit(self, step) -> None:
+        """Run the data step ``step(ub, regs)`` (and keep it on the tape)."""
+        step(self.ub, self.regs)
+        if self.tape is not None:
+            self.tape.append(step)
 
     # ---- entry -------------------------------------------------------------------------
     def call(self, fn: vf.VfFuncOp, args: Sequence) -> VfCallResult:
@@ -397,10 +411,13 @@ class VfRunner:
             raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
         self.reads = Touched()
         self.writes = Touched()
-        self.pending: dict[int, dict[int, int]] = {}
+        self.pending: dict[int, set[int]] = {}
+        """Per tile address: the UB bytes in its unaligned-store buffer (their data is a step's)."""
         self.counts = {}
         self.log: list = []
         env: dict = {}
+        self.regs = env
+        """Register values by SSA value (the decoding reads the static values from it too)."""
         for p, a in zip(params, args):
             t = p.type
             if isinstance(t, pto.TileLikeType):
@@ -417,7 +434,7 @@ class VfRunner:
         for op in block.ops:
             if isinstance(op, scf.YieldOp):
                 log.append((LOG_OP, op))
-                return [env[v] for v in op.operands]
+                return list(op.operands)
             self.counts[op.name] = self.counts.get(op.name, 0) + 1
             log.append((LOG_OP, op))
             h = _HANDLERS.get(type(op))
@@ -447,7 +464,7 @@ class VfRunner:
         if self.depth == 0 and run_batched(self, op, env):
             return
         self.all_batched = False
-        vals = [env[v] for v in op.iter_args]
+        srcs = list(op.iter_args)
         body = op.body.blocks[0]
         args = list(body.args)
         self.depth += 1
@@ -458,9 +475,8 @@ class VfRunner:
             # SSA values are defined once: the body's values of one trip overwrite the previous
             # trip's in the same environment (nothing outside the loop can name them)
             env[args[0]] = i
-            for a, v in zip(args[1:], vals):
-                env[a] = v
-            vals = self.run_block(body, env)
+            self._carry(args[1:], srcs, env)
+            srcs = self.run_block(body, env)
         self.depth -= 1
         self.log = log
         if trip_logs and all(t == trip_logs[0] for t in trip_logs):  # every trip ran the same stream
@@ -471,8 +487,20 @@ class VfRunner:
                 log.append((LOG_TRIP, op))
                 log.extend(t)
             log.append((LOG_EXIT, op))
-        for r, v in zip(op.results, vals):
-            env[r] = v
+        self._carry(op.results, srcs, env)
+
+    def _carry(self, dsts, srcs, env: dict) -> None:
+        """``dsts`` take the values of ``srcs`` at once (a trip's yield): registers in a data step."""
+        regs = [(d, s) for d, s in zip(dsts, srcs) if isinstance(s.type, vf.RegType)]
+        for d, s in zip(dsts, srcs):
+            if not isinstance(s.type, vf.RegType):
+                env[d] = env[s]
+        if regs:
+            def step(ub, env):
+                vals = [env[s] for _, s in regs]
+                for (d, _), v in zip(regs, vals):
+                    env[d] = v
+            self.emit(step)
 
     # ---- memory helpers ----------------------------------------------------------------------
     def _addr(self, op: vf._MemOp, env: dict) -> tuple[TileRef, int, int]:
@@ -488,22 +516,28 @@ class VfRunner:
             raise _fault("bounds", op, f"{what} touches UB bytes [{addr:#x}, {addr + nbytes:#x}) outside the "
                                        f"{self.ub.size // 1024} KiB UB")
 
-    def _read(self, op, addr: int, nbytes: int, align: int, what: str) -> np.ndarray:
+    def _read(self, op, addr: int, nbytes: int, align: int, what: str) -> int:
+        """Check and note a read of ``nbytes`` at ``addr``; returns ``addr``."""
         self._check(op, addr, nbytes, align, what)
         self.reads.add(addr, addr + nbytes)
-        return self.ub[addr:addr + nbytes]
+        return addr
 
-    def _write(self, op, tile: TileRef, idx: np.ndarray, data: np.ndarray) -> None:
+    def _write(self, op, tile: TileRef, idx: np.ndarray, data) -> None:
+        """A step writing ``data(regs)`` to the UB bytes ``idx`` (ascending, distinct)."""
         if idx.size == 0:
             return
-        lo, hi = int(idx.min()), int(idx.max()) + 1
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
         if lo < tile.addr or hi > tile.addr + tile.nbytes:
             raise _fault("bounds", op, f"writes UB bytes [{lo:#x}, {hi:#x}) outside its tile buffer "
                                        f"[{tile.addr:#x}, {tile.addr + tile.nbytes:#x})")
         if hi > self.ub.size:
             raise _fault("bounds", op, f"writes UB bytes up to {hi:#x}, outside the UB")
-        self.ub[idx] = data
         self.writes.add_bytes(idx)
+        sel = slice(lo, hi) if hi - lo == idx.size else idx
+
+        def step(ub, regs):
+            ub[sel] = data(regs)
+        self.emit(step)
 
     def _flush(self, op, tile: TileRef, upto_block: int | None) -> None:
         buf = self.pending.get(tile.addr)
@@ -512,9 +546,10 @@ class VfRunner:
         keys = sorted(k for k in buf if upto_block is None or k // 32 < upto_block)
         if not keys:
             return
-        idx = np.array(keys, dtype=np.int64)
-        data = np.array([buf.pop(k) for k in keys], dtype=np.uint8)
-        self._write(op, tile, idx, data)
+        buf.difference_update(keys)
+        stage = (_STAGE, tile.addr)
+        self._write(op, tile, np.array(keys, dtype=np.int64),
+                    lambda regs: np.array([regs[stage].pop(k) for k in keys], dtype=np.uint8))
 
 
 def run_arith(op: Operation, env: dict) -> None:
@@ -556,56 +591,77 @@ def _h_update_mask(r: VfRunner, op: vf.UpdateMaskOp, env: dict) -> None:
 def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
     d = op.dist_name
+    key = op.res[0]
     if d == "NORM":
-        reg = r._read(op, addr, REG, 32, "NORM load").copy()
+        a = r._read(op, addr, REG, 32, "NORM load")
+
+        def step(ub, regs):
+            regs[key] = ub[a:a + REG].copy()
     elif d == "BLK":
-        reg = np.tile(r._read(op, addr, 32, 32, "BLK load"), REG // 32)
+        a = r._read(op, addr, 32, 32, "BLK load")
+
+        def step(ub, regs):
+            regs[key] = np.tile(ub[a:a + 32], REG // 32)
     elif d.startswith("UNPK_B"):
         # 128 bytes; element i zero-extended into the double-width lane i (narrow lanes 2i, 2i+1 = 0)
-        half = r._read(op, addr, REG // 2, 32, f"{d} load").reshape(-1, e)
-        reg = np.zeros((REG // (2 * e), 2, e), np.uint8)
-        reg[:, 0, :] = half
-        reg = reg.reshape(-1)
+        a = r._read(op, addr, REG // 2, 32, f"{d} load")
+
+        def step(ub, regs):
+            reg = np.zeros((REG // (2 * e), 2, e), np.uint8)
+            reg[:, 0, :] = ub[a:a + REG // 2].reshape(-1, e)
+            regs[key] = reg.reshape(-1)
     else:
-        reg = np.tile(r._read(op, addr, e, e, f"{d} load"), REG // e)
-    env[op.res[0]] = reg
+        a = r._read(op, addr, e, e, f"{d} load")
+
+        def step(ub, regs):
+            regs[key] = np.tile(ub[a:a + e], REG // e)
+    r.emit(step)
 
 
 def _h_load_unalign(r: VfRunner, op: vf.LoadUnalignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
-    env[op.res[0]] = r._read(op, addr, REG, e, "unaligned load").copy()
+    a = r._read(op, addr, REG, e, "unaligned load")
+    key = op.res[0]
+
+    def step(ub, regs):
+        regs[key] = ub[a:a + REG].copy()
+    r.emit(step)
 
 
 def _h_store_align(r: VfRunner, op: vf.StoreAlignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
-    reg, act = env[op.value], env[op.mask]
+    value, act = op.value, env[op.mask]
     if op.dist_name == "ONEPT":
         r._check(op, addr, e, e, "ONEPT store")
         if act[0]:
-            r._write(op, tile, addr + np.arange(e), reg[:e])
+            r._write(op, tile, addr + np.arange(e), lambda regs: regs[value][:e])
         return
+    keep = np.repeat(act, e)
     if op.dist_name.startswith("PK_B"):
         # pack: the low half (E bytes) of each active 2E-byte lane i goes to addr + i*E
         r._check(op, addr, REG // 2, 32, f"{op.dist_name} store")
-        low = reg.reshape(-1, 2 * e)[:, :e]
-        keep = np.repeat(act, e)
-        idx = addr + np.flatnonzero(keep)
-        r._write(op, tile, idx, low.reshape(-1)[keep])
+        r._write(op, tile, addr + np.flatnonzero(keep),
+                 lambda regs: regs[value].reshape(-1, 2 * e)[:, :e].reshape(-1)[keep])
         return
     r._check(op, addr, REG, 32, "NORM store")
-    keep = np.repeat(act, e)
-    idx = addr + np.flatnonzero(keep)
-    r._write(op, tile, idx, reg[keep])
+    r._write(op, tile, addr + np.flatnonzero(keep), (lambda regs: regs[value]) if keep.all() else
+             (lambda regs: regs[value][keep]))
+
+
+_STAGE = "unaligned-store buffer"
+"""Register-values key prefix of the bytes a tile's unaligned-store buffer holds (by UB byte)."""
 
 
 def _h_store_unalign(r: VfRunner, op: vf.StoreUnalignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
     n = op.lanes * e
     r._check(op, addr, n, e, "unaligned store")
-    reg = env[op.value]
-    buf = r.pending.setdefault(tile.addr, {})
-    for k in range(n):
-        buf[addr + k] = int(reg[k])
+    value, stage = op.value, (_STAGE, tile.addr)
+    r.pending.setdefault(tile.addr, set()).update(range(addr, addr + n))
+
+    def step(ub, regs):
+        regs.setdefault(stage, {}).update(zip(range(addr, addr + n), regs[value][:n].tolist()))
+    r.emit(step)
     r._flush(op, tile, (addr + n) // 32)
 
 
@@ -617,33 +673,49 @@ def _dtype_of(op: vf._ComputeOp) -> np.dtype:
     return np_dtype(op.reg_type.element_type)
 
 
-def _finish(op: vf._ComputeOp, env: dict, result: np.ndarray, act: np.ndarray | None) -> None:
+def _active(act: np.ndarray | None) -> np.ndarray | None:
+    """The mask a compute step applies: None when every lane is on (nothing to merge or replace)."""
+    return None if act is None or act.all() else act
+
+
+def _emit(r: VfRunner, op, env: dict, compute, act: np.ndarray | None) -> None:
+    """A step setting ``op``'s register to ``compute(regs)`` (a uint8[256] register) merged
+    under ``act`` (the op's merge mode)."""
+    key = op.res[0]
+    act = _active(act)
     if act is None:
-        env[op.res[0]] = result
-        return
-    old = env[op.merge_source] if op.mode == "MERGING" else None
-    env[op.res[0]] = merge(result, act, op.mode, old)
+        def step(ub, regs):
+            regs[key] = compute(regs)
+    elif op.mode == "MERGING":
+        keep, src = np.repeat(act, REG // act.size), op.merge_source
+
+        def step(ub, regs):
+            regs[key] = np.where(keep, compute(regs), regs[src])
+    else:
+        keep = np.repeat(act, REG // act.size)
+
+        def step(ub, regs):
+            regs[key] = np.where(keep, compute(regs), np.uint8(0))
+    r.emit(step)
 
 
 def _h_binary(r: VfRunner, op: vf.BinaryOp, env: dict) -> None:
-    dt = _dtype_of(op)
-    a, b = (lanes(env[v], dt) for v in op.sources)
-    act = env[op.mask_operand]
-    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, a, b)), act)
+    dt, fn, (a, b) = _dtype_of(op), _FN[op.FN], op.sources
+    act = _active(env[op.mask_operand])
+    _emit(r, op, env, lambda regs: to_reg(ew.on_active(fn, act, regs[a].view(dt), regs[b].view(dt))), act)
 
 
 def _h_scalar(r: VfRunner, op: vf.ScalarOp, env: dict) -> None:
-    dt = _dtype_of(op)
-    a = lanes(env[op.sources[0]], dt)
-    s = ew.scalar_to(env[op.scalar], dt)
-    act = env[op.mask_operand]
-    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, a, np.broadcast_to(s, a.shape))), act)
+    dt, fn, a = _dtype_of(op), _FN[op.FN], op.sources[0]
+    s = np.broadcast_to(ew.scalar_to(env[op.scalar], dt), (REG // dt.itemsize,))
+    act = _active(env[op.mask_operand])
+    _emit(r, op, env, lambda regs: to_reg(ew.on_active(fn, act, regs[a].view(dt), s)), act)
 
 
 def _h_unary(r: VfRunner, op: vf.UnaryOp, env: dict) -> None:
-    dt = _dtype_of(op)
-    act = env[op.mask_operand]
-    _finish(op, env, to_reg(ew.on_active(_FN[op.FN], act, lanes(env[op.sources[0]], dt))), act)
+    dt, fn, a = _dtype_of(op), _FN[op.FN], op.sources[0]
+    act = _active(env[op.mask_operand])
+    _emit(r, op, env, lambda regs: to_reg(ew.on_active(fn, act, regs[a].view(dt))), act)
 
 
 def pair_reduce_sum(src: np.ndarray, act: np.ndarray, dtype) -> np.ndarray:
@@ -656,7 +728,8 @@ def pair_reduce_sum(src: np.ndarray, act: np.ndarray, dtype) -> np.ndarray:
 
 
 def _h_pair(r: VfRunner, op: vf.PairReduceSumOp, env: dict) -> None:
-    env[op.res[0]] = pair_reduce_sum(env[op.sources[0]], env[op.mask_operand], _dtype_of(op))
+    src, act, dt = op.sources[0], env[op.mask_operand], _dtype_of(op)
+    _emit(r, op, env, lambda regs: pair_reduce_sum(regs[src], act, dt), None)
 
 
 def convert(src: np.ndarray, act: np.ndarray, src_dtype, dst_dtype, round_mode: str = "RINT", part: str = "EVEN",
@@ -682,39 +755,40 @@ def convert(src: np.ndarray, act: np.ndarray, src_dtype, dst_dtype, round_mode: 
 
 
 def _h_cvt(r: VfRunner, op: vf.CvtOp, env: dict) -> None:
-    old = env[op.merge_source] if op.mode == "MERGING" else None
-    env[op.res[0]] = convert(env[op.args[0]], env[op.mask_operand], np_dtype(op.src_type.element_type),
-                             np_dtype(op.reg_type.element_type), op.round_name, op.part_name, op.mode, old)
+    src, act, merging, old = op.args[0], env[op.mask_operand], op.mode == "MERGING", op.merge_source
+    args = (np_dtype(op.src_type.element_type), np_dtype(op.reg_type.element_type), op.round_name, op.part_name,
+            op.mode)
+    _emit(r, op, env, lambda regs: convert(regs[src], act, *args, regs[old] if merging else None), None)
 
 
 def _h_dup(r: VfRunner, op: vf.DupOp, env: dict) -> None:
     dt = _dtype_of(op)
-    src = env[op.source]
     n = REG // dt.itemsize
-    if isinstance(op.source.type, vf.RegType):
-        val = lanes(src, dt)[:1].copy()
-    else:
-        val = ew.scalar_to(src, dt).reshape(1)
-    res = to_reg(np.repeat(val, n))
     m = op.mask_operand
-    _finish(op, env, res, env[m] if m is not None else None)
+    if isinstance(op.source.type, vf.RegType):
+        src = op.source
+        compute = lambda regs: to_reg(np.repeat(regs[src].view(dt)[:1], n))  # noqa: E731
+    else:
+        res = to_reg(np.repeat(ew.scalar_to(env[op.source], dt).reshape(1), n))
+        compute = lambda regs: res  # noqa: E731  (registers are never written in place)
+    _emit(r, op, env, compute, env[m] if m is not None else None)
 
 
 def _h_reduce(r: VfRunner, op: vf.ReduceOp, env: dict) -> None:
-    dt = _dtype_of(op)
-    old = env[op.merge_source] if op.mode == "MERGING" else None
-    env[op.res[0]] = reduce(op.KIND, env[op.sources[0]], env[op.mask_operand], dt, datablock=op.is_datablock,
-                            mode=op.mode, old=old)
+    dt, kind, src, act = _dtype_of(op), op.KIND, op.sources[0], env[op.mask_operand]
+    datablock, mode, merging, old = op.is_datablock, op.mode, op.mode == "MERGING", op.merge_source
+    _emit(r, op, env, lambda regs: reduce(kind, regs[src], act, dt, datablock=datablock, mode=mode,
+                                          old=regs[old] if merging else None), None)
 
 
 def _h_bitcast(r: VfRunner, op: vf.BitcastOp, env: dict) -> None:
-    env[op.res[0]] = env[op.args[0]]  # registers are bytes: the same 256 of them
+    src = op.args[0]
+    _emit(r, op, env, lambda regs: regs[src], None)  # registers are bytes: the same 256 of them
 
 
 def _h_deinterleave(r: VfRunner, op: vf.DeinterleaveOp, env: dict) -> None:
-    dt = _dtype_of(op)
-    both = np.concatenate([lanes(env[v], dt) for v in op.args])
-    env[op.res[0]] = to_reg(both[(op.part_name == "ODD")::2])
+    dt, srcs, odd = _dtype_of(op), tuple(op.args), op.part_name == "ODD"
+    _emit(r, op, env, lambda regs: to_reg(np.concatenate([regs[v].view(dt) for v in srcs])[odd::2]), None)
 
 
 _HANDLERS = {
@@ -1125,13 +1199,9 @@ def exec_vf_call(m, d, p: int, te) -> None:
         else:
             args.append(v)
     if m.batch is not None:  # every trip of a batched scalar loop (runtime/loop_batch.py)
-        runner = VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo))
-        res = runner.call(fn, args)
-        m.vf_counts = getattr(m, "vf_counts", {})
-        for k, n in res.counts.items():
-            m.vf_counts[k] = m.vf_counts.get(k, 0) + n * m.batch.n
+        VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo)).call(fn, args)
         return
-    runner = VfRunner(m.ub, want_log=te is not None)
+    runner = VfRunner(m.ub, want_log=te is not None, tape=[] if m.dry is not None else None)
     try:
         res = runner.call(fn, args)
     except VfFault as f:
@@ -1141,12 +1211,19 @@ def exec_vf_call(m, d, p: int, te) -> None:
         te.vf_counts = dict(res.counts)
         te.vf_log = res.log
         te.vf_callee = name
-    m.vf_counts = getattr(m, "vf_counts", {})
-    for k, n in res.counts.items():
-        m.vf_counts[k] = m.vf_counts.get(k, 0) + n
     m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
     m._accesses(d, p, [_Acc("UB", False, res.reads.footprint(inside), what="its source"),
                        _Acc("UB", True, res.writes.footprint(), what="its destination")])
     if m.tape is not None:  # runtime/loop_batch.py: the VF batches, and the UB bytes it reads
         m.tape[-1][3] = runner.all_batched
         m.tape[-1].append(res.reads.footprint())
+    if m.dry is not None:  # a replayed program (executor._dry_run): this call is its data steps
+        m.dry.append((partial(run_tape, runner.tape), d))
+
+
+def run_tape(tape: list, m, d) -> None:
+    """A VF call again, on the data of ``m.ub``: the data steps one run of it kept
+    (:class:`VfRunner` ``tape``), in order; its addresses, masks and trips do not depend on data."""
+    ub, regs = m.ub, {}
+    for step in tape:
+        step(ub, regs)
