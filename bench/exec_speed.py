@@ -6,11 +6,14 @@ Cases (f32): 128x128 TROWEXPANDMAX (Mode 1), 256x256 TROWSUM, softmax 64x256
 (examples/softmax.pto), and a tiled loop of 2,048 trips, each TADD + TEXP of one 32x32 tile
 (2M elements).  Columns: ``cold``, what issue 10's speed target is measured on:
 ``host_seconds.execute`` of ``ptoc FILE --run --stats json`` in a fresh process (the median of
-``--repeat`` processes, each a single cold run); then, in this process, the executor as
-``ptoc --stats`` runs it (hazard checking, trace and cycle model), with hazard checking only,
-with neither, the golden model (``reference.evaluate`` on the same module), bare NumPy doing
-the same math; ns per element and the ratio to NumPy (warm NumPy in every ratio).  Warm times
-are CPU seconds of this process (the machine is shared), the median of ``--repeat`` runs.
+``--repeat`` processes, each a single cold run), as a ratio to warm NumPy and (``c``) to cold
+NumPy: the same math's first call in a fresh process that has parsed and compiled the kernel
+as ptoc has (``cold NumPy``; NumPy's first calls cost several times its later ones); then, in
+this process, the executor as ``ptoc --stats`` runs it (hazard checking, trace and cycle
+model), with hazard checking only, with neither, the golden model (``reference.evaluate`` on
+the same module), bare NumPy doing the same math; ns per element and the ratio to (warm)
+NumPy.  Warm times are CPU seconds of this process (the machine is shared), the median of
+``--repeat`` runs.
 Every executor run is first checked against the golden model (the ``--run`` comparison).
 ``n/a``: the kernel does not fit the target's UB.  ``--quick`` runs the tiled loop with 64 trips.
 """
@@ -54,6 +57,27 @@ def cold_execute_s(text: str, target: str, repeat: int) -> float:
             assert "PASS" in report and "MISMATCH" not in report, report
             times.append(json.loads("{" + stats)["host_seconds"]["execute"])
     return statistics.median(times)
+
+
+def cold_numpy_s(case: int, target: str, quick: bool, repeat: int) -> float:
+    """The first call of case ``case``'s NumPy math in a fresh process that parsed the kernel,
+    made its inputs and compiled it for ``target`` first (the median of ``repeat`` processes)."""
+    cmd = [sys.executable, __file__, "--cold-numpy", str(case), "--target", target, *(["--quick"] if quick else [])]
+    return statistics.median(float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+                             for _ in range(repeat))
+
+
+def _cold_numpy_child(case: int, target: str, quick: bool) -> None:
+    from pto_compiler import api
+    from pto_compiler.runtime import reference as golden
+
+    name, text, np_fn, _ = cases(64 if quick else 2048)[case]
+    module = api.parse(text, f"<{name}>")
+    values = golden.make_inputs(module, 0)
+    api.compile(module, target, decode=True)
+    t0 = time.perf_counter()
+    np_fn(values)
+    print(time.perf_counter() - t0)
 
 
 def _l1(name: str, args: str, body: str, result: str) -> str:
@@ -125,7 +149,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cold-numpy", type=int, help=argparse.SUPPRESS)  # the child of cold_numpy_s
+    ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.cold_numpy is not None:
+        _cold_numpy_child(args.cold_numpy, args.target, args.quick)
+        return 0
 
     from pto_compiler import api, pipeline
     from pto_compiler.diagnostics import PtocError
@@ -134,9 +163,10 @@ def main(argv=None) -> int:
     from pto_compiler.runtime.executor import execute
     from pto_compiler.targets import A2A3, ASCEND950
 
-    columns = ("cold", "exec --stats", "exec check", "exec nocheck", "golden")
-    print(f"{'case':<38}{'target':<11}{''.join(f'{c:>16}' for c in columns)}{'NumPy':>9}   ns/elem (x NumPy)")
-    for name, text, np_fn, n in cases(64 if args.quick else 2048):
+    columns = ("exec --stats", "exec check", "exec nocheck", "golden")
+    print(f"{'case':<38}{'target':<11}{'cold (x NumPy, c cold)':>24}{''.join(f'{c:>16}' for c in columns)}"
+          f"{'NumPy':>9}{'cold NumPy':>11}   ns/elem (x NumPy)")
+    for k, (name, text, np_fn, n) in enumerate(cases(64 if args.quick else 2048)):
         module = api.parse(text, f"<{name}>")
         values = golden.make_inputs(module, 0)
         want = golden.evaluate(module, values)
@@ -147,7 +177,7 @@ def main(argv=None) -> int:
             try:
                 program = pipeline.compile_module(module, target)
             except PtocError:
-                row = ("n/a",) * 4
+                row, cold, t_np_cold = ("n/a",) * 3, "n/a", None
             else:
                 gm = pipeline.gm_inputs(values)
                 got = execute(program, gm).outputs
@@ -157,9 +187,13 @@ def main(argv=None) -> int:
                 t_on = median_s(lambda: execute(program, gm, trace=False), args.repeat)
                 t_off = median_s(lambda: execute(program, gm, check=False, trace=False), args.repeat)
                 t_cold = cold_execute_s(text, target.name, args.repeat)
-                row = tuple(f"{t / n * 1e9:.0f} ({t / t_np:.0f}x)" for t in (t_cold, t_stats, t_on, t_off))
+                t_np_cold = cold_numpy_s(k, target.name, args.quick, args.repeat)
+                cold = f"{t_cold / n * 1e9:.0f} ({t_cold / t_np:.0f}x, c {t_cold / t_np_cold:.1f}x)"
+                row = tuple(f"{t / n * 1e9:.0f} ({t / t_np:.0f}x)" for t in (t_stats, t_on, t_off))
             gold = f"{t_golden / n * 1e9:.1f} ({t_golden / t_np:.1f}x)"
-            print(f"{name:<38}{target.name:<11}{''.join(f'{c:>16}' for c in row)}{gold:>16}{t_np / n * 1e9:>9.2f}")
+            np_cold = f"{t_np_cold / n * 1e9:.2f}" if t_np_cold is not None else "n/a"
+            print(f"{name:<38}{target.name:<11}{cold:>24}{''.join(f'{c:>16}' for c in row)}{gold:>16}"
+                  f"{t_np / n * 1e9:>9.2f}{np_cold:>11}")
     return 0
 
 

@@ -322,7 +322,9 @@ def _maxmin(a, b, is_max: bool) -> np.ndarray:
     r = (np.maximum if is_max else np.minimum)(wa, wb)
     # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which
     # zero of a ±0 tie are left to fix: max(±0, ±0) is -0 only if both are -0, min(±0, ±0)
-    # is +0 only if both are +0.
+    # is +0 only if both are +0.  One reduction tells whether any result is NaN or zero.
+    if r.size == 0 or np.abs(r).min() > 0:
+        return r.astype(a.dtype, copy=False)  # exact: r is one of the operands
     zero = r == 0
     if zero.any():
         zero = np.flatnonzero(zero)

@@ -1631,9 +1631,12 @@ class _Replay:
     findings, trace and counts do not depend on the data, so one dry run decides them and every
     execution runs only the NumPy steps, in the dry run's order."""
 
-    def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int):
+    def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int,
+                 gm_written: frozenset):
         self.body, self.steps, self.trace, self.counts = body, steps, trace, counts
         self.nsteps, self.ub_bytes = nsteps, ub_bytes
+        self.gm_written = gm_written
+        """The GM arguments some step writes (the others are read-only views of the inputs)."""
         self.stats: dict = {}
         """target -> the cycle model's stats of ``trace``."""
 
@@ -1657,7 +1660,8 @@ def _dry_run(program: Program, plan: Plan) -> "_Replay | None":
         return None
     if m.findings:
         return None
-    rp = _Replay(body, m.dry, m.trace, m.counts, m.max_steps - m.steps_left, t.ub_bytes)
+    rp = _Replay(body, m.dry, m.trace, m.counts, m.max_steps - m.steps_left, t.ub_bytes,
+                 frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
     from .cycles import CYCLE_TABLES, simulate
 
     if program.target in CYCLE_TABLES:  # the trace is the same every run: so are its stats
@@ -1694,9 +1698,10 @@ def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool)
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-def make_inputs(program: Program, inputs: dict | None = None) -> dict:
+def make_inputs(program: Program, inputs: dict | None = None, written=None) -> dict:
     """GM arrays for every argument: the given ones (any shape with the right element count,
-    converted to the argument's dtype) and zeros for the rest."""
+    converted to the argument's dtype) and zeros for the rest; with ``written`` (the arguments
+    the run may write), the others are read-only views of the inputs, not copies."""
     inputs = inputs or {}
     out = {}
     for g in program.gm_args:
@@ -1707,7 +1712,11 @@ def make_inputs(program: Program, inputs: dict | None = None) -> dict:
             if arr.size != n:
                 raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
                                  f"argument {g.dtype}{list(g.shape)} has {n}")
-            out[g.name] = np.array(arr, npd, order="C").reshape(g.shape)  # a copy: the run writes GM
+            if written is None or g.name in written:
+                out[g.name] = np.array(arr, npd, order="C").reshape(g.shape)  # a copy: the run writes GM
+            else:
+                out[g.name] = view = np.asarray(arr, npd).reshape(g.shape).view()
+                view.flags.writeable = False
         else:
             out[g.name] = np.zeros(g.shape, npd)
     unknown = set(inputs) - {g.name for g in program.gm_args}
@@ -1742,7 +1751,11 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     if t is None:
         raise ValueError(f"unknown target '{tname}'")
     ub_bytes = t.ub_bytes
-    gm = make_inputs(program, inputs)
+    rp = plan_of(program).replay
+    if not (rp is not None and blocks == 1 and schedule == "eager" and rp.ub_bytes == ub_bytes and
+            rp.nsteps <= max_steps and rp.body == tuple(program.body)):
+        rp = None
+    gm = make_inputs(program, inputs, rp.gm_written if rp is not None else None)
     sc = dict(scalars or {})
     missing = [s.name for s in program.scalar_args if s.name not in sc]
     if missing:
@@ -1757,9 +1770,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)
         if init.size > ub_bytes:
             raise ValueError(f"initial UB image of {init.size} bytes exceeds the {ub_bytes}-byte UB")
-    rp = plan_of(program).replay
-    if rp is not None and blocks == 1 and schedule == "eager" and rp.ub_bytes == ub_bytes and \
-            rp.nsteps <= max_steps and rp.body == tuple(program.body):
+    if rp is not None:
         mem = _fresh_ub(ub_bytes, ub_init)
         if init is not None:
             mem[: init.size] = init

@@ -224,11 +224,14 @@ class _Batch:
             self.r.reads.add_starts(addr, n)
             self.event(False, addr, n, op)
         key = op.res[0]
-        if n < REG:
+        if n < REG:  # the n bytes repeated over the register, copied in units of up to 8 bytes
+            unit = np.dtype(f"<u{8 if n % 8 == 0 else n}")
+
             def step(ub, regs):
-                data = read(ub)
-                regs[key] = np.broadcast_to(data[..., None, :], data.shape[:-1] + (REG // n, n)).reshape(
-                    data.shape[:-1] + (REG,))
+                data = read(ub).view(unit)
+                out = np.empty(data.shape[:-1] + (REG // n, data.shape[-1]), unit)
+                out[...] = data[..., None, :]
+                regs[key] = out.reshape(data.shape[:-1] + (-1,)).view(np.uint8)
         else:
             def step(ub, regs):
                 regs[key] = read(ub)
@@ -417,11 +420,14 @@ def _emit(b, op, env, depth, compute, act) -> None:
         def step(ub, regs):
             regs[key] = compute(regs)
     elif act.all():  # every lane active (the usual case): nothing to merge
-        full = _at(act, depth, 1).shape[:-1] + (REG,)
+        full, shape = _at(act, depth, 1).shape[:-1] + (REG,), None
 
         def step(ub, regs):
+            nonlocal shape
             res = compute(regs)
-            regs[key] = np.broadcast_to(res, np.broadcast_shapes(res.shape, full))
+            if shape is None:  # the same every run: the shapes are the loops'
+                shape = np.broadcast_shapes(res.shape, full)
+            regs[key] = res if res.shape == shape else np.broadcast_to(res, shape)
     else:
         act = _at(act, depth, 1)
         keep = np.repeat(act, REG // act.shape[-1], axis=-1)
