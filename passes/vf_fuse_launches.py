@@ -255,12 +255,12 @@ def _affine(v: SSAValue, iv: SSAValue) -> tuple[int, int] | None:
 
 @dataclass
 class _Sweep:
-    """A launch operand ``pto.tassign %t, ADDR`` with ADDR = c0 + c1 * i over the loop's trips i
-    (a sub-tile at a loop-dependent place, e.g. rows 3m..3m+2 of a tile at a fixed address): the
-    fused VF takes ``union``, a row-major tile at the lowest address spanning every trip's bytes
-    (placed there: ``ub_addr``), and trip i's accesses move by (ADDR(i) - lowest) / element bytes
-    elements.  pto-insert-sync and the executors then see the launch touch the union, the bytes
-    the trips touched."""
+    """A launch operand ``pto.tassign %t, ADDR`` with ADDR = c0 + c1 * i over the loop's trips i,
+    c1 whole rows of %t (a sub-tile at a loop-dependent place, e.g. rows 3m..3m+2 of a tile at a
+    fixed address): the fused VF takes ``union``, a row-major tile at the lowest address spanning
+    every trip's rows (placed there: ``ub_addr``), and trip i's accesses move by (ADDR(i) -
+    lowest) / element bytes elements.  pto-insert-sync and the executors then see the launch
+    touch the union, the rows the trips touched."""
 
     union: pto.AllocTileOp
     c0: int
@@ -276,10 +276,9 @@ class _Sweep:
         addrs = [aff[0] + aff[1] * i for i in trips]
         low = min(addrs)
         row = sub.cols * sub.elem_bytes
-        if any(a % 32 for a in addrs) or aff[1] % sub.elem_bytes:  # misaligned: the run-time check stays
+        if any(a % 32 for a in addrs) or aff[1] % row:  # misaligned, or not whole rows apart
             return None
-        rows = -(-(max(addrs) - low + sub.nbytes) // row)
-        union = pto.TileBufType(sub.element_type, [rows, sub.cols], loc=sub.loc.data)
+        union = pto.TileBufType(sub.element_type, [(max(addrs) - low) // row + sub.rows, sub.cols], loc=sub.loc.data)
         tile = pto.AllocTileOp(union, attributes={"ub_addr": IntegerAttr(low, 64)})
         tile.result.name_hint = t.results[0].name_hint
         return _Sweep(tile, aff[0] - low, aff[1])

@@ -225,3 +225,25 @@ def test_long_rows_fold_into_several_accumulators(op, dt, cols, valid):
         else:
             np.testing.assert_array_equal(got, want)
     assert runs["default"].stats.vf["pushq_vf"] < runs["none"].stats.vf["pushq_vf"]
+
+
+def test_sub_tiles_at_loop_dependent_addresses_fuse_only_when_affine():
+    """vf-fuse-launches fuses a loop of launches on pto.tassign sub-tiles whose addresses are
+    affine in the loop variable (lit_tests/vf/fuse_swept_launches.pto; also with x's and y's row
+    pairs taken in reverse, (1 - m) * 512: one launch); an address computed with a remainder is
+    not affine to the pass, and the loop keeps its launches.  Each form gives NumPy's y: row pair
+    m of y = x's same rows + the row of a of the trip that wrote them."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "lit_tests" / "vf" / "fuse_swept_launches.pto").read_text()
+    x = np.arange(4 * 64, dtype=np.float32).reshape(4, 64)
+    a = np.arange(2 * 64, dtype=np.float32).reshape(2, 64) * 0.5
+    xo = "%xo = arith.muli %m, %c512 : index"
+    reverse = text.replace(xo, "%rm = arith.subi %c1, %m : index\n    %xo = arith.muli %rm, %c512 : index")
+    parity = text.replace(xo, "%pm = arith.remui %m, %c2 : index\n    %xo = arith.muli %pm, %c512 : index")
+    assert xo in text and reverse != text and parity != text
+    for src, launches, a_rows in ((text, 1, [0, 0, 1, 1]), (reverse, 1, [1, 1, 0, 0]), (parity, 2, [0, 0, 1, 1])):
+        prog = pipeline.compile_module(api.parse(src, "k.pto"), TARGETS["ascend950"])
+        res = pipeline.run_program(prog, {"x": x, "a": a, "y": np.zeros((4, 64), np.float32)})
+        assert not res.findings and res.stats.vf["vf_count"] == launches
+        np.testing.assert_array_equal(res.outputs["y"], x + a[a_rows])
