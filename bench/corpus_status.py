@@ -7,11 +7,13 @@ Per file: the target (``--pto-arch`` of its RUN line, else what ptoc picks from 
 ``ptoc FILE`` (compile) and ``ptoc FILE --run`` (execute + compare with the golden model).
 Classes: ``negative-ok`` (a file PTOAS rejects, as tests/samples.is_negative says, ptoc rejects
 too; a file with a RUN line PTOAS accepts as well counts as positive, its ``not ptoas`` lines
-are tests/test_corpus_negative.py's), ``negative-accepted``, ``no-compile`` (with the first error line), ``no-run`` (compiles;
---run fails, with the reason), ``run`` (runs, compares nothing), ``PASS`` (runs, at least one
-output compared and all PASS), ``MISMATCH``.  Integer scalar arguments get the values of
-``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of several kernels its
-``--entry`` (a file past the GM limit its ``--max-gm-bytes``), as a test would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
+are tests/test_corpus_negative.py's), ``negative-accepted``, ``no-compile`` (with the first
+error line), ``no-run`` (compiles; --run fails, with the reason), ``run`` (runs, compares
+nothing: no GM output, no tprint, no tile the ``--run`` harness can move, passes/tile_harness.py),
+``PASS`` (runs, at least one output compared and all PASS), ``MISMATCH``.  Integer scalar
+arguments get the values of ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of
+several kernels its ``--entry`` (a file past the GM limit its ``--max-gm-bytes``), as a test
+would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
 This is the one corpus status script: the vector and cube work both report from it.
 """
 

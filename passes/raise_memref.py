@@ -19,6 +19,7 @@ memref form; :func:`unraisable` says why, located, when it is compiled or run.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -96,6 +97,13 @@ def _gm_values_ok(value: SSAValue) -> bool:
     return all(u.operation.name in GM_USES for u in value.uses)
 
 
+def _boxed_config(op: Operation) -> bool:
+    """A ``#pto.tile_buf_config<..., slayout=N, ...>`` with N != 0 (NoneBox): a fractal layout."""
+    body = getattr(getattr(op.attributes.get("config"), "body", None), "data", "")
+    m = re.search(r"slayout\s*=\s*(\d+)", body)
+    return m is not None and int(m.group(1)) != 0
+
+
 def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
     """Why a memref of ``fn`` has no place in the tile model (the op and the reason), else None."""
     from xdsl.dialects import memref
@@ -127,6 +135,9 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
         elif isinstance(op, memref.ReinterpretCastOp):
             if not _static_cast(op):
                 return op, "is not a static cast at offset 0 of a GM argument used by tload/tstore"
+        elif op.name == "pto.bind_tile" and _boxed_config(op):
+            return op, ("binds a boxed vec tile (a fractal slayout in its config), which no vector tload or "
+                        "tstore moves (they move ND rows or DN columns)")
         elif any(isinstance(r.type, MemRefType) for r in op.results):
             return op, "defines a memref, which ptoc has no tile form for"
     return None

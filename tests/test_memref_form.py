@@ -92,6 +92,23 @@ def test_unraisable_memref_form_is_located(tmp_path, capsys):
     assert cli.main([str(path), "--emit", "pto"]) == 0  # parsed and verified, as PTOAS's memref form
 
 
+def test_a_boxed_bind_tile_is_located_with_its_reason(tmp_path, capsys):
+    config = "{config = #pto.tile_buf_config<blayout=1 : i32, slayout=1 : i32, s_fractal_size=512, pad=0 : i32>}"
+    src = f"""func.func @k(%x: {GM3}, %y: {GM3}) {{
+  %c16 = arith.constant 16 : index
+  %a = memref.alloc() : {UB3}
+  %v = pto.bind_tile %a, %c16, %c16 {config} : {UB3} -> {UB3}
+  pto.tload ins(%x : {GM3}) outs(%v : {UB3})
+  pto.tstore ins(%v : {UB3}) outs(%y : {GM3})
+  return
+}}
+"""
+    path = tmp_path / "b.pto"
+    path.write_text(src)
+    assert cli.main([str(path)]) == 1
+    assert f"{path}:4:8: error: 'pto.bind_tile' op binds a boxed vec tile" in capsys.readouterr().err
+
+
 def test_async_comm_ops_are_located_as_having_no_semantics(tmp_path, capsys):
     gm = "memref<128xf32, #pto.address_space<gm>>"
     src = f"""func.func @k(%d: {gm}, %s: {gm}, %w: memref<1024xi8, #pto.address_space<gm>>) {{
