@@ -45,6 +45,10 @@ Lexical rules
                    ``partition_tensor_view`` / ``ptr`` type on one line with no nested ``<``,
                    brackets, quotes or comments, where an op's operand, result or argument types
                    are written (see ``type_text`` below)
+  ``DPS_INS``      a whole ``ins(%a, %b : T, f32)`` / ``outs(...)`` group on one line holding only
+  ``DPS_OUTS``     SSA values and then ``TYPE_TEXT`` or scalar types: never in the tree, whose
+                   ``ins`` / ``outs`` node gets the children its tokens would give, located where
+                   they are (:func:`_group_children`)
   ``HASH_NAME``    ``#pto.address_space``, ``#pto``
   ``VISIBILITY``   ``private`` / ``public`` / ``nested``
   op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``, ``SCF_WHILE``, ``SCF_CONDITION``,
@@ -206,7 +210,9 @@ parsing is linear in the input.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
+import re
 import threading
 from pathlib import Path
 
@@ -268,17 +274,70 @@ class _PostLexer:
             elif t == "DIM":
                 tok = tok.update(value=tok.value[:-1])
             elif t == "TYPE_TEXT":  # its one `<` nests, and an error inside it is raised here, in order
+                _check_type_text(tok, len(stack), checked, filename)
+            elif t in _DPS_GROUPS:  # its `(`, then each type as a TYPE_TEXT token there
                 if len(stack) >= MAX_NESTING:
                     raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
-                                   f"or regions)", filename, tok.line, tok.column + tok.index("<"))
-                if tok.value not in checked:
-                    parse_type_text(tok, filename)
-                    checked.add(tok.value)
+                                   f"or regions)", filename, tok.line, tok.column + tok.index("("))
+                for node, kind, text, off in _dps_items(tok.value):
+                    if kind == "TYPE_TEXT" and (text not in checked or len(stack) + 1 >= MAX_NESTING):
+                        _check_type_text(_item_token(tok, kind, text, off), len(stack) + 1, checked, filename)
             if t in ("INT", "HEX", "DIM") and len(tok.value.lstrip("+-")) > MAX_INT_DIGITS + (t == "HEX") * 2:
                 raise error_at(f"integer literal of {len(tok.value)} characters is too long (at most "
                                f"{MAX_INT_DIGITS} digits)", filename, tok.line, tok.column)
             last = t
             yield tok
+
+
+def _check_type_text(tok: Token, depth: int, checked: set[str], filename: str) -> None:
+    if depth >= MAX_NESTING:
+        raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
+                       f"or regions)", filename, tok.line, tok.column + tok.index("<"))
+    if tok.value not in checked:
+        parse_type_text(tok, filename)
+        checked.add(tok.value)
+
+
+_DPS_GROUPS = {"DPS_INS": "ins", "DPS_OUTS": "outs"}
+
+
+def _item_token(group: Token, kind: str, text: str, offset: int) -> Token:
+    start, column = group.start_pos + offset, group.column + offset
+    return Token(kind, text, start, group.line, column, group.line, column + len(text), start + len(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dps_items(group: str) -> tuple:
+    """(node, terminal, text, offset) of each item of a DPS group's text (a kernel writes few distinct
+    groups)."""
+    parser = get_parser()
+    ssa, types = (parser.get_terminal(t).pattern.to_regexp() for t in ("SSA", "TYPE_TEXT"))
+    colon = group.index(":")  # an SSA name has none; a type may
+    items = [("operand", "SSA", m.group(), m.start()) for m in re.finditer(ssa, group[:colon])]
+    for m in re.compile(rf"({types})|[^\s,)]+").finditer(group, colon + 1):  # a type or a scalar type's name
+        node, kind = ("type_text", "TYPE_TEXT") if m.group(1) else ("builtin_type", "NAME")
+        items.append((node, kind, m.group(), m.start()))
+    return tuple(items)
+
+
+class _DpsGroups:
+    """Lark calls it for the ``ins`` and ``outs`` rules only (it has no ``__default__``: every other
+    node is a plain Tree)."""
+
+    def ins(self, children):
+        return Tree("ins", _group_children(children))
+
+    def outs(self, children):
+        return Tree("outs", _group_children(children))
+
+
+def _group_children(children: list) -> list:
+    """A one-token DPS group's items, as the grammar builds them from the group's tokens
+    (``operand(SSA)``, ``type_text(TYPE_TEXT)``, ``builtin_type(NAME)``), each located where its text is."""
+    if len(children) == 1 and isinstance(children[0], Token) and children[0].type in _DPS_GROUPS:
+        group = children[0]
+        return [Tree(node, [_item_token(group, kind, text, off)]) for node, kind, text, off in _dps_items(group)]
+    return children
 
 
 _FILENAME: contextvars.ContextVar[str] = contextvars.ContextVar("ptoc_syntax_filename", default="<unknown>")
@@ -311,6 +370,7 @@ def _build_parser() -> Lark:
             maybe_placeholders=True,
             propagate_positions=False,
             start=["start", "type"],
+            transformer=_DpsGroups(),
             cache=True,  # a file in the user's temp dir, keyed by a hash of grammar and options
         )
     finally:
@@ -333,6 +393,8 @@ _FRIENDLY = {
     "DIM": "shape",
     "TILE_KW": "'!pto.tile'",
     "TYPE_TEXT": "type",
+    "DPS_INS": "'ins'",
+    "DPS_OUTS": "'outs'",
     "BANG_NAME": "type",
     "HASH_NAME": "attribute",
     "OPNAME": "operation name",
@@ -370,6 +432,8 @@ def _show_token(tok: Token) -> str:
     text = str(tok)
     if tok.type == "TYPE_TEXT":  # token by token, the type's name is what the parser would find here
         text = text[:text.index("<")]
+    elif tok.type in _DPS_GROUPS:  # and `ins` / `outs` here
+        text = _DPS_GROUPS[tok.type]
     if len(text) > 40:
         text = text[:37] + "..."
     return f"'{text}'"

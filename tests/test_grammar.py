@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
-from lark import Token, Tree
+from lark import Lark, Token, Tree
 
+from pto_compiler import syntax
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.syntax import MAX_NESTING, parse_tree, parse_type_text
 
@@ -380,6 +382,67 @@ def test_error_inside_a_one_token_type(bad: str, column: int) -> None:
     lines = error(f"%c = pto.tadd %a\n%d = pto.foo %a : {bad[:split]}\n{bad[split:]}, f32\n")
     assert (lines.line, lines.column, lines.message) == (3, column - split, one_token.message)
     assert error(f"%d = pto.tadd %a, {bad} %b").message == error(f"%d = pto.tadd %a, {bad.split('<')[0]} %b").message
+
+
+# ------------------------------------------------------------------- one-token DPS groups
+
+
+def _token_by_token_parser():
+    """The grammar without its one-token ``ins(...)`` / ``outs(...)`` groups (DPS_INS / DPS_OUTS)."""
+    text = syntax.GRAMMAR_PATH.read_text(encoding="utf-8")
+    plain = text.replace(" | DPS_INS\n", "\n").replace(" | DPS_OUTS\n", "\n")
+    assert plain.count("\n") == text.count("\n") and "| DPS_" not in plain
+    return Lark(plain, parser="lalr", lexer="contextual", postlex=syntax._POSTLEX, maybe_placeholders=True,
+                start=["start", "type"])
+
+
+def _outcome(text: str, parser=None):
+    """Every token of the tree with its type, text and position, or the error's text."""
+    saved = syntax._PARSER
+    syntax._PARSER = parser or saved
+    try:
+        tree = parse_tree(text, "g.pto")
+    except PtocError as exc:
+        return str(exc)
+    finally:
+        syntax._PARSER = saved
+    return [(n.data, len(n.children)) if isinstance(n, Tree) else
+            (n.type, str(n), n.start_pos, n.line, n.column, n.end_line, n.end_column, n.end_pos) if isinstance(n, Token)
+            else n for n in _preorder(tree)]
+
+
+def _preorder(node):
+    yield node
+    for c in node.children if isinstance(node, Tree) else ():
+        yield from _preorder(c)
+
+
+_DPS_SNIPPETS = ["%", "!", "<", ">", "(", ")", "[", "]", "{a = 1}", ",", ":", "=", " ", "\n", "\t", "//", "?",
+                 "ins(", "outs(", "f32", "index", "true", "dense", "%a", "%1#2", " : ", "!pto.tile<", "9" * 50]
+
+
+def test_one_token_dps_groups_change_nothing() -> None:
+    """``ins(%a, %b : T, f32)`` lexed as one token gives the tree token by token lexing gives, each
+    token where it is, and on inputs mutated inside their groups the same tree or the same error."""
+    plain = _token_by_token_parser()
+    root = Path(__file__).resolve().parents[1]
+    sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.pto")) +
+               sorted(root.glob("lit_tests/**/*.pto")) + SAMPLE_FILES]
+    sources = [s for s in sources if re.search(r"\b(?:ins|outs)\(", s)]
+    sources.append("pto.tadd ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, f32) outs(%d : !pto.ptr<f32>)\n"
+                   "pto.tload ins (%p:!pto.partition_tensor_view<16x16xf32> )\n  outs(%t#1 : index)\n")
+    for text in sources:
+        assert _outcome(text) == _outcome(text, plain)
+    rng = random.Random(9)
+    for _ in range(300):
+        text = rng.choice(sources)
+        start = rng.choice([m.start() for m in re.finditer(r"\b(?:ins|outs)\(", text)])
+        for _ in range(rng.randint(1, 2)):
+            end = text.find(")", start)
+            pos = rng.randint(start, end + 1 if end >= 0 else len(text))
+            cut = rng.choice([0, 0, 1, 3])
+            text = text[:pos] + rng.choice(_DPS_SNIPPETS) * (cut != 3) + text[pos + cut:]
+        assert _outcome(text) == _outcome(text, plain), text[start - 20:start + 120]
 
 
 # ---------------------------------------------------------------------------------------- limits
