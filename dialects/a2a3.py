@@ -189,6 +189,12 @@ for _n, _fn in (("vcgadd", "add"), ("vcgmax", "maximum"), ("vcgmin", "minimum"))
                  rep_ops=("dst", "src"), rep_defaults={"dst_rep_stride": 1}, dst_kind="ub_elem"))
 _add(_mk_vec("vcpadd", "pair", ("dst", "src"), _BLOCK_TREE, "add", blk_ops=("src",),
              rep_ops=("dst", "src"), rep_defaults={"dst_rep_stride": 4}))
+# VBS32 ``vbitsort`` (TSORT32.md "Hardware"): ``repeat`` blocks of 32 values (src0, 32 elements apart)
+# with their u32 indices (src1, 128 bytes apart) sorted into 32 8-byte (value, index) pairs each (dst,
+# 256 bytes apart); the mask does not apply.  [P] cost: a whole-repeat reduction's per block.
+_add(OpSpec("vbitsort", "V", "sort", ("dst", "src0", "src1", "repeat"),
+            {"dst": "ub", "src0": "ub", "src1": "ub", "repeat": "int"}, {"repeat": 1}, semantics="sort_pairs",
+            cost=_TREE))
 _add(_mk_vec("vconv", "conv", ("dst", "src"), _SIMPLE, "convert", extra=("round",),
              extra_kinds={"round": "enum:r|a|f|c|z|o"}, defaults={"round": "r"}))
 

@@ -1075,6 +1075,50 @@ class GatherOp(TileOp):
                                   f"{_dims_text(dst.valid_shape)}")
 
 
+class Sort32Op(TileOp):
+    """TSORT32 ``ins(src, idx[, tmp]) outs(dst)`` (TSORT32.md): each valid row of src in blocks of 32
+    columns, block ``b`` holding ``n_b = min(32, C - 32 b)`` values; each value paired with its
+    ``idx`` element (ui32; idx has src's valid shape, or one row every row shares), the pairs sorted
+    by value, descending, equal values by the smaller index first (VBS32), and written as 8-byte
+    pairs from pair ``32 b`` of dst's row: ``[value, index]`` for f32, ``[value, 0x0000, index]``
+    for f16 (dst is ``2 C`` / ``4 C`` elements a row).  Without tmp, C must be a multiple of 32."""
+
+    FAMILY: ClassVar[str] = "sort32"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) not in (2, 3):
+            raise VerifyException(f"expects ins(src, idx[, tmp]), got {len(self.ins)} operands")
+        tiles = _tiles(self, len(self.ins), "tile operands")
+        src, idx = tiles[0], tiles[1]
+        _same_dtype(dst, src, *tiles[2:], rule="dst, src and tmp must have the same element type")
+        if idx.dtype != "ui32":
+            raise VerifyException(f"idx must be ui32, got {idx.dtype}")
+        for t, who in ((dst, "dst"), (src, "src"), (idx, "idx")):
+            _row_major(t, who)
+        if _known(*idx.valid_shape, *src.valid_shape) and (
+                idx.valid_col != src.valid_col or idx.valid_row not in (1, src.valid_row)):
+            raise VerifyException(f"idx's valid shape must be src's or one row of its cols ({_dims_text(idx.valid_shape)} "
+                                  f"vs {_dims_text(src.valid_shape)})")
+        if len(self.ins) == 2 and _known(src.valid_col) and src.valid_col % SORT_BLOCK:
+            raise VerifyException(f"without a tmp tile src's valid cols must be a multiple of {SORT_BLOCK} "
+                                  f"(got {src.valid_col})")
+
+    def dst_error(self, r: int, c: int, dst_valid: tuple[int, int]) -> str | None:
+        """Why dst's valid region cannot take the r x c pairs, else None (PTOAS does not check it, so
+        the golden model and the lowerings do, where they write)."""
+        coef = 8 // self.dst_type.elem_bytes
+        if dst_valid[0] >= r and dst_valid[1] >= coef * c:
+            return None
+        return (f"dst's valid region {dst_valid[0]}x{dst_valid[1]} does not hold the {r}x{c} value-index pairs "
+                f"({coef * c} elements a row, TSORT32.md)")
+
+
+SORT_BLOCK = 32
+"""TSORT32 sorts blocks of 32 elements (VBS32)."""
+
+
 class ScatterOp(TileOp):
     """TSCATTER ``ins(src, indices) outs(dst)`` (pto_isa.md §3 "scatter by flattened per-element
     offsets"; TScatter.hpp): dst's whole tile is zeroed, then for (i, j) over the indices' valid region
@@ -1626,6 +1670,7 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
+TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1650,7 +1695,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tsort32", "tmrgsort", "tgatherb",
+    "tinterleave", "tdeinterleave", "tmrgsort", "tgatherb",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
@@ -1668,7 +1713,6 @@ NO_SEMANTICS = {
     "pto.tsels": "a 'global select by scalar selectMode': no page defines selectMode's values",
     "pto.tquant": "quantisation: no page gives the formula, rounding or saturation",
     "pto.thistogram": "no page gives its bins or output layout",
-    "pto.tsort32": "no page gives the layout of the value/index output or the order of equal keys",
     "pto.tmrgsort": "no page gives the list layout, the 'executed' output or the order of equal keys",
     "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
     "pto.timg2col": "no page gives its window, stride and padding parameters",

@@ -269,6 +269,10 @@ def _footprint(ins: Instr, a: dict, mask):
             writes.append(_union((a["dst"] + r * a["dst_rep_stride"] * 32 + q * e,
                                   a["dst"] + r * a["dst_rep_stride"] * 32 + (q + 1) * e)
                                  for r in range(nrep) for q in pairs))
+    elif fam == "sort":
+        n, e = a["repeat"], DTYPE_SIZES[dt]
+        reads += [_union([(a["src0"], a["src0"] + n * 32 * e)]), _union([(a["src1"], a["src1"] + n * 128)])]
+        writes.append(_union([(a["dst"], a["dst"] + n * 256)]))
     elif fam in CUBE_FAMILIES:
         return None  # GM <-> L1 on MTE2/MTE3: ordered after everything of its pipe
     elif fam == "print":

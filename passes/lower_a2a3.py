@@ -1616,6 +1616,66 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    def tile_sort32(self, op):
+        """TSORT32 (TSORT32.md): per valid row, ``vbitsort`` of its whole 32-element blocks from src
+        into dst (255 blocks a call).  A tail block of t < 32 elements (the tmp form) is copied to free
+        UB with its indices, lanes t..31 set by the scalar unit to -inf (the page's padding) and
+        0xFFFFFFFF (no real pair sorts after them; the lanes no row's 32-byte copy reaches once, before
+        the rows), sorted there, and its first t pairs copied into dst: whole 32-byte blocks of 4 pairs
+        by ``copy_ubuf_to_ubuf``, the last t % 4 pairs by the scalar unit.  The tmp is not needed."""
+        (s, ix), d = (self.tile(v) for v in op.ins[:2]), self.tile(op.outs[0])
+        self._static_valid(s, ix, d)
+        self._rows_aligned(s, ix, d)
+        R, C = s.vr, s.vc
+        coef = 8 // s.esize
+        err = op.dst_error(R, C, (d.vr, d.vc))
+        if err:
+            self.fail(err)
+        full, t = divmod(C, pto.SORT_BLOCK)
+        if t:
+            vals = self.free_ub(128 + 128 + 256)
+            keys, pairs = vals + 128, vals + 256
+            v_end, k_end = ceil_div(t * s.esize, 32) * 32 // s.esize, ceil_div(t, 8) * 8  # what a copy reaches
+            self.pad_sort_block(vals, keys, s, min(v_end, k_end), pto.SORT_BLOCK)
+        rows, i = self.loop("i", 0, R)
+        outer = self.in_body(rows.body)
+        k_row = 0 if ix.vr == 1 else i
+        for b0 in range(0, full, REPEAT_MAX):
+            self.emit("vbitsort", s.dtype, dst=d.elem(i, coef * 32 * b0), src0=s.elem(i, 32 * b0),
+                      src1=ix.elem(k_row, 32 * b0), repeat=min(REPEAT_MAX, full - b0))
+        if t:
+            c0 = 32 * full
+            self.emit("copy_ubuf_to_ubuf", dst=vals, src=s.elem(i, c0), len_burst=v_end * s.esize // 32)
+            self.emit("copy_ubuf_to_ubuf", dst=keys, src=ix.elem(k_row, c0), len_burst=k_end // 8)
+            self.pad_sort_block(vals, keys, s, t, max(v_end, k_end))
+            self.emit("vbitsort", s.dtype, dst=pairs, src0=vals, src1=keys, repeat=1)
+            at = d.elem(i, coef * c0)
+            if t >= 4:
+                self.emit("copy_ubuf_to_ubuf", dst=at, src=pairs, len_burst=t // 4)
+            if t % 4:
+                self.flag("V", "S")
+                words, w = self.loop("w", t // 4 * 8, 2 * t)
+                inner = self.in_body(words.body)
+                v = self.fresh("v")
+                self.emit("ld_ub", "ui32", dst=Var(v), addr=ex_add(pairs, ex_mul(w, 4)))
+                self.emit("st_ub", "ui32", addr=ex_add(at, ex_mul(w, 4)), src=Var(v))
+                self.end_loop(inner)
+                self.flag("S", "V")
+        self.end_loop(outer)
+
+    def pad_sort_block(self, vals, keys, s: TileRef, lo: int, hi: int):
+        """Scalar stores of the sort padding into lanes lo..hi: -inf into the values, 0xFFFFFFFF into
+        the indices, bracketed by V->S / S->V flags."""
+        if lo >= hi:
+            return
+        self.flag("V", "S")
+        lanes, j = self.loop("j", lo, hi)
+        inner = self.in_body(lanes.body)
+        self.emit("st_ub", s.dtype, addr=ex_add(vals, ex_mul(j, s.esize)), src=float("-inf"))
+        self.emit("st_ub", "ui32", addr=ex_add(keys, ex_mul(j, 4)), src=0xFFFFFFFF)
+        self.end_loop(inner)
+        self.flag("S", "V")
+
     def tile_concat(self, op):
         """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
         the copies are block-granular, vector_isa.md §1.10)."""
@@ -2378,6 +2438,7 @@ _FAMILY_RULES = {
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
+    pto.Sort32Op: _FnLowering.tile_sort32,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
     pto.ComposedOp: _FnLowering.tile_composed,

@@ -62,7 +62,7 @@ UB_ADDR = "ub_addr"
 # families whose last `ins` operand, when present beyond the sources, is a tmp tile
 _TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1, "binary": 2, "scalar": 2,
            "trans": 1, "rowarg": 1, "colarg": 1, "rowprod": 1,
-           "gather": 2}
+           "gather": 2, "sort32": 2}
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
 _FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",

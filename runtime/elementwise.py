@@ -1005,6 +1005,24 @@ def recording_prints():
         PRINTED = saved
 
 
+@element_fn("sort")
+def sort_pairs(values, index) -> np.ndarray:
+    """VBS32 (TSORT32.md): each row of ``values`` (n, k; f16 or f32) with its u32 ``index`` row,
+    sorted by value, descending, equal values by the smaller index first (pairs equal in both keep
+    their order, as the CPU simulator's stable sort); returned as the 8-byte pairs' bytes (n, 8 k):
+    ``[value, index]`` for f32, ``[value, 0x0000, index]`` for f16.  The page gives NaN no place in
+    the order: a NaN value raises :class:`ElementwiseError`."""
+    v, i = _arr(values), _arr(index).astype(np.uint32)
+    if np.isnan(v).any():
+        raise ElementwiseError("a NaN among the values to sort (TSORT32.md gives NaN no place in the order)")
+    order = np.lexsort((i, -v.astype(np.float64)), axis=-1)
+    pair = np.dtype({"names": ["v", "i"], "formats": [v.dtype, np.uint32], "offsets": [0, 4], "itemsize": 8})
+    out = np.zeros(v.shape, pair)
+    out["v"] = np.take_along_axis(v, order, -1)
+    out["i"] = np.take_along_axis(i, order, -1)
+    return out.view(np.uint8).reshape(*v.shape[:-1], 8 * v.shape[-1])
+
+
 def tile_text(where: str, x: np.ndarray) -> str:
     """What TPRINT prints for a tile's valid region ``x`` (the golden model and the executor print
     the same text): a header ``tprint WHERE: RxC TYPE`` and one line per row, floats as the

@@ -1314,6 +1314,22 @@ def _vcpadd(m: _Machine, d: _Dyn) -> "_Prep":
     return m._vector(d, [(sidx, act, dt, "src")], (didx, dact, "dst"), compute, dt).counting(nrep)
 
 
+def _vbitsort(m: _Machine, d: _Dyn) -> "_Prep":
+    """VBS32 (TSORT32.md): ``repeat`` blocks of 32 values at src0 with their u32 indices at src1, each
+    sorted into 256 bytes of (value, index) pairs at dst (elementwise.sort_pairs); no mask."""
+    a = d.args
+    dt = a.get("dtype")
+    e = _esize(m, d, dt)
+    (repeat,) = _ints(m, d, a, ["repeat"])
+    if repeat > 255:
+        m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
+    dst, s0, s1 = (_ub_addr(m, d, a, o, 32) for o in ("dst", "src0", "src1"))
+    srcs = [(_SV(s0, e, (repeat, 32), (32 * e, e)), None, dt, "src0"),
+            (_SV(s1, 4, (repeat, 32), (128, 4)), None, "u32", "src1")]
+    return m._vector(d, srcs, (_SV(dst, 1, (repeat, 256), (256, 1)), None, "dst"),
+                     lambda g, rs: ew.sort_pairs(g[0], g[1]), dt, out_dtype="u8").counting(repeat)
+
+
 def _vconv(m: _Machine, d: _Dyn) -> "_Prep":
     a = d.args
     dt, st = a.get("dtype"), a.get("src_dtype")
@@ -1508,12 +1524,12 @@ def _vf_call(m: _Machine, d: _Dyn, p: int, te):
 
 _PREPARE = {
     "binary": _elementwise, "scalar": _elementwise, "unary": _elementwise, "dup": _elementwise,
-    "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv,
+    "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv, "sort": _vbitsort,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
 }
 """Families whose instructions decode into a :class:`_Prep` (the vector and copy instructions)."""
-_UNMASKED = frozenset({"vbrcb", "copy_in", "copy_out", "copy_ub"})
-"""Prepared families the mask does not affect (vbrcb ignores it, §1.5)."""
+_UNMASKED = frozenset({"vbrcb", "sort", "copy_in", "copy_out", "copy_ub"})
+"""Prepared families the mask does not affect (vbrcb ignores it, §1.5; vbitsort sorts whole blocks)."""
 
 
 def _prep_of(m, d: _Dyn) -> "_Prep":

@@ -1321,6 +1321,23 @@ class Evaluator:
         last = k.size - 1 - first_from_end  # the last writer of each position
         dst.data[np.unravel_index(k[last], dst.data.shape)] = src.data[:r, :c].reshape(-1)[last]
 
+    def family_sort32(self, op, env):
+        src, idx = (self.tile(op, v, env) for v in op.ins[:2])
+        r, c = src.valid
+        coef = 8 // src.dtype.itemsize
+        dst = self.dst(op, env, (r, coef * c))
+        self.need(op, idx.valid[1] == c and idx.valid[0] in (1, r),
+                  f"idx's valid region {idx.valid[0]}x{idx.valid[1]} is neither src's {r}x{c} nor one row of it at run time")
+        self.need(op, len(op.ins) == 3 or c % pto.SORT_BLOCK == 0,
+                  f"without a tmp tile src's valid cols must be a multiple of {pto.SORT_BLOCK} (got {c} at run time)")
+        err = op.dst_error(r, c, dst.valid)
+        self.need(op, err is None, err)
+        out = dst.data[:r].view(np.uint8)
+        for b0 in range(0, c, pto.SORT_BLOCK):
+            b1 = min(c, b0 + pto.SORT_BLOCK)
+            keys = np.broadcast_to(idx.data[:idx.valid[0], b0:b1], (r, b1 - b0))
+            out[:, 8 * b0:8 * b1] = E.sort_pairs(src.data[:r, b0:b1], keys)
+
     def family_pairreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1595,6 +1612,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
+    pto.Sort32Op: Evaluator.family_sort32,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,

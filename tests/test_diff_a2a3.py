@@ -112,6 +112,8 @@ def variants():
         out.append(("tcvt", f"{src}-{mode}", [dst]))
     for op in SCALAR_TERNARY:
         out.append((op, "", a2a3_dtypes(op)))
+    for v in ("", "idx1"):  # indices per row, one index row for every row
+        out.append(("tsort32", v, a2a3_dtypes("tsort32")))
     return out
 
 
@@ -124,7 +126,8 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
-    maxc = max(epb, TILE_BUDGET // (R * e) // epb * epb)
+    budget_e = 8 if op == "tsort32" else e  # an 8-byte (value, index) pair a dst element
+    maxc = max(epb, TILE_BUDGET // (R * budget_e) // epb * epb)
     cols = min(maxc, 512 // e)  # two repeats
     out = [(cols, cols)]
     if cols > epb:
@@ -250,6 +253,16 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         rt = _t(1, max(1, R * len(range(pos, C, period))), dt)
         args = [f"%a: {full}"]
         body = f"%d = pto.tgather %a {{maskPattern = #pto.mask_pattern<{variant[5:]}>}} : {full} -> {rt}"
+    elif op == "tsort32":
+        irows = 1 if variant == "idx1" else R
+        it = _t(irows, -(-cols // 8) * 8, "ui32", irows, C)
+        rt = _t(R, 8 // e * cols, dt, R, 8 // e * C)
+        args = [f"%a: {full}", f"%b: {it}"]
+        if C % 32:  # a tail block: the tmp form
+            args.append(f"%t: {_t(1, -(-C // 32) * 32, dt)}")
+            body = f"%d = pto.tsort32 %a, %b, %t : ({full}, {it}, {_t(1, -(-C // 32) * 32, dt)}) -> {rt}"
+        else:
+            body = f"%d = pto.tsort32 %a, %b : ({full}, {it}) -> {rt}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"

@@ -11,6 +11,7 @@ model's bits (the differential matrices, tests/test_diff_*.py, cover shapes and 
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 import a2a3_harness as H
 import test_diff_a2a3 as DA
 import test_diff_ascend950 as D5
-from test_reference_props import INTS, PROFILE, SIZE, T, check, is_float, py, rnd, run, tile_case, values, wrap
+from test_reference_props import INTS, NP, PROFILE, SIZE, T, check, is_float, py, rnd, run, tile_case, values, wrap
 from pto_compiler import api
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.dialects import pto
@@ -536,3 +537,104 @@ def test_ttrans_dst_valid_shape_rule():
     text = f"func.func @k(%a: {t}) -> {u} {{\n  %d = pto.ttrans %a : {t} -> {u}\n  return %d : {u}\n}}\n"
     with pytest.raises(PtocError, match=r"dst valid shape must be src's transposed \(16x8 vs 16x4\)"):
         api.verify(api.parse(text, "k.pto"), A2A3)
+
+
+# ---- TSORT32 ---------------------------------------------------------------------------------------------
+
+def o_sort32(vals, keys, dt):
+    """TSORT32.md written plainly: per 32-column block the (value, index) pairs by value, descending,
+    equal values by the smaller index (Python's stable sort keeps pairs equal in both in place), each
+    pair 8 bytes: f32 ``[value, index]``, f16 ``[value, 0x0000, index]``."""
+    out = bytearray()
+    for b0 in range(0, len(vals), 32):
+        block = list(zip(vals[b0:b0 + 32], keys[b0:b0 + 32]))
+        for v, k in sorted(block, key=lambda p: (-p[0], p[1])):
+            out += struct.pack("<f" if dt == "f32" else "<e", v) + bytes(4 - SIZE[dt]) + struct.pack("<I", k)
+    return bytes(out)
+
+
+def sort32_kernel(dt, R, cols, C, idx_rows, tmp):
+    """x (R x C) and the indices k (idx_rows x C) loaded into R x cols / idx_rows x cols tiles, ``tsort32
+    ins(src, idx[, tmp]) outs(dst)`` into an R x (coef cols) dst of valid R x (coef C), stored to z."""
+    coef = 8 // SIZE[dt]
+    gm = [("x", dt, R, C, cols), ("k", "ui32", idx_rows, C, cols), ("z", dt, R, coef * C, coef * cols)]
+    lines = [f"func.func @k({', '.join(f'%{n}: !pto.ptr<{t}>' for n, t, *_ in gm)}) {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    for n, t, r, c, tc in gm:
+        tv, pv = f"!pto.tensor_view<{r}x{c}x{t}>", f"!pto.partition_tensor_view<{r}x{c}x{t}>"
+        tb = f"!pto.tile_buf<vec, {r}x{tc}x{t}, valid={r}x{c}>"
+        lines += [f"  %r{n} = arith.constant {r} : index", f"  %c{n} = arith.constant {c} : index",
+                  f"  %v{n} = pto.make_tensor_view %{n}, shape = [%r{n}, %c{n}], strides = [%c{n}, %c1] : {tv}",
+                  f"  %p{n} = pto.partition_view %v{n}, offsets = [%c0, %c0], sizes = [%r{n}, %c{n}] : {tv} -> {pv}",
+                  f"  %t{n} = pto.alloc_tile : {tb}"]
+        if n != "z":
+            lines.append(f"  pto.tload ins(%p{n} : {pv}) outs(%t{n} : {tb})")
+    ts = [f"!pto.tile_buf<vec, {R}x{cols}x{dt}, valid={R}x{C}>",
+          f"!pto.tile_buf<vec, {idx_rows}x{cols}x{'ui32'}, valid={idx_rows}x{C}>"]
+    ins = ["%tx", "%tk"]
+    if tmp:
+        ts.append(f"!pto.tile_buf<vec, 1x{-(-C // 32) * 32}x{dt}>")
+        lines.append(f"  %tt = pto.alloc_tile : {ts[-1]}")
+        ins.append("%tt")
+    dtb = f"!pto.tile_buf<vec, {R}x{coef * cols}x{dt}, valid={R}x{coef * C}>"
+    lines += [f"  pto.tsort32 ins({', '.join(ins)} : {', '.join(ts)}) outs(%tz : {dtb})",
+              f"  pto.tstore ins(%tz : {dtb}) outs(%pz : !pto.partition_tensor_view<{R}x{coef * C}x{dt}>)",
+              "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def sort32_values(rng, dt, shape):
+    """Few distinct values (ties), ±0 and ±inf among them; indices with repeats (ties in both keys)."""
+    pool = np.array([0.0, -0.0, 1.5, -2.0, 3.0, math.inf, -math.inf, 65504.0, -1e-3])
+    vals = np.where(rng.random(shape) < 0.5, rng.choice(pool, shape), rng.uniform(-8, 8, shape))
+    return vals.astype(NP[dt]), rng.integers(0, 40, shape).astype(np.uint32) * 1000003
+
+
+SORT32_SHAPES = [(1, 32, 32, 1, False), (3, 64, 64, 3, False), (4, 64, 64, 1, False), (2, 64, 45, 2, True),
+                 (5, 96, 70, 1, True), (1, 32, 7, 1, True)]
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("dt, R, cols, C, idx_rows, tmp", [(dt, *s) for dt in ("f32", "f16") for s in SORT32_SHAPES]
+                         + [("f16", 1, 8224, 8217, 1, True)])
+def test_tsort32_matches_the_page(target, dt, R, cols, C, idx_rows, tmp):
+    """Every valid row's 32-element blocks sorted into 8-byte (value, index) pairs, descending, ties by
+    the smaller index (TSORT32.md), bit for bit against the plain oracle: whole blocks, a tail block
+    (the tmp form), one index row shared by every row, valid < tile, more than 255 blocks a row (f16:
+    two vbitsort calls and a tail).  ±0 tie (sorted by index), ±inf, repeated indices."""
+    rng = np.random.default_rng(R * 131 + C)
+    x, k = sort32_values(rng, dt, (R, C))
+    k = k[:idx_rows]
+    res = api.check(api.parse(sort32_kernel(dt, R, cols, C, idx_rows, tmp)), target,
+                    inputs={"x": x, "k": k, "z": np.zeros((R, 8 // SIZE[dt] * C), NP[dt])})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    got = res.outputs["z"].reshape(R, -1)
+    for i in range(R):
+        keys = [int(v) for v in k[i if idx_rows > 1 else 0]]
+        assert got[i].tobytes() == o_sort32([py(v, dt) for v in x[i]], keys, dt), f"row {i}"
+
+
+def test_tsort32_rules_are_located():
+    """A dst row too short for the pairs (the corpus's tsort32_emitc gives a 1x64 f16 dst for 32 values,
+    which PTOAS accepts: the page needs 4 C = 128) is located where the golden model and each lowering
+    write; a NaN value is rejected at run time (the page gives NaN no place in the order); without a
+    tmp the valid cols must be whole blocks of 32."""
+    a, i, d = "!pto.tile<1x32xf16>", "!pto.tile<1x32xui32>", "!pto.tile<1x64xf16>"
+    text = (f"func.func @k(%a: {a}, %i: {i}) -> {d} {{\n  %d = pto.tsort32 %a, %i : ({a}, {i}) -> {d}\n"
+            f"  return %d : {d}\n}}\n")
+    inputs = {"a": np.zeros((1, 32), np.float16), "i": np.arange(32, dtype=np.uint32).reshape(1, 32)}
+    msg = "k.pto:2:8: error: 'pto.tsort32' op dst's valid region 1x64 does not hold the 1x32 value-index pairs"
+    with pytest.raises(PtocError) as e:
+        api.reference(api.parse(text, "k.pto"), inputs)
+    assert msg in str(e.value)
+    for target in ("a2a3", "ascend950"):
+        with pytest.raises(PtocError) as e:
+            api.compile(api.parse(text, "k.pto"), target)
+        assert msg in str(e.value)
+    inputs["a"][0, 5] = np.nan
+    with pytest.raises(PtocError, match="a NaN among the values to sort"):
+        api.reference(api.parse(text.replace("1x64xf16", "1x128xf16"), "k.pto"), inputs)
+    odd = text.replace("1x32xf16", "1x32xf16, valid=1x31").replace("1x32xui32", "1x32xui32, valid=1x31")
+    with pytest.raises(PtocError, match="without a tmp tile src's valid cols must be a multiple of 32 "
+                                        r"\(got 31\)"):
+        api.verify(api.parse(odd, "k.pto"), A2A3)
