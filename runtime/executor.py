@@ -1631,7 +1631,8 @@ class _PlanMachine:
 
 
 def plan_of(program: Program) -> Plan:
-    """The program's :class:`Plan`, made on first use (its first run)."""
+    """The program's :class:`Plan`, made on first use: its first run, or the compile when a run
+    follows (pipeline.compile_module ``decode=True``)."""
     plan = program.__dict__.get("_plan")
     if plan is None:
         plan = program.__dict__["_plan"] = Plan(program)

@@ -575,18 +575,20 @@ def _deadlock_error(dead: Deadlock):
     return PtocError(diags)
 
 
-def evaluate_agents(module, inputs, entry_fn, block_idx: int, block_num: int, max_steps, target_name: str):
-    """The golden model of a mixed kernel: its agents run concurrently on one GM; returns the
-    GM outputs by name, as ``reference.evaluate`` does."""
+def evaluate_agents(module, inputs, kernel, block_idx: int, block_num: int, max_steps, target_name: str):
+    """The golden model of a mixed kernel (``kernel``: reference._Kernel): its agents run
+    concurrently on one GM; returns the GM outputs by name, as ``reference.evaluate`` does."""
     import numpy as np
 
     from pto_compiler.runtime import reference as R
     from pto_compiler.targets import lookup_target
 
+    entry_fn = kernel.fn
     plans = agent_plans(module, entry_fn)
     cores = agent_names(plans, target_name)
     group = Group([n for n, _, _ in cores], sum(1 for n, _, _ in cores if n.startswith("AIV")))
-    specs, args, gms = R._bind_inputs(entry_fn, inputs)
+    specs = kernel.specs
+    args, gms = R._bind_inputs(kernel, inputs)
     shared = {s.name: a for s, a in zip(specs, args)}
     bodies, stored = {}, set()
     for name, plan, sub in cores:

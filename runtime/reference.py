@@ -113,7 +113,7 @@ from pto_compiler.passes.tile_views import is_view, view_error
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
 from pto_compiler.runtime import pipes
-from pto_compiler.passes.tile_access import tile_reads
+from pto_compiler.passes.tile_access import tile_reads, tile_writes
 from pto_compiler.targets import ADDRESS_ALIGN, DEFAULT_TARGET
 
 __all__ = [
@@ -1626,10 +1626,54 @@ _FAMILY_OF: dict[type, object] = {}
 """The rule of each tile-op class met so far (its family looked up once)."""
 
 
-def _bind_inputs(fn: func.FuncOp, inputs: Mapping[str, object]) -> tuple[list[ArgSpec], list, dict[int, GMArray]]:
+@dataclass
+class _Kernel:
+    """What :func:`evaluate` reads of a module's kernel besides its ops, found once per module
+    and entry (as ``verify.verified``: a module is not changed once it runs; the pipeline
+    changes a clone)."""
+    fn: func.FuncOp
+    specs: list[ArgSpec]
+    mixed: bool
+    """Cube and vector cores talking through the pipe (runtime/pipes.py)."""
+    stored: set[int]
+    """The arguments a tstore writes (:func:`_stored_params`)."""
+    read_only: frozenset[int]
+    """The tile arguments only read (as a tile op's source or returned): the run uses the input itself."""
+
+
+_KERNELS_ATTR = "_ptoc_golden_kernels"
+
+
+def _kernel(module: ModuleOp, entry: str | None) -> _Kernel:
+    cache = getattr(module, _KERNELS_ATTR, None)
+    if cache is None:
+        cache = {}
+        setattr(module, _KERNELS_ATTR, cache)
+    k = cache.get(entry)
+    if k is None:
+        fn = select_entry(module, entry)
+        specs = kernel_args(fn)
+        k = cache[entry] = _Kernel(fn, specs, pipes.is_mixed(module), _stored_params(fn), frozenset(
+            s.index for s in specs if s.kind == "tile" and _only_read(s.value)))
+    return k
+
+
+def _only_read(arg: SSAValue) -> bool:
+    """Does no op write the tile argument ``arg`` (each use a tile op's source or a return)?"""
+    for use in arg.uses:
+        op = use.operation
+        if isinstance(op, func.ReturnOp):
+            continue
+        if not isinstance(op, pto.TileOp) or is_view(op) or any(v is arg for v in tile_writes(op)) or \
+                not any(v is arg for v in tile_reads(op)):
+            return False
+    return True
+
+
+def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, dict[int, GMArray]]:
     """The kernel's argument values from ``inputs``: every argument given by name, arrays of the
     element type and count of their argument (scalars any number).  Anything else exits 2."""
-    specs = kernel_args(fn)
+    fn, specs = kernel.fn, kernel.specs
     names = {s.name for s in specs}
     unknown = sorted(set(inputs) - names)
     if unknown:
@@ -1657,7 +1701,11 @@ def _bind_inputs(fn: func.FuncOp, inputs: Mapping[str, object]) -> tuple[list[Ar
         else:
             vr, vc = _tile_arg_shape(s, v)
             arr = check_array(s, v, (vr, vc))
-            if (vr, vc) == (s.type.rows, s.type.cols):
+            if (vr, vc) == (s.type.rows, s.type.cols) and s.index in kernel.read_only:
+                data = arr.view()
+                data.flags.writeable = False  # (a write the analysis missed raises, not corrupts the input)
+                tile = Tile(s.type, data, (vr, vc))
+            elif (vr, vc) == (s.type.rows, s.type.cols):
                 tile = Tile(s.type, np.array(arr, copy=True), (vr, vc))
             else:
                 tile = new_tile(s.type, (vr, vc))
@@ -1666,12 +1714,12 @@ def _bind_inputs(fn: func.FuncOp, inputs: Mapping[str, object]) -> tuple[list[Ar
                     tile.data[...] = pad
                 tile.data[:vr, :vc] = arr
             args.append(tile)
-    return specs, args, gms
+    return args, gms
 
 
 def check_inputs(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None) -> None:
     """Refuse (exit 2) the ``inputs`` :func:`evaluate` would refuse, before anything runs."""
-    _bind_inputs(select_entry(module, entry), inputs)
+    _bind_inputs(_kernel(module, entry), inputs)
 
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
@@ -1685,25 +1733,25 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     the same element count; tiles: the valid shape) or a number (scalars).  Errors in the
     program are located ``PtocError`` (exit 1); missing or malformed inputs exit 2.
     """
-    fn = select_entry(module, entry)
-    specs, args, gms = _bind_inputs(fn, inputs)
+    kernel = _kernel(module, entry)
+    fn, specs = kernel.fn, kernel.specs
+    args, gms = _bind_inputs(kernel, inputs)
     if max_steps is None:
         from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS  # one default for both models
 
         max_steps = DEFAULT_MAX_STEPS
     from pto_compiler.api import target_of
 
-    if pipes.is_mixed(module):  # cube and vector cores talking through the pipe: concurrent agents
-        return pipes.evaluate_agents(module, inputs, fn, block_idx, block_num, max_steps,
+    if kernel.mixed:  # cube and vector cores talking through the pipe: concurrent agents
+        return pipes.evaluate_agents(module, inputs, kernel, block_idx, block_num, max_steps,
                                      target_of(module, target).name)
     ev = Evaluator(module, block_idx, block_num, max_steps, target_of(module, target).ub_bytes)
     with np.errstate(all="ignore"):
         results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
-    stored = _stored_params(fn) if gms else set()
     for s in specs:
         gm = gms.get(s.index)
-        if gm is not None and (s.index in stored or gm.written):
+        if gm is not None and (s.index in kernel.stored or gm.written):
             outputs[s.name] = gm.data.reshape(gm.shape)  # our own copy of the input
     for i, v in enumerate(results):
         if isinstance(v, Tile):
