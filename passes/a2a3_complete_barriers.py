@@ -30,12 +30,13 @@ from pto_compiler.targets import A2A3, Target, lookup_target
 __all__ = ["CompleteBarriersPass", "complete_barriers", "complete_function"]
 
 
-def complete_function(fn, target: Target = A2A3) -> None:
-    """Completes the barriers of one lowered function in place."""
+def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = None) -> None:
+    """Completes the barriers of one lowered function in place (``barrier_pass``: as in
+    :func:`complete_barriers`)."""
     low = L._FnLowering(fn, target)
     prog = Program(target=target.name, gm_args=low.gm_args, body=low.run())
     barriers = [n for n, _ in prog.walk() if isinstance(n, Instr) and n.opcode == "pipe_barrier"]
-    complete_barriers(prog, {}, low.trip_bounds)
+    complete_barriers(prog, {}, low.trip_bounds, barrier_pass)
     kept: set = set()
 
     def carry_back(body):
@@ -558,13 +559,11 @@ def _plain(v) -> bool:
 
 
 def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds: dict | None = None,
-                      barrier_pass: type | None = None, ub_bytes: int | None = None) -> Program:
+                      barrier_pass: type | None = None) -> Program:
     """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place).
     ``trip_bounds`` maps ``id(loop)`` to the most trips a loop with a run-time bound runs;
     ``barrier_pass`` lets a backend refine the analysis (pto-lower-vf's VF launches)."""
-    if ub_bytes is None:
-        ub_bytes = A2A3.ub_bytes if program.target == "a2a3" else 256 * 1024
-    bp = (barrier_pass or _BarrierPass)(ub_bytes, scalars or {}, trip_bounds)
+    bp = (barrier_pass or _BarrierPass)(lookup_target(program.target).ub_bytes, scalars or {}, trip_bounds)
     bp.run(program.body)
 
     def rebuild(body):

@@ -5,10 +5,11 @@ Design (DESIGN.md §2, §5.6): the pass rewrites every tile, DMA and sync op of 
 tile-op family keyed by the family's op class (:data:`_FAMILY_RULES`); the UB addresses and
 counts the instructions take are ``arith`` on ``index`` values, the loops a rule needs (count
 mode, 240-row chunks, ...) ``scf.for`` (``a2a3.max_trips`` bounds a run-time trip count), and
-the kernel's own ``scf``/``arith`` stay as they are.  :func:`program_of` is the listing printer:
-it reads the lowered module into a :class:`~pto_compiler.runtime.program.Program` (per-pipe
-streams, scalar-unit code for the kernel's scalar arithmetic and loop-carried values) and
-completes the same-pipe barriers; :func:`lower_to_program` does both on a clone.
+the kernel's own ``scf``/``arith`` stay as they are.  :func:`program_of` decodes a lowered module
+(after a2a3-complete-barriers; on ascend950 after pto-lower-vf's emission,
+``lower_vf.lower_module_to_a2a3``) into the :class:`~pto_compiler.runtime.program.Program` the
+executor runs and the listing prints (per-pipe streams, scalar-unit code for the kernel's scalar
+arithmetic and loop-carried values); :func:`lower_to_program` lowers, completes and decodes a clone.
 
 How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa.md §4-5):
 
@@ -94,7 +95,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, 
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, location_of, op_error, value_name
-from pto_compiler.dialects import a2a3, pto
+from pto_compiler.dialects import a2a3, pto, vf
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import elementwise as E
@@ -607,7 +608,11 @@ class _FnLowering:
         return location(self.origin)
 
     def constant(self, v, t):
-        """One ``arith.constant`` per value and type, at the top of the function."""
+        """One ``arith.constant`` per value and type, at the top of the function (an integer wrapped
+        to the type's width, as the scalar unit's arithmetic in that type wraps it)."""
+        if isinstance(t, IntegerType) and not isinstance(v, float):
+            size = 1 << t.width.data
+            v = int(v) % size if t.signedness.data == Signedness.UNSIGNED else (int(v) + size // 2) % size - size // 2
         key = (repr(v), t)
         c = self._consts.get(key)
         if c is None:
@@ -630,7 +635,10 @@ class _FnLowering:
                     "min": arith.MinimumfOp, "max": arith.MaximumfOp}
 
     def value(self, e, t) -> SSAValue:
-        """The SSA value of expression ``e`` as a ``t`` (index for addresses and counts)."""
+        """The SSA value of expression ``e`` as a ``t`` (index for addresses and counts; an SSA
+        value stands for itself)."""
+        if isinstance(e, SSAValue):
+            return e
         if isinstance(e, (int, float)) and not isinstance(e, bool):
             return self.constant(e, t)
         if isinstance(e, Var):
@@ -750,6 +758,8 @@ class _FnLowering:
             return self.lower_tile_op(op)
         if isinstance(op, a2a3.A2A3Op):
             return self.decode(op)
+        if isinstance(op, vf.VfFuncOp):  # ascend950: the vector function an a2a3.vf_call launches
+            return
         name = op.name
         if name.startswith("arith."):
             return self.lower_arith(op)
@@ -1095,23 +1105,18 @@ class _FnLowering:
             self.fail("is an L1 (SSA) tile op; run pto-bufferize before the a2a3 lowering")
         if isinstance(op, pto.OpaqueTileOp) or not type(op).HAS_SEMANTICS:
             self.unsupported(pto.no_semantics(op) or "no rule for this instruction")
-        if not self.lowering:
-            self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
         self.emit_tile_op(op)
 
     def emit_tile_op(self, op: pto.TileOp):
-        """The instructions of one tile op by its family's rule: lowering, as a pattern rewrite that
-        replaces the op; else appended to the program (the ascend950 emission of DMA ops)."""
+        """The a2a3 ops of one tile op by its family's rule, as a pattern rewrite that replaces the op
+        (decoding meets no tile op: a lowered module has none)."""
+        if not self.lowering:
+            self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
         if op.name in pipes.PIPE_OPS:
             lower_cube.lower_pipe_op(self, op)
             return self.lowered(op)
         if op.name in cube.NO_SEMANTICS:
             self.unsupported(f"no semantics: {cube.NO_SEMANTICS[op.name]}")
-        if not self.lowering:
-            rule = next((r for family, r in _FAMILY_RULES.items() if isinstance(op, family)), None)
-            if rule is None:
-                self.unsupported("no rule for this instruction")
-            return rule(self, op)
         if self.patterns is None:
             self.patterns = GreedyRewritePatternApplier(
                 [_FamilyPattern(self, family, rule) for family, rule in _FAMILY_RULES.items()], dce_enabled=False)
@@ -2328,7 +2333,7 @@ def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None
     fn = golden.select_entry(module, entry)
     low = _FnLowering(fn, target, scalars)
     body = low.run()
-    return Program(target="a2a3", gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
+    return Program(target=target.name, gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
                    name=fn.sym_name.data)
 
 

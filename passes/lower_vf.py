@@ -66,11 +66,10 @@ Results equal the golden model bit for bit except float sums (TROWSUM/TCOLSUM, i
 tolerance).  Valid shapes known only at run time are passed to the VF as index parameters for
 the elementwise families; the other families need static valid shapes (located error).
 
-:func:`lower_to_program` emits the ascend950 :class:`~pto_compiler.runtime.program.Program`
-from the module after this pass: the a2a3 emission of loops, ifs, scalar arithmetic, syncs and
-copies, with each ``vf.call`` a ``vf_call`` instruction on the V pipe that the executor runs
-through :class:`~pto_compiler.runtime.vf_executor.VfRunner` (the program carries the VF
-definitions).
+:func:`lower_module_to_a2a3` lowers the module after this pass in place with the a2a3 rules
+(copies, cube core, syncs, TPRINT), each ``vf.call`` becoming an ``a2a3.vf_call`` on the V pipe that
+the executor runs through :class:`~pto_compiler.runtime.vf_executor.VfRunner`; :func:`program_of`
+decodes it as on a2a3, the program carrying the ``vf.func`` s it launches, which stay in the module.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
-from pto_compiler.dialects import pto, vf
+from pto_compiler.dialects import a2a3, pto, vf
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
 from pto_compiler.passes import lower_cube
@@ -95,7 +94,7 @@ from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import Instr, Loop, If, Program
 from pto_compiler.targets import ASCEND950, Target
 
-__all__ = ["LowerVfPass", "lower_module", "lower_to_program"]
+__all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "program_of", "lower_to_program"]
 
 INDEX = IndexType()
 I32 = IntegerType(32)
@@ -1348,11 +1347,11 @@ def _diag(msg):
 # --------------------------------------------------------------------------------------------
 
 class _VfProgramLowering(A._FnLowering):
-    """The a2a3 emission of loops, ifs, scalars, syncs and copies; ``vf.call`` -> ``vf_call``."""
+    """The a2a3 lowering of copies, the cube core, syncs and TPRINT, in place; ``vf.call`` ->
+    ``a2a3.vf_call`` (the launched ``vf.func`` stays in the module)."""
 
     def __init__(self, fn, target, scalars=None):
-        super().__init__(fn, target, scalars)
-        self.vf_funcs: dict = {}
+        super().__init__(fn, target, scalars, lowering=True)
         self.symbols = vf.VfSymbols(fn.parent_op() or fn)
 
     def set_mask(self, want):  # no vector mask register on the VF path
@@ -1362,9 +1361,6 @@ class _VfProgramLowering(A._FnLowering):
         self.mask = A.FULL
 
     def _lower_op(self, op: Operation):
-        if isinstance(op, vf.VfFuncOp):
-            self.vf_funcs[op.sym_name.data] = op
-            return
         if isinstance(op, vf.VfCallOp):
             return self.lower_vf_call(op)
         return super()._lower_op(op)
@@ -1378,17 +1374,12 @@ class _VfProgramLowering(A._FnLowering):
         fn = self.symbols.lookup(op, op.callee_name)
         if fn is None:
             self.fail(f"calls unknown vf.func @{op.callee_name}")
-        self.vf_funcs[op.callee_name] = fn
         tile_op = fn.attributes.get("tile_op")
         if isinstance(tile_op, StringAttr) and self.origin is not None:
             self.origin = A.Origin(self.origin.file, self.origin.line, self.origin.col, tile_op.data)
-        args = []
-        for v in op.arguments:
-            if isinstance(v.type, pto.TileLikeType):
-                args.append(self.tile(v).addr)
-            else:
-                args.append(self.expr(v, op))
+        args = [self.tile(v).addr if isinstance(v.type, pto.TileLikeType) else v for v in op.arguments]
         self.emit("vf_call", callee=op.callee_name, args=tuple(args))
+        self.lowered(op)
 
 
 class _VfBarrierPass(B._BarrierPass):
@@ -1404,32 +1395,35 @@ class _VfBarrierPass(B._BarrierPass):
         super().instr(ins, st)
 
 
-def _complete_barriers(program: Program, trip_bounds: dict) -> Program:
-    return B.complete_barriers(program, {}, trip_bounds, barrier_pass=_VfBarrierPass,
-                               ub_bytes=program_ub_bytes(program))
-
-
-def program_ub_bytes(program: Program) -> int:
-    from pto_compiler.targets import lookup_target
-
-    t = lookup_target(program.target)
-    return t.ub_bytes if t is not None else ASCEND950.ub_bytes
-
-
-def lower_to_program(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
-                     scalars: dict | None = None, barriers: bool = True) -> Program:
-    """The ascend950 program of a module after pto-lower-vf (its entry function)."""
+def lower_module_to_a2a3(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
+                         scalars: dict | None = None) -> None:
+    """The entry function of a module after pto-lower-vf, in place: its copies, cube core, syncs and
+    TPRINTs become a2a3 ops (the a2a3 rules), each ``vf.call`` an ``a2a3.vf_call``; then the same-pipe
+    barriers are completed (a2a3-complete-barriers with the VF launch rule)."""
     from pto_compiler.runtime import reference as golden
 
     fn = golden.select_entry(module, entry)
-    low = _VfProgramLowering(fn, target, scalars)
-    body = low.run()
-    prog = Program(target=target.name, gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
-                   name=fn.sym_name.data)
-    prog.vf_funcs = dict(low.vf_funcs)
-    if barriers:
-        _complete_barriers(prog, low.trip_bounds)
+    _VfProgramLowering(fn, target, scalars).run()
+    B.complete_function(fn, target, _VfBarrierPass)
+
+
+def program_of(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
+               scalars: dict | None = None) -> Program:
+    """The listing of a module after :func:`lower_module_to_a2a3`: the a2a3 program, carrying the
+    module's ``vf.func`` ops its ``vf_call`` s launch."""
+    prog = A.program_of(module, target, entry, scalars)
+    symbols = vf.VfSymbols(module)
+    calls = [op for op in module.walk() if isinstance(op, a2a3.OPS["vf_call"])]
+    prog.vf_funcs = {name: symbols.lookup(op, name) for op in calls for name in (op.field_value("callee"),)}
     return prog
+
+
+def lower_to_program(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
+                     scalars: dict | None = None) -> Program:
+    """The ascend950 program of a module after pto-lower-vf (its entry function), lowered on a clone."""
+    module = module.clone()
+    lower_module_to_a2a3(module, target, entry, scalars)
+    return program_of(module, target, entry, scalars)
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:

@@ -164,8 +164,11 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     if stop_after in ("placed", "vf"):
         return module
     if target.has_vf:
-        with times.phase("emit"):
-            return _decoded(lower_placed(module, target, entry, scalars=scalars), decode)
+        from pto_compiler.passes import lower_vf
+
+        with times.phase("emit"):  # on our clone
+            lower_vf.lower_module_to_a2a3(module, target, entry, scalars)
+            return _decoded(lower_vf.program_of(module, target, entry, scalars), decode)
     from pto_compiler.passes import lower_a2a3
 
     from pto_compiler.passes.a2a3_complete_barriers import complete_function
