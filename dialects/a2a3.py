@@ -195,6 +195,13 @@ _add(_mk_vec("vcpadd", "pair", ("dst", "src"), _BLOCK_TREE, "add", blk_ops=("src
 _add(OpSpec("vbitsort", "V", "sort", ("dst", "src0", "src1", "repeat"),
             {"dst": "ub", "src0": "ub", "src1": "ub", "repeat": "int"}, {"repeat": 1}, semantics="sort_pairs",
             cost=_TREE))
+# VMS4 ``vmrgsort4`` (TMRGSORT.md): the lists of n0..n3 8-byte (value, index) pairs at src0..src3 merged
+# into dst (largest value first, equal values from the lower-numbered list); ``exhausted`` stops once a
+# list is used up.  [P] cost: a pair a cycle.
+_add(OpSpec("vmrgsort4", "V", "merge", ("dst", "src0", "src1", "src2", "src3", "n0", "n1", "n2", "n3", "exhausted"),
+            {"dst": "ub", "src0": "ub", "src1": "ub", "src2": "ub", "src3": "ub", "n0": "int", "n1": "int",
+             "n2": "int", "n3": "int", "exhausted": "enum:no|yes"}, {"n2": 0, "n3": 0, "exhausted": "no"},
+            semantics="merge_pairs", cost=OpCost(issue=2, per_unit=1 / 8, latency=16)))
 _add(_mk_vec("vconv", "conv", ("dst", "src"), _SIMPLE, "convert", extra=("round",),
              extra_kinds={"round": "enum:r|a|f|c|z|o"}, defaults={"round": "r"}))
 

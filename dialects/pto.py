@@ -1119,6 +1119,74 @@ SORT_BLOCK = 32
 """TSORT32 sorts blocks of 32 elements (VBS32)."""
 
 
+class MrgSortOp(TileOp):
+    """TMRGSORT (TMRGSORT.md) on 8-byte (value, index) pairs (TSORT32's layout: 2 f32 / 4 f16
+    elements a pair), every tile one row:
+
+    * multi-list ``ins(src0, src1[, src2[, src3]], tmp {exhausted}) outs(dst[, executed])``: the
+      lists merged into dst: at each step the head pair of largest value goes out, equal values
+      from the lowest-numbered list first (the CPU simulator's TMrgSort.hpp: a later list wins only
+      with a strictly larger value); ``exhausted = true`` stops once a list is used up.  PTOAS's
+      ``executed`` operand is an input SSA value (it has no place to receive the counts): ignored;
+    * single-list ``ins(src, blockLen) outs(dst)``: each group of 4 blocks of ``blockLen``
+      elements of src merged the same way into the same columns of dst."""
+
+    FAMILY: ClassVar[str] = "mrgsort"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    @property
+    def single(self) -> bool:
+        return len(self.ins) == 2 and not is_tile(self.ins[1].type)
+
+    @property
+    def exhausted(self) -> bool:
+        a = self.attributes.get("exhausted")
+        return isinstance(a, IntegerAttr) and bool(a.value.data)
+
+    @property
+    def TMP_AT(self):  # noqa: N802 - the TileOp hook (passes/tile_access.py): the multi-list form's tmp
+        return None if self.single else len(self.ins) - 1
+
+    def verify_family(self) -> None:
+        dst = self.dst_type
+        if dst is None:
+            raise VerifyException("expects a dst tile (outs(dst[, executed]) or an L1 result)")
+        tiles = [v.type for v in self.ins if is_tile(v.type)]
+        if self.single:
+            want = "ins(src, blockLen)"
+        elif len(tiles) == len(self.ins) and 3 <= len(tiles) <= 5:
+            want = None
+        else:
+            want = "ins(src0, src1[, src2[, src3]], tmp) or ins(src, blockLen)"
+        if want and not self.single:
+            raise VerifyException(f"expects {want}, got {len(self.ins)} operands")
+        _same_dtype(dst, *tiles, rule="every tile must have the same element type")
+        for t in (dst, *tiles):
+            _row_major(t, "every tile")
+            if t.rows != 1:
+                raise VerifyException(f"every tile must be one row (TMRGSORT.md), got {t.rows} rows")
+
+    def merge_error(self, src_cols: list[int], dst_cols: int, block_len: int | None = None) -> str | None:
+        """Why the valid cols do not make a merge the page defines, else None (PTOAS checks none of it,
+        so the golden model and the lowerings do, where they write)."""
+        coef = 8 // self.dst_type.elem_bytes
+        if block_len is not None:
+            c = src_cols[0]
+            if block_len <= 0 or block_len % 64:
+                return f"blockLen must be a positive multiple of 64 (TMRGSORT.md), got {block_len}"
+            if c % (4 * block_len) or not 1 <= c // (4 * block_len) <= 255:
+                return (f"src's valid cols ({c}) must be 1 to 255 groups of 4 blocks of blockLen ({block_len}) "
+                        "elements (TMRGSORT.md)")
+            need = c
+        else:
+            if any(c % coef for c in src_cols):
+                return f"a list's valid cols {src_cols} are not whole {coef}-element (value, index) pairs"
+            need = sum(src_cols)
+        if dst_cols < need:
+            return f"dst's valid cols ({dst_cols}) do not hold the {need} elements merged"
+        return None
+
+
 class ScatterOp(TileOp):
     """TSCATTER ``ins(src, indices) outs(dst)`` (pto_isa.md §3 "scatter by flattened per-element
     offsets"; TScatter.hpp): dst's whole tile is zeroed, then for (i, j) over the indices' valid region
@@ -1671,6 +1739,7 @@ TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
+TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1695,7 +1764,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tmrgsort", "tgatherb",
+    "tinterleave", "tdeinterleave", "tgatherb",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
@@ -1703,17 +1772,19 @@ OPAQUE_TILE_OP_NAMES = (
 for _name in OPAQUE_TILE_OP_NAMES:
     _define(_name, OpaqueTileOp)
 
-_MASK_LAYOUT = ("the packed predicate layout is implementation-defined (pto_isa.md §3, §9.13: u8 on A2/A3, "
-                "u32 on A5; TSEL reads the CPU simulator's row packing as one flat bit stream)")
+_MASK_LAYOUT = ("the mask is 'packed predicate bits in a target-defined layout' (TCMP.md, TCMPS.md, TSEL.md, "
+                "TSELS.md); the implementations disagree: A5's TCmp.hpp packs the valid region as one flat "
+                "stream ignoring the row stride, the CPU simulator packs per row and its TSEL reads one flat "
+                "stream (pto_isa.md §6, §9.13)")
 NO_SEMANTICS = {
     "pto.trandom": "a random fill: no page gives its generator, seed or distribution",
     **{f"pto.tpart{k}": "a 'partial' op for mismatched valid regions: no page says which elements dst gets "
                         "where only one source is valid" for k in ("add", "mul", "max", "min", "argmax", "argmin")},
     "pto.tcmp": _MASK_LAYOUT, "pto.tcmps": _MASK_LAYOUT, "pto.tsel": _MASK_LAYOUT,
-    "pto.tsels": "a 'global select by scalar selectMode': no page defines selectMode's values",
-    "pto.tquant": "quantisation: no page gives the formula, rounding or saturation",
+    "pto.tsels": _MASK_LAYOUT,
+    "pto.tquant": "TQUANT.md gives no formula: 'quantize an FP32 tile into a lower-precision format (e.g. FP8)', "
+                  "its types and outputs 'mode/target-dependent'; no rounding or saturation",
     "pto.thistogram": "no page gives its bins or output layout",
-    "pto.tmrgsort": "no page gives the list layout, the 'executed' output or the order of equal keys",
     "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
     "pto.timg2col": "no page gives its window, stride and padding parameters",
     "pto.tgatherb": "the page (TGATHERB.md) reads one byte offset per element, the A2A3 header (vgatherb) "

@@ -274,6 +274,13 @@ def _footprint(ins: Instr, a: dict, mask):
         n, e = a["repeat"], DTYPE_SIZES[dt]
         reads += [_union([(a["src0"], a["src0"] + n * 32 * e)]), _union([(a["src1"], a["src1"] + n * 128)])]
         writes.append(_union([(a["dst"], a["dst"] + n * 256)]))
+    elif fam == "merge":
+        ns = [a[f"n{k}"] for k in range(4)]
+        reads += [_union([(a[f"src{k}"], a[f"src{k}"] + 8 * n)]) for k, n in enumerate(ns) if n]
+        dst = _union([(a["dst"], a["dst"] + 8 * sum(ns))])
+        writes.append(dst)
+        if a.get("exhausted") == "yes":
+            reads.append(dst)
     elif fam in CUBE_FAMILIES:
         return None  # GM <-> L1 on MTE2/MTE3: ordered after everything of its pipe
     elif fam == "print":

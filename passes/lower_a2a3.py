@@ -1681,6 +1681,42 @@ class _FnLowering:
         self.end_loop(inner)
         self.flag("S", "V")
 
+    def tile_mrgsort(self, op):
+        """TMRGSORT: one ``vmrgsort4`` per merge, straight into dst (the tmp tile, the header's staging
+        buffer before a UB copy, is not needed): the multi-list form merges its 2-4 lists once (the
+        unused list slots repeat src0 with 0 pairs); the single-list form each group of 4 blocks of
+        blockLen elements, a loop over the groups."""
+        d = self.tile(op.outs[0])
+        coef = 8 // d.esize
+        if op.single:
+            s = self.tile(op.ins[0])
+            self._static_valid(s, d)
+            block = self._static_int(op.ins[1])
+            if block is None:
+                self.unsupported("a blockLen known only at run time")
+            err = op.merge_error([s.vc], d.vc, block)
+            if err:
+                self.fail(err)
+            groups, g = self.loop("g", 0, s.vc // (4 * block))
+            outer = self.in_body(groups.body)
+            c0 = ex_mul(g, 4 * block)
+            self.emit("vmrgsort4", s.dtype, dst=d.elem(0, c0), n0=block // coef, n1=block // coef,
+                      n2=block // coef, n3=block // coef,
+                      **{f"src{k}": s.elem(0, ex_add(c0, k * block)) for k in range(4)})
+            self.end_loop(outer)
+            return
+        srcs = [self.tile(v) for v in op.ins[:-1]]
+        self._static_valid(*srcs, d)
+        err = op.merge_error([t.vc for t in srcs], d.vc)
+        if err:
+            self.fail(err)
+        ns = [t.vc // coef for t in srcs] + [0] * (4 - len(srcs))
+        if not sum(ns):
+            return
+        addrs = [t.addr for t in srcs] + [srcs[0].addr] * (4 - len(srcs))
+        self.emit("vmrgsort4", d.dtype, dst=d.addr, exhausted="yes" if op.exhausted else "no",
+                  **{f"src{k}": x for k, x in enumerate(addrs)}, **{f"n{k}": n for k, n in enumerate(ns)})
+
     def tile_concat(self, op):
         """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
         the copies are block-granular, vector_isa.md §1.10)."""
@@ -2443,7 +2479,7 @@ _FAMILY_RULES = {
     pto.ConcatOp: _FnLowering.tile_concat,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
-    pto.Sort32Op: _FnLowering.tile_sort32,
+    pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,
     pto.ComposedOp: _FnLowering.tile_composed,

@@ -313,11 +313,12 @@ def _by_vop(ops: dict) -> dict:
 _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp, "pto.tnot": vf.NotOp}
 _BIN = _by_vop(vf.BINARY_OPS)
-NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter", "sort32")
+NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter", "sort32", "mrgsort")
 """Tile-op families that are no vector function: MTE2/MTE3 copies, TPRINT (print_ub), TCI, TTRANS
 TROWPROD, TGATHER and TSCATTER (the scalar unit's loads, stores and arithmetic: no vector
 instruction vector_isa.md describes writes a ramp, moves an element across lanes, multiplies across
-lanes, gathers or scatters), TSORT32 (VBS32 ``vbitsort`` on the SFU, A5 as A2/A3)."""
+lanes, gathers or scatters), TSORT32 and TMRGSORT (VBS32 ``vbitsort``, VMS4 ``vmrgsort4``: A5 as
+A2/A3)."""
 _SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
 _SCAL = {n: c for n, op in pto.TILE_OPS.items()
          if op.FAMILY == "scalar" and (c := _SCAL_OF_VOP.get(op.A2A3_VOP)) is not None and c.FN == op.FN}

@@ -1005,6 +1005,12 @@ def recording_prints():
         PRINTED = saved
 
 
+def _pair_dtype(dtype) -> np.dtype:
+    """The 8-byte (value, index) pair of TSORT32/TMRGSORT: the value at byte 0, the u32 index at 4."""
+    return np.dtype({"names": ["v", "i"], "formats": [np_dtype(dtype), np.uint32], "offsets": [0, 4],
+                     "itemsize": 8})
+
+
 @element_fn("sort")
 def sort_pairs(values, index) -> np.ndarray:
     """VBS32 (TSORT32.md): each row of ``values`` (n, k; f16 or f32) with its u32 ``index`` row,
@@ -1016,11 +1022,40 @@ def sort_pairs(values, index) -> np.ndarray:
     if np.isnan(v).any():
         raise ElementwiseError("a NaN among the values to sort (TSORT32.md gives NaN no place in the order)")
     order = np.lexsort((i, -v.astype(np.float64)), axis=-1)
-    pair = np.dtype({"names": ["v", "i"], "formats": [v.dtype, np.uint32], "offsets": [0, 4], "itemsize": 8})
-    out = np.zeros(v.shape, pair)
+    out = np.zeros(v.shape, _pair_dtype(v.dtype))
     out["v"] = np.take_along_axis(v, order, -1)
     out["i"] = np.take_along_axis(i, order, -1)
     return out.view(np.uint8).reshape(*v.shape[:-1], 8 * v.shape[-1])
+
+
+@element_fn("sort")
+def merge_pairs(lists, dtype, exhausted: bool) -> tuple[np.ndarray, list[int]]:
+    """VMS4 (TMRGSORT.md; the order of the CPU simulator's TMrgSort.hpp): ``lists`` of 8-byte (value,
+    index) pairs as bytes merged: at each step the head pair of largest value goes out, equal values
+    from the lowest-numbered list first; ``exhausted`` stops once a list is used up.  Returns (the
+    merged pairs' bytes, the pairs taken from each list).  A NaN value raises, as in
+    :func:`sort_pairs`."""
+    pairs = [np.frombuffer(np.ascontiguousarray(x, np.uint8).tobytes(), _pair_dtype(dtype)) for x in lists]
+    vals = [p["v"].astype(np.float64).tolist() for p in pairs]
+    if any(math.isnan(v) for vs in vals for v in vs):
+        raise ElementwiseError("a NaN among the values to merge (TMRGSORT.md gives NaN no place in the order)")
+    heads = [0] * len(pairs)
+    picks = []
+    while True:
+        pick = -1
+        for k, vs in enumerate(vals):
+            if heads[k] < len(vs) and (pick < 0 or vs[heads[k]] > vals[pick][heads[pick]]):
+                pick = k
+        if pick < 0:
+            break
+        picks.append((pick, heads[pick]))
+        heads[pick] += 1
+        if exhausted and any(h == len(vs) for h, vs in zip(heads, vals)):
+            break
+    out = np.zeros(len(picks), _pair_dtype(dtype))  # the pair's bytes 2..3 (f16) stay 0
+    for f in ("v", "i"):
+        out[f] = [pairs[k][f][j] for k, j in picks]
+    return out.view(np.uint8), heads
 
 
 def tile_text(where: str, x: np.ndarray) -> str:

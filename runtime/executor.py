@@ -1330,6 +1330,29 @@ def _vbitsort(m: _Machine, d: _Dyn) -> "_Prep":
                      lambda g, rs: ew.sort_pairs(g[0], g[1]), dt, out_dtype="u8").counting(repeat)
 
 
+def _vmrgsort4(m: _Machine, d: _Dyn) -> "_Prep":
+    """VMS4 (TMRGSORT.md): n0..n3 pairs at src0..src3 merged into dst (elementwise.merge_pairs); with
+    ``exhausted`` the pairs after the stop keep dst's bytes (dst is read too)."""
+    a = d.args
+    dt = a.get("dtype")
+    _esize(m, d, dt)
+    ns = _ints(m, d, a, ["n0", "n1", "n2", "n3"])
+    total = sum(ns)
+    dsv = _SV(_ub_addr(m, d, a, "dst", 32), 1, (1, 8 * total), (8 * total, 1))
+    srcs = [(_SV(_ub_addr(m, d, a, f"src{k}", 32), 1, (1, 8 * n), (8 * n, 1)), None, "u8", f"src{k}")
+            for k, n in enumerate(ns) if n]
+    exhausted = a.get("exhausted") == "yes"
+    if exhausted:
+        srcs.append((dsv, None, "u8", "dst"))
+
+    def compute(g, rs):
+        merged, _ = ew.merge_pairs([x.reshape(-1) for x in g[:len(g) - exhausted]], dt, exhausted)
+        out = g[-1].reshape(-1).copy() if exhausted else merged
+        out[:merged.size] = merged
+        return out[None]
+    return m._vector(d, srcs, (dsv, None, "dst"), compute, "u8").counting(total)
+
+
 def _vconv(m: _Machine, d: _Dyn) -> "_Prep":
     a = d.args
     dt, st = a.get("dtype"), a.get("src_dtype")
@@ -1524,12 +1547,12 @@ def _vf_call(m: _Machine, d: _Dyn, p: int, te):
 
 _PREPARE = {
     "binary": _elementwise, "scalar": _elementwise, "unary": _elementwise, "dup": _elementwise,
-    "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv, "sort": _vbitsort,
+    "vbrcb": _vbrcb, "reduce": _reduce, "greduce": _reduce, "pair": _vcpadd, "conv": _vconv, "sort": _vbitsort, "merge": _vmrgsort4,
     "copy_in": _copy_in, "copy_out": _copy_out, "copy_ub": _copy_ub,
 }
 """Families whose instructions decode into a :class:`_Prep` (the vector and copy instructions)."""
-_UNMASKED = frozenset({"vbrcb", "sort", "copy_in", "copy_out", "copy_ub"})
-"""Prepared families the mask does not affect (vbrcb ignores it, §1.5; vbitsort sorts whole blocks)."""
+_UNMASKED = frozenset({"vbrcb", "sort", "merge", "copy_in", "copy_out", "copy_ub"})
+"""Prepared families the mask does not affect (vbrcb ignores it, §1.5; vbitsort and vmrgsort4 take whole lists)."""
 
 
 def _prep_of(m, d: _Dyn) -> "_Prep":

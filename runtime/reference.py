@@ -1338,6 +1338,29 @@ class Evaluator:
             keys = np.broadcast_to(idx.data[:idx.valid[0], b0:b1], (r, b1 - b0))
             out[:, 8 * b0:8 * b1] = E.sort_pairs(src.data[:r, b0:b1], keys)
 
+    def family_mrgsort(self, op, env):
+        dst = self.dst(op, env, None)
+        out = dst.data[0].view(np.uint8)
+        e = dst.dtype.itemsize
+        if op.single:
+            src = self.tile(op, op.ins[0], env)
+            block = int(env[op.ins[1]])
+            c = src.valid[1]
+            err = op.merge_error([c], dst.valid[1], block)
+            self.need(op, err is None, err)
+            row = src.data[0].view(np.uint8)
+            for g in range(0, c * e, 4 * block * e):
+                lists = [row[g + k * block * e:g + (k + 1) * block * e] for k in range(4)]
+                merged, _ = E.merge_pairs(lists, dst.dtype, False)
+                out[g:g + merged.size] = merged
+            return
+        srcs = [self.tile(op, v, env) for v in op.ins[:-1]]
+        err = op.merge_error([t.valid[1] for t in srcs], dst.valid[1])
+        self.need(op, err is None, err)
+        merged, _ = E.merge_pairs([t.data[0].view(np.uint8)[:t.valid[1] * e] for t in srcs], dst.dtype,
+                                  op.exhausted)
+        out[:merged.size] = merged
+
     def family_pairreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1612,7 +1635,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
-    pto.Sort32Op: Evaluator.family_sort32,
+    pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,

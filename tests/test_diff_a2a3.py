@@ -114,6 +114,9 @@ def variants():
         out.append((op, "", a2a3_dtypes(op)))
     for v in ("", "idx1"):  # indices per row, one index row for every row
         out.append(("tsort32", v, a2a3_dtypes("tsort32")))
+    for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
+        # oracle test covers it with a loaded dst); single: the blockLen form
+        out.append(("tmrgsort", v, a2a3_dtypes("tmrgsort")))
     return out
 
 
@@ -263,6 +266,22 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
             body = f"%d = pto.tsort32 %a, %b, %t : ({full}, {it}, {_t(1, -(-C // 32) * 32, dt)}) -> {rt}"
         else:
             body = f"%d = pto.tsort32 %a, %b : ({full}, {it}) -> {rt}"
+    elif op == "tmrgsort":  # one-row tiles: R sets the pairs of list 0, C the others'
+        coef = 8 // e
+        if variant == "single":  # 1 + R % 3 groups of 4 blocks of 64 elements
+            rt = src = _t(1, 256 * (1 + R % 3), dt)
+            args = [f"%a: {src}"]
+            pre = "%b = arith.constant 64 : i32\n  "
+            body = f"%d = pto.tmrgsort %a, %b : ({src}, i32) -> {rt}"
+        else:
+            n = int(variant[0])
+            lens = [coef * (R if k == 0 else (C * (k + 1)) % 53 + 1) for k in range(n)]
+            srcs = [_t(1, -(-c // epb) * epb, dt, 1, c) for c in lens]
+            tmp = _t(1, -(-sum(lens) // epb) * epb, dt)
+            rt = _t(1, -(-sum(lens) // epb) * epb, dt, 1, sum(lens))
+            args = [f"%s{k}: {t}" for k, t in enumerate(srcs)] + [f"%t: {tmp}"]
+            names = ", ".join([f"%s{k}" for k in range(n)] + ["%t"])
+            body = f"%d = pto.tmrgsort {names} {{exhausted = false}} : ({', '.join(srcs + [tmp])}) -> {rt}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"

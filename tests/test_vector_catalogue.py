@@ -638,3 +638,119 @@ def test_tsort32_rules_are_located():
     with pytest.raises(PtocError, match="without a tmp tile src's valid cols must be a multiple of 32 "
                                         r"\(got 31\)"):
         api.verify(api.parse(odd, "k.pto"), A2A3)
+
+
+# ---- TMRGSORT --------------------------------------------------------------------------------------------
+
+def o_merge(lists, exhausted):
+    """TMRGSORT.md's merge of (value, index) lists, written plainly: the largest head value goes out,
+    equal values from the lowest-numbered list (the CPU simulator's order); ``exhausted``: stop once a
+    list is used up."""
+    heads, out = [0] * len(lists), []
+    while any(h < len(x) for h, x in zip(heads, lists)):
+        best = max(x[h][0] for h, x in zip(heads, lists) if h < len(x))
+        k = next(k for k, (h, x) in enumerate(zip(heads, lists)) if h < len(x) and x[h][0] == best)
+        out.append(lists[k][heads[k]])
+        heads[k] += 1
+        if exhausted and any(h == len(x) for h, x in zip(heads, lists)):
+            break
+    return out
+
+
+def pair_bytes(pairs, dt):
+    return b"".join(struct.pack("<f" if dt == "f32" else "<e", v) + bytes(4 - SIZE[dt]) + struct.pack("<I", k)
+                    for v, k in pairs)
+
+
+def pair_list(rng, dt, n, sort=True):
+    """n (value, index) pairs, ties and ±0/±inf among the values, sorted by value descending (the page's
+    pre-sorted lists); indices below 0x7c00 so that no f16/f32 view of the pair's bytes is a NaN."""
+    vals, _ = sort32_values(rng, dt, (n,))
+    pairs = [(py(v, dt), int(k)) for v, k in zip(vals, rng.integers(0, 0x7C00, n))]
+    return sorted(pairs, key=lambda p: -p[0]) if sort else pairs
+
+
+def mrgsort_kernel(dt, lens, dcols, exhausted=None, block=None):
+    """Lists s0.. (one row of ``lens[k]`` elements each) and dst y loaded, ``tmrgsort`` into y (multi-list
+    with a tmp, or ``block``: the single-list form over s0), y stored to z."""
+    gm = [(f"s{k}", n) for k, n in enumerate(lens)] + [("y", dcols)]
+    lines = [f"func.func @k({', '.join(f'%{n}: !pto.ptr<{dt}>' for n, _ in gm)}, %z: !pto.ptr<{dt}>) {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    for n, c in gm + [("z", dcols)]:
+        tv, pv = f"!pto.tensor_view<1x{c}x{dt}>", f"!pto.partition_tensor_view<1x{c}x{dt}>"
+        lines += [f"  %c{n} = arith.constant {c} : index",
+                  f"  %v{n} = pto.make_tensor_view %{n}, shape = [%c1, %c{n}], strides = [%c{n}, %c1] : {tv}",
+                  f"  %p{n} = pto.partition_view %v{n}, offsets = [%c0, %c0], sizes = [%c1, %c{n}] : {tv} -> {pv}"]
+        if n != "z":
+            lines += [f"  %t{n} = pto.alloc_tile : !pto.tile_buf<vec, 1x{c}x{dt}>",
+                      f"  pto.tload ins(%p{n} : {pv}) outs(%t{n} : !pto.tile_buf<vec, 1x{c}x{dt}>)"]
+    tb = [f"!pto.tile_buf<vec, 1x{n}x{dt}>" for n in lens]
+    yb = f"!pto.tile_buf<vec, 1x{dcols}x{dt}>"
+    if block is None:
+        lines.append(f"  %tmp = pto.alloc_tile : !pto.tile_buf<vec, 1x{sum(lens)}x{dt}>")
+        ins = ", ".join([f"%ts{k}" for k in range(len(lens))] + ["%tmp"])
+        types = ", ".join(tb + [f"!pto.tile_buf<vec, 1x{sum(lens)}x{dt}>"])
+        lines.append(f"  pto.tmrgsort ins({ins} {{exhausted = {str(exhausted).lower()}}} : {types}) outs(%ty : {yb})")
+    else:
+        lines.append(f"  %b = arith.constant {block} : i32")
+        lines.append(f"  pto.tmrgsort ins(%ts0, %b : {tb[0]}, i32) outs(%ty : {yb})")
+    lines += [f"  pto.tstore ins(%ty : {yb}) outs(%pz : !pto.partition_tensor_view<1x{dcols}x{dt}>)", "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def as_tile(data: bytes, dt):
+    return np.frombuffer(data, NP[dt]).reshape(1, -1).copy()
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+@pytest.mark.parametrize("npairs, exhausted", [((32, 32), False), ((16, 48, 32), False), ((32, 8, 64, 16), False),
+                                               ((32, 8, 64, 16), True), ((48, 16), True), ((8, 8, 8), True)])
+def test_tmrgsort_multi_list_matches_the_page(target, dt, npairs, exhausted):
+    """2-4 pre-sorted lists merged into dst, descending, equal values from the lower list; with
+    ``exhausted`` the merge stops once a list is used up and the rest of dst keeps its bytes."""
+    rng = np.random.default_rng(sum(npairs) * (2 + exhausted))
+    coef = 8 // SIZE[dt]
+    lists = [pair_list(rng, dt, n) for n in npairs]
+    dcols = coef * sum(npairs)
+    y = values(rng, dt, (1, dcols), 0.0)
+    inputs = {f"s{k}": as_tile(pair_bytes(x, dt), dt) for k, x in enumerate(lists)}
+    res = api.check(api.parse(mrgsort_kernel(dt, [coef * n for n in npairs], dcols, exhausted)), target,
+                    inputs={**inputs, "y": y, "z": np.zeros_like(y)})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    merged = pair_bytes(o_merge(lists, exhausted), dt)
+    assert res.outputs["z"].tobytes() == merged + y.tobytes()[len(merged):]
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("dt, block, groups", [("f32", 64, 1), ("f32", 128, 2), ("f16", 64, 3), ("f16", 256, 1)])
+def test_tmrgsort_single_list_matches_the_page(target, dt, block, groups):
+    """Each group of 4 pre-sorted blocks of blockLen elements merged into the same columns of dst."""
+    rng = np.random.default_rng(block + groups)
+    coef = 8 // SIZE[dt]
+    blocks = [pair_list(rng, dt, block // coef) for _ in range(4 * groups)]
+    src = as_tile(b"".join(pair_bytes(b, dt) for b in blocks), dt)
+    y = np.zeros_like(src)
+    res = api.check(api.parse(mrgsort_kernel(dt, [src.shape[1]], src.shape[1], block=block)), target,
+                    inputs={"s0": src, "y": y, "z": y})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    want = b"".join(pair_bytes(o_merge(blocks[4 * g:4 * g + 4], False), dt) for g in range(groups))
+    assert res.outputs["z"].tobytes() == want
+
+
+def test_tmrgsort_rules_are_located():
+    """blockLen not a multiple of 64, and a dst too small for the merged lists, are located errors
+    (PTOAS accepts both); a NaN among the values is rejected at run time."""
+    with pytest.raises(PtocError, match=r"k\.pto:.*blockLen must be a positive multiple of 64"):
+        z = np.zeros((1, 256), np.float32)
+        api.reference(api.parse(mrgsort_kernel("f32", [256], 256, block=32), "k.pto"), {"s0": z, "y": z, "z": z})
+    text = mrgsort_kernel("f32", [64, 64], 64, exhausted=False)
+    for target in ("a2a3", "ascend950"):
+        with pytest.raises(PtocError, match=r"k\.pto:.*dst's valid cols \(64\) do not hold the 128 elements merged"):
+            api.compile(api.parse(text, "k.pto"), target)
+    s = np.zeros((1, 64), np.float32)
+    s[0, 0] = np.nan
+    with pytest.raises(PtocError, match="a NaN among the values to merge"):
+        z = np.zeros((1, 128), np.float32)
+        api.reference(api.parse(mrgsort_kernel("f32", [64, 64], 128, exhausted=False), "k.pto"),
+                      {"s0": s, "s1": np.zeros((1, 64), np.float32), "y": z, "z": z})
