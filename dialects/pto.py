@@ -2097,9 +2097,12 @@ class _BracketAttrsOp(IRDLOperation):
     args = prop_def(ArrayAttr)
     operands_ = var_operand_def()
 
-    def __init__(self, args: Sequence[Attribute], operands: Sequence[SSAValue] = (), attributes=None):
-        super().__init__(operands=[list(operands)], properties={"args": _args_attr(tuple(args))},
-                         attributes=attributes or {})
+    def __init__(self, args: Sequence[Attribute], operands: Sequence[SSAValue] = (), attributes=None,
+                 location=None):
+        # what xDSL's builder makes of these arguments, without its per-op checks (pto-insert-sync
+        # makes thousands of these ops)
+        Operation.__init__(self, operands=tuple(operands), properties={"args": _args_attr(tuple(args))},
+                           attributes=attributes or {}, location=location)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" [")

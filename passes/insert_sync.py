@@ -769,8 +769,7 @@ class _Inserter:
             assert block is not None
             prev = anchor
             for what, u, loc_op in entries:
-                new = self._op(what, u)
-                new.location = loc_op.location
+                new = self._op(what, u, loc_op.location)
                 if slot.where == "before":
                     block.insert_op_before(new, anchor)
                 else:
@@ -778,12 +777,12 @@ class _Inserter:
                     prev = new
 
     @staticmethod
-    def _op(what: str, u: _Unit) -> Operation:
+    def _op(what: str, u: _Unit, location) -> Operation:
         if what == "barrier":
-            return pto.BarrierOp([pto.raw_attr("pipe", PIPES[u.src])])
+            return pto.BarrierOp([pto.raw_attr("pipe", PIPES[u.src])], location=location)
         args = [pto.raw_attr("pipe", PIPES[u.src]), pto.raw_attr("pipe", PIPES[u.dst]),
                 pto.raw_attr("event", f"EVENT_ID{u.event}")]
-        return pto.SetFlagOp(args) if what == "set" else pto.WaitFlagOp(args)
+        return (pto.SetFlagOp if what == "set" else pto.WaitFlagOp)(args, location=location)
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,13 @@ def location(o: Origin) -> NameLoc:
     return NameLoc(_word(o.op), FileLineColLoc(_word(o.file), IntAttr(o.line), IntAttr(o.col)))
 
 
+def _name_loc(o: Origin, op: Operation) -> NameLoc:
+    """:func:`location` of ``o``, sharing the FileLineColLoc of ``op``, the op ``o`` names (a tile op
+    lowers to many a2a3 ops: one NameLoc, not four attributes, per tile op)."""
+    loc = getattr(op.location, "location", op.location)  # a lowered op's NameLoc wraps its FileLineColLoc
+    return NameLoc(_word(o.op), loc) if isinstance(loc, FileLineColLoc) else location(o)
+
+
 _INDEX = IndexType()
 """The index type of every address and count operand (one attribute, not one per operand)."""
 
@@ -359,6 +366,8 @@ class _FnLowering:
         self.counter = 0
         self.origin: Origin | None = None
         self.op: Operation | None = None
+        self._loc: tuple | None = None
+        """(origin, the location of the ops made for it)."""
         self.gm_args: list[GmArg] = []
         self.scalar_args: list[ScalarArg] = []
         self.trip_bounds: dict = {}
@@ -605,7 +614,9 @@ class _FnLowering:
 
     # ---- building a2a3 IR (lowering) -------------------------------------------------------
     def location(self):
-        return location(self.origin)
+        if self._loc is None or self._loc[0] is not self.origin:
+            self._loc = (self.origin, _name_loc(self.origin, self.op))
+        return self._loc[1]
 
     def constant(self, v, t):
         """One ``arith.constant`` per value and type, at the top of the function (an integer wrapped

@@ -178,6 +178,7 @@ class Builder:
 
     def __init__(self, filename: str):
         self.filename = filename
+        self._file = StringAttr(filename)  # one attribute for every op's location
         self.depth = 0
         self.implicit_args: list[tuple[str, SSAValue]] | None = None
 
@@ -186,7 +187,7 @@ class Builder:
         return error_at(message, self.filename, pos.line, pos.column)
 
     def loc(self, pos: Pos) -> FileLineColLoc:
-        return FileLineColLoc(StringAttr(self.filename), IntAttr(pos.line), IntAttr(pos.column))
+        return FileLineColLoc(self._file, IntAttr(pos.line), IntAttr(pos.column))
 
     def located(self, op: Operation, pos: Pos) -> Operation:
         op.location = self.loc(pos)
