@@ -167,6 +167,12 @@ def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
     return True
 
 
+def _read_in(fn: vf.VfFuncOp, tile: SSAValue) -> bool:
+    """An op of ``fn`` other than an aligned store takes ``tile``: a load the fusion did not
+    forward (e.g. one whose register a store uses) still reads what the forwarded store wrote."""
+    return any(tile in o.operands and not isinstance(o, vf.StoreAlignOp) for o in fn.walk())
+
+
 class _Uses:
     """Where each tile is last used: the index of the top-level op of its function that uses it
     (in an operand anywhere inside), from one walk before the pass changes anything.  Fusing calls
@@ -495,7 +501,7 @@ class _Fuser:
         block.erase_op(second)
         first.parent_block().erase_op(first)
         for st in forwarded:
-            if self.uses.dead_after(call, operands[list(fn.args).index(st.tile)]):
+            if self.uses.dead_after(call, operands[list(fn.args).index(st.tile)]) and not _read_in(fn, st.tile):
                 st.parent_block().erase_op(st)
         self.launches[name] += 1
         for f in (fa, fb):

@@ -257,3 +257,37 @@ def test_vf_kernels_compile_to_a_synchronised_program(name):
     got = execute(prog, pipeline.gm_inputs(values)).outputs["out"]
     want = vx.run_vf_kernel(m, values)["out"]
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
+def test_a_fused_store_another_fused_load_reads_is_kept():
+    """texp t1 -> t0, tmov t0 -> t1, tmul t1 * t0 -> t0 fuse into one VF.  tmul's loads take the
+    registers of the stores before them, and t0 is dead after the launch, yet texp's store to t0 must
+    stay: tmov's load of t0 (a register a store uses, so not forwarded) reads it.  Found by
+    bench/fuzz.py --seed 4: erasing it stored the old t0 (-2) where exp(0) = 1 belongs."""
+    text = """
+func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %m2 = arith.constant -2.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c16, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c8] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x8xf32>
+  %zv = pto.make_tensor_view %z, shape = [%c16, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c16, %c8] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x8xf32>
+  %t0 = pto.alloc_tile : !pto.tile_buf<vec, 16x8xf32>
+  %t1 = pto.alloc_tile : !pto.tile_buf<vec, 16x8xf32>
+  pto.tload ins(%xp : !pto.partition_tensor_view<16x8xf32>) outs(%t1 : !pto.tile_buf<vec, 16x8xf32>)
+  pto.texpands ins(%m2 : f32) outs(%t0 : !pto.tile_buf<vec, 16x8xf32>)
+  pto.texp ins(%t1 : !pto.tile_buf<vec, 16x8xf32>) outs(%t0 : !pto.tile_buf<vec, 16x8xf32>)
+  pto.tmov ins(%t0 : !pto.tile_buf<vec, 16x8xf32>) outs(%t1 : !pto.tile_buf<vec, 16x8xf32>)
+  pto.tmul ins(%t1, %t0 : !pto.tile_buf<vec, 16x8xf32>, !pto.tile_buf<vec, 16x8xf32>) outs(%t0 : !pto.tile_buf<vec, 16x8xf32>)
+  pto.tstore ins(%t1 : !pto.tile_buf<vec, 16x8xf32>) outs(%zp : !pto.partition_tensor_view<16x8xf32>)
+  return
+}
+"""
+    m, prog = _compile(text)
+    assert sum(1 for i in prog.instructions() if i.opcode == "vf_call") <= 2  # texp, tmov, tmul fused
+    x = np.linspace(-3.0, 3.0, 128, dtype=np.float32).reshape(16, 8)
+    got = pipeline.run_program(prog, {"x": x, "z": np.zeros((16, 8), np.float32)}, {}, stats=False).outputs["z"]
+    np.testing.assert_allclose(np.asarray(got).reshape(16, 8), np.exp(x), rtol=2e-7)
