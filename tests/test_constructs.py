@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pto_compiler import cli
+from cli_run import run_ptoc
 
 TARGETS = ("a2a3", "ascend950")
 T16 = "!pto.tile_buf<vec, 16x16xf32>"
@@ -23,16 +24,7 @@ def _views(names):
     return "\n    ".join(lines)
 
 
-def _run(tmp_path, capsys, src: str, target: str, inputs: dict, extra=()):
-    path = tmp_path / "k.pto"
-    path.write_text(src)
-    args = [str(path), "--target", target, "--run", "--save-outputs", str(tmp_path / "o"), *extra]
-    for name, value in inputs.items():
-        np.save(tmp_path / f"{name}.npy", value)
-        args += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
-    rc = cli.main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
+_run = run_ptoc
 
 
 CALL_KERNEL = f"""

@@ -9,6 +9,7 @@ import pytest
 
 from pto_compiler import api, cli
 from pto_compiler.passes import tile_harness
+from cli_run import run_ptoc
 
 TARGETS = ("a2a3", "ascend950")
 V = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box>"
@@ -54,16 +55,7 @@ func.func @k(%x: !pto.ptr<f32>) {{
 """
 
 
-def _run(tmp_path, capsys, src, target, inputs, extra=()):
-    path = tmp_path / "k.pto"
-    path.write_text(src)
-    args = [str(path), "--target", target, "--run", "--save-outputs", str(tmp_path / "o"), *extra]
-    for name, value in inputs.items():
-        np.save(tmp_path / f"{name}.npy", value)
-        args += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
-    rc = cli.main(args)
-    out, err = capsys.readouterr()
-    return rc, out, err
+_run = run_ptoc
 
 
 @pytest.mark.parametrize("target", TARGETS)
