@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pto_compiler import api, cli
+from pto_compiler import api
 from pto_compiler.passes import tile_harness
 from cli_run import run_ptoc
 
