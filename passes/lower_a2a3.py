@@ -87,7 +87,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     BFloat16Type, FileLineColLoc, FloatAttr, IndexType, IntAttr, IntegerAttr, IntegerType, ModuleOp, NameLoc,
-    Signedness, StringAttr, SymbolRefAttr, f16, f32,
+    Signedness, StringAttr, SymbolRefAttr, VectorType, f16, f32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -270,6 +270,11 @@ class Opnd:
     blk: int = 1
 
 
+_UNREAD_VECTOR = ("vector",)
+"""The value of a ``vector<>`` argument or constant: only tmrgsort's executed list (an output whose
+counts SSA cannot carry) takes one, and no instruction reads it."""
+
+
 class _Unsupported(Exception):
     pass
 
@@ -390,6 +395,8 @@ class _FnLowering:
                 self.scalar_args.append(ScalarArg(s.name, dt))
                 self.vals[s.value] = Var(s.name)
                 self.ssa[s.name] = s.value
+            elif s.kind == "vector":
+                self.vals[s.value] = _UNREAD_VECTOR
             else:
                 raise op_error(fn, f"has an L1 tile argument '%{s.name}'; run pto-bufferize before "
                                    "the a2a3 lowering")
@@ -610,6 +617,8 @@ class _FnLowering:
             dt = _float_dtype(op.result.type)
             return float(E.scalar_to(attr.value.data, dt).astype(np.float64)) if dt is not None \
                 else float(attr.value.data)
+        if isinstance(op.result.type, VectorType):
+            return _UNREAD_VECTOR
         raise _Unsupported("non-scalar constant")
 
     # ---- building a2a3 IR (lowering) -------------------------------------------------------

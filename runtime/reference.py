@@ -103,6 +103,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     Signedness,
+    VectorType,
 )
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -366,7 +367,8 @@ def select_entry(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
 
 @dataclass
 class ArgSpec:
-    """One kernel argument: ``kind`` is ``gm``, ``tile`` or ``scalar``."""
+    """One kernel argument: ``kind`` is ``gm``, ``tile``, ``scalar`` or ``vector`` (a by-value
+    ``vector<NxiK>``, e.g. tmrgsort's executed list: an array of its shape, read by no op)."""
 
     name: str
     index: int
@@ -403,6 +405,8 @@ def kernel_args(fn: func.FuncOp) -> list[ArgSpec]:
                 specs.append(ArgSpec(name, arg.index, "scalar", t, _float_dtype(t), arg))
             elif _int_width(t) is not None:
                 specs.append(ArgSpec(name, arg.index, "scalar", t, None, arg))
+            elif isinstance(t, VectorType) and _int_width(t.element_type) is not None:
+                specs.append(ArgSpec(name, arg.index, "vector", t, E.np_dtype(pto.dtype_name(t.element_type)), arg))
             elif isinstance(t, MemRefType):
                 from pto_compiler.passes.raise_memref import memref_form_error
 
@@ -613,6 +617,10 @@ def _eval_arith(op: Operation, env: Mapping[SSAValue, object]) -> list:
             return [_norm_int(attr.value.data, rt)]
         if isinstance(attr, FloatAttr):
             return [E.scalar_to(attr.value.data, _float_dtype(rt))]
+        if isinstance(rt, VectorType) and _int_width(rt.element_type) is not None:  # a vector argument's lanes
+            (n,) = rt.get_shape()
+            lanes = attr.get_values()
+            return [tuple(_norm_int(int(x), rt.element_type) for x in (lanes * n if len(lanes) == 1 else lanes))]
         raise NotImplementedError("non-scalar arith.constant")
     w = _int_width(rt) if rt is not None else None
     if name in _INT_BINARY:
@@ -1611,6 +1619,15 @@ def check_array(spec: ArgSpec, value, shape: tuple[int, ...]) -> np.ndarray:
     return np.ascontiguousarray(arr).reshape(shape)
 
 
+def vector_value(spec: ArgSpec, value) -> tuple[int, ...]:
+    """A ``vector`` argument's lanes, a tuple of ints (no GM array: the executor has no place for it);
+    ``value`` an array of its element type, or ints its element type holds."""
+    arr = np.asarray(value)
+    if arr.dtype.kind in "iu" and np.array_equal(arr, arr.astype(spec.dtype)):
+        arr = arr.astype(spec.dtype)
+    return tuple(int(x) for x in check_array(spec, arr, tuple(spec.type.get_shape())))
+
+
 def _tile_arg_shape(spec: ArgSpec, value=None) -> tuple[int, int]:
     t = spec.type
     vr, vc = t.valid_row, t.valid_col
@@ -1721,6 +1738,8 @@ def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, d
             gm = GMArray(s.name, arr.reshape(-1).copy(), shape)
             gms[s.index] = gm
             args.append(gm)
+        elif s.kind == "vector":
+            args.append(vector_value(s, v))
         else:
             vr, vc = _tile_arg_shape(s, v)
             arr = check_array(s, v, (vr, vc))
@@ -1848,6 +1867,8 @@ def make_inputs(module: ModuleOp, seed: int = 0, entry: str | None = None,
             out[s.name] = E.convert(np.array(rng.uniform(-2.0, 2.0)), s.dtype, "RINT")[()]
         elif s.kind == "gm":
             out[s.name] = _random_array(rng, s.dtype, shapes[s.name])
+        elif s.kind == "vector":
+            out[s.name] = vector_value(s, _random_array(rng, s.dtype, tuple(s.type.get_shape())))
         else:
             out[s.name] = _random_array(rng, s.dtype, _tile_arg_shape(s))
     return out
@@ -1953,6 +1974,8 @@ def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str |
         elif s.kind == "tile":
             raw = _load_npy(text, name, max_gm_bytes)
             out[name] = check_array(s, raw, _tile_arg_shape(s, raw))
+        elif s.kind == "vector":
+            out[name] = vector_value(s, _load_npy(text, name, max_gm_bytes))
     return out
 
 

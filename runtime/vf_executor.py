@@ -1122,6 +1122,8 @@ def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: s
             gm = golden.GMArray(s.name, arr.reshape(-1).copy(), shape)
             gms[s.index] = gm
             args.append(gm)
+        elif s.kind == "vector":
+            args.append(golden.vector_value(s, v))
         else:
             vr, vc = golden._tile_arg_shape(s, v)
             arr = golden.check_array(s, v, (vr, vc))

@@ -325,3 +325,81 @@ def test_acc_tile_rebound_at_its_address_accumulates(target, tmp_path, capsys):
     assert rc == 0 and out.startswith("PASS o"), out + err
     f = np.float32
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "o.npy"), a.astype(f) @ b.astype(f) + c.astype(f) @ d.astype(f))
+
+
+def _row_view(name: str, cols: int) -> str:
+    return (f"%{name}v = pto.make_tensor_view %{name}, shape = [%c1, %c{cols}], strides = [%c{cols}, %c1] "
+            f": !pto.tensor_view<?x?xf32>\n    "
+            f"%{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], sizes = [%c1, %c{cols}] "
+            f": !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x{cols}xf32>")
+
+
+def _merge_kernel(executed: str) -> str:
+    """tmrgsort of two 32-pair lists with the executed list ``executed`` (the argument %ex or a
+    dense constant): PTOAS's `outs(dst, executed)`, TMRGSORT.md's executed *output*."""
+    row = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols={n}, v_row=1, v_col={n}, blayout=row_major, " \
+          "slayout=none_box, fractal=512, pad=0>"
+    r64, r128 = row.format(n=64), row.format(n=128)
+    const = "%ex = arith.constant dense<[32, 32, 0, 0]> : vector<4xi16>" if executed == "constant" else ""
+    arg = ", %ex: vector<4xi16>" if executed == "argument" else ""
+    return f"""
+func.func @merge(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %z: !pto.ptr<f32>{arg}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    {const}
+    {_row_view("x", 64)}
+    {_row_view("y", 64)}
+    {_row_view("z", 128)}
+    %a = pto.alloc_tile : {r64}
+    %b = pto.alloc_tile : {r64}
+    %d = pto.alloc_tile : {r128}
+    %t = pto.alloc_tile : {r128}
+    pto.tload ins(%xp : !pto.partition_tensor_view<1x64xf32>) outs(%a : {r64})
+    pto.tload ins(%yp : !pto.partition_tensor_view<1x64xf32>) outs(%b : {r64})
+    pto.tmrgsort ins(%a, %b, %t {{exhausted = false}} : {r64}, {r64}, {r128}) outs(%d, %ex : {r128}, vector<4xi16>)
+    pto.tstore ins(%d : {r128}) outs(%zp : !pto.partition_tensor_view<1x128xf32>)
+    return
+}}
+"""
+
+
+def _pairs(values: np.ndarray, first_index: int) -> np.ndarray:
+    """TSORT32's 8-byte pairs as f32 elements: the value, then the u32 index's bits."""
+    out = np.empty(2 * values.size, np.uint32)
+    out[0::2] = values.astype(np.float32).view(np.uint32)
+    out[1::2] = np.arange(first_index, first_index + values.size, dtype=np.uint32)
+    return out.view(np.float32)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("executed", ["argument", "constant"])
+def test_tmrgsort_executed_vector_argument_or_constant(target, executed, tmp_path, capsys):
+    """A `vector<4xi16>` kernel argument (given with --input, lanes of its element type) and a dense
+    vector constant are accepted as tmrgsort's executed list, which no op reads: the merge is
+    TMRGSORT.md's, checked against NumPy's stable sort of the two lists (largest value first, equal
+    values from the lower-numbered list first), some values equal across the lists."""
+    rng = np.random.default_rng(7)
+    xs = -np.sort(-rng.integers(-8, 8, 32).astype(np.float32))
+    ys = -np.sort(-rng.integers(-8, 8, 32).astype(np.float32))
+    inputs = {"x": _pairs(xs, 0), "y": _pairs(ys, 100)}
+    if executed == "argument":
+        inputs["ex"] = np.array([1, 2, 3, 4], np.int16)
+    rc, out, err = _run(tmp_path, capsys, _merge_kernel(executed), target, inputs)
+    assert rc == 0, out + err
+    assert out.startswith("PASS z"), out
+    values = np.concatenate([xs, ys])
+    order = np.argsort(-values, kind="stable")  # list x before list y among equal values
+    want = _pairs(values[order], 0).view(np.uint32)
+    want[1::2] = np.concatenate([np.arange(32), np.arange(100, 132)])[order]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy").reshape(-1).view(np.uint32), want)
+
+
+def test_vector_argument_input_of_another_shape_is_refused(tmp_path, capsys):
+    rng = np.random.default_rng(7)
+    inputs = {"x": rng.standard_normal(64).astype(np.float32), "y": rng.standard_normal(64).astype(np.float32),
+              "ex": np.array([1, 2, 3], np.int16)}
+    rc, out, err = _run(tmp_path, capsys, _merge_kernel("argument"), "a2a3", inputs)
+    assert rc == 2, out + err
+    assert "input 'ex' has shape (3,) (3 elements), expected (4,) (4 elements)" in err, err
