@@ -45,7 +45,9 @@ overlap with a tile live at the same time is an error.  Each address is copied i
 **Views** (``pto.treshape``, ``pto.subset``; passes/tile_views.py) get no buffer of their own:
 their uses are uses of their source's buffer, writing a subset does not end the rest's life,
 and once placed each becomes an ``alloc_tile`` at its source's address plus its byte offset.
-A subset with a run-time offset or a block that is not contiguous is a located error.
+A subset with a run-time offset becomes a ``pto.tassign`` to the address the run computes, when
+its offsets stay in its source, contiguous and aligned (passes/tile_views.py); otherwise, and for
+a block that is not contiguous, it is a located error.
 
 **The a2a3 scratch.**  An op with ``bcast_source = "scratch"`` (pto-tmp-strategy) writes the
 8 KiB ``TMP_UB_OFFSET`` buffer ``[184 KiB, 192 KiB)``: no tile live across such an op (or used
@@ -90,7 +92,7 @@ from pto_compiler.passes.tile_access import (
     uses_scratch,
 )
 from pto_compiler.passes.tile_reads_check import TileReadsCheck
-from pto_compiler.passes.tile_views import byte_offset, is_view
+from pto_compiler.passes.tile_views import bind_at_run_time, byte_offset, is_view, run_time_offset, static_offsets
 from pto_compiler.passes.tmp_strategy import resolve_target
 from pto_compiler.targets import ADDRESS_ALIGN, Space, Target
 
@@ -172,6 +174,8 @@ class _Planner:
         """Byte offset of a view's result in its var's buffer."""
         self.partial: set[SSAValue] = set()
         """Views smaller than their buffer: writing all of one leaves the rest live."""
+        self.moving_views: list[tuple[Operation, int, SSAValue]] = []
+        """subsets with a run-time offset: (op, the var of their bytes, their byte offset's index value)."""
 
     # ---- variables ------------------------------------------------------------------------
     def _new_var(self, value: SSAValue, kind: str, def_op: Operation) -> int:
@@ -323,6 +327,17 @@ class _Planner:
         src, res = op.operands[0], op.results[0]
         if src not in self.var_of:
             raise op_error(op, "views a tile that no pto.alloc_tile defines")
+        if any(src is m.results[0] for m, _, _ in self.moving_views):
+            raise op_error(op, "views a subset whose offset is computed at run time, which pto-plan-memory "
+                               "cannot place yet")
+        if static_offsets(op) is None:  # a loop's sub-tile: bound by a computed tassign once placed
+            value, why = run_time_offset(op)
+            if why is not None:
+                raise op_error(op, why)
+            self.var_of[res] = self.var_of[src]
+            self.partial.add(res)
+            self.moving_views.append((op, self.var_of[src], value))
+            return
         offset, why = byte_offset(op)
         if offset is None:
             raise op_error(op, why)
@@ -697,6 +712,9 @@ class _Planner:
             op.results[0].replace_all_uses_with(alias.result)
             op.detach()
             op.erase()
+        for op, var, offset in self.moving_views:
+            base = addr.get(self.group_index[self._find(var)], 0) + self.offset_of.get(op.operands[0], 0)
+            bind_at_run_time(op, offset, base).attributes[UB_ADDR] = IntegerAttr(base, 64)
         for op in self.tassigns:
             for r in op.result:
                 r.replace_all_uses_with(op.tile[0])

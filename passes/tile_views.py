@@ -7,13 +7,22 @@ view of the source's bytes (runtime/reference.py); pto-plan-memory gives it no b
 but its source's (from its byte offset), so every lowering sees a tile at that address.  A
 subset the hardware can address as a tile is contiguous in its source: whole rows of a RowMajor
 tile (or a part of one row), whole columns of a ColMajor one; the golden model takes any block.
+
+A subset whose offset is computed at run time (a loop's sub-tile) is placed the same way once its
+byte offsets are known to stay in the source, contiguous and aligned (passes/int_range.py): after
+planning it becomes a ``pto.tassign`` of a tile at the address the run computes
+(:func:`bind_at_run_time`), which every later pass and both lowerings already handle.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
+from xdsl.ir import Operation, OpResult, SSAValue
 
 from pto_compiler.dialects import pto
+from pto_compiler.passes.int_range import IntRange, int_range
+from pto_compiler.targets import ADDRESS_ALIGN
 
 VIEW_OPS = ("pto.treshape", "pto.subset", "pto.valid_view")
 WHOLE_VIEWS = ("pto.treshape", "pto.valid_view")
@@ -65,11 +74,78 @@ def byte_offset(op: Operation) -> tuple[int | None, str | None]:
         return (None if why else 0), why
     src, dst = op.operands[0].type, op.results[0].type
     (r, c), (h, w) = offsets, (dst.rows, dst.cols)
-    if src.is_row_major:
-        contiguous, start = h == 1 or (c == 0 and w == src.cols), r * src.cols + c
-    else:
-        contiguous, start = w == 1 or (r == 0 and h == src.rows), c * src.rows + r
-    if not contiguous:
-        return None, (f"block [{r}:{r + h}, {c}:{c + w}] of a {src.rows}x{src.cols} tile is not contiguous, "
-                      "so it is no tile the hardware can address")
+    if not _contiguous(src, h, w):
+        return None, _not_contiguous(src, f"{r}:{r + h}", f"{c}:{c + w}", h, w)
+    start = r * src.cols + c if src.is_row_major else c * src.rows + r
     return start * src.elem_bytes, None
+
+
+def _contiguous(src: pto.TileBufType, h: int, w: int) -> bool:
+    """Is an h x w block of ``src`` one run of its bytes wherever it lies in bounds (a full-width
+    block can only start at column 0)?"""
+    return (h == 1 or w == src.cols) if src.is_row_major else (w == 1 or h == src.rows)
+
+
+def _not_contiguous(src: pto.TileBufType, rows: str, cols: str, h: int, w: int) -> str:
+    return (f"block [{rows}, {cols}] of a {src.rows}x{src.cols} tile is not contiguous, so it is no "
+            f"tile the hardware can address (PTOAS binds a {h}x{w} tile at the block's first element, whose rows "
+            "are then not the block's)")
+
+
+def run_time_offset(op: Operation) -> tuple[SSAValue | None, str | None]:
+    """A subset with a run-time offset: the index value of its byte offset in its source (arith ops
+    put before it), or why it cannot be placed: a range :func:`int_range` cannot bound, a block
+    that may leave the source or is not contiguous, an offset that may be misaligned."""
+    why = view_error(op)
+    if why is not None:
+        return None, why
+    src, dst = op.operands[0].type, op.results[0].type
+    h, w = dst.rows, dst.cols
+    r, c = op.operands[1:3]
+    rr, cr = int_range(r), int_range(c)
+    if rr is None or cr is None:
+        return None, ("has a run-time offset whose range pto-plan-memory cannot bound (passes/int_range.py: "
+                      "constants, scf.for induction variables with constant bounds, and arith on them)")
+    if rr.lo < 0 or cr.lo < 0 or rr.hi + h > src.rows or cr.hi + w > src.cols:
+        return None, (f"may take rows [{rr.lo}, {rr.hi + h}) and cols [{cr.lo}, {cr.hi + w}), outside its "
+                      f"{src.rows}x{src.cols} source")
+    if not _contiguous(src, h, w):
+        return None, _not_contiguous(src, f"{rr.lo}..{rr.hi} + {h}", f"{cr.lo}..{cr.hi} + {w}", h, w)
+    outer, inner, stride = (r, c, src.cols) if src.is_row_major else (c, r, src.rows)
+    ops = [k := arith.ConstantOp(IntegerAttr(stride, IndexType())), m := arith.MuliOp(outer, k.result),
+           lin := arith.AddiOp(m.result, inner), e := arith.ConstantOp(IntegerAttr(src.elem_bytes, IndexType())),
+           byte := arith.MuliOp(lin.result, e.result)]
+    for new in ops:
+        new.location = op.location
+        op.parent_block().insert_op_before(new, op)
+    span: IntRange = int_range(byte.result)
+    if span.values_aligned(ADDRESS_ALIGN) is not True:
+        return None, (f"may start at a byte offset of its source that is not a multiple of {ADDRESS_ALIGN} "
+                      f"(offsets {span.lo}..{span.hi} in steps of {span.stride})")
+    return byte.result, None
+
+
+def bind_at_run_time(op: Operation, offset: SSAValue, base: int) -> pto.AllocTileOp:
+    """Replaces the subset ``op`` whose source starts at UB byte ``base`` by ``pto.tassign`` of a
+    tile of its type (placed at ``base``, where its source is defined: a loop body keeps only the
+    address arithmetic and the tassign, which vf-fuse-launches sweeps) to ``base + offset``;
+    returns that tile's alloc."""
+    t = op.results[0].type
+    src = op.operands[0]
+    alias = pto.AllocTileOp(t)
+    alias.location = op.location
+    if isinstance(src, OpResult):
+        src.op.parent_block().insert_op_after(alias, src.op)
+    else:
+        src.block.insert_op_before(alias, src.block.first_op)
+    at = arith.ConstantOp(IntegerAttr(base, IndexType()))
+    addr = arith.AddiOp(offset, at.result)
+    addr64 = arith.IndexCastOp(addr.result, i64)
+    moved = pto.TAssignOp(alias.result, addr64.result, t)
+    for new in (at, addr, addr64, moved):
+        new.location = op.location
+        op.parent_block().insert_op_before(new, op)
+    op.results[0].replace_all_uses_with(moved.result[0])
+    op.detach()
+    op.erase()
+    return alias

@@ -136,3 +136,73 @@ def test_set_validshape_inside_a_branch_is_located(tmp_path, capsys):
         capsys.readouterr().err
     np.save(tmp_path / "x.npy", np.ones((16, 16), np.float32))
     assert cli.main([str(path), "--reference", "--input", f"x={tmp_path / 'x.npy'}", "--input", "n=3"]) == 0
+
+
+def _mid_broadcast(rows: str = "%r", cols: str = "%k0", sizes: str = "3, 64", bound: str = "%k8") -> str:
+    """y[m, b, :] = x[m, b, :] + a[m, :] (m = 8, b = 3): per trip m, TCOLEXPANDADD on the subsets
+    of rows 3m..3m+2 of x and y and row m of a, offsets computed from the loop variable (other
+    ``rows``/``cols``/``sizes``: x's block doubled into y's)."""
+    x_t, a_t = "!pto.tile_buf<vec, 24x64xf32>", "!pto.tile_buf<vec, 8x64xf32>"
+    h, w = (int(s) for s in sizes.split(", "))
+    sub = f"!pto.tile_buf<vec, {h}x{w}xf32>"
+    return f"""func.func @mid(%x: !pto.ptr<f32>, %a: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index) {{
+  %k0 = arith.constant 0 : index
+  %k1 = arith.constant 1 : index
+  %k3 = arith.constant 3 : index
+  %k8 = arith.constant 8 : index
+  %k24 = arith.constant 24 : index
+  %k64 = arith.constant 64 : index
+  %xv = pto.make_tensor_view %x, shape = [%k24, %k64], strides = [%k64, %k1] : !pto.tensor_view<?x?xf32>
+  %av = pto.make_tensor_view %a, shape = [%k8, %k64], strides = [%k64, %k1] : !pto.tensor_view<?x?xf32>
+  %yv = pto.make_tensor_view %y, shape = [%k24, %k64], strides = [%k64, %k1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%k0, %k0], sizes = [%k24, %k64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<24x64xf32>
+  %ap = pto.partition_view %av, offsets = [%k0, %k0], sizes = [%k8, %k64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x64xf32>
+  %yp = pto.partition_view %yv, offsets = [%k0, %k0], sizes = [%k24, %k64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<24x64xf32>
+  %xt = pto.alloc_tile : {x_t}
+  %at = pto.alloc_tile : {a_t}
+  %yt = pto.alloc_tile : {x_t}
+  pto.tload ins(%xp : !pto.partition_tensor_view<24x64xf32>) outs(%xt : {x_t})
+  pto.tload ins(%ap : !pto.partition_tensor_view<8x64xf32>) outs(%at : {a_t})
+  scf.for %m = %k0 to {bound} step %k1 {{
+    %r = arith.muli %m, %k3 : index
+    %xs = pto.subset %xt[{rows}, {cols}] sizes [{sizes}] : {x_t}
+    %as = pto.subset %at[%m, %k0] sizes [1, 64] : {a_t}
+    %ys = pto.subset %yt[{rows}, {cols}] sizes [{sizes}] : {x_t}
+    {"pto.tcolexpandadd ins(%xs, %as : " + sub + ", !pto.tile_buf<vec, 1x64xf32>)" if sizes == "3, 64"
+     else "pto.tadd ins(%xs, %xs : " + sub + ", " + sub + ")"} outs(%ys : {sub})
+  }}
+  pto.tstore ins(%yt : {x_t}) outs(%yp : !pto.partition_tensor_view<24x64xf32>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_subset_offset_computed_from_the_loop_variable(target, tmp_path, capsys):
+    """pto-plan-memory places a subset whose offset depends on the loop: a tassign to the address
+    the run computes, inside its planned source."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-50, 50, (24, 64)).astype(np.float32)
+    a = rng.integers(-50, 50, (8, 64)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, _mid_broadcast(), target, {"x": x, "a": a},
+                       ("--input", "n=8"))
+    assert rc == 0 and out.startswith("PASS y"), out + err
+    want = (x.reshape(8, 3, 64) + a[:, None, :]).reshape(24, 64)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "y.npy"), want)
+
+
+@pytest.mark.parametrize("kernel, line, col, message", [
+    (_mid_broadcast(bound="%n"), 21, 11, "has a run-time offset whose range pto-plan-memory cannot bound"),
+    (_mid_broadcast(bound="%k24"), 21, 11, "may take rows [0, 72) and cols [0, 64), outside its 24x64 source"),
+    (_mid_broadcast(rows="%k0", cols="%m", sizes="3, 8"), 21, 11,
+     "block [0..0 + 3, 0..7 + 8] of a 24x64 tile is not contiguous"),
+    (_mid_broadcast(rows="%k0", cols="%m", sizes="1, 8"), 21, 11,
+     "may start at a byte offset of its source that is not a multiple of 32 (offsets 0..28 in steps of 4)"),
+])
+def test_subset_offset_computed_at_run_time_that_cannot_be_placed_is_located(kernel, line, col, message, tmp_path,
+                                                                             capsys):
+    path = tmp_path / "m.pto"
+    path.write_text(kernel)
+    assert cli.main([str(path), "--emit", "placed"]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:{col}: error: 'pto.subset' op {message}" in err, err
