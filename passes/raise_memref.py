@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, FunctionType, IndexType, Intege
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from pto_compiler.diagnostics import op_error
+from pto_compiler.diagnostics import location_of, op_error
 from pto_compiler.dialects import pto
 from pto_compiler.runtime.pipes import INTERNAL_PIPE_INITS, internal_pipe_error
 
@@ -104,6 +104,21 @@ def _boxed_config(op: Operation) -> bool:
     return m is not None and int(m.group(1)) != 0
 
 
+def _boxed_bind_error(op: Operation) -> str:
+    """Why a boxed vec tile bound by ``op`` cannot run: a move from or to a GM memref of rank < 5 is
+    ND on the GM side (PTOAS's pto-infer-layout gives NZ to rank-5 views only), and TLOAD/TSTORE
+    define no ND <-> NZ move for Vec tiles; an NZ <-> NZ move is not modelled."""
+    for move in sorted({u.operation for u in op.results[0].uses}, key=lambda o: location_of(o)[1:]):
+        gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
+        if move.name in ("pto.tload", "pto.tstore") and gm and len(gm[0].shape) < 5:
+            return (f"binds a boxed vec tile (a fractal slayout in its config) that the {move.name} at line "
+                    f"{location_of(move)[1]} moves from or to a rank-{len(gm[0].shape)} GM memref, an ND tensor "
+                    "(PTOAS's pto-infer-layout makes only rank-5 views NZ): TLOAD/TSTORE move a Vec tile ND->ND, "
+                    "DN->DN or NZ->NZ only (pto_isa.md §4.8), so the move has no semantics")
+    return ("binds a boxed vec tile (a fractal slayout in its config): its NZ->NZ tload/tstore is not modelled "
+            "(ptoc's vector tload/tstore move ND rows or DN columns)")
+
+
 def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
     """Why a memref of ``fn`` has no place in the tile model (the op and the reason), else None."""
     from xdsl.dialects import memref
@@ -136,8 +151,7 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
             if not _static_cast(op):
                 return op, "is not a static cast at offset 0 of a GM argument used by tload/tstore"
         elif op.name == "pto.bind_tile" and _boxed_config(op):
-            return op, ("binds a boxed vec tile (a fractal slayout in its config), which no vector tload or "
-                        "tstore moves (they move ND rows or DN columns)")
+            return op, _boxed_bind_error(op)
         elif any(isinstance(r.type, MemRefType) for r in op.results):
             return op, "defines a memref, which ptoc has no tile form for"
     return None

@@ -106,7 +106,10 @@ def test_a_boxed_bind_tile_is_located_with_its_reason(tmp_path, capsys):
     path = tmp_path / "b.pto"
     path.write_text(src)
     assert cli.main([str(path)]) == 1
-    assert f"{path}:4:8: error: 'pto.bind_tile' op binds a boxed vec tile" in capsys.readouterr().err
+    assert (f"{path}:4:8: error: 'pto.bind_tile' op binds a boxed vec tile (a fractal slayout in its config) that "
+            "the pto.tload at line 5 moves from or to a rank-3 GM memref, an ND tensor (PTOAS's pto-infer-layout "
+            "makes only rank-5 views NZ): TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or NZ->NZ only") \
+        in capsys.readouterr().err
 
 
 def test_async_comm_ops_are_located_as_having_no_semantics(tmp_path, capsys):
