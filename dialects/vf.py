@@ -134,7 +134,7 @@ Verifier rules (vector_isa.md §2, seeds/001, seeds/002)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects import arith, scf
@@ -1811,6 +1811,19 @@ def lookup_vf_func(anchor: Operation, name: str) -> VfFuncOp | None:
     return None
 
 
+def kernel_walk(root: Operation) -> Iterator[Operation]:
+    """``root.walk()`` without the bodies of vf.funcs (the vf.funcs themselves are yielded): the
+    kernel's ops, its launches and the functions they launch.  A VF body holds no vf.func and
+    no vf.call, and holds most of a lowered module's ops."""
+    yield root
+    if isinstance(root, VfFuncOp):
+        return
+    for region in root.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                yield from kernel_walk(op)
+
+
 class VfSymbols:
     """:func:`lookup_vf_func` for a pass that resolves many calls: the vf.funcs of every block by
     name, gathered in one walk of ``root``, so a lookup climbs the enclosing blocks without
@@ -1819,7 +1832,7 @@ class VfSymbols:
 
     def __init__(self, root: Operation):
         self._by_block: dict[Block, dict[str, list[VfFuncOp]]] = {}
-        for op in root.walk():
+        for op in kernel_walk(root):
             if isinstance(op, VfFuncOp):
                 self.add(op)
 

@@ -1414,7 +1414,7 @@ def program_of(module: ModuleOp, target: Target = ASCEND950, entry: str | None =
     module's ``vf.func`` ops its ``vf_call`` s launch."""
     prog = A.program_of(module, target, entry, scalars)
     symbols = vf.VfSymbols(module)
-    calls = [op for op in module.walk() if isinstance(op, a2a3.OPS["vf_call"])]
+    calls = [op for op in vf.kernel_walk(module) if isinstance(op, a2a3.OPS["vf_call"])]
     prog.vf_funcs = {name: symbols.lookup(op, name) for op in calls for name in (op.field_value("callee"),)}
     return prog
 

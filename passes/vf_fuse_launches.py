@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import UNKNOWN_LOC, FunctionType, IndexType, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -54,6 +54,8 @@ class _Flat:
     loop: scf.ForOp
     key: tuple
     """(lb, ub, step, count, chunk elements): equal keys walk the same chunks."""
+    stores: dict
+    """Buffer -> the loop body's last ``vf.store_align`` to it (kept as launches fuse into ``fn``)."""
 
 
 def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
@@ -76,6 +78,7 @@ def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
     if len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or list(body.last_op.operands) != [upd[0].res[1]]:
         return None
     chunk = None
+    stores = {}
     for o in body.ops:
         if isinstance(o, vf._MemOp):
             if not isinstance(o, vf.LoadAlignOp | vf.StoreAlignOp) or o.dist_name != "NORM" or o.static_offset:
@@ -86,42 +89,50 @@ def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
             if chunk not in (None, const_value(off.rhs)):
                 return None
             chunk = const_value(off.rhs)
+            if isinstance(o, vf.StoreAlignOp):
+                stores[o.tile] = o
     if chunk is None:
         return None
-    return _Flat(fn, loop, (*b, init.value.value.data, chunk))
+    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores)
 
 
 def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
     return next(u.operation for u in loop.body.blocks[0].args[1].uses)
 
 
-def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tuple[vf.VfFuncOp, list, list]:
-    """The fused vf.func, its call operands and the first body's stores the second body's loads
-    now take from the register.  The ops of ``a.fn`` and ``b.fn`` move into it (the caller
-    erases both functions, or passes copies of those it keeps): moving a body costs nothing per
-    op, while a copy of every op per fusion made a chain of k fused launches cost k**2 op copies."""
-    operands: list[SSAValue] = []
-    for v in a_args + b_args:
-        if v not in operands:
+def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tuple[list, list]:
+    """Fuse ``b`` into ``a.fn``, renamed ``name``: its call operands (``a``'s, then those of ``b``
+    it lacks, each buffer once) and the first body's stores the second body's loads now take from
+    the register.  ``b``'s ops move into ``a.fn`` (the caller erases ``b.fn``): a fusion costs
+    what ``b`` holds, so a chain of k fused launches costs k fusions, not k**2 op moves."""
+    fn, block = a.fn, a.fn.block
+    params: dict[SSAValue, SSAValue] = {}
+    for p, v in zip(list(block.args), a_args):
+        if v in params:  # one value passed twice: one parameter, named as the last
+            _redirect(p, params[v])
+            block.erase_arg(p)
+        params[v] = params.get(v, p)
+        params[v].name_hint = p.name_hint
+    operands = list(params)
+    for p, v in zip(b.fn.args, b_args):
+        if v not in params:
+            params[v] = block.insert_arg(p.type, len(block.args))
             operands.append(v)
-    types = [p.type for p in list(a.fn.args) + list(b.fn.args)]
-    by_operand = dict(zip(a_args + b_args, types))
-    fn = vf.VfFuncOp(name, [by_operand[v] for v in operands])
-    new_args = dict(zip(operands, fn.args))
-    for p, v in [*zip(b.fn.args, b_args), *zip(a.fn.args, a_args)]:  # the first body's names win
-        new_args[v].name_hint = p.name_hint
-    for p, v in [*zip(a.fn.args, a_args), *zip(b.fn.args, b_args)]:
-        _redirect(p, new_args[v])
-    ops = [o for o in a.fn.block.ops]
+        if v not in a_args:  # the first body's names win
+            params[v].name_hint = p.name_hint
+        _redirect(p, params[v])
+    fn.properties["sym_name"] = StringAttr(name)
+    fn.properties["function_type"] = FunctionType.from_lists([p.type for p in block.args], [])
+    fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
     pre_b = [o for o in b.fn.block.ops if o is not b.loop]
-    for o in ops + pre_b:
+    for o in pre_b:
         o.detach()
+    block.insert_ops_before(pre_b, block.first_op)
     lb = a.loop.body.blocks[0]
     ua, ub_ = _upd(a.loop), _upd(b.loop)
     bb = b.loop.body.blocks[0]
     _redirect(bb.args[0], lb.args[0])
     _redirect(ub_.res[0], ua.res[0])  # ub_, its count argument and b's yield stay in b.loop
-    stored = [o for o in lb.ops if isinstance(o, vf.StoreAlignOp)]
     forwarded: list[vf.StoreAlignOp] = []
     new = []
     for o in list(bb.ops):
@@ -129,7 +140,7 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
             continue
         o.detach()
         if isinstance(o, vf.LoadAlignOp):
-            s = _stored_chunk(stored, o)
+            s = a.stores.get(o.tile)  # the first body's last store to the buffer the load reads
             if s is not None and s.mask is ua.res[0] and _masked_uses(o, ua.res[0]):
                 _redirect(o.res[0], s.value)
                 if s not in forwarded:  # the second body may load the stored chunk more than once
@@ -138,8 +149,8 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
                 continue
         new.append(o)
     lb.insert_ops_before(new, lb.last_op)
-    fn.block.add_ops(pre_b + ops)
-    return fn, operands, forwarded
+    a.stores.update((o.tile, o) for o in new if isinstance(o, vf.StoreAlignOp))
+    return operands, forwarded
 
 
 def _redirect(old: SSAValue, new: SSAValue) -> None:
@@ -148,14 +159,6 @@ def _redirect(old: SSAValue, new: SSAValue) -> None:
     hint = new.name_hint
     old.replace_all_uses_with(new)
     new.name_hint = hint
-
-
-def _stored_chunk(stored: list, load: vf.LoadAlignOp) -> vf.StoreAlignOp | None:
-    """The first body's last store to the buffer ``load`` reads (every access is chunk i)."""
-    for s in reversed(stored):
-        if s.tile is load.tile:
-            return s
-    return None
 
 
 def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
@@ -167,10 +170,11 @@ def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
     return True
 
 
-def _read_in(fn: vf.VfFuncOp, tile: SSAValue) -> bool:
-    """An op of ``fn`` other than an aligned store takes ``tile``: a load the fusion did not
-    forward (e.g. one whose register a store uses) still reads what the forwarded store wrote."""
-    return any(tile in o.operands and not isinstance(o, vf.StoreAlignOp) for o in fn.walk())
+def _read_in(tile: SSAValue) -> bool:
+    """An op other than an aligned store takes ``tile`` (a parameter of the fused VF): a load the
+    fusion did not forward (e.g. one whose register a store uses) still reads what the forwarded
+    store wrote."""
+    return any(not isinstance(u.operation, vf.StoreAlignOp) for u in tile.uses)
 
 
 class _Uses:
@@ -183,7 +187,7 @@ class _Uses:
     def __init__(self, module: ModuleOp):
         self.index: dict[Operation, int] = {}
         self.last: dict[SSAValue, int] = {}
-        for fn in module.walk():
+        for fn in vf.kernel_walk(module):
             if fn.name != "func.func" or not fn.regions[0].blocks:
                 continue
             for i, top in enumerate(fn.regions[0].blocks[0].ops):
@@ -210,10 +214,10 @@ class VfFuseLaunchesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fuser = _Fuser(op)
-        kernel_loops = [o for o in op.walk() if isinstance(o, scf.ForOp) and not _in_vf(o)]
+        kernel_loops = [o for o in vf.kernel_walk(op) if isinstance(o, scf.ForOp)]
         for loop in reversed(kernel_loops):  # inner loops first: a nest of launches folds level by level
             fuser.inline_row_loop(loop)
-        fuser.run([o for o in op.walk() if isinstance(o, vf.VfCallOp)])
+        fuser.run([o for o in vf.kernel_walk(op) if isinstance(o, vf.VfCallOp)])
         if fuser.moved_reads:
             # a tile the S pipe read is now read by a launch on V: order its producer before that
             # launch too (pto-insert-sync keeps the syncs already there and adds what is missing)
@@ -310,13 +314,6 @@ def _shift(op: vf._MemOp, by: SSAValue) -> None:
     op.operands = (op.tile, add.result, *op.rest)
 
 
-def _in_vf(op: Operation) -> bool:
-    while (op := op.parent_op()) is not None:
-        if isinstance(op, vf.VfFuncOp):
-            return True
-    return False
-
-
 class _Fuser:
     """One run of the pass: the module's vf.funcs by name (:class:`vf.VfSymbols`), the launches
     per VF (a VF with none is erased), the tiles' last uses and each VF's loop (:func:`_flat`),
@@ -324,7 +321,7 @@ class _Fuser:
 
     def __init__(self, module: ModuleOp):
         self.symbols = vf.VfSymbols(module)
-        self.launches = Counter(c.callee_name for c in module.walk() if isinstance(c, vf.VfCallOp))
+        self.launches = Counter(c.callee_name for c in vf.kernel_walk(module) if isinstance(c, vf.VfCallOp))
         self.uses = _Uses(module)
         self.flats: dict[vf.VfFuncOp, _Flat | None] = {}
         self.moved_reads = False
@@ -477,15 +474,20 @@ class _Fuser:
         if a is None or b is None or a.key != b.key:
             return None
         name = f"{fa.sym_name.data}_{fb.sym_name.data}"
-        # the bodies move into the fused function: a function launched elsewhere too gives a copy
+        # b's body moves into a's function, renamed; a function launched elsewhere too gives a copy
         a, b = (f if self.launches[f.fn.sym_name.data] == 1 else _flat(f.fn.clone()) for f in (a, b))
-        fn, operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
-        fa.parent_block().insert_op_before(fn, fa)
-        for f in (a.fn, b.fn):
-            if f is not fa and f is not fb:
-                f.erase()  # a copy's shell: drop its uses of the values that moved
+        if a.fn is fa:
+            self.symbols.remove(fa)
+            self.flats.pop(fa, None)
+        else:
+            fa.parent_block().insert_op_before(a.fn, fa)
+        olds = [fa.sym_name.data, fb.sym_name.data]
+        operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
+        fn = a.fn
+        if b.fn is not fb:
+            b.fn.erase()  # a copy's shell: drop its uses of the values that moved
         self.symbols.add(fn)
-        self.flats[fn] = _Flat(fn, a.loop, a.key)  # what _flat(fn) finds: a's loop, now with b's body
+        self.flats[fn] = a
         block = second.parent_block()
         call = last = vf.VfCallOp(name, operands)
         block.insert_op_before(last, second)
@@ -501,12 +503,14 @@ class _Fuser:
         block.erase_op(second)
         first.parent_block().erase_op(first)
         for st in forwarded:
-            if self.uses.dead_after(call, operands[list(fn.args).index(st.tile)]) and not _read_in(fn, st.tile):
+            if self.uses.dead_after(call, operands[fn.args.index(st.tile)]) and not _read_in(st.tile):
+                if a.stores.get(st.tile) is st:
+                    del a.stores[st.tile]
                 st.parent_block().erase_op(st)
         self.launches[name] += 1
-        for f in (fa, fb):
-            self.launches[f.sym_name.data] -= 1
-            if not self.launches[f.sym_name.data]:
+        for old, f in zip(olds, (fa, fb)):
+            self.launches[old] -= 1
+            if not self.launches[old] and f is not fn:
                 self.symbols.remove(f)
                 self.flats.pop(f, None)
                 f.parent_block().erase_op(f)

@@ -124,7 +124,7 @@ def _distinct_at_calls(module: ModuleOp, fn: vf.VfFuncOp, n: _Nest) -> bool:
     offsets = {o.dyn_offset for o in body.ops if isinstance(o, vf.StoreAlignOp)}
     others = {o.tile for o in body.ops if isinstance(o, vf.LoadAlignOp) and o.dyn_offset not in offsets}
     params = list(fn.args)
-    for call in module.walk():
+    for call in vf.kernel_walk(module):
         if isinstance(call, vf.VfCallOp) and call.callee_name == fn.sym_name.data:
             args = list(call.operands)
             if {args[params.index(t)] for t in stored} & {args[params.index(t)] for t in others}:
@@ -136,7 +136,7 @@ def _launch_constants(module: ModuleOp, fn: vf.VfFuncOp) -> dict:
     """{parameter index: value} of the parameters every launch of ``fn`` passes as the same
     ``arith.constant`` (a loop bound such as the study's ``vfLoopN``)."""
     seen: dict = {}
-    for call in module.walk():
+    for call in vf.kernel_walk(module):
         if isinstance(call, vf.VfCallOp) and call.callee_name == fn.sym_name.data:
             for k, v in enumerate(call.operands):
                 seen.setdefault(k, set()).add(const_value(v))
