@@ -30,7 +30,8 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import location_of, op_error
 from pto_compiler.dialects import pto
-from pto_compiler.runtime.pipes import INTERNAL_PIPE_INITS, internal_pipe_error
+from pto_compiler.passes.raise_pipes import raise_pipes
+from pto_compiler.runtime.pipes import INIT_OPS, INTERNAL_PIPE_INITS, internal_pipe_error
 
 TILE_CONFIG = {
     "vec": {},
@@ -136,7 +137,8 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
                     return u.operation, ("has no semantics in ptoc: an async DMA of PTOAS's comm layer (SDMA "
                                          "between ranks; pto_isa.md lists TPUT_ASYNC/TGET_ASYNC under Comm with "
                                          "no page of their semantics), and ptoc models one device")
-                if u.operation.name not in GM_USES and not isinstance(u.operation, memref.ReinterpretCastOp):
+                if u.operation.name not in (*GM_USES, *INIT_OPS) and not isinstance(u.operation,
+                                                                                  memref.ReinterpretCastOp):
                     return u.operation, "takes a GM memref, which ptoc raises only for tload/tstore"
     for op in fn.walk():
         if op is fn or isinstance(op, memref.DeallocOp):
@@ -217,6 +219,8 @@ def raise_function(fn: func.FuncOp) -> None:
                 user.result.replace_all_uses_with(cast_view)
                 user.detach()
                 user.erase()
+            elif user.name in INIT_OPS:  # a pipe's GM slot buffer: the pointer itself
+                user.operands[use.index] = new
             else:
                 user.operands[use.index] = view
         block.erase_arg(arg)
@@ -243,6 +247,7 @@ def memref_form_error(fn: func.FuncOp):
 
 
 def raise_module(module: ModuleOp) -> None:
+    raise_pipes(module)
     for fn in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
         if fn.body.blocks and has_memref_form(fn) and unraisable(fn) is None:
             raise_function(fn)

@@ -403,3 +403,100 @@ def test_vector_argument_input_of_another_shape_is_refused(tmp_path, capsys):
     rc, out, err = _run(tmp_path, capsys, _merge_kernel("argument"), "a2a3", inputs)
     assert rc == 2, out + err
     assert "input 'ex' has shape (3,) (3 elements), expected (4,) (4 elements)" in err, err
+
+
+def _internal_pipe_pair(vec_slot_size: int = 1024, target: str = "a2a3") -> str:
+    """PTOAS's internal pipe form, written by hand as corpus tpush_tpop_emitc writes it: the cube
+    pushes a @ b (f16 in, f32 acc) through initialize_l2g2l_pipe, each vector sub-block pops its
+    half (TILE_UP_DOWN) into a declare_tile and stores half + c; the consumer's slot buffer is
+    the kernel argument %consumer.  The entry calls both (the GM views size its arguments).  On
+    ascend950 the pipe is initialize_l2l_pipe (no GM slots) and the push splits as the pops do."""
+    args = ("%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %c: !pto.ptr<f32>, %o: !pto.ptr<f32>, "
+            "%slots: !pto.ptr<f32>, %consumer: i32")
+    types = "!pto.ptr<f16>, !pto.ptr<f16>, !pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>, i32"
+    init = ("%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = SLOT, slot_num = 8, local_slot_num = 8, "
+            "flag_base = 0}(%slots : !pto.ptr<f32>, %consumer : i32) -> !pto.pipe")
+    push_split = 0
+    if target == "ascend950":
+        init = ("%pipe = pto.initialize_l2l_pipe {dir_mask = 1, slot_size = SLOT, slot_num = 8, flag_base = 0}"
+                "(%consumer : i32) -> !pto.pipe")
+        push_split = 1
+    mat = "!pto.tile_buf<mat, 16x16xf16, blayout=col_major, slayout=row_major>"
+    acc = "!pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>"
+    t8, pv = "!pto.tile_buf<vec, 8x16xf32>", "!pto.partition_tensor_view<8x16xf32>"
+
+    def view(name, dt, rows="%c16", at="%c0", size=16):
+        return (f"%{name}v = pto.make_tensor_view %{name}, shape = [%c16, %c16], strides = [%c16, %c1] "
+                f": !pto.tensor_view<?x?x{dt}>\n    %{name}p = pto.partition_view %{name}v, offsets = [{at}, %c0], "
+                f"sizes = [{rows}, %c16] : !pto.tensor_view<?x?x{dt}> -> "
+                f"!pto.partition_tensor_view<{size}x16x{dt}>")
+    consts = ("%c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n    %c8 = arith.constant 8 : index\n"
+              "    %c16 = arith.constant 16 : index")
+    return f"""module {{
+  func.func @k({args}) attributes {{pto.entry}} {{
+    func.call @cube(%a, %b, %c, %o, %slots, %consumer) : ({types}) -> ()
+    func.call @vec(%a, %b, %c, %o, %slots, %consumer) : ({types}) -> ()
+    return
+  }}
+  func.func private @cube({args}) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    {consts}
+    {init.replace("SLOT", "1024")}
+    {view("a", "f16")}
+    {view("b", "f16")}
+    %ma = pto.alloc_tile : {mat}
+    %mb = pto.alloc_tile : {mat}
+    %l = pto.alloc_tile : !pto.tile_buf<left, 16x16xf16, slayout=row_major>
+    %r = pto.alloc_tile : !pto.tile_buf<right, 16x16xf16, slayout=col_major>
+    %acc = pto.alloc_tile : {acc}
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x16xf16>) outs(%ma : {mat})
+    pto.tload ins(%bp : !pto.partition_tensor_view<16x16xf16>) outs(%mb : {mat})
+    pto.tmov ins(%ma : {mat}) outs(%l : !pto.tile_buf<left, 16x16xf16, slayout=row_major>)
+    pto.tmov ins(%mb : {mat}) outs(%r : !pto.tile_buf<right, 16x16xf16, slayout=col_major>)
+    pto.tmatmul ins(%l, %r : !pto.tile_buf<left, 16x16xf16, slayout=row_major>, !pto.tile_buf<right, 16x16xf16, slayout=col_major>) outs(%acc : {acc})
+    pto.tpush(%acc, %pipe : {acc}, !pto.pipe) {{split = {push_split}}}
+    return
+  }}
+  func.func private @vec({args}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    {consts}
+    %c8_i64 = arith.constant 8 : i64
+    %sb = pto.get_subblock_idx
+    %s8 = arith.muli %sb, %c8_i64 : i64
+    %row = arith.index_cast %s8 : i64 to index
+    {init.replace("SLOT", str(vec_slot_size))}
+    {view("c", "f32", "%c8", "%row", 8)}
+    {view("o", "f32", "%c8", "%row", 8)}
+    %d = pto.declare_tile -> {t8}
+    %x = pto.alloc_tile : {t8}
+    %y = pto.alloc_tile : {t8}
+    pto.tload ins(%cp : {pv}) outs(%x : {t8})
+    pto.tpop(%d, %pipe : {t8}, !pto.pipe) {{split = 1}}
+    pto.tadd ins(%x, %d : {t8}, {t8}) outs(%y : {t8})
+    pto.tfree(%pipe : !pto.pipe) {{split = 1}}
+    pto.tstore ins(%y : {t8}) outs(%op : {pv})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_internal_pipe_form_with_a_consumer_buffer_argument_runs(target, tmp_path, capsys):
+    """The pair runs as its frontend form (passes/raise_pipes.py): the slot buffer address the
+    argument gives only says where the pops land, and o = a @ b + c whatever it is."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.uniform(-2, 2, (16, 16)).astype(np.float16) for _ in range(2))
+    c = rng.uniform(-2, 2, (16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, _internal_pipe_pair(target=target), target, {"a": a, "b": b, "c": c},
+                        ("--input", "consumer=4096"))
+    assert rc == 0 and "PASS o" in out, out + err
+    np.testing.assert_allclose(np.load(tmp_path / "o" / "o.npy"), a.astype(np.float32) @ b.astype(np.float32) + c,
+                               rtol=1e-5, atol=1e-4)
+
+
+def test_internal_pipe_form_ptoc_cannot_raise_stays_located(tmp_path, capsys):
+    """Two inits that disagree (slot sizes) are no one frontend pipe: the init says why, as before."""
+    path = tmp_path / "p.pto"
+    path.write_text(_internal_pipe_pair(vec_slot_size=2048))
+    assert cli.main([str(path)]) == 1
+    assert f"{path}:39:13: error: 'pto.initialize_l2g2l_pipe' op is PTOAS's internal pipe form with its consumer " \
+        "slot buffer at %consumer, a kernel argument" in capsys.readouterr().err

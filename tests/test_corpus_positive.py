@@ -41,6 +41,9 @@ RUNS = {
     "test__samples__TPushTPop__test3__kernel.pto": ((), COMPARED),
     "test__basic__tpush_tpop_frontend_lowering_a3.pto": ((), False),
     "test__basic__tpush_tpop_frontend_lowering_a5.pto": ((), False),
+    # PTOAS's internal pipe form, run in the frontend form (passes/raise_pipes.py); the cube pushes an
+    # acc tile nothing writes and the vector never reads or stores what it pops: nothing to compare
+    "test__basic__tpush_tpop_emitc.pto": (("--input", "c2v_consumer_buf=0"), False),
     "tools__ptobc__testdata__add_static_multicore.pto": (("--input", "arg3=32", "--input", "arg4=32"), COMPARED),
     "test__samples__Qwen3DecodeA3__qwen3_decode_incore_0.pto": (("--input", "arg3=0"), COMPARED),
     "test__samples__Qwen3DecodeA5__qwen3_decode_incore_0.pto": (("--input", "arg3=0"), COMPARED),

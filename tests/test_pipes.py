@@ -319,8 +319,9 @@ INTERNAL_FORM = """module {
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_internal_pipe_form_with_a_run_time_consumer_buffer_is_located(target):
-    """PTOAS's internal form (initialize_l2g2l_pipe / tpush, corpus tpush_tpop_emitc) takes the
-    consumer's slot buffer as a kernel argument: ptoc says so at the init, in both models."""
+    """PTOAS's internal form (initialize_l2g2l_pipe / tpush) takes the consumer's slot buffer as a
+    kernel argument: with no peer kernel to run the pipe in the frontend form with
+    (passes/raise_pipes.py), ptoc says so at the init, in both models."""
     mod = api.parse(INTERNAL_FORM, "internal.pto")
     for call in (lambda: api.compile(mod, target), lambda: api.reference(mod, {}, target=target)):
         with pytest.raises(PtocError) as e:
