@@ -82,7 +82,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
@@ -95,17 +94,22 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, 
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, location_of, op_error, value_name
-from pto_compiler.dialects import a2a3, pto, vf
+from pto_compiler.dialects import a2a3, pto
+from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
-from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube, pipes
+from pto_compiler.runtime.element_types import holds_exactly
+from pto_compiler.runtime.kernel_interface import float_name, gm_shape, kernel_args, select_entry
 from pto_compiler.runtime.program import (
     DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, While, _fold,
     canonical_dtype, is_const,
 )
 from pto_compiler.targets import A2A3, Target
 from pto_compiler.passes.tile_access import fixed_ub_range, tile_range
+
+np = LazyModule("numpy")  # only kernels with float scalars or pad values use them
+E = LazyModule("pto_compiler.runtime.elementwise")
 
 __all__ = ["lower_to_program", "lower_module", "program_of", "LowerA2A3Pass", "float_sum_outputs"]
 
@@ -349,8 +353,6 @@ class _FnLowering:
       ``scf.for``/``scf.if`` -> loops and conditionals with their carried values in registers."""
 
     def __init__(self, fn: func.FuncOp, target: Target, scalars=None, lowering: bool = False):
-        from pto_compiler.runtime import reference as golden
-
         self.fn = fn
         self.lowering = lowering
         self.ssa: dict = {}
@@ -377,13 +379,13 @@ class _FnLowering:
         self.scalar_args: list[ScalarArg] = []
         self.trip_bounds: dict = {}
         self._free = None
-        specs = golden.kernel_args(fn)
+        specs = kernel_args(fn)
         for s in specs:
             self.names.add(s.name)
         for s in specs:
             if s.kind == "gm":
                 try:
-                    shape = golden.gm_shape(fn, s, scalars)
+                    shape = gm_shape(fn, s, scalars)
                 except PtocError:
                     shape = (0,)
                 self.gm_args.append(GmArg(s.name, canonical_dtype(pto.dtype_name(s.type.element_type)),
@@ -612,11 +614,10 @@ class _FnLowering:
                 return v & 1
             return v
         if isinstance(attr, FloatAttr):
-            from pto_compiler.runtime.reference import _float_dtype
-
-            dt = _float_dtype(op.result.type)
-            return float(E.scalar_to(attr.value.data, dt).astype(np.float64)) if dt is not None \
-                else float(attr.value.data)
+            v, name = float(attr.value.data), float_name(op.result.type)
+            if name is None or holds_exactly(v, name):
+                return v
+            return float(E.scalar_to(v, E.np_dtype(name)).astype(np.float64))
         if isinstance(op.result.type, VectorType):
             return _UNREAD_VECTOR
         raise _Unsupported("non-scalar constant")
@@ -778,7 +779,7 @@ class _FnLowering:
             return self.lower_tile_op(op)
         if isinstance(op, a2a3.A2A3Op):
             return self.decode(op)
-        if isinstance(op, vf.VfFuncOp):  # ascend950: the vector function an a2a3.vf_call launches
+        if op.name == "vf.func":  # ascend950: the vector function an a2a3.vf_call launches
             return
         name = op.name
         if name.startswith("arith."):
@@ -2342,18 +2343,14 @@ def _lowerable(module: ModuleOp, target: Target):
 def lowered_functions(module: ModuleOp, entry: str | None = None) -> list:
     """The functions a pass over a module rewrites: the entry (``entry``, ``pto.entry`` or the
     only function), else every function with a body."""
-    from pto_compiler.runtime import reference as golden
-
     if entry is not None or _has_entry(module):
-        return [golden.select_entry(module, entry)]
+        return [select_entry(module, entry)]
     return [f for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
 
 
 def _has_entry(module: ModuleOp) -> bool:
-    from pto_compiler.runtime import reference as golden
-
     try:
-        golden.select_entry(module, None)
+        select_entry(module, None)
     except PtocError:
         return False
     return True
@@ -2384,9 +2381,7 @@ def _no_semantics_first(fn: func.FuncOp, target: Target) -> None:
 def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
                scalars: dict | None = None) -> Program:
     """The listing of a lowered module's entry function: per-pipe instruction streams."""
-    from pto_compiler.runtime import reference as golden
-
-    fn = golden.select_entry(module, entry)
+    fn = select_entry(module, entry)
     low = _FnLowering(fn, target, scalars)
     body = low.run()
     return Program(target=target.name, gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
@@ -2410,10 +2405,8 @@ def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
     """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM/matmul of a float type):
     they compare with the float-sum tolerance; every other output compares bit for bit."""
-    from pto_compiler.runtime import reference as golden
-
-    fn = golden.select_entry(module, entry)
-    specs = golden.kernel_args(fn)
+    fn = select_entry(module, entry)
+    specs = kernel_args(fn)
     tainted: set = set()  # SSA values (tiles, GM pointers) that carry a float sum
 
     roots = pto.view_root

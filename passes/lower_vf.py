@@ -87,12 +87,14 @@ from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
 from pto_compiler.dialects import a2a3, pto, vf
+from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
 from pto_compiler.passes import lower_cube
-from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime.program import Instr, Loop, If, Program
 from pto_compiler.targets import ASCEND950, Target
+
+E = LazyModule("pto_compiler.runtime.elementwise")  # tcvt's round modes only: NumPy on first use
 
 __all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "program_of", "lower_to_program"]
 
@@ -1401,9 +1403,9 @@ def lower_module_to_a2a3(module: ModuleOp, target: Target = ASCEND950, entry: st
     """The entry function of a module after pto-lower-vf, in place: its copies, cube core, syncs and
     TPRINTs become a2a3 ops (the a2a3 rules), each ``vf.call`` an ``a2a3.vf_call``; then the same-pipe
     barriers are completed (a2a3-complete-barriers with the VF launch rule)."""
-    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.kernel_interface import select_entry
 
-    fn = golden.select_entry(module, entry)
+    fn = select_entry(module, entry)
     _VfProgramLowering(fn, target, scalars).run()
     B.complete_function(fn, target, _VfBarrierPass)
 

@@ -206,12 +206,12 @@ def _compile_agents(module, target: Target, entry, manual, scalars, vf_opt, inse
 
     from pto_compiler import api
     from pto_compiler.runtime import pipes
-    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.kernel_interface import select_entry
     from pto_compiler.verify import verified
 
     if not verified(module, target):
         api.verify(module, target)
-    plans = pipes.agent_plans(module, golden.select_entry(module, entry))
+    plans = pipes.agent_plans(module, select_entry(module, entry))
     programs = []
     for plan in plans:
         plan.module.attributes[AGENT_ATTR] = StringAttr(plan.kind)

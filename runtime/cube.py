@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
-
 from pto_compiler.dialects import pto
+from pto_compiler.lazy_import import LazyModule
 
-from . import elementwise as E
+np = LazyModule("numpy")  # the compile path reads the tables below; the run computes
+E = LazyModule("pto_compiler.runtime.elementwise")
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out_dtype, c_in: np.ndarray | None = None,

@@ -55,28 +55,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from pto_compiler.runtime.element_types import NUMPY_NAMES, canonical_name
+
 # --------------------------------------------------------------------------------------
 # Element types
 # --------------------------------------------------------------------------------------
 
-_NUMPY_NAMES: dict[str, str] = {
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "f32": "float32",
-    "f64": "float64",
-    "i1": "bool",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "ui8": "uint8",
-    "ui16": "uint16",
-    "ui32": "uint32",
-    "ui64": "uint64",
-}
-"""ptoc element type name (``u8`` ... spell ``ui8`` ...) -> NumPy dtype name."""
-
-NAMES: dict[str, str] = {v: k for k, v in _NUMPY_NAMES.items()}
+NAMES: dict[str, str] = {v: k for k, v in NUMPY_NAMES.items()}
 """NumPy dtype name -> ptoc element type name."""
 
 # float formats by NumPy dtype name:
@@ -97,15 +82,12 @@ class ElementwiseError(ValueError):
 def np_dtype(name_or_dtype) -> np.dtype:
     """The NumPy dtype of a ptoc element type name (``"f32"``, ``"bf16"``, ``"u8"``...) or dtype."""
     if isinstance(name_or_dtype, str):
-        name = name_or_dtype.lower()
-        if name.startswith("u") and not name.startswith("ui"):
-            name = "ui" + name[1:]
+        name = canonical_name(name_or_dtype)
+        if name is None:
+            raise ElementwiseError(f"unknown element type '{name_or_dtype}'")
         if name == "bf16":
             return bf16()
-        try:
-            return np.dtype(_NUMPY_NAMES[name])
-        except KeyError:
-            raise ElementwiseError(f"unknown element type '{name_or_dtype}'") from None
+        return np.dtype(NUMPY_NAMES[name])
     return np.dtype(name_or_dtype)
 
 

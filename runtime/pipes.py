@@ -118,7 +118,7 @@ def is_mixed(module) -> bool:
 
 
 def _functions(module):
-    from pto_compiler.runtime.reference import _functions
+    from pto_compiler.runtime.kernel_interface import _functions
 
     return [f for f in _functions(module) if f.body.blocks]
 

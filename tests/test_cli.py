@@ -561,6 +561,19 @@ def test_emit_pto_imports_no_numpy():
     assert r.stdout.splitlines()[-1] == "0 []"
 
 
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_compile_imports_no_numpy(target):
+    """Nor does compiling a kernel without float scalars to its program: NumPy is loaded when a
+    constant must be rounded to its element type (issue 9's 1,000-op compile)."""
+    code = ("import os, sys\n"
+            "from pto_compiler import cli\n"
+            f"rc = cli.main(['examples/matmul.pto', '--target', '{target}', '-o', os.devnull])\n"
+            "print(rc, sorted(m for m in ('numpy', 'ml_dtypes') if m in sys.modules))\n")
+    r = _run(sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "0 []"
+
+
 def test_script_ptoc_opt(tmp_path, mlir_file):
     ptoc_opt = _script("ptoc-opt")
     r = _run(ptoc_opt, "--version")
