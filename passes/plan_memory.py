@@ -92,7 +92,14 @@ from pto_compiler.passes.tile_access import (
     uses_scratch,
 )
 from pto_compiler.passes.tile_reads_check import TileReadsCheck
-from pto_compiler.passes.tile_views import bind_at_run_time, byte_offset, is_view, run_time_offset, static_offsets
+from pto_compiler.passes.tile_views import (
+    RunTimeView,
+    bind_at_run_time,
+    byte_offset,
+    is_view,
+    run_time_offset,
+    static_offsets,
+)
 from pto_compiler.passes.tmp_strategy import resolve_target
 from pto_compiler.targets import ADDRESS_ALIGN, Space, Target
 
@@ -174,8 +181,8 @@ class _Planner:
         """Byte offset of a view's result in its var's buffer."""
         self.partial: set[SSAValue] = set()
         """Views smaller than their buffer: writing all of one leaves the rest live."""
-        self.moving_views: list[tuple[Operation, int, SSAValue]] = []
-        """subsets with a run-time offset: (op, the var of their bytes, their byte offset's index value)."""
+        self.moving_views: list[tuple[Operation, int, RunTimeView]] = []
+        """subsets with a run-time offset: (op, the var of their bytes, passes/tile_views.run_time_offset's)."""
 
     # ---- variables ------------------------------------------------------------------------
     def _new_var(self, value: SSAValue, kind: str, def_op: Operation) -> int:
@@ -331,13 +338,16 @@ class _Planner:
             raise op_error(op, "views a subset whose offset is computed at run time, which pto-plan-memory "
                                "cannot place yet")
         if static_offsets(op) is None:  # a loop's sub-tile: bound by a computed tassign once placed
-            value, why = run_time_offset(op)
+            view, why = run_time_offset(op)
             if why is not None:
                 raise op_error(op, why)
             self.var_of[res] = self.var_of[src]
             self.partial.add(res)
-            self.moving_views.append((op, self.var_of[src], value))
+            self.moving_views.append((op, self.var_of[src], view))
             return
+        if op.name == "pto.subset" and pto.DYNAMIC in res.type.valid_shape:
+            raise op_error(op, "has a valid shape known only at run time (its source's), which pto-plan-memory "
+                               "cannot place yet")
         offset, why = byte_offset(op)
         if offset is None:
             raise op_error(op, why)
@@ -712,9 +722,9 @@ class _Planner:
             op.results[0].replace_all_uses_with(alias.result)
             op.detach()
             op.erase()
-        for op, var, offset in self.moving_views:
+        for op, var, view in self.moving_views:
             base = addr.get(self.group_index[self._find(var)], 0) + self.offset_of.get(op.operands[0], 0)
-            bind_at_run_time(op, offset, base).attributes[UB_ADDR] = IntegerAttr(base, 64)
+            bind_at_run_time(op, view, base).attributes[UB_ADDR] = IntegerAttr(base, 64)
         for op in self.tassigns:
             for r in op.result:
                 r.replace_all_uses_with(op.tile[0])

@@ -30,6 +30,22 @@ WHOLE_VIEWS = ("pto.treshape", "pto.valid_view")
 with a run-time valid shape that a ``pto.set_validshape`` gave it (passes/set_validshape.py)."""
 
 
+def subset_valid(parent_valid: int, offset: int, size: int) -> int:
+    """A subset's valid extent in one dimension, PTOAS's "periodic valid dims" rule
+    (SubsetOp::inferReturnTypes): ``min(size, pv - offset mod pv)``, so a block starting at the
+    parent's valid extent (a ping/pong half of a wider workspace) is a full one; 0 when pv is 0."""
+    return min(size, parent_valid - offset % parent_valid) if parent_valid > 0 else 0
+
+
+def subset_type(src: pto.TileBufType, sizes: tuple[int, int], offsets: list[int | None]) -> pto.TileBufType:
+    """The type PTOAS infers for ``pto.subset %src[offsets] sizes [sizes]``: the sizes, src's
+    layout, and per dimension :func:`subset_valid` of a constant offset and a static parent valid
+    extent, else ``?``."""
+    valid = [pto.DYNAMIC if pv == pto.DYNAMIC or off is None else subset_valid(pv, off, size)
+             for pv, off, size in zip(src.valid_shape, offsets, sizes)]
+    return type(src)(src.element_type, list(sizes), loc=src.loc.data, valid=valid, **src._keys())
+
+
 def is_view(op: Operation) -> bool:
     return op.name in VIEW_OPS and len(op.results) == 1 and bool(op.operands)
 
@@ -92,10 +108,24 @@ def _not_contiguous(src: pto.TileBufType, rows: str, cols: str, h: int, w: int) 
             "are then not the block's)")
 
 
-def run_time_offset(op: Operation) -> tuple[SSAValue | None, str | None]:
-    """A subset with a run-time offset: the index value of its byte offset in its source (arith ops
-    put before it), or why it cannot be placed: a range :func:`int_range` cannot bound, a block
-    that may leave the source or is not contiguous, an offset that may be misaligned."""
+RunTimeView = tuple[SSAValue, list[int | None]]
+"""A subset placed at run time: its byte offset (an index value) and the valid extent of each of
+its ``?`` dimensions (None for a static one)."""
+
+
+def _constant_valid(pv: int, span: IntRange, size: int) -> int | None:
+    """The one valid extent :func:`subset_valid` gives at every offset in ``span``, else None."""
+    if pv == pto.DYNAMIC or (span.hi - span.lo) // max(span.stride, 1) > 4096:
+        return None
+    found = {subset_valid(pv, off, size) for off in range(span.lo, span.hi + 1, max(span.stride, 1))}
+    return found.pop() if len(found) == 1 else None
+
+
+def run_time_offset(op: Operation) -> tuple[RunTimeView | None, str | None]:
+    """A subset with a run-time offset: its byte offset in its source (arith ops put before it) and
+    the valid extents of its ``?`` dimensions, or why it cannot be placed: a range :func:`int_range`
+    cannot bound, a block that may leave the source or is not contiguous, an offset that may be
+    misaligned, a valid extent that changes with the offset (PTOAS's periodic rule)."""
     why = view_error(op)
     if why is not None:
         return None, why
@@ -111,6 +141,12 @@ def run_time_offset(op: Operation) -> tuple[SSAValue | None, str | None]:
                       f"{src.rows}x{src.cols} source")
     if not _contiguous(src, h, w):
         return None, _not_contiguous(src, f"{rr.lo}..{rr.hi} + {h}", f"{cr.lo}..{cr.hi} + {w}", h, w)
+    valid = [None if v != pto.DYNAMIC else _constant_valid(pv, span, size)
+             for v, pv, span, size in zip(dst.valid_shape, src.valid_shape, (rr, cr), (h, w))]
+    for k, (v, bad) in enumerate(zip(dst.valid_shape, valid)):
+        if v == pto.DYNAMIC and bad is None:
+            return None, (f"has valid {('rows', 'cols')[k]} that depend on the run-time offset (PTOAS's "
+                          "min(size, parent valid - offset mod parent valid)), which pto-plan-memory cannot place yet")
     outer, inner, stride = (r, c, src.cols) if src.is_row_major else (c, r, src.rows)
     ops = [k := arith.ConstantOp(IntegerAttr(stride, IndexType())), m := arith.MuliOp(outer, k.result),
            lin := arith.AddiOp(m.result, inner), e := arith.ConstantOp(IntegerAttr(src.elem_bytes, IndexType())),
@@ -122,15 +158,17 @@ def run_time_offset(op: Operation) -> tuple[SSAValue | None, str | None]:
     if span.values_aligned(ADDRESS_ALIGN) is not True:
         return None, (f"may start at a byte offset of its source that is not a multiple of {ADDRESS_ALIGN} "
                       f"(offsets {span.lo}..{span.hi} in steps of {span.stride})")
-    return byte.result, None
+    return (byte.result, valid), None
 
 
-def bind_at_run_time(op: Operation, offset: SSAValue, base: int) -> pto.AllocTileOp:
+def bind_at_run_time(op: Operation, view: RunTimeView, base: int) -> pto.AllocTileOp:
     """Replaces the subset ``op`` whose source starts at UB byte ``base`` by ``pto.tassign`` of a
-    tile of its type (placed at ``base``, where its source is defined: a loop body keeps only the
-    address arithmetic and the tassign, which vf-fuse-launches sweeps) to ``base + offset``;
-    returns that tile's alloc."""
+    tile of its type, its ``?`` valid extents the constants :func:`run_time_offset` proved (placed at
+    ``base``, where its source is defined: a loop body keeps only the address arithmetic and the
+    tassign, which vf-fuse-launches sweeps), to ``base + offset``; returns that tile's alloc."""
+    offset, valid = view
     t = op.results[0].type
+    t = t.with_valid([v if v is not None else d for v, d in zip(valid, t.valid_shape)])
     src = op.operands[0]
     alias = pto.AllocTileOp(t)
     alias.location = op.location

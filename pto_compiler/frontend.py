@@ -394,11 +394,13 @@ class Builder:
             elif short in GENERIC_I64_RESULTS:
                 result_types = [IntegerType(64)] * len(stmt.results)
             elif short == "subset" and stmt.in_types and isinstance(stmt.kwargs.get("sizes"), list):
+                from pto_compiler.passes.tile_views import subset_type
+
                 src_t = stmt.in_types[-1].attr
                 rows, cols = (int(x) for x in stmt.kwargs["sizes"])
                 if not isinstance(src_t, pto.TileLikeType):
                     raise self.err("'pto.subset' needs a tile source type", stmt.pos)
-                result_types = [type(src_t)(src_t.element_type, [rows, cols], loc=src_t.loc.data, **src_t._keys())]
+                result_types = [subset_type(src_t, (rows, cols), [pto.constant_int(v) for v in operands[1:3]])]
             elif stmt.in_types and (not operands or short in GENERIC_RESULT_FROM_SIGNATURE):
                 result_types = [stmt.in_types[-1].attr]
             else:

@@ -101,7 +101,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, format_diagnostic, location_of, op_error, value_name
 from pto_compiler.dialects import pto
-from pto_compiler.passes.tile_views import is_view, view_error
+from pto_compiler.passes.tile_views import is_view, subset_valid, view_error
 from pto_compiler.runtime import elementwise as E
 from pto_compiler.runtime import cube
 from pto_compiler.runtime import pipes
@@ -651,8 +651,8 @@ class Evaluator:
             raise op_error(op, why)
         if op.name == "pto.subset":
             (r, c), (h, w) = offsets, (t.rows, t.cols)
-            view = Tile(t, src.data[r:r + h, c:c + w], (min(h, max(src.valid[0] - r, 0)),
-                                                         min(w, max(src.valid[1] - c, 0))), base=src)
+            view = Tile(t, src.data[r:r + h, c:c + w], (subset_valid(src.valid[0], r, h),
+                                                         subset_valid(src.valid[1], c, w)), base=src)
         else:
             if src.type.slayout.data != "none_box" or t.slayout.data != "none_box":
                 raise op_error(op, "of a boxed (fractal) tile has no semantics in ptoc yet")

@@ -144,7 +144,8 @@ def _mid_broadcast(rows: str = "%r", cols: str = "%k0", sizes: str = "3, 64", bo
     ``rows``/``cols``/``sizes``: x's block doubled into y's)."""
     x_t, a_t = "!pto.tile_buf<vec, 24x64xf32>", "!pto.tile_buf<vec, 8x64xf32>"
     h, w = (int(s) for s in sizes.split(", "))
-    sub = f"!pto.tile_buf<vec, {h}x{w}xf32>"
+    # PTOAS's subset type: a run-time offset makes that valid extent '?'
+    sub = f"!pto.tile_buf<vec, {h}x{w}xf32, valid={'?' if rows != '%k0' else h}x{'?' if cols != '%k0' else w}>"
     return f"""func.func @mid(%x: !pto.ptr<f32>, %a: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index) {{
   %k0 = arith.constant 0 : index
   %k1 = arith.constant 1 : index
@@ -168,7 +169,7 @@ def _mid_broadcast(rows: str = "%r", cols: str = "%k0", sizes: str = "3, 64", bo
     %xs = pto.subset %xt[{rows}, {cols}] sizes [{sizes}] : {x_t}
     %as = pto.subset %at[%m, %k0] sizes [1, 64] : {a_t}
     %ys = pto.subset %yt[{rows}, {cols}] sizes [{sizes}] : {x_t}
-    {"pto.tcolexpandadd ins(%xs, %as : " + sub + ", !pto.tile_buf<vec, 1x64xf32>)" if sizes == "3, 64"
+    {"pto.tcolexpandadd ins(%xs, %as : " + sub + ", !pto.tile_buf<vec, 1x64xf32, valid=?x64>)" if sizes == "3, 64"
      else "pto.tadd ins(%xs, %xs : " + sub + ", " + sub + ")"} outs(%ys : {sub})
   }}
   pto.tstore ins(%yt : {x_t}) outs(%yp : !pto.partition_tensor_view<24x64xf32>)
@@ -206,3 +207,31 @@ def test_subset_offset_computed_at_run_time_that_cannot_be_placed_is_located(ker
     assert cli.main([str(path), "--emit", "placed"]) == 1
     err = capsys.readouterr().err
     assert f"{path}:{line}:{col}: error: 'pto.subset' op {message}" in err, err
+
+
+@pytest.mark.parametrize("parent, offsets, sizes, want", [
+    ("32x64xf32, valid=32x32", ("%c0", "%c32"), "32, 32", "32x32"),  # PTOAS's ping/pong example: a full half
+    ("32x64xf32, valid=32x32", ("%c0", "%c16"), "32, 32", "32x16"),
+    ("32x64xf32, valid=20x64", ("%c16", "%c0"), "16, 64", "4x64"),
+    ("32x64xf32", ("%n", "%c0"), "16, 64", "?x64"),
+    ("32x64xf32, valid=?x64", ("%c0", "%c0"), "16, 64", "?x64"),
+])
+def test_subset_type_is_the_one_ptoas_infers(parent, offsets, sizes, want):
+    """SubsetOp::inferReturnTypes: per dimension min(size, pv - off mod pv) for a constant offset
+    and a static parent valid extent, else '?'."""
+    from pto_compiler import api
+
+    valid = "valid_row = %vr " if "valid=?" in parent else ""
+    src = f"""func.func @k(%n: index, %vr: index) {{
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %a = pto.alloc_tile {valid}: !pto.tile_buf<vec, {parent}>
+  %s = pto.subset %a[{offsets[0]}, {offsets[1]}] sizes [{sizes}] : !pto.tile_buf<vec, {parent}>
+  return
+}}
+"""
+    (sub,) = [op for op in api.parse(src, "s.pto").walk() if op.name == "pto.subset"]
+    h, w = sizes.split(", ")
+    assert str(sub.results[0].type) == (f"!pto.tile_buf<vec, {h}x{w}xf32>" if want == f"{h}x{w}"
+                                        else f"!pto.tile_buf<vec, {h}x{w}xf32, valid={want}>")
