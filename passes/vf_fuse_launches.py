@@ -56,6 +56,8 @@ class _Flat:
     """(lb, ub, step, count, chunk elements): equal keys walk the same chunks."""
     stores: dict
     """Buffer -> the loop body's last ``vf.store_align`` to it (kept as launches fuse into ``fn``)."""
+    constants: dict
+    """(value, type) -> the ``arith.constant`` of ``fn``'s prelude (the first of equal ones)."""
 
 
 def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
@@ -93,7 +95,11 @@ def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
                 stores[o.tile] = o
     if chunk is None:
         return None
-    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores)
+    constants = {}
+    for o in fn.block.ops:
+        if isinstance(o, arith.ConstantOp):
+            constants.setdefault((o.value, o.result.type), o.result)
+    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores, constants)
 
 
 def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
@@ -124,9 +130,15 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
     fn.properties["sym_name"] = StringAttr(name)
     fn.properties["function_type"] = FunctionType.from_lists([p.type for p in block.args], [])
     fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
-    pre_b = [o for o in b.fn.block.ops if o is not b.loop]
-    for o in pre_b:
+    pre_b = []
+    for o in [o for o in b.fn.block.ops if o is not b.loop]:
+        if isinstance(o, arith.ConstantOp) and (o.value, o.result.type) in a.constants:
+            _redirect(o.result, a.constants[o.value, o.result.type])  # one constant per value
+            continue
         o.detach()
+        pre_b.append(o)
+        if isinstance(o, arith.ConstantOp):
+            a.constants[o.value, o.result.type] = o.result
     block.insert_ops_before(pre_b, block.first_op)
     lb = a.loop.body.blocks[0]
     ua, ub_ = _upd(a.loop), _upd(b.loop)

@@ -2,7 +2,7 @@
 // @inc(%u, %t, %w) computes w = u + t.  The fused VF takes each buffer once (t, u, w: sq's two
 // parameters for %t become one), the add's load of u takes the mul's register, and the store to u
 // is dropped (nothing reads %u after the launch): w = t * t + t, every load of t from the one
-// parameter.
+// parameter.  Both functions define the same five constants: the fused VF keeps one of each.
 // RUN: ptoc-opt %s -p vf-fuse-launches | filecheck %s
 
 vf.func @sq(%a: !pto.tile_buf<vec, 1x128xf32>, %b: !pto.tile_buf<vec, 1x128xf32>, %z: !pto.tile_buf<vec, 1x128xf32>) {
@@ -47,7 +47,12 @@ func.func @k() {
 }
 // CHECK-LABEL: vf.func @sq_inc(
 // CHECK-SAME:    %[[T:[a-z0-9_]+]]: !pto.tile_buf<vec, 1x128xf32>, %[[U:[a-z0-9_]+]]: !pto.tile_buf<vec, 1x128xf32>, %[[W:[a-z0-9_]+]]: !pto.tile_buf<vec, 1x128xf32>) {
-// CHECK:         scf.for
+// CHECK-NEXT:    arith.constant 128 : i32
+// CHECK-NEXT:    arith.constant 64 : index
+// CHECK-NEXT:    arith.constant 0 : index
+// CHECK-NEXT:    arith.constant 1 : index
+// CHECK-NEXT:    arith.constant 2 : index
+// CHECK-NEXT:    scf.for
 // CHECK-NEXT:      %[[M:.*]], %{{.*}} = vf.update_mask
 // CHECK-NEXT:      %[[O:.*]] = arith.muli
 // CHECK-NEXT:      %[[X:.*]] = vf.load_align %[[T]][%[[O]]]
