@@ -58,6 +58,8 @@ class _Flat:
     """Buffer -> the loop body's last ``vf.store_align`` to it (kept as launches fuse into ``fn``)."""
     constants: dict
     """(value, type) -> the ``arith.constant`` of ``fn``'s prelude (the first of equal ones)."""
+    order: dict
+    """The loop body's ops -> increasing numbers in body order (fused bodies are appended)."""
 
 
 def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
@@ -81,6 +83,7 @@ def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
         return None
     chunk = None
     stores = {}
+    order = {o: k for k, o in enumerate(body.ops)}
     for o in body.ops:
         if isinstance(o, vf._MemOp):
             if not isinstance(o, vf.LoadAlignOp | vf.StoreAlignOp) or o.dist_name != "NORM" or o.static_offset:
@@ -99,7 +102,7 @@ def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
     for o in fn.block.ops:
         if isinstance(o, arith.ConstantOp):
             constants.setdefault((o.value, o.result.type), o.result)
-    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores, constants)
+    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores, constants, order)
 
 
 def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
@@ -162,6 +165,7 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
         new.append(o)
     lb.insert_ops_before(new, lb.last_op)
     a.stores.update((o.tile, o) for o in new if isinstance(o, vf.StoreAlignOp))
+    a.order.update((o, len(a.order) + k) for k, o in enumerate(new))
     return operands, forwarded
 
 
@@ -182,11 +186,14 @@ def _masked_uses(load: vf.LoadAlignOp, mask: SSAValue) -> bool:
     return True
 
 
-def _read_in(tile: SSAValue) -> bool:
-    """An op other than an aligned store takes ``tile`` (a parameter of the fused VF): a load the
-    fusion did not forward (e.g. one whose register a store uses) still reads what the forwarded
-    store wrote."""
-    return any(not isinstance(u.operation, vf.StoreAlignOp) for u in tile.uses)
+def _read_after(store: vf.StoreAlignOp, order: dict) -> bool:
+    """An op other than an aligned store takes ``store``'s buffer after it in the loop body (an op
+    of unknown place counts as after): a load the fusion did not forward (e.g. one whose register a
+    store uses) reads what the store wrote.  A load before it reads chunk i before trip i stores it
+    (every access of the loop is chunk i), so it does not keep the store."""
+    at = order[store]
+    return any(not isinstance(u.operation, vf.StoreAlignOp) and order.get(u.operation, at + 1) > at
+               for u in store.tile.uses)
 
 
 class _Uses:
@@ -515,7 +522,7 @@ class _Fuser:
         block.erase_op(second)
         first.parent_block().erase_op(first)
         for st in forwarded:
-            if self.uses.dead_after(call, operands[fn.args.index(st.tile)]) and not _read_in(st.tile):
+            if self.uses.dead_after(call, operands[fn.args.index(st.tile)]) and not _read_after(st, a.order):
                 if a.stores.get(st.tile) is st:
                     del a.stores[st.tile]
                 st.parent_block().erase_op(st)

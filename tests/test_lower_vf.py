@@ -259,6 +259,21 @@ def test_vf_kernels_compile_to_a_synchronised_program(name):
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
 
 
+def test_a_fused_store_only_earlier_loads_read_is_dropped():
+    """The study's AXPY in place: tmuls x -> x, then tadd x + y -> z, fused.  tadd's load of x takes
+    the muls register, and x is dead after the launch; tmuls's own load of x comes before the store
+    in the loop body (it reads chunk i before trip i stores it), so the store goes: one load of x,
+    one of y, one store (of z) a trip, and z = 2.5 x + y."""
+    m, prog = _compile((ROOT / "examples" / "study" / "axpy.pto").read_text())
+    (fn,) = prog.vf_funcs.values()
+    mem = [(o.name, o.tile.name_hint) for o in fn.walk() if isinstance(o, (vf.LoadAlignOp, vf.StoreAlignOp))]
+    assert mem == [("vf.load_align", "xt"), ("vf.load_align", "yt"), ("vf.store_align", "zt")]
+    x = np.linspace(-3.0, 3.0, 19500, dtype=np.float32).reshape(1, 19500)
+    y = np.linspace(5.0, -1.0, 19500, dtype=np.float32).reshape(1, 19500)
+    got = pipeline.run_program(prog, {"x": x, "y": y, "z": np.zeros_like(x)}, {}, stats=False).outputs["z"]
+    np.testing.assert_array_equal(np.asarray(got).reshape(1, 19500), np.float32(2.5) * x + y)
+
+
 def test_a_fused_store_another_fused_load_reads_is_kept():
     """texp t1 -> t0, tmov t0 -> t1, tmul t1 * t0 -> t0 fuse into one VF.  tmul's loads take the
     registers of the stores before them, and t0 is dead after the launch, yet texp's store to t0 must
