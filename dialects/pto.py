@@ -1343,6 +1343,41 @@ class ConcatOp(TileOp):
                                   f"{a.valid_col} + {b.valid_col})")
 
 
+class FillPadOp(TileOp):
+    """TFILLPAD / TFILLPAD_EXPAND / TFILLPAD_INPLACE ``ins(src) outs(dst)`` (TFILLPAD.md, "Math
+    Interpretation"; the other two pages defer to it): for every element (i, j) of dst's tile,
+    ``dst[i, j] = src[i, j]`` if ``i < VR and j < VC`` (src's valid region), else dst's PadValue
+    (Zero 0, Max +inf / int max, Min -inf / int min).  The element bits are copied (same size,
+    not necessarily the same type).  TFILLPAD: src and dst of one static shape; _EXPAND: dst's at
+    least src's; _INPLACE: one static shape and the same storage ("destination and source must alias
+    the same storage": the golden model checks it at run time; the lowerings copy src as TFILLPAD
+    does, the identity on shared storage)."""
+
+    FAMILY: ClassVar[str] = "fillpad"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    EXPAND: ClassVar[bool] = False
+    INPLACE: ClassVar[bool] = False
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 1:
+            raise VerifyException(f"expects ins(src), got {len(self.ins)} operands")
+        src = _tiles(self, 1, "a source tile")[0]
+        page = "TFILLPAD.md"
+        if dst.pad.data == 0:
+            raise VerifyException(f"dst's PadValue must not be Null (pad=0) ({page})")
+        if src.elem_bytes != dst.elem_bytes or src.elem_bytes not in (1, 2, 4):
+            raise VerifyException(f"src and dst elements must be of one size, 1, 2 or 4 bytes ({page}; got "
+                                  f"{src.dtype}, {dst.dtype})")
+        if self.EXPAND:
+            if dst.rows < src.rows or dst.cols < src.cols:
+                raise VerifyException(f"dst's static shape must be at least src's ({page}; {dst.rows}x{dst.cols} "
+                                      f"vs {src.rows}x{src.cols})")
+        elif (dst.rows, dst.cols) != (src.rows, src.cols):
+            raise VerifyException(f"src and dst must have the same static shape ({page}; {src.rows}x{src.cols} "
+                                  f"vs {dst.rows}x{dst.cols})")
+
+
 class ConvertOp(TileOp):
     """TCVT ``{rmode = #pto.round_mode<...>}``: element conversion with a rounding mode."""
 
@@ -1578,6 +1613,7 @@ FLOAT_ONLY = _per_target(F16_F32, F16_F32 | {"bf16"})
 EXPAND_ARITH = _per_target(A2A3_ARITH, A5_ARITH)
 EXPAND_FLOAT = _per_target(F16_F32, F16_F32)
 BROADCAST = _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"})
+BYTES_1_2_4 = _per_target(B8_B16_B32, B8_B16_B32)
 ANY = _per_target(ALL_DTYPES, ALL_DTYPES)
 
 
@@ -1740,6 +1776,9 @@ TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
+TFillPadOp = _define("tfillpad", FillPadOp, BYTES_1_2_4)
+TFillPadExpandOp = _define("tfillpad_expand", FillPadOp, BYTES_1_2_4, EXPAND=True)
+TFillPadInplaceOp = _define("tfillpad_inplace", FillPadOp, BYTES_1_2_4, INPLACE=True)
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1763,7 +1802,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
-    "timg2col", "tfillpad", "tfillpad_inplace", "tfillpad_expand", "tpack", "tsubview",
+    "timg2col", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tgatherb",
     "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",

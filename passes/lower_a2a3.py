@@ -1751,6 +1751,39 @@ class _FnLowering:
         self.copy_tile(a, TileRef(d.addr, d.t, d.vr, a.vc))
         self.copy_tile(b, TileRef(ex_add(d.addr, shift), d.t, d.vr, b.vc))
 
+    def tile_fillpad(self, op):
+        """TFILLPAD* (TFILLPAD.md): src's valid region VR x VC copied to dst (block-granular
+        copy_ubuf_to_ubuf, none when src is dst), then ``vector_dup`` of the PadValue's bits over the
+        rest of dst's tile: columns VC.. of rows 0..VR (a lane-masked head chunk), every column of
+        rows VR..; 1-byte elements are dup'ed in pairs (u16), an odd VC's byte by the scalar unit."""
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        self._static_valid(s)
+        if not (s.row_major and d.row_major):
+            self.unsupported("a ColMajor tile")
+        self._rows_aligned(s, d)
+        R, C = d.t.rows, d.t.cols
+        VR, VC = s.vr, s.vc
+        if op.ins[0] is not op.outs[0]:
+            self.copy_tile(s, TileRef(d.addr, d.t, VR, VC))
+        bits = E.pad_bits(d.dtype, d.t.pad.data) % (1 << 8 * d.esize)
+        word = 2 if d.esize == 1 else d.esize
+        if d.esize == 1:
+            bits *= 0x101
+        if d.esize == 1 and VC % 2 and VR:
+            self.flag("V", "S")
+            rows, r = self.loop("r", 0, VR)
+            outer = self.in_body(rows.body)
+            self.emit("st_ub", d.dtype, addr=d.elem(r, VC), src=E.pad_bits(d.dtype, d.t.pad.data))
+            self.end_loop(outer)
+            self.flag("S", "V")
+        dup = f"u{8 * word}"
+        per_row = C * d.esize // word
+        right = Opnd(d.addr, d.row_bytes, 256, word)
+        self.vec("vector_dup", dup, {"dst": right}, VR, per_row, col_lo=ceil_div(VC * d.esize, word),
+                 extra={"scalar": bits})
+        below = Opnd(ex_add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
+        self.vec("vector_dup", dup, {"dst": below}, R - VR, per_row, extra={"scalar": bits})
+
     def tile_cvt(self, op):
         s, d = self.tile(op.tile_ins()[0]), self.tile(op.outs[0])
         mode_text = _attr_text(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
@@ -2489,7 +2522,7 @@ _FAMILY_RULES = {
     pto.PairReduceOp: _FnLowering.tile_pairreduce,
     pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
-    pto.ConcatOp: _FnLowering.tile_concat,
+    pto.ConcatOp: _FnLowering.tile_concat, pto.FillPadOp: _FnLowering.tile_fillpad,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,

@@ -1149,6 +1149,49 @@ class _OpLowering:
                                                                         _load(b, ts, _elem(b, ts, i, k)), m))
         return plan
 
+    def f_fillpad(self):
+        """TFILLPAD* (TFILLPAD.md): per row of dst's tile, each chunk holding src's first VC columns:
+        src's chunk loaded, the PadValue's bits (a signless-integer dup, bitcast) stored over the
+        chunk's columns, src's register over its first VC - k (the load first: on shared storage,
+        the in-place form, src is read before the padding is written); the chunks after: the
+        PadValue only, as every chunk of rows VR.."""
+        s, d = self.op.ins[0], self.op.outs[0]
+        VR, VC = self.valid(s)
+        self._static(VR, VC)
+        self.arg(s)
+        self.arg(d)
+
+        def plan():
+            b = self.b
+            ts, td = self.tile(s), self.tile(d)
+            if not (ts.rm and td.rm):
+                raise _Unsupported("a ColMajor tile")
+            R, C = td.t.rows, td.t.cols
+            self._aligned((ts, VR), (td, R))
+            rt, it = _reg(td.elt), IntegerType(8 * td.e)
+            bits = b.op(vf.DupOp([b.c(E.pad_bits(td.dt, td.t.pad.data), it)], None, _reg(it)))
+            pad_reg = b.op(vf.BitcastOp(bits, rt)) if it != td.elt else bits
+
+            lanes = _lanes(td.elt)
+
+            def row(i, vc):
+                def copy(k, m, left):  # the chunk's pad over its first C - k columns, then src's VC - k
+                    x = _load(b, ts, _elem(b, ts, i, k))
+                    x = b.op(vf.BitcastOp(x, rt)) if ts.elt != td.elt else x
+                    mc, rest = b.op(vf.UpdateMaskOp(left, vf.mask_type(td.elt)))
+                    _store(b, td, _elem(b, td, i, k), pad_reg, mc)
+                    _store(b, td, _elem(b, td, i, k), x, m)
+                    return [rest]
+                if vc:
+                    b.chunks(vc, lanes, td.elt, copy, [b.i32(C)])
+                k0 = -(-vc // lanes) * lanes
+                b.chunks(C - k0, lanes, td.elt, lambda k, m: _store(b, td, _elem(b, td, i, b.add(k, k0)), pad_reg, m))
+                return []
+
+            b.loop(VR, lambda i: row(i, VC))
+            b.loop(R - VR, lambda i: row(b.add(i, VR), 0))
+        return plan
+
     def f_cvt(self):
         op = self.op
         s, d = op.ins[0], op.outs[0]

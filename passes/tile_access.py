@@ -70,7 +70,7 @@ _FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand",
                "colbroadcast", "cvt", "mov", "load"}
 
 # families that may write dst in place over a source (same index read then written)
-_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy"}
+_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy", "fillpad"}
 # (not "composed": a step writes dst before a later step reads a source that may share its bytes)
 
 _SCALAR_READ = {"pto.tgetval", "pto.load_scalar"}

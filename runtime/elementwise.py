@@ -924,6 +924,22 @@ def fill_value(dtype, pad: int):
     return np.array(hi if pad == 2 else lo, dtype=dt)
 
 
+def pad_bits(dtype, pad: int) -> int:
+    """The bits of :func:`fill_value` (not Null) as a signed integer of the element's width (what
+    the lowerings duplicate)."""
+    v = fill_value(dtype, pad)
+    return int(v.reshape(1).view(f"i{v.itemsize}")[0])
+
+
+def fill_pad(src: np.ndarray, shape: tuple[int, int], dtype, pad: int) -> np.ndarray:
+    """TFILLPAD.md: the whole ``shape`` tile of ``dtype``, ``src`` (src's valid region, elements of
+    the same size) bit for bit at the top left, PadValue ``pad`` everywhere else."""
+    out = np.full(shape, fill_value(dtype, pad))
+    r, c = src.shape
+    out[:r, :c] = np.ascontiguousarray(src).view(out.dtype)
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # Fills by position (TCI, TTRI): fn(shape, scalar, flag, dtype)
 # --------------------------------------------------------------------------------------

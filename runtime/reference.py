@@ -1136,6 +1136,15 @@ class Evaluator:
         dst.data[:r, :c0] = a.data[:r, :c0]
         dst.data[:r, c0:c] = b.data[:r, :c1]
 
+    def family_fillpad(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        dst = self.dst(op, env, (src.type.rows, src.type.cols))
+        if op.INPLACE:
+            self.need(op, np.shares_memory(src.data, dst.data), "src and dst are not the same storage "
+                      "(TFILLPAD.md: the in-place form's 'destination and source must alias the same storage')")
+        r, c = src.valid
+        dst.data[...] = E.fill_pad(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
+
     def family_cvt(self, op, env):
         src = self.tile(op, op.tile_ins()[0], env)
         dst = self.dst(op, env, src.valid)
@@ -1352,6 +1361,7 @@ _FAMILIES = {
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
+    pto.FillPadOp: Evaluator.family_fillpad,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,

@@ -114,6 +114,8 @@ def variants():
         out.append((op, "", a2a3_dtypes(op)))
     for v in ("", "idx1"):  # indices per row, one index row for every row
         out.append(("tsort32", v, a2a3_dtypes("tsort32")))
+    for op, v in (("tfillpad", "max"), ("tfillpad", "min"), ("tfillpad_expand", "zero"), ("tfillpad_inplace", "min")):
+        out.append((op, v, a2a3_dtypes(op)))
     for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
         # oracle test covers it with a loaded dst); single: the blockLen form
         out.append(("tmrgsort", v, a2a3_dtypes("tmrgsort")))
@@ -144,10 +146,12 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
     return out
 
 
-def _t(r, c, dt, vr=None, vc=None, cm=False):
+def _t(r, c, dt, vr=None, vc=None, cm=False, pad=0):
     s = f"!pto.tile<{r}x{c}x{dt}"
     if cm:
         s += ", blayout=col_major"
+    if pad:
+        s += f", pad={pad}"
     vr = r if vr is None else vr
     vc = c if vc is None else vc
     if (vr, vc) != (r, c):
@@ -156,6 +160,8 @@ def _t(r, c, dt, vr=None, vc=None, cm=False):
 
 
 def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
+    if op == "tfillpad_inplace":
+        return fillpad_inplace_kernel(dt, R, cols, C, PADS["min"])
     if op in DPS_OPS:
         if op == "taxpy":
             src_dt = variant.split("-")[0] if "-" in variant else dt
@@ -282,6 +288,11 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
             args = [f"%s{k}: {t}" for k, t in enumerate(srcs)] + [f"%t: {tmp}"]
             names = ", ".join([f"%s{k}" for k in range(n)] + ["%t"])
             body = f"%d = pto.tmrgsort {names} {{exhausted = false}} : ({', '.join(srcs + [tmp])}) -> {rt}"
+    elif op in ("tfillpad", "tfillpad_expand"):  # src valid (R - R // 4) x C; _expand: a larger dst
+        src = _t(R, cols, dt, R - R // 4, C)
+        rt = _t(R + (op == "tfillpad_expand"), cols + epb * (op == "tfillpad_expand"), dt, pad=PADS[variant])
+        args = [f"%a: {src}"]
+        body = f"%d = pto.{op} %a : {src} -> {rt}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"
@@ -318,6 +329,38 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         text = text.replace(f"arith.constant 3 : {dt}", f"arith.constant 3 : {dt[1:]}")
         text = text.replace(f", {dt} -> ", f", {dt[1:]} -> ").replace(f"%s, %a : {dt},", f"%s, %a : {dt[1:]},")
     return text
+
+
+PADS = {"zero": 1, "max": 2, "min": 3}
+"""TFILLPAD variants: dst's PadValue (the tile type's ``pad``)."""
+
+
+def fillpad_inplace_kernel(dt, R, cols, C, pad):
+    """x loaded into src (valid (R - R // 4) x C), TFILLPAD_INPLACE into dst, a full-valid tile with
+    PadValue ``pad`` at src's UB address (the same storage), dst stored to z."""
+    vr = R - R // 4
+    ts = f"!pto.tile_buf<vec, {R}x{cols}x{dt}, valid={vr}x{C}>"
+    td = f"!pto.tile_buf<vec, {R}x{cols}x{dt}, pad={pad}>"
+    return f"""func.func @k(%x: !pto.ptr<{dt}>, %z: !pto.ptr<{dt}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cr = arith.constant {R} : index
+  %cv = arith.constant {vr} : index
+  %cc = arith.constant {cols} : index
+  %cvc = arith.constant {C} : index
+  %a = arith.constant 0 : i64
+  %vx = pto.make_tensor_view %x, shape = [%cv, %cvc], strides = [%cvc, %c1] : !pto.tensor_view<{vr}x{C}x{dt}>
+  %px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%cv, %cvc] : !pto.tensor_view<{vr}x{C}x{dt}> -> !pto.partition_tensor_view<{vr}x{C}x{dt}>
+  %vz = pto.make_tensor_view %z, shape = [%cr, %cc], strides = [%cc, %c1] : !pto.tensor_view<{R}x{cols}x{dt}>
+  %pz = pto.partition_view %vz, offsets = [%c0, %c0], sizes = [%cr, %cc] : !pto.tensor_view<{R}x{cols}x{dt}> -> !pto.partition_tensor_view<{R}x{cols}x{dt}>
+  %s = pto.alloc_tile addr = %a : {ts}
+  %d = pto.alloc_tile addr = %a : {td}
+  pto.tload ins(%px : !pto.partition_tensor_view<{vr}x{C}x{dt}>) outs(%s : {ts})
+  pto.tfillpad_inplace ins(%s : {ts}) outs(%d : {td})
+  pto.tstore ins(%d : {td}) outs(%pz : !pto.partition_tensor_view<{R}x{cols}x{dt}>)
+  return
+}}
+"""
 
 
 DPS_OPS = ("taxpy", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu")

@@ -754,3 +754,76 @@ def test_tmrgsort_rules_are_located():
         z = np.zeros((1, 128), np.float32)
         api.reference(api.parse(mrgsort_kernel("f32", [64, 64], 128, exhausted=False), "k.pto"),
                       {"s0": s, "s1": np.zeros((1, 64), np.float32), "y": z, "z": z})
+
+
+# ---- TFILLPAD, TFILLPAD_EXPAND, TFILLPAD_INPLACE (TFILLPAD.md) ------------------------------------
+
+def o_pad(dt, pad):
+    """TFILLPAD.md: PadValue Zero 0, Max +inf (int max), Min -inf (int min)."""
+    if pad == 1:
+        return 0.0 if is_float(dt) else 0
+    if is_float(dt):
+        return math.inf if pad == 2 else -math.inf
+    bits = 8 * SIZE[dt]
+    lo, hi = (0, 2 ** bits - 1) if dt.startswith("ui") else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+    return hi if pad == 2 else lo
+
+
+@PROFILE
+@given(tile_case(dtypes=("f16", "bf16", "f32", "i8", "i16", "i32", "ui8", "ui16", "ui32")),
+       st.sampled_from(["tfillpad", "tfillpad_expand"]), st.sampled_from([1, 2, 3]), st.integers(0, 5))
+def test_tfillpad_matches_the_page(case, op, pad, grow):
+    """dst[i, j] = src[i, j] inside src's valid region, dst's PadValue everywhere else of dst's tile."""
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    extra = grow if op == "tfillpad_expand" else 0
+    R, C = rows + extra, cols + extra
+    got = run(op, [T(rows, cols, dt, (vr, vc))], T(R, C, dt, pad=pad), [x])
+    want = [[py(x[i, j], dt) if i < vr and j < vc else o_pad(dt, pad) for j in range(C)] for i in range(R)]
+    check(got, want, dt)
+
+
+def test_tfillpad_copies_bits_between_types_of_one_size():
+    """sizeof(src) == sizeof(dst) (TFILLPAD.md): an i16 -1 becomes the f16 bits 0xFFFF (a NaN)."""
+    x = np.array([[-1, 0x3C00]], np.int16)
+    got = run("tfillpad", [T(1, 16, "i16", (1, 2))], T(1, 16, "f16", pad=1), [x])
+    assert got.view(np.uint16)[0, :3].tolist() == [0xFFFF, 0x3C00, 0]
+
+
+@pytest.mark.parametrize("op, src, dst, why", [
+    ("tfillpad", T(8, 16, "f32"), T(8, 16, "f32"), "dst's PadValue must not be Null"),
+    ("tfillpad", T(8, 16, "f32"), T(8, 32, "f32", pad=1), "the same static shape"),
+    ("tfillpad_inplace", T(8, 16, "f32"), T(16, 16, "f32", pad=1), "the same static shape"),
+    ("tfillpad_expand", T(8, 16, "f32"), T(4, 32, "f32", pad=1), "at least src's"),
+    ("tfillpad", T(8, 16, "f16"), T(8, 16, "f32", pad=1), "elements must be of one size"),
+    ("tfillpad", T(8, 16, "i64"), T(8, 16, "i64", pad=1), "elements must be of one size")])
+def test_tfillpad_rules_are_located(op, src, dst, why):
+    text = f"func.func @k(%a: {src}) -> {dst} {{\n  %d = pto.{op} %a : {src} -> {dst}\n  return %d : {dst}\n}}\n"
+    with pytest.raises(PtocError, match=why) as e:
+        api.verify(api.parse(text, "k.pto"))
+    assert "k.pto:2:8" in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("dt, R, cols, vr, vc", [("f32", 8, 8, 3, 5), ("f16", 16, 16, 16, 16), ("i8", 9, 64, 4, 33),
+                                                 ("ui8", 240, 32, 239, 1), ("bf16", 256, 16, 255, 15),
+                                                 ("i32", 1, 72, 1, 0)])
+def test_tfillpad_inplace_pads_the_shared_storage(target, dt, R, cols, vr, vc):
+    """src and dst at one UB address (the in-place form's shared storage): the padding appears
+    around src's valid region, on both backends and in the golden model."""
+    text = DA.fillpad_inplace_kernel(dt, R, cols, vc, 3).replace(f"%cv = arith.constant {R - R // 4}",
+                                                                    f"%cv = arith.constant {vr}")
+    text = text.replace(f"{R - R // 4}x{vc}", f"{vr}x{vc}")
+    x = values(np.random.default_rng(R + vc), dt, (vr, vc), 0.3)
+    res = api.check(api.parse(text), target, inputs={"x": x, "z": np.zeros((R, cols), NP[dt])})
+    assert res.ok, [c.line() for c in res.comparisons] + [str(f) for f in res.findings]
+    want = [[py(x[i, j], dt) if i < vr and j < vc else o_pad(dt, 3) for j in range(cols)] for i in range(R)]
+    check(res.outputs["z"].reshape(R, cols), want, dt)
+
+
+def test_tfillpad_inplace_on_separate_storage_is_a_located_error():
+    t, td = T(8, 16, "f32", (4, 4)), T(8, 16, "f32", pad=2)
+    text = f"func.func @k(%a: {t}) -> {td} {{\n  %d = pto.tfillpad_inplace %a : {t} -> {td}\n  return %d : {td}\n}}\n"
+    with pytest.raises(PtocError, match="not the same storage") as e:
+        api.reference(api.parse(text, "k.pto"), {"a": np.zeros((4, 4), np.float32)})
+    assert "k.pto:2:8" in str(e.value)
