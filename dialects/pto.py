@@ -1378,6 +1378,39 @@ class FillPadOp(TileOp):
                                   f"vs {dst.rows}x{dst.cols})")
 
 
+class DequantOp(TileOp):
+    """TDEQUANT ``ins(src, scale, offset) outs(dst)`` (TDEQUANT.md):
+    ``dst[i, j] = (f32(src[i, j]) - offset[i]) * scale[i]`` over dst's valid region, each step
+    rounded to f32 (the page's vsub then vmul); src i8/i16, dst/scale/offset f32, scale and offset
+    one value a row (valid cols 1: the page's other readings of more columns disagree, its
+    ``min(j, paraCols - 1)`` against its "broadcast in 32-byte blocks")."""
+
+    FAMILY: ClassVar[str] = "dequant"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 3:
+            raise VerifyException(f"expects ins(src, scale, offset), got {len(self.ins)} operands")
+        src, scale, offset = _tiles(self, 3, "three tile operands: src, scale, offset")
+        page = "TDEQUANT.md"
+        if src.dtype not in ("i8", "i16"):
+            raise VerifyException(f"src must be i8 or i16 ({page}), got {src.dtype}")
+        for t, who in ((dst, "dst"), (scale, "scale"), (offset, "offset")):
+            if t.dtype != "f32":
+                raise VerifyException(f"{who} must be f32 ({page}), got {t.dtype}")
+        _row_major(src, "src")
+        _row_major(dst, "dst")
+        _same_valid(src, dst, f"src and dst must have the same valid shape ({page})")
+        for t, who in ((scale, "scale"), (offset, "offset")):
+            if _known(t.valid_row, dst.valid_row) and t.valid_row != dst.valid_row:
+                raise VerifyException(f"{who}'s valid rows must equal dst's ({page}; {t.valid_row} vs "
+                                      f"{dst.valid_row})")
+            if _known(t.valid_col) and t.valid_col != 1:
+                raise VerifyException(f"{who} must hold one value a row (valid cols 1, {page}'s typical form; "
+                                      f"its readings of more columns disagree), got {t.valid_col}")
+
+
 class ConvertOp(TileOp):
     """TCVT ``{rmode = #pto.round_mode<...>}``: element conversion with a rounding mode."""
 
@@ -1776,9 +1809,11 @@ TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
-TFillPadOp = _define("tfillpad", FillPadOp, BYTES_1_2_4)
-TFillPadExpandOp = _define("tfillpad_expand", FillPadOp, BYTES_1_2_4, EXPAND=True)
-TFillPadInplaceOp = _define("tfillpad_inplace", FillPadOp, BYTES_1_2_4, INPLACE=True)
+TFillPadOp = _define("tfillpad", FillPadOp, BYTES_1_2_4, FN="fill_pad")
+TFillPadExpandOp = _define("tfillpad_expand", FillPadOp, BYTES_1_2_4, EXPAND=True, FN="fill_pad")
+TFillPadInplaceOp = _define("tfillpad_inplace", FillPadOp, BYTES_1_2_4, INPLACE=True, FN="fill_pad")
+TDequantOp = _define("tdequant", DequantOp, _per_target(frozenset({"f32"}), frozenset({"f32"})),
+                     FN="dequant")
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
 TMovOp = _define("tmov", MoveOp, ANY)
 TMatmulOp = _define("tmatmul", MatmulOp)
@@ -1804,7 +1839,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tpack", "tsubview",
     "tinterleave", "tdeinterleave", "tgatherb",
-    "tquant", "tdequant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
+    "tquant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
 )

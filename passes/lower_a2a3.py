@@ -1784,6 +1784,41 @@ class _FnLowering:
         below = Opnd(ex_add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
         self.vec("vector_dup", dup, {"dst": below}, R - VR, per_row, extra={"scalar": bits})
 
+    def tile_dequant(self, op):
+        """TDEQUANT (TDEQUANT.md): src converted into dst (``vconv``; i8 through an f16 tmp in free UB,
+        both steps exact), then per valid row, the scalar unit reading the row's offset and scale:
+        ``vsub`` of the offset (``vector_dup``'ed into a free-UB block), ``vmuls`` by the scale; each
+        rounded to f32, as the page's vsub then vmul."""
+        s, scale, offset = (self.tile(v) for v in op.ins)
+        d = self.tile(op.outs[0])
+        self._static_valid(s, d)
+        self._rows_aligned(s, d)
+        R, C = d.vr, d.vc
+        if R <= 0 or C <= 0:
+            return
+        staged = s.esize == 1
+        buf = self.free_ub(256 + (s.t.rows * s.t.cols * 2 if staged else 0))
+        if staged:
+            half = TileRef(buf + 256, pto.TileBufType(_xdsl_type("f16"), [s.t.rows, s.t.cols]), R, C)
+            self.vec("vconv", "f16", {"dst": self.opnd(half, 128), "src": self.opnd(s, 128)}, R, C, lanes=128,
+                     extra={"src_dtype": s.dtype, "round": "r"})
+            s = half
+        self.vec("vconv", "f32", {"dst": self.opnd(d, 64), "src": self.opnd(s, 64)}, R, C, lanes=64,
+                 extra={"src_dtype": s.dtype, "round": "r"})
+        self.flag("V", "S")
+        rows, r = self.loop("r", 0, R)
+        outer = self.in_body(rows.body)
+        off, mul = Var(self.fresh("s")), Var(self.fresh("s"))
+        self.emit("ld_ub", "f32", dst=off, addr=offset.elem(r, 0))
+        self.emit("ld_ub", "f32", dst=mul, addr=scale.elem(r, 0))
+        self.set_mask(FULL)
+        self.emit("vector_dup", "f32", dst=buf, scalar=off, repeat=1)
+        row = Opnd(d.elem(r, 0), d.row_bytes, 256, 4)
+        self.vec("vsub", "f32", {"dst": row, "src0": row, "src1": Opnd(buf, 0, 0, 4, blk=0)}, 1, C)
+        self.vec("vmuls", "f32", {"dst": row, "src": row}, 1, C, extra={"scalar": mul})
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_cvt(self, op):
         s, d = self.tile(op.tile_ins()[0]), self.tile(op.outs[0])
         mode_text = _attr_text(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
@@ -2523,6 +2558,7 @@ _FAMILY_RULES = {
     pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat, pto.FillPadOp: _FnLowering.tile_fillpad,
+    pto.DequantOp: _FnLowering.tile_dequant,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,

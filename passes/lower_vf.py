@@ -1192,6 +1192,36 @@ class _OpLowering:
             b.loop(R - VR, lambda i: row(b.add(i, VR), 0))
         return plan
 
+    def f_dequant(self):
+        """TDEQUANT (TDEQUANT.md): per row, the row's offset and scale loaded BRC_B32; per chunk of 64
+        f32 lanes, src loaded UNPK_B16 and ``vf.cvt`` to f32 (exact), ``vf.sub`` of the offset,
+        ``vf.mul`` by the scale (the page's vsub then vmul), stored."""
+        src, scale, offset = self.op.ins
+        d = self.op.outs[0]
+        R, C = self.valid(d)
+        self._static(R, C)
+        if src.type.elem_bytes != 2:
+            raise _Unsupported(f"{src.type.dtype} src: no vf load unpacks 8-bit elements into 32-bit lanes "
+                               "(the page's UNPK4_B8 is not modelled)")
+        for v in (src, scale, offset, d):
+            self.arg(v)
+
+        def plan():
+            b = self.b
+            ts, tsc, tof, td = (self.tile(v) for v in (src, scale, offset, d))
+            self._aligned((ts, R), (td, R))
+            rt = _reg(td.elt)
+
+            def row(i):
+                return (_load(b, tof, _rc(b, tof, i, 0), "BRC_B32"), _load(b, tsc, _rc(b, tsc, i, 0), "BRC_B32"))
+
+            def chunk(i, k, m, pair):
+                x = b.op(vf.CvtOp(_load(b, ts, _elem(b, ts, i, k), "UNPK_B16"), m, rt, "RINT"))
+                y = b.op(vf.MulOp([b.op(vf.SubOp([x, pair[0]], m, rt)), pair[1]], m, rt))
+                _store(b, td, _elem(b, td, i, k), y, m)
+            self.map_region([src, d], d, R, C, td.elt, chunk, row_pre=row)
+        return plan
+
     def f_cvt(self):
         op = self.op
         s, d = op.ins[0], op.outs[0]

@@ -879,6 +879,14 @@ def convert(x, dtype, mode: str | None = "CAST_RINT", saturate: bool | None = No
     return x.astype(dst)
 
 
+@element_fn("dequant")
+def dequant(x, scale, offset):
+    """TDEQUANT.md: ``(f32(x) - offset) * scale``, each step rounded to f32 (vsub, then vmul);
+    ``scale``/``offset`` broadcast against ``x`` (one value a row)."""
+    xf = np.asarray(x).astype(np.float32)  # i8/i16: exact
+    return mul(sub(xf, np.broadcast_to(offset, xf.shape)), np.broadcast_to(scale, xf.shape))
+
+
 def scalar_to(value, dtype) -> np.ndarray:
     """A kernel scalar (Python or NumPy number) as a 0-d array of the element type.
 
@@ -931,6 +939,7 @@ def pad_bits(dtype, pad: int) -> int:
     return int(v.reshape(1).view(f"i{v.itemsize}")[0])
 
 
+@element_fn("fillpad")
 def fill_pad(src: np.ndarray, shape: tuple[int, int], dtype, pad: int) -> np.ndarray:
     """TFILLPAD.md: the whole ``shape`` tile of ``dtype``, ``src`` (src's valid region, elements of
     the same size) bit for bit at the top left, PadValue ``pad`` everywhere else."""

@@ -1143,7 +1143,17 @@ class Evaluator:
             self.need(op, np.shares_memory(src.data, dst.data), "src and dst are not the same storage "
                       "(TFILLPAD.md: the in-place form's 'destination and source must alias the same storage')")
         r, c = src.valid
-        dst.data[...] = E.fill_pad(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
+        dst.data[...] = self.fn(op)(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
+
+    def family_dequant(self, op, env):
+        src, scale, offset = (self.tile(op, v, env) for v in op.ins)
+        dst = self.dst(op, env, src.valid)
+        r, c = dst.valid
+        self._same_valid(op, src, dst.valid, "src")
+        for t, who in ((scale, "scale"), (offset, "offset")):
+            self.need(op, t.valid == (r, 1), f"{who} valid region {t.valid[0]}x{t.valid[1]} is not one value for "
+                                             f"each of dst's {r} rows at run time (TDEQUANT.md)")
+        self._store(dst, r, c, self.fn(op)(src.data[:r, :c], scale.data[:r, :1], offset.data[:r, :1]))
 
     def family_cvt(self, op, env):
         src = self.tile(op, op.tile_ins()[0], env)
@@ -1361,7 +1371,7 @@ _FAMILIES = {
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
-    pto.FillPadOp: Evaluator.family_fillpad,
+    pto.FillPadOp: Evaluator.family_fillpad, pto.DequantOp: Evaluator.family_dequant,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,

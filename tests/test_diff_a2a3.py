@@ -116,6 +116,8 @@ def variants():
         out.append(("tsort32", v, a2a3_dtypes("tsort32")))
     for op, v in (("tfillpad", "max"), ("tfillpad", "min"), ("tfillpad_expand", "zero"), ("tfillpad_inplace", "min")):
         out.append((op, v, a2a3_dtypes(op)))
+    for v in ("i16-col", "i16-row", "i8-col"):  # src type, scale/offset Rx1 ColMajor or valid Rx1 of Rx8
+        out.append(("tdequant", v, a2a3_dtypes("tdequant")))
     for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
         # oracle test covers it with a loaded dst); single: the blockLen form
         out.append(("tmrgsort", v, a2a3_dtypes("tmrgsort")))
@@ -127,7 +129,7 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
     one (more than two 256-byte repeats) when the tile is short."""
     e = ESIZE[dt]
     epb = 32 // e
-    if op in ("tcvt", "taxpy") and "-" in variant:  # rows of both types are 32-byte multiples; the wider bounds the tile
+    if op in ("tcvt", "taxpy", "tdequant") and "-" in variant:  # rows of both types are 32-byte multiples; the wider bounds the tile
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
@@ -293,6 +295,11 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         rt = _t(R + (op == "tfillpad_expand"), cols + epb * (op == "tfillpad_expand"), dt, pad=PADS[variant])
         args = [f"%a: {src}"]
         body = f"%d = pto.{op} %a : {src} -> {rt}"
+    elif op == "tdequant":
+        src = _t(R, cols, variant.split("-")[0], R, C)
+        p = _t(R, 1, "f32", cm=True) if variant.endswith("col") else _t(R, 8, "f32", R, 1)
+        args = [f"%a: {src}", f"%s: {p}", f"%o: {p}"]
+        body = f"%d = pto.tdequant %a, %s, %o : ({src}, {p}, {p}) -> {full}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"

