@@ -606,14 +606,15 @@ def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:
     a temporary (the bits minus 1, so zeros wrap to the largest)."""
     u, i = w.view(np.uint32), w.view(np.int32)
     mag = 0x7FFFFFFF
-    hi = max(int(u.max()) & mag, int(i.max()) & mag)
+    most, least = np.maximum.reduce, np.minimum.reduce  # (not .max(): NumPy's wrapper costs ~1 us a call)
+    hi = max(int(most(u, None)) & mag, int(most(i, None)) & mag)
     if hi >= 0x7F800000:
         return False  # ±inf or NaN: line by line
-    lo = min(int(u.min()) & mag, int(i.min()) & mag)
+    lo = min(int(least(u, None)) & mag, int(least(i, None)) & mag)
     if lo == 0:  # a zero: the smallest nonzero magnitude from the bits minus 1
         b = u & np.uint32(mag)
         np.subtract(b, np.uint32(1), out=b)
-        lo = int(b.min()) + 1
+        lo = int(least(b, None)) + 1
         if lo > hi:
             return True  # all zero
     high = (hi >> 23) - 126            # |x| < 2**high

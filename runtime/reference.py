@@ -90,8 +90,7 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, func, scf
@@ -247,8 +246,18 @@ def _owns_bytes(t: Tile) -> bool:
     return (d.flags.c_contiguous and t.type.is_row_major) or (d.T.flags.c_contiguous and not t.type.is_row_major)
 
 
+_ARRAY_OF: dict = {}
+"""id of a tile type -> (the type, (rows, cols), NumPy dtype of its array): xDSL computes these
+anew on every read, and hashing the type costs more than a NumPy call."""
+
+
 def new_tile(t: pto.TileLikeType, valid: tuple[int, int]) -> Tile:
-    return Tile(t, np.zeros((t.rows, t.cols), dtype=E.np_dtype(t.dtype)), (int(valid[0]), int(valid[1])))
+    got = _ARRAY_OF.get(id(t))
+    if got is None or got[0] is not t:
+        if len(_ARRAY_OF) > 4096:
+            _ARRAY_OF.clear()
+        got = _ARRAY_OF[id(t)] = (t, (t.rows, t.cols), E.np_dtype(t.dtype))
+    return Tile(t, np.zeros(got[1], got[2]), (int(valid[0]), int(valid[1])))
 
 
 # --------------------------------------------------------------------------------------
@@ -412,8 +421,54 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
     return None
 
 
+def _generic(op: Operation):
+    """The step that runs ``op`` through :meth:`Evaluator._eval_op` (looked up when it runs)."""
+    return lambda ev, env: ev._eval_op(op, env)
+
+
+@dataclass
+class _Decoded:
+    """A module as one evaluator class decodes it, kept with the module (as :func:`_kernel`: a
+    module is not changed once it runs), so a later ``evaluate`` decodes nothing again."""
+    funcs: dict
+    """Function name -> ``func.func``."""
+    plans: dict = field(default_factory=dict)
+    """Each block run so far -> its steps and terminator (:meth:`Evaluator._plan`)."""
+    dsts: dict = field(default_factory=dict)
+    """Each tile op run so far -> where its destination is (:func:`_dst_of`)."""
+
+
+def _dst_of(op: Operation) -> tuple:
+    """(``outs`` value or None, result or None, the result's tile type or None, its valid rows and
+    cols) of a tile op: what :meth:`Evaluator.dst` reads, looked up once."""
+    if op.outs:
+        return op.outs[0], None, None, None, None
+    if not op.res:
+        return None, None, None, None, None
+    r = op.res[0]
+    t = r.type
+    if not isinstance(t, pto.TileLikeType):
+        return None, r, None, None, None
+    return None, r, t, t.valid_row, t.valid_col
+
+
+_DECODED_ATTR = "_ptoc_golden_decoded"
+
+
+def _decoded(module: ModuleOp, cls: type) -> _Decoded:
+    cache = getattr(module, _DECODED_ATTR, None)
+    if cache is None:
+        cache = {}
+        setattr(module, _DECODED_ATTR, cache)
+    got = cache.get(cls)
+    if got is None:
+        got = cache[cls] = _Decoded({_fname(f): f for f in _functions(module)})
+    return got
+
+
 class Evaluator:
-    """Walks a module's functions; one instance per ``evaluate`` call."""
+    """Walks a module's functions; one instance per ``evaluate`` call (the decoded steps are the
+    module's, shared by every instance)."""
 
     def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
                  ub_bytes: int = DEFAULT_TARGET.ub_bytes):
@@ -423,7 +478,8 @@ class Evaluator:
         self.steps_left = max_steps
         self.max_steps = max_steps
         """Ops evaluated plus loop trips the run may take (``--max-steps``, as the executor counts)."""
-        self.funcs = {_fname(f): f for f in _functions(module)}
+        self.decoded = _decoded(module, type(self))
+        """The module's functions and blocks as this evaluator class decodes them (made once)."""
         self.depth = 0
         self.block = (block_idx, block_num)
         """What ``pto.get_block_idx``/``get_block_num`` read: the kernel runs once per block."""
@@ -439,8 +495,6 @@ class Evaluator:
         """What ``get_subblock_idx`` / ``get_subblock_num`` read."""
         self.warned: set = set()
         """Ops already warned about (a read of a tile nothing wrote: once per op, not per trip)."""
-        self.plans: dict[Block, tuple] = {}
-        """Each block run so far, decoded (:meth:`_plan`)."""
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
@@ -450,7 +504,10 @@ class Evaluator:
         if self.depth > MAX_CALL_DEPTH:
             raise op_error(fn, f"call depth exceeds {MAX_CALL_DEPTH} (recursion?)")
         try:
-            return self.run_block(fn.body.blocks[0], args, {})
+            if self.depth > 1:
+                return self.run_block(fn.body.blocks[0], args, {})
+            with np.errstate(all="ignore"):  # IEEE results, no warnings (runtime/elementwise.py)
+                return self.run_block(fn.body.blocks[0], args, {})
         finally:
             self.depth -= 1
 
@@ -458,9 +515,10 @@ class Evaluator:
         env = dict(env)
         for a, v in zip(block.args, args):
             env[a] = v
-        plan = self.plans.get(block)
+        plans = self.decoded.plans
+        plan = plans.get(block)
         if plan is None:
-            plan = self.plans[block] = self._plan(block)
+            plan = plans[block] = self._plan(block)
         steps, term = plan
         for op, run in steps:
             self._run(op, run, env)
@@ -473,8 +531,8 @@ class Evaluator:
         return [env[o] for o in term.operands]
 
     def _plan(self, block: Block):
-        """The block decoded once per run: (op, its closure) up to the terminator, and the
-        terminator (loop bodies run every trip without reading xDSL's operand lists again)."""
+        """The block decoded once per module: (op, its step) up to the terminator, and the
+        terminator (loop bodies and later runs go without reading xDSL's operand lists again)."""
         steps = []
         for op in block.ops:
             if isinstance(op, (func.ReturnOp, scf.YieldOp, scf.ConditionOp)):
@@ -498,32 +556,39 @@ class Evaluator:
                                   "loop trips); raise the limit with --max-steps N")
 
     def eval_op(self, op: Operation, env: dict) -> None:
-        self._run(op, partial(self._eval_op, op), env)
+        self._run(op, _generic(op), env)
 
     def _run(self, op: Operation, run, env: dict) -> None:
         self.step()
         try:
-            run(env)
+            run(self, env)
         except PtocError:
             raise
         except (VerifyException, E.ElementwiseError, ZeroDivisionError) as e:
             raise op_error(op, str(e)) from None
 
-    def decode(self, op: Operation):
-        """``op`` as a closure of ``env`` with its operands, results and rule looked up now:
-        integer arith, constants, loops and tile ops; anything else runs :meth:`_eval_op`.
-        Decoding never fails: an op with no semantics fails when it runs."""
+    @classmethod
+    def decode(cls, op: Operation):
+        """``op`` as a step ``run(evaluator, env)`` with its operands, results and rule looked up
+        now: integer arith, constants, loops and tile ops; anything else runs :meth:`_eval_op`.
+        Decoding never fails: an op with no semantics fails when it runs.  Steps hold nothing
+        of one run, so every evaluator of the module shares them."""
         name = op.name
         if isinstance(op, pto.TileOp) and not (name in pipes.PIPE_OPS or name in pipes.INIT_OPS or name in
                                                pipes.BUFFER_OPS or is_view(op) or name == "pto.set_validshape"):
-            return self.tile_op_runner(op)
+            return cls.tile_op_runner(op)
         if isinstance(op, scf.ForOp):
-            return partial(self.eval_for, op)
+            return lambda ev, env: ev.eval_for(op, env)
         if isinstance(op, pto.PartitionViewOp):
-            return partial(self.eval_partition_view, op, op.source[0], list(op.offsets), list(op.sizes), op.result)
+            src, offsets, sizes, res = op.source[0], list(op.offsets), list(op.sizes), op.result
+            return lambda ev, env: ev.eval_partition_view(op, src, offsets, sizes, res, env)
         if isinstance(op, pto.AllocTileOp):
-            return partial(self.eval_alloc_tile, op, op.valid_row, op.valid_col, op.addr, op.result)
-        return decode_arith(op) or partial(self._eval_op, op)
+            vr, vc, addr, res = op.valid_row, op.valid_col, op.addr, op.result
+            return lambda ev, env: ev.eval_alloc_tile(op, vr, vc, addr, res, env)
+        arith_step = decode_arith(op)
+        if arith_step is not None:
+            return lambda ev, env: arith_step(env)
+        return _generic(op)
 
     def _eval_op(self, op: Operation, env: dict) -> None:
         name = op.name
@@ -534,7 +599,7 @@ class Evaluator:
         if name == "pto.set_validshape":
             return self.eval_set_validshape(op, env)
         if isinstance(op, pto.TileOp):
-            return self.tile_op_runner(op)(env)
+            return self.tile_op_runner(op)(self, env)
         if name.startswith("arith."):
             try:
                 results = _eval_arith(op, env)
@@ -554,7 +619,7 @@ class Evaluator:
                 env[r] = v
             return
         if isinstance(op, func.CallOp):
-            callee = self.funcs.get(op.callee.root_reference.data)
+            callee = self.decoded.funcs.get(op.callee.root_reference.data)
             if callee is None:
                 raise op_error(op, f"calls unknown function @{op.callee.root_reference.data}")
             results = self.call(callee, [env[a] for a in op.arguments])
@@ -772,14 +837,16 @@ class Evaluator:
     def dst(self, op: pto.TileOp, env: dict, hint: tuple[int, int] | None) -> Tile:
         """The destination tile: the ``outs`` buffer (L2), or a new tile for the L1 result
         (its valid region from the result type, ``?`` taken from ``hint``)."""
-        if op.outs:
-            return self.tile(op, op.outs[0], env)
-        if not op.res:
+        where = self.decoded.dsts.get(op)
+        if where is None:
+            where = self.decoded.dsts[op] = _dst_of(op)
+        out, res, t, vr, vc = where
+        if out is not None:
+            return self.tile(op, out, env)
+        if res is None:
             raise op_error(op, "has no destination")
-        t = op.res[0].type
-        if not isinstance(t, pto.TileLikeType):
+        if t is None:
             raise op_error(op, "result is not a tile")
-        vr, vc = t.valid_row, t.valid_col
         if pto.DYNAMIC in (vr, vc):
             if hint is None:
                 raise op_error(op, "result valid region is dynamic and cannot be inferred")
@@ -787,7 +854,7 @@ class Evaluator:
             vc = hint[1] if vc == pto.DYNAMIC else vc
         tile = new_tile(t, (vr, vc))
         tile.fresh = True
-        env[op.res[0]] = tile
+        env[res] = tile
         return tile
 
     @staticmethod
@@ -797,13 +864,16 @@ class Evaluator:
 
     @staticmethod
     def fn(op: pto.TileOp):
+        """The op's element function, raw: :meth:`call` runs under one ``np.errstate``."""
         name = type(op).FN
         if name is None:
             raise op_error(op, "has no element function (FN) attached")
-        return getattr(E, name)
+        return getattr(E, name).fn
 
-    def tile_op_runner(self, op: pto.TileOp):
-        """The tile op's rule as a closure of ``env`` (family, tiles read, results looked up once)."""
+    @staticmethod
+    def tile_op_runner(op: pto.TileOp):
+        """The tile op's rule as a step ``run(evaluator, env)`` (family, tiles read, results looked
+        up once)."""
         why = None
         if op.name in cube.NO_SEMANTICS:
             why = f"has no semantics in ptoc yet: {cube.NO_SEMANTICS[op.name]}"
@@ -814,14 +884,14 @@ class Evaluator:
             _FAMILY_OF[cls] = next((h for family, h in _FAMILIES.items() if issubclass(cls, family)), None)
         handler = _FAMILY_OF[cls]
         if why is not None or handler is None:
-            def fail(env):
+            def fail(ev, env):
                 raise op_error(op, why or "has no semantics in ptoc yet")
             return fail
         reads, res, outs = tile_reads(op), list(op.res), list(op.outs)
 
-        def run(env: dict) -> None:
-            self.warn_unwritten(op, reads, env)
-            handler(self, op, env)
+        def run(ev, env: dict) -> None:
+            ev.warn_unwritten(op, reads, env)
+            handler(ev, op, env)
             for r in res:
                 t = env.get(r)
                 if isinstance(t, Tile):
@@ -833,7 +903,7 @@ class Evaluator:
                     if t.base is not None:
                         t.base.written = True
                     if t.ub_at is not None:
-                        self.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+                        ev.ub_written[t.ub_at[0]:t.ub_at[1]] = True
         return run
 
     def warn_unwritten(self, op: Operation, values, env: dict) -> None:
@@ -1416,13 +1486,14 @@ def _kernel(module: ModuleOp, entry: str | None) -> _Kernel:
 
 
 def _only_read(arg: SSAValue) -> bool:
-    """Does no op write the tile argument ``arg`` (each use a tile op's source or a return)?"""
+    """Does no op write the tile argument ``arg`` (each use a tile op's source or a return)?  An
+    L1 tile op (no ``outs``) writes only its new result, so its operands are all sources."""
     for use in arg.uses:
         op = use.operation
         if isinstance(op, func.ReturnOp):
             continue
-        if not isinstance(op, pto.TileOp) or is_view(op) or any(v is arg for v in tile_writes(op)) or \
-                not any(v is arg for v in tile_reads(op)):
+        if not isinstance(op, pto.TileOp) or is_view(op) or (op.outs and (
+                any(v is arg for v in tile_writes(op)) or not any(v is arg for v in tile_reads(op)))):
             return False
     return True
 
@@ -1505,8 +1576,7 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         return pipes.evaluate_agents(module, inputs, kernel, block_idx, block_num, max_steps,
                                      target_of(module, target).name)
     ev = Evaluator(module, block_idx, block_num, max_steps, target_of(module, target).ub_bytes)
-    with np.errstate(all="ignore"):
-        results = ev.call(fn, args)
+    results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
     for s in specs:
         gm = gms.get(s.index)
