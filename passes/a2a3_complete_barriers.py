@@ -24,7 +24,9 @@ from pto_compiler.dialects import a2a3
 from pto_compiler.dialects.a2a3 import CUBE_FAMILIES
 from pto_compiler.passes import lower_a2a3 as L
 from pto_compiler.passes.lower_a2a3 import FULL, M64, _is_int, ceil_div
-from pto_compiler.runtime.program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, evaluate, expr_vars
+from pto_compiler.runtime.program import (
+    DTYPE_SIZES, Decoder, GmAddr, If, Instr, Loop, Program, While, depends, run_steps, scalar,
+)
 from pto_compiler.targets import A2A3, Target, lookup_target
 
 __all__ = ["CompleteBarriersPass", "complete_barriers", "complete_function"]
@@ -33,10 +35,10 @@ __all__ = ["CompleteBarriersPass", "complete_barriers", "complete_function"]
 def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = None) -> None:
     """Completes the barriers of one lowered function in place (``barrier_pass``: as in
     :func:`complete_barriers`)."""
-    low = L._FnLowering(fn, target)
-    prog = Program(target=target.name, gm_args=low.gm_args, body=low.run())
+    low = Decoder(fn, target).run()
+    prog = low.program()
     barriers = [n for n, _ in prog.walk() if isinstance(n, Instr) and n.opcode == "pipe_barrier"]
-    complete_barriers(prog, {}, low.trip_bounds, barrier_pass)
+    complete_barriers(prog, {}, barrier_pass)
     kept: set = set()
 
     def carry_back(body):
@@ -382,8 +384,7 @@ class _BarrierPass:
     SIMULATED_TRIPS = 16
     """Loops of at most this many trips are walked trip by trip; longer ones are summarised."""
 
-    def __init__(self, ub_bytes: int, scalars: dict, trip_bounds: dict | None = None):
-        self.trip_bounds = trip_bounds or {}
+    def __init__(self, ub_bytes: int, scalars: dict):
         self.nbytes = ub_bytes
         self.need_before: set = set()   # id(instr) needing a barrier before it
         self.barrier_used: set = set()  # id(barrier) that ordered something
@@ -415,16 +416,17 @@ class _BarrierPass:
                 self.instr(n, st)
 
     def loop(self, n: Loop, st: _BarrierState):
+        env = dict(self.env)
         try:
-            start, stop, step = (evaluate(e, self.env) for e in (n.start, n.stop, n.step))
+            start, stop, step = n.bounds(env)
             trips = range(int(start), int(stop), int(step)) if step else range(0)
-        except (NameError, TypeError, ValueError, ZeroDivisionError):
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
             trips = None
-            if id(n) in self.trip_bounds:  # at most `bound` trips
+            if n.bound is not None:  # at most `bound` trips
                 try:
-                    start, step = int(evaluate(n.start, self.env)), int(evaluate(n.step, self.env))
-                    trips = range(start, start + step * self.trip_bounds[id(n)], step)
-                except (NameError, TypeError, ValueError):
+                    start, step = int(scalar(n.start, env)), int(scalar(n.step, env))
+                    trips = range(start, start + step * n.bound, step)
+                except (KeyError, TypeError, ValueError):
                     trips = None
         saved = self.env.pop(n.var, None)
         if trips is None:
@@ -526,9 +528,9 @@ class _BarrierPass:
     def _trip_args(self, ins: Instr) -> list:
         """[evaluated args] -- or, when they depend on the variable of the loop being summarised,
         its args on the loop's trips 0, 1 and 2."""
-        if self.summarised and not all(_plain(v) for v in ins.args.values()):
+        if self.summarised and ins.dyn:
             var, start, step, _ = self.summarised[-1]
-            if any(var in expr_vars(v) for v in ins.args.values() if not isinstance(v, (str, tuple))):
+            if any(depends(ins.steps, slot, var)[0] for _, slot in ins.dyn):
                 out = []
                 for j in range(3):
                     self.env[var] = start + j * step
@@ -539,38 +541,37 @@ class _BarrierPass:
 
     def _args(self, ins: Instr):
         """The operands that decide the footprint, evaluated (values such as scalars and
-        registers are left as they are); None when one depends on an unknown variable."""
-        a = ins.args
-        if all(_plain(v) for v in a.values()):
-            return a
+        registers are left as they are); None when one depends on an unknown value."""
+        if not ins.dyn:
+            return ins.args
+        env = dict(self.env)
+        for step in ins.steps:  # a step whose operands are unknown leaves its slot unknown
+            try:
+                run_steps((step,), env)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                pass
         kinds = ins.spec.kinds
-        out = {}
-        try:
-            for k, v in a.items():
-                if isinstance(v, str) or kinds.get(k) in ("scalar", "reg") or k in ("src0", "src1") and \
-                        ins.spec.family == "salu":
-                    out[k] = v
-                else:
-                    out[k] = evaluate(v, self.env)
-                    if isinstance(out[k], float):
-                        return None
-            return out
-        except (NameError, TypeError, ValueError, ZeroDivisionError):
-            return None
+        out = dict(ins.args)
+        for f, slot in ins.dyn:
+            name = f[0] if type(f) is tuple else f
+            if kinds[name] == "scalar" or (name in ("src0", "src1") and ins.spec.family == "salu"):
+                continue
+            v = env.get(slot)
+            if v is None or isinstance(v, float):
+                return None
+            if type(f) is tuple:
+                out[name] = out[name][:f[1]] + (v,) + out[name][f[1] + 1:]
+            elif type(out[f]) is GmAddr:
+                out[f] = GmAddr(out[f].arg, v)
+            else:
+                out[f] = v
+        return out
 
 
-def _plain(v) -> bool:
-    if isinstance(v, (int, float, str)):
-        return True
-    return isinstance(v, GmAddr) and isinstance(v.offset, int)
-
-
-def complete_barriers(program: Program, scalars: dict | None = None, trip_bounds: dict | None = None,
-                      barrier_pass: type | None = None) -> Program:
+def complete_barriers(program: Program, scalars: dict | None = None, barrier_pass: type | None = None) -> Program:
     """Insert the same-pipe ``pipe_barrier``s the program needs and drop redundant ones (in place).
-    ``trip_bounds`` maps ``id(loop)`` to the most trips a loop with a run-time bound runs;
     ``barrier_pass`` lets a backend refine the analysis (pto-lower-vf's VF launches)."""
-    bp = (barrier_pass or _BarrierPass)(lookup_target(program.target).ub_bytes, scalars or {}, trip_bounds)
+    bp = (barrier_pass or _BarrierPass)(lookup_target(program.target).ub_bytes, scalars or {})
     bp.run(program.body)
 
     def rebuild(body):

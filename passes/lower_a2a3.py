@@ -99,11 +99,9 @@ from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import cube, pipes
-from pto_compiler.runtime.element_types import holds_exactly
-from pto_compiler.runtime.kernel_interface import float_name, gm_shape, kernel_args, select_entry
+from pto_compiler.runtime.kernel_interface import kernel_args, select_entry
 from pto_compiler.runtime.program import (
-    DTYPE_SIZES, BinOp, Call, GmArg, GmAddr, If, Instr, Loop, Origin, Program, ScalarArg, Var, While, _fold,
-    canonical_dtype, is_const,
+    DTYPE_SIZES, GmAddr, Instr, Origin, Program, canonical_dtype, constant_value, program_of, scalar_dtype,
 )
 from pto_compiler.targets import A2A3, Target
 from pto_compiler.passes.tile_access import fixed_ub_range, tile_range
@@ -156,6 +154,56 @@ def _xdsl_type(dtype: str):
 # Expressions
 # --------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Var:
+    """A value the lowering's expressions do not see into: ``%name`` (its SSA value: ``ssa``)."""
+    name: str
+
+
+_BINOPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a // b if isinstance(a, int) and isinstance(b, int) else a / b,
+    "%": lambda a, b: a % b, "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b),
+    ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+}
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str
+    lhs: object
+    rhs: object
+
+
+@dataclass(frozen=True)
+class Call:
+    fn: str
+    args: tuple
+
+
+def is_const(e) -> bool:
+    return isinstance(e, (int, float)) and not isinstance(e, bool)
+
+
+def _fold(e):
+    """Constant-fold a node whose operands are all constants; drop ``0+x``, ``x+0``, ``1*x``."""
+    if isinstance(e, BinOp) and is_const(e.lhs) and is_const(e.rhs):
+        return _BINOPS[e.op](e.lhs, e.rhs)
+    if isinstance(e, BinOp):
+        if e.op == "+" and e.lhs == 0 and isinstance(e.lhs, int):
+            return e.rhs
+        if e.op in "+-" and e.rhs == 0 and isinstance(e.rhs, int):
+            return e.lhs
+        if e.op == "*" and e.lhs == 1 and isinstance(e.lhs, int):
+            return e.rhs
+        if e.op in "*/" and e.rhs == 1 and isinstance(e.rhs, int):
+            return e.lhs
+    if isinstance(e, Call) and all(is_const(a) for a in e.args):
+        return {"min": min, "max": max}[e.fn](*e.args)
+    return e
+
+
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -206,6 +254,10 @@ def ex_min(a, b):
 
 def ceil_div(a, b):
     return -(-a // b)
+
+
+def _addr_text(e) -> str:
+    return hex(e) if _is_int(e) else repr(e)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,45 +381,24 @@ _EVENT_PIPES = {"TSCALAR": "S", "TMOV": "V", "VEC": "V",
 # The lowering of one function
 # --------------------------------------------------------------------------------------------
 
-def _scalar_dtype(fn, spec) -> str:
-    """The program dtype of a scalar kernel argument: index and i1 (a condition, 0 or 1) travel
-    as i64; a type no scalar register holds (f64, ...) is a located error."""
-    t = spec.type
-    if isinstance(t, IndexType) or (isinstance(t, IntegerType) and t.width.data == 1):
-        return "i64"
-    try:
-        return canonical_dtype(pto.dtype_name(t))
-    except ValueError:
-        raise op_error(fn, f"scalar argument '%{spec.name}' has type {t}, which no scalar register "
-                           f"holds (use {', '.join(sorted(DTYPE_SIZES))})") from None
-
-
 class _FnLowering:
-    """Walks one function in program order.  Two modes share the walk (values, masks, loops):
+    """Walks one function in program order and rewrites each tile or sync op in place into ``a2a3``
+    ops by the pattern of its family (:data:`_FAMILY_RULES`); index arithmetic the instructions
+    need is ``arith``, the loops a rule makes are ``scf.for``; the function's own ``scf``/``arith``
+    stay (runtime/program.py decodes the result, runtime/listing.py prints it)."""
 
-    * ``lowering`` (the pass): each tile or sync op is rewritten in place into ``a2a3`` ops by the
-      pattern of its family (:data:`_FAMILY_RULES`); index arithmetic the instructions need is
-      ``arith``, the loops a rule makes are ``scf.for``; the function's own ``scf``/``arith`` stay.
-    * decoding (the listing printer): a lowered function becomes a :class:`Program`: ``a2a3`` ops
-      -> instructions, ``arith`` on indices -> expressions, on floats -> scalar-unit ALU ops,
-      ``scf.for``/``scf.if`` -> loops and conditionals with their carried values in registers."""
-
-    def __init__(self, fn: func.FuncOp, target: Target, scalars=None, lowering: bool = False):
+    def __init__(self, fn: func.FuncOp, target: Target):
         self.fn = fn
-        self.lowering = lowering
         self.ssa: dict = {}
-        """lowering: variable name -> the SSA value it stands for (kernel scalars, loop variables,
+        """variable name -> the SSA value it stands for (kernel scalars, loop variables,
         registers, any value the expressions cannot see through)."""
         self.ip: InsertPoint | None = None
         self._loop_ips: dict = {}
         self._consts: dict = {}
         self.patterns: GreedyRewritePatternApplier | None = None
-        self.op_of: dict = {}
-        """decoding: id of an instruction, loop or if -> the op it was read from."""
         self.gm_values: dict = {}
         self.target = target
         self.vals: dict = {}
-        self.body: list = []
         self.mask = FULL
         self.names: set = {"block_idx", "block_num", "subblock_idx", "subblock_num"}
         self.counter = 0
@@ -375,26 +406,16 @@ class _FnLowering:
         self.op: Operation | None = None
         self._loc: tuple | None = None
         """(origin, the location of the ops made for it)."""
-        self.gm_args: list[GmArg] = []
-        self.scalar_args: list[ScalarArg] = []
-        self.trip_bounds: dict = {}
         self._free = None
         specs = kernel_args(fn)
         for s in specs:
             self.names.add(s.name)
         for s in specs:
             if s.kind == "gm":
-                try:
-                    shape = gm_shape(fn, s, scalars)
-                except PtocError:
-                    shape = (0,)
-                self.gm_args.append(GmArg(s.name, canonical_dtype(pto.dtype_name(s.type.element_type)),
-                                          tuple(int(d) for d in shape)))
                 self.vals[s.value] = ("gm", s.name, pto.element_bytes(s.type.element_type))
                 self.gm_values[s.name] = s.value
             elif s.kind == "scalar":
-                dt = _scalar_dtype(fn, s)
-                self.scalar_args.append(ScalarArg(s.name, dt))
+                scalar_dtype(fn, s)  # a type no scalar register holds is an error here
                 self.vals[s.value] = Var(s.name)
                 self.ssa[s.name] = s.value
             elif s.kind == "vector":
@@ -414,10 +435,7 @@ class _FnLowering:
 
     def emit(self, opcode: str, dtype=None, **args) -> Instr:
         ins = Instr.make(opcode, dtype, origin=self.origin, **args)
-        if self.lowering:
-            self.materialise(ins)
-        else:
-            self.body.append(ins)
+        self.materialise(ins)
         return ins
 
     def leaf(self, v: SSAValue, stem: str) -> Var:
@@ -429,49 +447,35 @@ class _FnLowering:
         return var
 
     def loop(self, stem: str, start, stop, step=1, bound: int | None = None):
-        """Appends a scalar loop and returns (Loop, its variable); the caller fills ``node.body``
-        (``in_body``) and closes it with :meth:`end_loop`.  The mask state is unknown inside (a
-        later trip starts with what the previous one left) and after it (it may run no trip).
+        """Inserts an ``scf.for`` and returns (the op, its variable); the caller fills its body
+        (``in_body(op.body)``) and closes it with :meth:`end_loop`.  The mask state is unknown inside
+        (a later trip starts with what the previous one left) and after it (it may run no trip).
         ``bound``: the most trips a loop with a run-time ``stop`` can run (for the barrier pass)."""
         var = self.fresh(stem)
-        node = Loop(var, start, stop, step, [], self.origin)
         self.mask = None
-        if self.lowering:
-            loop = scf.ForOp(*(self.value(e, IndexType()) for e in (start, stop, step)), [],
-                             Region(Block([scf.YieldOp()], arg_types=[IndexType()])))
-            loop.location = self.location()
-            iv = loop.body.block.args[0]
-            iv.name_hint = var
-            self.ssa[var] = iv
-            if bound is not None and not _is_int(stop):
-                loop.attributes[MAX_TRIPS] = IntegerAttr(bound, 64)
-            Rewriter.insert_op(loop, self.ip)
-            self._loop_ips[id(node.body)] = loop
-            return node, Var(var)
-        self.body.append(node)
+        loop = scf.ForOp(*(self.value(e, IndexType()) for e in (start, stop, step)), [],
+                         Region(Block([scf.YieldOp()], arg_types=[IndexType()])))
+        loop.location = self.location()
+        iv = loop.body.block.args[0]
+        iv.name_hint = var
+        self.ssa[var] = iv
         if bound is not None and not _is_int(stop):
-            self.trip_bounds[id(node)] = bound
-        return node, Var(var)
+            loop.attributes[MAX_TRIPS] = IntegerAttr(bound, 64)
+        Rewriter.insert_op(loop, self.ip)
+        return loop, Var(var)
 
-    def end_loop(self, outer: list):
-        if self.lowering:
-            self.ip = outer
-        else:
-            self.body = outer
+    def end_loop(self, outer):
+        self.ip = outer
         self.mask = None
 
-    def in_body(self, body: list):
-        if self.lowering:
-            outer, loop = self.ip, self._loop_ips[id(body)]
-            self.ip = InsertPoint.before(loop.body.block.last_op)
-            return outer
-        outer = self.body
-        self.body = body
+    def in_body(self, body: Region):
+        outer = self.ip
+        self.ip = InsertPoint.before(body.block.last_op)
         return outer
 
     def set_mask(self, want):
-        if self.mask == want or not self.lowering:
-            return  # a lowered module carries its mask ops: decoding adds none
+        if self.mask == want:
+            return
         mode, hi, lo = want
         if self.mask is None or self.mask[0] != mode:
             self.emit("set_mask_norm" if mode == "norm" else "set_mask_count")
@@ -605,22 +609,12 @@ class _FnLowering:
 
     @staticmethod
     def _constant(op: arith.ConstantOp):
-        attr = op.value
-        if isinstance(attr, IntegerAttr):
-            t = op.result.type
-            v = attr.value.data
-            w = getattr(getattr(t, "width", None), "data", None)
-            if w == 1:
-                return v & 1
-            return v
-        if isinstance(attr, FloatAttr):
-            v, name = float(attr.value.data), float_name(op.result.type)
-            if name is None or holds_exactly(v, name):
-                return v
-            return float(E.scalar_to(v, E.np_dtype(name)).astype(np.float64))
         if isinstance(op.result.type, VectorType):
             return _UNREAD_VECTOR
-        raise _Unsupported("non-scalar constant")
+        try:
+            return constant_value(op)
+        except ValueError as e:
+            raise _Unsupported(str(e)) from None
 
     # ---- building a2a3 IR (lowering) -------------------------------------------------------
     def location(self):
@@ -712,40 +706,11 @@ class _FnLowering:
             res.name_hint = result_reg
             self.ssa[result_reg] = res
 
-    # ---- decoding a2a3 IR into instructions ------------------------------------------------
-    def decode(self, op: a2a3.A2A3Op):
-        spec = op.SPEC
-        args: dict = {}
-        for f in spec.fields:
-            kind = spec.kinds[f]
-            if kind == "reg":
-                args[f] = self.leaf(op.results[0], op.results[0].name_hint or "s")
-            elif kind == "list":
-                args[f] = tuple(self.expr(v, op) for v in op.args)
-            elif kind == "gm":
-                ptr, off = op.field_value(f)
-                base = self.vals.get(ptr)
-                if not (isinstance(base, tuple) and base[0] == "gm"):
-                    self.fail(f"GM operand {f} is not a kernel argument")
-                args[f] = GmAddr(base[1], self.expr(off, op))
-            elif kind in ("pipe", "sym") or kind.startswith("enum:"):
-                v = op.field_value(f)
-                if v is not None:
-                    args[f] = v
-            else:
-                args[f] = self.expr(getattr(op, f), op)
-        dt = op.properties.get("dtype")
-        if "src_dtype" in op.properties:
-            args["src_dtype"] = canonical_dtype(pto.dtype_name(op.properties["src_dtype"]))
-        ins = self.emit(spec.name, canonical_dtype(pto.dtype_name(dt)) if dt is not None else None, **args)
-        self.op_of[id(ins)] = op
-
     # ---- walking -----------------------------------------------------------------------------
-    def run(self) -> list:
+    def run(self) -> None:
         self.lower_block(self.fn.body.blocks[0])
         self.set_origin(self.fn)
         self.restore_mask()
-        return self.body
 
     def lower_block(self, block) -> list | None:
         """Lowers the ops of a block; returns the operands of its terminator (yield/return)."""
@@ -777,9 +742,7 @@ class _FnLowering:
     def _lower_op(self, op: Operation):
         if isinstance(op, pto.TileOp):
             return self.lower_tile_op(op)
-        if isinstance(op, a2a3.A2A3Op):
-            return self.decode(op)
-        if op.name == "vf.func":  # ascend950: the vector function an a2a3.vf_call launches
+        if isinstance(op, a2a3.A2A3Op) or op.name == "vf.func":  # lowered already; ascend950: a launched VF
             return
         name = op.name
         if name.startswith("arith."):
@@ -825,11 +788,7 @@ class _FnLowering:
             return
         if name in ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK):
             # the launch's values: kept as ops, read as the predefined registers
-            reg = name.removeprefix("pto.get_")
-            if self.lowering:
-                self.leaf(op.results[0], reg)
-            else:
-                self.vals[op.results[0]] = Var(reg)
+            self.leaf(op.results[0], name.removeprefix("pto.get_"))
             return
         if name in pipes.INIT_OPS or name in pipes.BUFFER_OPS:
             return lower_cube.lower_pipe_setup(self, op)
@@ -860,20 +819,16 @@ class _FnLowering:
         t = self.tile(op.operands[0])
         reg = self.fresh("s")
         self.emit("ld_ub", t.dtype, dst=Var(reg), addr=ex_add(t.addr, ex_mul(self.expr(op.operands[1], op), t.esize)))
-        if self.lowering:
-            Rewriter.replace_op(op, [], [self.ssa[reg]])
-            self.vals[self.ssa[reg]] = Var(reg)
-        else:
-            self.vals[op.results[0]] = Var(reg)
+        Rewriter.replace_op(op, [], [self.ssa[reg]])
+        self.vals[self.ssa[reg]] = Var(reg)
 
     def lower_section(self, op: Operation):
         """``pto.section.cube`` / ``pto.section.vector``: the body runs inline, in program order
-        (lowering: its ops move out in front of it)."""
+        (its ops move out in front of it)."""
         block = op.regions[0].block
         ops = list(block.ops)
-        if self.lowering:
-            Rewriter.inline_block(block, InsertPoint.before(op))
-            Rewriter.erase_op(op)
+        Rewriter.inline_block(block, InsertPoint.before(op))
+        Rewriter.erase_op(op)
         for o in ops:
             self.lower_op(o)
 
@@ -961,17 +916,8 @@ class _FnLowering:
             self.vals[op.results[0]] = _fold(BinOp(">", ex_add(ops[0], ops[1]), 0))
         elif name == "xori" and op.results[0].type.width.data == 1:
             self.vals[op.results[0]] = _fold(BinOp("!=", ops[0], ops[1]))
-        elif self.lowering:
-            self.leaf(op.results[0], "f")  # scalar-unit arithmetic: the listing's business
-        elif name in ("addf", "subf", "mulf", "divf", "maximumf", "minimumf", "maxnumf", "minnumf"):
-            salu = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax",
-                    "minimumf": "smin", "maxnumf": "smax", "minnumf": "smin"}[name]
-            dt = canonical_dtype(pto.dtype_name(op.results[0].type))
-            reg = self.fresh("f")
-            self.emit(salu, dt, dst=Var(reg), src0=ops[0], src1=ops[1])
-            self.vals[op.results[0]] = Var(reg)
         else:
-            self.unsupported(f"arith op '{name}' on scalars is not supported by the scalar unit model")
+            self.leaf(op.results[0], "f")  # scalar-unit arithmetic: the program's business
 
     # ---- scf -------------------------------------------------------------------------------------
     def _carry_regs(self, values, op):
@@ -985,10 +931,9 @@ class _FnLowering:
         return regs
 
     def lower_for(self, op: scf.ForOp):
-        lb, ub, step = (self.expr(v, op) for v in (op.lb, op.ub, op.step))
+        """The loop stays an ``scf.for``; its body is lowered in place (tiles carried through
+        iter_args keep their buffer, other values are what they are)."""
         body = op.body.blocks[0]
-        iv = body.args[0]
-        stem = iv.name_hint or "i"
         regs = self._carry_regs(op.iter_args, op)
         for init, reg, barg in zip(op.iter_args, regs, body.args[1:]):
             if reg is None:
@@ -996,128 +941,70 @@ class _FnLowering:
                 if not isinstance(t, TileRef):
                     self.fail(f"iter_arg {init} is not a tile the lowering knows")
                 self.vals[barg] = t
-            elif self.lowering:
-                self.leaf(barg, reg)
             else:
-                self.emit("smov", dst=Var(reg), src=self.expr(init, op))
-                self.vals[barg] = Var(reg)
+                self.leaf(barg, reg)
         self.restore_mask()
-        if self.lowering:  # the loop stays an scf.for; its body is lowered in place
-            self.leaf(iv, stem)
-        else:
-            var = self.fresh(stem) if stem in self.names else stem
-            self.names.add(var)
-            node = Loop(var, lb, ub, step, [], self.origin)
-            self.body.append(node)
-            self.op_of[id(node)] = op
-            if MAX_TRIPS in op.attributes:
-                self.trip_bounds[id(node)] = op.attributes[MAX_TRIPS].value.data
-            self.vals[iv] = Var(var)
-            outer = self.in_body(node.body)
+        self.leaf(body.args[0], body.args[0].name_hint or "i")
         yielded = self.lower_block(body) or []
-        self._yield(op, yielded, regs, [self.vals[b] for b in body.args[1:]])
+        self._yield(yielded, regs, [self.vals[b] for b in body.args[1:]])
         self.restore_mask()
-        if not self.lowering:
-            self.body = outer
         for res, reg, barg in zip(op.res, regs, body.args[1:]):
             if reg is None:
                 self.vals[res] = self.vals[barg]
-            elif self.lowering:
-                self.leaf(res, reg)
             else:
-                self.vals[res] = Var(reg)
+                self.leaf(res, reg)
 
-    def _yield(self, op, yielded, regs, targets):
-        tmps = []
+    def _yield(self, yielded, regs, targets):
+        """A tile yielded where one is carried must be in the carried tile's buffer."""
         for v, reg, tgt in zip(yielded, regs, targets):
             if reg is None:
                 t = self.vals.get(v)
                 if not isinstance(t, TileRef) or not isinstance(tgt, TileRef):
                     self.fail(f"yields {v}, which is not a tile the lowering knows")
                 if t.addr != tgt.addr:
-                    self.fail(f"yields a tile at UB address {t.addr} where the carried tile is at {tgt.addr}; "
-                              "tiles carried through scf.for/scf.if must share a buffer (pto-plan-memory)")
-            elif not self.lowering:
-                tmp = self.fresh("t")
-                self.emit("smov", dst=Var(tmp), src=self.expr(v, op))
-                tmps.append((reg, tmp))
-        for reg, tmp in tmps:
-            self.emit("smov", dst=Var(reg), src=Var(tmp))
+                    self.fail(f"yields a tile at UB address {_addr_text(t.addr)} where the carried tile is at "
+                              f"{_addr_text(tgt.addr)}; tiles carried through scf.for/scf.if must share a buffer "
+                              "(pto-plan-memory)")
 
     def lower_while(self, op: scf.WhileOp):
-        """``scf.while`` stays (lowering) and becomes a :class:`While` (decoding): registers carry
-        the condition region's arguments (``regs``) and what its ``scf.condition`` passes on to the
-        do region and the results (``passed``); tiles are used by name, not carried."""
+        """``scf.while`` stays; only scalars may be carried (tiles are used by name)."""
         before, after = op.before_region.block, op.after_region.block
         if any(isinstance(v.type, pto.TileLikeType) for v in (*op.arguments, *op.res)):
             self.unsupported("a tile carried through scf.while (use the tile by name; carry scalars only)")
         regs, passed = self._carry_regs(op.arguments, op), self._carry_regs(op.res, op)
         self.restore_mask()
-        if self.lowering:
-            for a, r in zip(before.args, regs):
-                self.leaf(a, r)
-            self.lower_block(before)
-            for a, r in zip(after.args, passed):
-                self.leaf(a, r)
-            self.lower_block(after)
-            self.restore_mask()
-            for res, r in zip(op.res, passed):
-                self.leaf(res, r)
-            return
-        for init, reg in zip(op.arguments, regs):
-            self.emit("smov", dst=Var(reg), src=self.expr(init, op))
-        node = While([], 0, [], self.origin)
-        self.body.append(node)
-        self.op_of[id(node)] = op
-        outer = self.body
-        self.body = node.cond_body
         for a, r in zip(before.args, regs):
-            self.vals[a] = Var(r)
-        cond, *values = self.lower_block(before)
-        node.cond = self.expr(cond, op)
-        self._yield(op, values, passed, [Var(r) for r in passed])
-        self.body = node.body
+            self.leaf(a, r)
+        self.lower_block(before)
         for a, r in zip(after.args, passed):
-            self.vals[a] = Var(r)
-        self._yield(op, self.lower_block(after) or [], regs, [Var(r) for r in regs])
+            self.leaf(a, r)
+        self.lower_block(after)
         self.restore_mask()
-        self.body = outer
         for res, r in zip(op.res, passed):
-            self.vals[res] = Var(r)
+            self.leaf(res, r)
 
     def lower_if(self, op: scf.IfOp):
-        cond = self.expr(op.cond, op)
         regs = self._carry_regs(op.output, op)
         self.restore_mask()
-        node = If(cond, [], [], self.origin)
-        outer = self.body
-        if not self.lowering:
-            self.body.append(node)
-            self.op_of[id(node)] = op
         targets = None
-        for branch, region in (("then", op.true_region), ("else", op.false_region)):
-            self.body = node.then_body if branch == "then" else node.else_body
+        for region in (op.true_region, op.false_region):
             if not region.blocks:
                 continue
             yielded = self.lower_block(region.blocks[0]) or []
             if targets is None:
-                targets = []
-                for v, reg in zip(yielded, regs):
-                    targets.append(self.vals.get(v) if reg is None else Var(reg))
-            self._yield(op, yielded, regs, targets)
+                targets = [self.vals.get(v) if reg is None else None for v, reg in zip(yielded, regs)]
+            self._yield(yielded, regs, targets)
             self.restore_mask()
-        self.body = outer
         for i, res in enumerate(op.output):
-            if self.lowering and regs[i] is not None:
+            if regs[i] is not None:
                 self.leaf(res, regs[i])
             else:
                 self.vals[res] = targets[i] if targets is not None else None
 
     # ---- tile ops -----------------------------------------------------------------------------
     def lowered(self, op: Operation):
-        """The op is now a2a3 instructions (lowering: erase it)."""
-        if self.lowering:
-            Rewriter.erase_op(op)
+        """The op is now a2a3 instructions: erase it."""
+        Rewriter.erase_op(op)
 
     def lower_tile_op(self, op: pto.TileOp):
         if op.name in pipes.PIPE_OPS or op.name in cube.NO_SEMANTICS:
@@ -1130,9 +1017,7 @@ class _FnLowering:
 
     def emit_tile_op(self, op: pto.TileOp):
         """The a2a3 ops of one tile op by its family's rule, as a pattern rewrite that replaces the op
-        (decoding meets no tile op: a lowered module has none)."""
-        if not self.lowering:
-            self.fail("is a tile op: run pto-lower-a2a3 before printing the program")
+        """
         if op.name in pipes.PIPE_OPS:
             lower_cube.lower_pipe_op(self, op)
             return self.lowered(op)
@@ -2433,7 +2318,7 @@ def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = No
     _lowerable(module, target)
     for fn in lowered_functions(module, entry):
         _no_semantics_first(fn, target)
-        _FnLowering(fn, target, scalars, lowering=True).run()
+        _FnLowering(fn, target).run()
 
 
 def _no_semantics_first(fn: func.FuncOp, target: Target) -> None:
@@ -2444,16 +2329,6 @@ def _no_semantics_first(fn: func.FuncOp, target: Target) -> None:
         reason = pto.no_semantics(op) if isinstance(op, pto.TileOp) else None
         if reason is not None:
             raise op_error(op, f"has no {target.name} lowering: {reason}")
-
-
-def program_of(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-               scalars: dict | None = None) -> Program:
-    """The listing of a lowered module's entry function: per-pipe instruction streams."""
-    fn = select_entry(module, entry)
-    low = _FnLowering(fn, target, scalars)
-    body = low.run()
-    return Program(target=target.name, gm_args=low.gm_args, body=body, scalar_args=low.scalar_args,
-                   name=fn.sym_name.data)
 
 
 def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,

@@ -1427,7 +1427,7 @@ class _VfProgramLowering(A._FnLowering):
     ``a2a3.vf_call`` (the launched ``vf.func`` stays in the module)."""
 
     def __init__(self, fn, target, scalars=None):
-        super().__init__(fn, target, scalars, lowering=True)
+        super().__init__(fn, target)
         self.symbols = vf.VfSymbols(fn.parent_op() or fn)
 
     def set_mask(self, want):  # no vector mask register on the VF path

@@ -75,9 +75,7 @@ from . import cube_exec, pipes
 from . import elementwise as ew
 from .hazards import Footprint, HazardLog, Record
 from .loop_batch import BATCHED as _BATCHED, run_loop
-from .program import (
-    DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, evaluate,
-)
+from .program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, operands
 
 from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES
@@ -581,8 +579,11 @@ class _Machine:
                 self._issue(n)
             elif isinstance(n, Loop):
                 try:
-                    start, stop, step = (_int(evaluate(e, self.env)) for e in (n.start, n.stop, n.step))
-                except (NameError, TypeError, ValueError) as e:
+                    start, stop, step = (_int(v) for v in n.bounds(self.env))
+                except KeyError as e:
+                    self.findings.append(Finding("invalid", f"loop %{n.var}: undefined scalar %{e.args[0]}", ()))
+                    raise _Abort() from None
+                except (TypeError, ValueError) as e:
                     self.findings.append(Finding("invalid", f"loop %{n.var}: {e}", ()))
                     raise _Abort() from None
                 if step == 0:
@@ -601,9 +602,9 @@ class _Machine:
 
     def _cond(self, n, what: str):
         try:
-            return evaluate(n.cond, self.env)
-        except NameError as e:
-            self.findings.append(Finding("invalid", f"{what}: {e}", ()))
+            return n.test(self.env)
+        except KeyError as e:
+            self.findings.append(Finding("invalid", f"{what}: undefined scalar %{e.args[0]}", ()))
             raise _Abort() from None
 
     def trip(self, n: Loop, v: int, outer: tuple):
@@ -624,16 +625,10 @@ class _Machine:
 
     def args_of(self, ins: Instr) -> dict:
         """The instruction's operands evaluated as the scalar unit issues it."""
-        if self.plan.is_const(ins):
-            return ins.args
-        kinds = ins.spec.kinds
         try:
-            return {k: (v if _is_const_arg(v) or kinds.get(k) == "reg" else
-                        tuple(evaluate(x, self.env) for x in v) if kinds.get(k) == "list" else
-                        evaluate(v, self.env))
-                    for k, v in ins.args.items()}
-        except NameError as e:
-            self.findings.append(Finding("invalid", f"'{ins}': {e}", (ins,)))
+            return operands(ins, self.env)
+        except KeyError as e:
+            self.findings.append(Finding("invalid", f"'{ins}': undefined scalar %{e.args[0]}", (ins,)))
             raise _Abort() from None
 
     def _issue(self, ins: Instr):
@@ -1074,14 +1069,6 @@ def _needs_sequential(srcs, dst, desize) -> bool:
     return False
 
 
-def _is_const_arg(v) -> bool:
-    if isinstance(v, (int, float, str)):
-        return True
-    if isinstance(v, tuple):
-        return all(_is_const_arg(x) for x in v)
-    return isinstance(v, GmAddr) and isinstance(v.offset, int)
-
-
 def _mask_row(bits: int, lanes: int) -> np.ndarray:
     b = np.frombuffer(bits.to_bytes(32, "little"), dtype=np.uint8)
     return np.unpackbits(b, bitorder="little")[:lanes].astype(bool)
@@ -1105,7 +1092,8 @@ def _h(v: int) -> str:
 
 def _desc(d: _Dyn) -> str:
     ins = d.ins
-    s = "'" + " ".join(ins.to_text(0, origin=False).split()) + "'"
+    text = ins.to_text(0, origin=False, args=d.args) if isinstance(ins, Instr) else ins.to_text(0, origin=False)
+    s = "'" + " ".join(text.split()) + "'"  # an instruction with its operands as issued
     return s if ins.origin is None else f"{s} (from {ins.origin})"
 
 
@@ -1491,7 +1479,7 @@ def _sload(m: _Machine, d: _Dyn, p: int, te):
     e = _esize(m, d, dt)
     addr = _ub_addr(m, d, a, "addr", e)
     m._accesses(d, p, [_Acc("UB", False, Footprint.span(addr, addr + e), what="addr")])
-    m.env[a["dst"].name] = _py(m.view(dt)[addr // e])
+    m.env[a["dst"]] = _py(m.view(dt)[addr // e])
 
 
 def _sstore(m: _Machine, d: _Dyn, p: int, te):
@@ -1508,7 +1496,7 @@ def _smov(m: _Machine, d: _Dyn, p: int, te):
     v = a["src"]
     if a.get("dtype"):
         v = _py(_scalar_value(m, d, v, a["dtype"]))
-    m.env[a["dst"].name] = v
+    m.env[a["dst"]] = v
 
 
 def _salu(m: _Machine, d: _Dyn, p: int, te):
@@ -1516,13 +1504,13 @@ def _salu(m: _Machine, d: _Dyn, p: int, te):
     dt = a["dtype"]
     x, y = _scalar_value(m, d, a["src0"], dt), _scalar_value(m, d, a["src1"], dt)
     try:
-        m.env[a["dst"].name] = _py(_FN[d.ins.opcode](x, y))
+        m.env[a["dst"]] = _py(_FN[d.ins.opcode](x, y))
     except ew.ElementwiseError as ex:
         m.fail("invalid", f"{_desc(d)}: {ex}", d)
 
 
 def _block(m: _Machine, d: _Dyn, p: int, te):
-    m.env[d.args["dst"].name] = m.block if d.ins.opcode == "get_block_idx" else m.blocks
+    m.env[d.args["dst"]] = m.block if d.ins.opcode == "get_block_idx" else m.blocks
 
 
 def _print_ub(m: _Machine, d: _Dyn, p: int, te):
@@ -1600,14 +1588,12 @@ _HANDLERS = {
 # ---------------------------------------------------------------------------------------------
 
 class Plan:
-    """What the executor decodes of a program once, kept with the program: which instructions
-    have constant operands, and the :class:`_Prep` of each such vector or copy instruction under
+    """What the executor decodes of a program once, kept with the program: the :class:`_Prep` of
+    each vector or copy instruction with constant operands (``Instr.dyn`` empty) under
     the mask state it runs with (guessed in program order here; an issue under another mask
     state decodes again and keeps that too)."""
 
     def __init__(self, program: Program | None):
-        self.const: dict = {}
-        """id of an instruction -> (the instruction, are all its operands constants?)."""
         self.prep: dict = {}
         """(id of an instruction, mask state or None) -> (the instruction, its :class:`_Prep`)."""
         self.loops: dict = {}
@@ -1618,7 +1604,7 @@ class Plan:
             return
         shim = _PlanMachine(program, self)
         for ins in program.instructions():
-            const = self.is_const(ins)
+            const = not ins.dyn
             fam = ins.spec.family
             if fam == "mask" and const:
                 _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
@@ -1627,12 +1613,6 @@ class Plan:
                     _prep_of(shim, _Dyn(ins, ins.args, (), 0))
                 except (_Abort, ValueError, KeyError, TypeError):
                     pass  # the issue reports it, with the machine's state
-
-    def is_const(self, ins: Instr) -> bool:
-        got = self.const.get(id(ins))
-        if got is None or got[0] is not ins:
-            got = self.const[id(ins)] = (ins, all(_is_const_arg(v) for v in ins.args.values()))
-        return got[1]
 
 
 class _PlanMachine:
@@ -1686,7 +1666,7 @@ def _dry_run(program: Program, plan: Plan) -> "_Replay | None":
     operands known only at run time, or when the dry run (eager schedule, hazards checked) finds
     anything (then every execution runs instruction by instruction and reports it)."""
     body = tuple(program.body)
-    if not all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and plan.is_const(n) for n in body):
+    if not all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and not n.dyn for n in body):
         return None
     t = lookup_target(program.target)
     if t is None or program.scalar_args:

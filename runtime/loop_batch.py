@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hazards import Footprint, Record
-from .program import BinOp, GmAddr, Instr, Var, expr_vars
+from .program import GmAddr, Instr, depends
 
 EXACT_TRIPS = 3
 BATCHED = frozenset({"binary", "scalar", "unary", "dup", "vbrcb", "reduce", "greduce", "pair", "conv",
@@ -91,35 +91,17 @@ def _static_ok(m, n) -> bool:
 
 
 def _instr_ok(ins, var: str) -> bool:
+    """May trips of the loop of ``%var`` batch this instruction: no register written, and only GM
+    offsets depend on the variable, affinely (other scalars fixed)?"""
     if not isinstance(ins, Instr) or ins.spec.family not in BATCHED:
         return False
-    for k, v in ins.args.items():
-        kind = ins.spec.kinds.get(k)
-        if kind == "reg":
-            return False
-        if isinstance(v, GmAddr):
-            if not _affine(v.offset, var):
-                return False
-        elif isinstance(v, tuple):  # vf_call's arguments
-            if any(var in expr_vars(x) for x in v):
-                return False
-        elif not isinstance(v, str) and var in expr_vars(v):
+    if any(ins.spec.kinds.get(k) == "reg" for k in ins.args):
+        return False
+    for f, slot in ins.dyn:
+        dep, affine = depends(ins.steps, slot, var)
+        if dep and not (type(f) is not tuple and type(ins.args[f]) is GmAddr and affine):
             return False
     return True
-
-
-def _affine(e, var: str) -> bool:
-    """Is ``e`` affine in ``%var`` (other scalars fixed)?"""
-    if var not in expr_vars(e):
-        return True
-    if isinstance(e, Var):
-        return True
-    if isinstance(e, BinOp) and e.op in "+-":
-        return _affine(e.lhs, var) and _affine(e.rhs, var)
-    if isinstance(e, BinOp) and e.op == "*":
-        return (var not in expr_vars(e.lhs) and _affine(e.rhs, var)) or \
-            (var not in expr_vars(e.rhs) and _affine(e.lhs, var))
-    return False  # /, %, comparisons, min/max of the variable
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,50 +1,26 @@
-"""The a2a3 *program*: per-pipe micro-instruction streams, decoded from a lowered module, and its listing.
+"""The a2a3 *program*: a lowered function decoded once for the executor and the barrier pass.
 
-A :class:`Program` is what ``passes/lower_a2a3.program_of`` reads out of a module after
-pto-lower-a2a3 and a2a3-complete-barriers (DESIGN.md §2, "program" level) and what the NumPy
-executor (``runtime/executor.py``) and the cycle model (``runtime/cycles.py``) consume.  It is a
-tree: a body of :class:`Instr` (one ``a2a3`` op, reference/vector_isa.md §1; its operand fields,
-pipes and defaults are dialects/a2a3.py's table), :class:`Loop` (a scalar loop the scalar unit
-runs; its body is issued once per trip), :class:`While` (``scf.while``) and :class:`If`.  Operands
-are numbers, GM addresses (:class:`GmAddr`) or expressions over scalar registers and loop
-variables (:class:`Var`), evaluated when the scalar unit issues the instruction; ``%block_idx``,
-``%block_num``, ``%subblock_idx`` and ``%subblock_num`` are predefined.
+A :class:`Program` is what :func:`program_of` reads out of a module after pto-lower-a2a3 and
+a2a3-complete-barriers (DESIGN.md §2, "program" level; on ascend950 after pto-lower-vf's
+emission) and what the NumPy executor (``runtime/executor.py``), the cycle model
+(``runtime/cycles.py``) and a2a3-complete-barriers consume.  It is a tree: a body of
+:class:`Instr` (one ``a2a3`` op, reference/vector_isa.md §1; its operand fields, pipes and
+defaults are dialects/a2a3.py's table), :class:`Loop` (an ``scf.for`` the scalar unit runs; its
+body is issued once per trip), :class:`While` (``scf.while``) and :class:`If` (``scf.if``).
 
-The listing (``ptoc --emit program``, :func:`format_program`) prints a program for people and
-for lit tests; nothing reads it back (tests write programs as a2a3 MLIR).  A program starts with
-its header::
-
-    .kernel @softmax target=a2a3
-    .gm @x f32[64,256]
-    .scalar %n i32
-
-then one instruction per line, ``PIPE OPCODE[.DTYPE] ARG ARG ...  ; FILE:LINE:COL OPNAME``:
-
-* ``PIPE`` is left-aligned in a 5-character column; ``vconv.f32.f16`` converts f32 (src) to f16
-  (dst), as the CCE intrinsic ``vconv_f322f16`` is spelled.
-* ``ARG`` is ``key=value``: UB addresses and masks in hex, counts in decimal, GM addresses
-  ``@arg+OFFSET``, expressions without blanks (``0x1000+0x400*%i``, ``min(240,%n-%r)``).
-* ``blk=1,1,0`` lists the block strides of the operands that have one, in operand order, and
-  ``rep=8,8,1`` the repeat strides.
-* ``set_flag MTE2->V id=0`` is in the source pipe's column, ``wait_flag`` in the destination's,
-  ``pipe_barrier ALL`` in the ``S`` column.
-* The trailing comment is the origin: the tile op the instruction was lowered from.
-
-Loops and conditionals::
-
-    S    loop %i = 0 to 2 step 1 {
-    V      vmax.f32 dst=0x0+0x7800*%i src0=... repeat=240 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
-    S    }
-
-ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n`` runs
-``vf.func @k_texp_2`` (dialects/vf.py) on the UB.  The program carries the lowered module's
-``vf.func`` ops it launches (``Program.vf_funcs``); the listing prints each after the header as a
-``.vf @name`` line followed by the function's MLIR, indented by two spaces.
+Operands are numbers, GM addresses (:class:`GmAddr`) or *slots*: every SSA value the scalar
+unit computes gets a slot, a key of the scalar environment (the names ``%block_idx``,
+``%block_num``, ``%subblock_idx`` and ``%subblock_num`` are predefined; a kernel scalar, loop
+variable or register keeps its name, an ``arith`` result is ``#N``).  An instruction carries the
+``arith`` ops its slots need as *steps* (``(fn, slot, operand, ...)``, in order), run when the
+scalar unit issues it (:func:`operands`); an ``arith`` op whose operands are all constants is
+folded when decoding.  The listing of a lowered module (``ptoc --emit program``) is
+``runtime/listing.py``'s; ``Program.to_text`` prints the function it was decoded from.
 """
 
 from __future__ import annotations
 
-import math
+import operator
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Union
 
@@ -71,6 +47,8 @@ _DTYPE_ALIASES.update({"ui8": "u8", "ui16": "u16", "ui32": "u32", "ui64": "u64",
 
 FLOAT_DTYPES = ("f16", "bf16", "f32")
 
+PREDEFINED = ("block_idx", "block_num", "subblock_idx", "subblock_num")
+"""Slots the executor fills before a block runs (the launch's values)."""
 
 
 def canonical_dtype(name: str) -> str:
@@ -88,164 +66,91 @@ def canonical_pipe(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Expressions (scalar-unit arithmetic on loop variables, scalar registers and kernel scalars)
+# The scalar unit's arithmetic: the functions of the steps, by arith op
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Var:
-    """A scalar register, loop variable or kernel scalar: ``%name``."""
-    name: str
-
-    def __str__(self) -> str:
-        return f"%{self.name}"
+def _div(a, b):
+    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
 
 
-_BINOPS = {
-    "+": (4, lambda a, b: a + b), "-": (4, lambda a, b: a - b),
-    "*": (5, lambda a, b: a * b),
-    "/": (5, lambda a, b: a // b if isinstance(a, int) and isinstance(b, int) else a / b),
-    "%": (5, lambda a, b: a % b),
-    "<": (3, lambda a, b: int(a < b)), "<=": (3, lambda a, b: int(a <= b)),
-    ">": (3, lambda a, b: int(a > b)), ">=": (3, lambda a, b: int(a >= b)),
-    "==": (3, lambda a, b: int(a == b)), "!=": (3, lambda a, b: int(a != b)),
+def _ceildiv(a, b):
+    return _div(a + b - 1, b)
+
+
+def _select(c, a, b):
+    return a if c else b
+
+
+def _cmp(f):
+    return lambda a, b: int(f(a, b))
+
+
+ARITH = {
+    "addi": (operator.add, "+"), "subi": (operator.sub, "-"), "muli": (operator.mul, "*"),
+    "divsi": (_div, "/"), "divui": (_div, "/"), "floordivsi": (_div, "/"),
+    "remsi": (operator.mod, "%"), "remui": (operator.mod, "%"),
+    "ceildivsi": (_ceildiv, "ceildiv"), "ceildivui": (_ceildiv, "ceildiv"),
+    "maxsi": (max, "max"), "maxui": (max, "max"), "minsi": (min, "min"), "minui": (min, "min"),
+    "select": (_select, "select"),
 }
-_CALLS = {"min": min, "max": max}
+"""arith op -> (its function on Python numbers, the listing's operator or function name)."""
+ARITH_I1 = {"andi": (operator.mul, "*"), "ori": (max, "max"), "xori": (_cmp(operator.ne), "!=")}
+"""The logic ops on ``i1`` (0 or 1)."""
+CMPI = {"eq": (_cmp(operator.eq), "=="), "ne": (_cmp(operator.ne), "!="), "slt": (_cmp(operator.lt), "<"),
+        "sle": (_cmp(operator.le), "<="), "sgt": (_cmp(operator.gt), ">"), "sge": (_cmp(operator.ge), ">="),
+        "ult": (_cmp(operator.lt), "<"), "ule": (_cmp(operator.le), "<="), "ugt": (_cmp(operator.gt), ">"),
+        "uge": (_cmp(operator.ge), ">=")}
+CASTS = ("index_cast", "index_castui", "extsi", "extui", "trunci")
+"""Casts the scalar unit's arithmetic on Python integers sees through."""
+SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax", "minimumf": "smin",
+        "maxnumf": "smax", "minnumf": "smin"}
+"""Float arith -> the scalar-unit ALU instruction that computes it (a register it writes)."""
 
 
-@dataclass(frozen=True)
-class BinOp:
-    op: str
-    lhs: "Expr"
-    rhs: "Expr"
-
-    def __str__(self) -> str:
-        return format_expr(self)
+def is_slot(x) -> bool:
+    return type(x) is str
 
 
-@dataclass(frozen=True)
-class Call:
-    fn: str
-    args: tuple["Expr", ...]
-
-    def __str__(self) -> str:
-        return format_expr(self)
+def run_steps(steps, env: dict) -> None:
+    """Runs ``(fn, slot, operand...)`` steps in order, each writing its slot in ``env``."""
+    for fn, dst, *xs in steps:
+        env[dst] = fn(*[env[x] if type(x) is str else x for x in xs])
 
 
-Expr = Union[int, float, Var, BinOp, Call]
+def scalar(x, env: dict):
+    """The value of an operand: a number, or the value of its slot."""
+    return env[x] if type(x) is str else x
 
 
-@dataclass(frozen=True)
-class GmAddr:
-    """A GM byte address: kernel argument ``arg`` plus a byte offset (an expression)."""
-    arg: str
-    offset: Expr = 0
+def depends(steps, slot, var: str) -> tuple[bool, bool]:
+    """(does ``slot`` depend on slot ``var``, is it affine in it) over ``steps``."""
+    info: dict = {var: (True, True)}
 
-    def __str__(self) -> str:
-        if isinstance(self.offset, int) and self.offset == 0:
-            return f"@{self.arg}"
-        off = format_expr(self.offset, hexints=True)
-        return f"@{self.arg}{off}" if off.startswith("-") else f"@{self.arg}+{off}"
+    def of(x):
+        return info.get(x, (False, True)) if type(x) is str else (False, True)
 
-
-def is_const(e) -> bool:
-    return isinstance(e, (int, float)) and not isinstance(e, bool)
-
-
-def evaluate(e, env: dict):
-    """Value of an expression; ``env`` maps variable names (without %) to numbers."""
-    if isinstance(e, (int, float)):
-        return e
-    if isinstance(e, Var):
-        try:
-            return env[e.name]
-        except KeyError:
-            raise NameError(f"undefined scalar %{e.name}") from None
-    if isinstance(e, BinOp):
-        return _BINOPS[e.op][1](evaluate(e.lhs, env), evaluate(e.rhs, env))
-    if isinstance(e, Call):
-        return _CALLS[e.fn](*(evaluate(a, env) for a in e.args))
-    if isinstance(e, GmAddr):
-        return GmAddr(e.arg, evaluate(e.offset, env))
-    if isinstance(e, str):
-        return e
-    raise TypeError(f"not an expression: {e!r}")
-
-
-def expr_vars(e) -> set[str]:
-    if isinstance(e, Var):
-        return {e.name}
-    if isinstance(e, BinOp):
-        return expr_vars(e.lhs) | expr_vars(e.rhs)
-    if isinstance(e, Call):
-        out: set[str] = set()
-        for a in e.args:
-            out |= expr_vars(a)
-        return out
-    if isinstance(e, GmAddr):
-        return expr_vars(e.offset)
-    return set()
-
-
-def _format_number(v, hexints: bool) -> str:
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, int):
-        if hexints:
-            return f"-{hex(-v)}" if v < 0 else hex(v)
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        r = repr(v)
-        return r
-    raise TypeError(v)
-
-
-def format_expr(e, hexints: bool = False, _prec: int = 0) -> str:
-    """Print an expression without blanks; ``hexints`` prints integer constants in hex."""
-    if isinstance(e, (int, float)):
-        s = _format_number(e, hexints)
-        return f"({s})" if _prec > 4 and s.startswith("-") else s
-    if isinstance(e, Var):
-        return str(e)
-    if isinstance(e, Call):
-        return f"{e.fn}(" + ",".join(format_expr(a, hexints) for a in e.args) + ")"
-    if isinstance(e, BinOp):
-        prec = _BINOPS[e.op][0]
-        h = hexints and e.op in "+-"  # address terms in hex, multipliers in decimal
-        # Left-associative: the right operand of - / % needs parentheses at equal precedence.
-        lhs = format_expr(e.lhs, h, prec)
-        rhs = format_expr(e.rhs, h, prec + 1 if e.op in "-/%" or prec == 3 else prec)
-        s = f"{lhs}{e.op}{rhs}"
-        return f"({s})" if prec < _prec else s
-    if isinstance(e, GmAddr):
-        return str(e)
-    raise TypeError(f"not an expression: {e!r}")
-
-
-def _fold(e):
-    """Constant-fold a node whose operands are all constants; drop ``0+x``, ``x+0``, ``1*x``."""
-    if isinstance(e, BinOp) and is_const(e.lhs) and is_const(e.rhs):
-        return _BINOPS[e.op][1](e.lhs, e.rhs)
-    if isinstance(e, BinOp):
-        if e.op == "+" and e.lhs == 0 and isinstance(e.lhs, int):
-            return e.rhs
-        if e.op in "+-" and e.rhs == 0 and isinstance(e.rhs, int):
-            return e.lhs
-        if e.op == "*" and e.lhs == 1 and isinstance(e.lhs, int):
-            return e.rhs
-        if e.op in "*/" and e.rhs == 1 and isinstance(e.rhs, int):
-            return e.lhs
-    if isinstance(e, Call) and all(is_const(a) for a in e.args):
-        return _CALLS[e.fn](*e.args)
-    return e
+    for fn, dst, *xs in steps:
+        a = [of(x) for x in xs]
+        dep = any(d for d, _ in a)
+        if not dep or fn in (operator.add, operator.sub):
+            aff = all(f for _, f in a)
+        elif fn is operator.mul:
+            aff = (not a[0][0] and a[1][1]) or (not a[1][0] and a[0][1])
+        else:
+            aff = False
+        info[dst] = (dep, aff)
+    return of(slot)
 
 
 # ---------------------------------------------------------------------------------------------
 # The program tree
 # ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GmAddr:
+    """A GM byte address: kernel argument ``arg`` plus a byte offset (a number or a slot)."""
+    arg: str
+    offset: object = 0
 
 
 class Origin(NamedTuple):
@@ -262,11 +167,16 @@ class Origin(NamedTuple):
 @dataclass(eq=False)
 class Instr:
     """One micro-instruction.  ``args`` holds every operand by its ISA name, plus ``dtype``
-    (and ``src_dtype`` for vconv) when the opcode has an element type."""
+    (and ``src_dtype`` for vconv) when the opcode has an element type; a register it writes is
+    the register's slot.  ``dyn`` lists the operands whose value is a slot's (``(field, slot)``,
+    ``((field, i), slot)`` for an element of a list, a GM field's offset by the field) and
+    ``steps`` the arith that computes those slots (:func:`operands`)."""
     pipe: str
     opcode: str
     args: dict
     origin: Origin | None = None
+    dyn: tuple = ()
+    steps: tuple = ()
 
     @property
     def spec(self) -> OpSpec:
@@ -299,32 +209,73 @@ class Instr:
             origin = Origin(*origin)
         return cls(pipe, opcode, full, origin)
 
-    def to_text(self, depth: int = 0, origin: bool = True) -> str:
-        """The instruction's line of the text form (``origin=False``: without the comment)."""
-        return _format_instr(self, depth, origin)
+    def to_text(self, depth: int = 0, origin: bool = True, args: dict | None = None) -> str:
+        """The instruction's listing line (``args``: its operands as issued; ``origin=False``:
+        without the comment)."""
+        from pto_compiler.runtime.listing import instr_line
+
+        return instr_line(self.spec, self.pipe, self.args if args is None else args, _value_text, depth,
+                          self.origin if origin else None)
 
     def __str__(self) -> str:
-        return _format_instr(self, 0, False).strip()
+        return self.to_text(0, False).strip()
+
+
+def _value_text(v, hexints: bool) -> str:
+    from pto_compiler.runtime.listing import number_text
+
+    return f"%{v}" if type(v) is str else number_text(v, hexints)
+
+
+def operands(ins: Instr, env: dict) -> dict:
+    """The instruction's operands as the scalar unit issues it with ``env`` (KeyError: a slot
+    it reads has no value)."""
+    if not ins.dyn:
+        return ins.args
+    run_steps(ins.steps, env)
+    a = dict(ins.args)
+    for f, slot in ins.dyn:
+        v = env[slot]
+        if type(f) is tuple:
+            f, i = f
+            a[f] = a[f][:i] + (v,) + a[f][i + 1:]
+        elif type(a[f]) is GmAddr:
+            a[f] = GmAddr(a[f].arg, v)
+        else:
+            a[f] = v
+    return a
 
 
 @dataclass(eq=False)
 class Loop:
-    """``for var in range(start, stop, step)``, run by the scalar unit; bounds are expressions."""
+    """``for var in range(start, stop, step)``, run by the scalar unit; the bounds are numbers or
+    slots, computed by ``steps``; ``bound``: the most trips a run-time ``stop`` allows."""
     var: str
-    start: Expr
-    stop: Expr
-    step: Expr
+    start: object
+    stop: object
+    step: object
     body: list = field(default_factory=list)
     origin: Origin | None = None
+    steps: tuple = ()
+    bound: int | None = None
+
+    def bounds(self, env: dict) -> tuple:
+        run_steps(self.steps, env)
+        return scalar(self.start, env), scalar(self.stop, env), scalar(self.step, env)
 
 
 @dataclass(eq=False)
 class If:
     """``if cond != 0: then_body else: else_body``, run by the scalar unit."""
-    cond: Expr
+    cond: object
     then_body: list = field(default_factory=list)
     else_body: list = field(default_factory=list)
     origin: Origin | None = None
+    steps: tuple = ()
+
+    def test(self, env: dict):
+        run_steps(self.steps, env)
+        return scalar(self.cond, env)
 
 
 @dataclass(eq=False)
@@ -332,9 +283,12 @@ class While:
     """``scf.while``, run by the scalar unit: ``cond_body``, then while ``cond != 0`` the
     ``body`` and ``cond_body`` again (the registers ``cond_body`` writes carry the values)."""
     cond_body: list
-    cond: Expr
+    cond: object
     body: list = field(default_factory=list)
     origin: Origin | None = None
+    steps: tuple = ()
+
+    test = If.test
 
 
 Node = Union[Instr, Loop, If, While]
@@ -369,9 +323,17 @@ class Program:
     name: str = "kernel"
     vf_funcs: dict = field(default_factory=dict)
     """ascend950: name -> ``vf.func`` op (dialects/vf.py) that ``vf_call`` instructions launch."""
+    fn: object = None
+    """The lowered ``func.func`` it was decoded from (its listing is ``to_text``)."""
+    scalars: dict | None = None
+    """The kernel scalars the GM shapes were sized with."""
 
     def to_text(self) -> str:
-        return format_program(self)
+        """The listing of the lowered function (runtime/listing.py)."""
+        from pto_compiler.runtime.listing import function_listing
+        from pto_compiler.targets import lookup_target
+
+        return function_listing(self.fn, lookup_target(self.target), self.scalars)
 
     def walk(self) -> Iterator[tuple[Node, int]]:
         """Every node in program order with its loop depth (loops before their bodies)."""
@@ -413,123 +375,431 @@ def _pipe_of(opcode: str, args: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Printing
+# Reading a lowered function
 # ---------------------------------------------------------------------------------------------
 
-def _fmt_value(kind: str, v) -> str:
-    if isinstance(v, str):
-        return v
-    if kind in ("ub", "ub_elem"):
-        return format_expr(v, hexints=True)
-    if kind == "gm":
-        return str(v)
-    return format_expr(v, hexints=False)
+class FunctionReader:
+    """Walks a lowered function in program order: ``a2a3`` ops, the ``arith`` the scalar unit
+    computes (integer arith as values, float arith as scalar-ALU instructions writing a
+    register), ``scf`` with the values it carries in registers (``smov`` at entry and at each
+    yield).  Names the registers and loop variables.  :class:`Decoder` makes the
+    :class:`Program`, runtime/listing.py the listing; each says what a value is
+    (:meth:`computed`) and what a node is (:meth:`emit`, :meth:`begin`, :meth:`end`)."""
 
+    def __init__(self, fn, target, scalars=None):
+        from pto_compiler.diagnostics import PtocError, op_error
+        from pto_compiler.dialects import pto
+        from pto_compiler.runtime.kernel_interface import gm_shape, kernel_args
 
-def _fmt_field(spec: OpSpec, name: str, v) -> str:
-    kind = spec.kinds.get(name, "int")
-    if spec.family == "mask" and name in ("hi", "lo") and isinstance(v, int):
-        return hex(v & ((1 << 64) - 1))
-    if kind == "reg":
-        return f"%{v.name}" if isinstance(v, Var) else str(v)
-    if kind == "sym":
-        return f"@{v}"
-    if kind == "list":
-        return ",".join(format_expr(x, hexints=True) for x in v)
-    return _fmt_value(kind, v)
+        self.fn, self.target, self.scalars = fn, target, scalars
+        self.names: set = set(PREDEFINED)
+        self.counter = 0
+        self.vals: dict = {}
+        """SSA value -> a number or what the reader makes of it (a slot, an op to print)."""
+        self.gm: dict = {}
+        """SSA value of a GM pointer argument -> the argument's name."""
+        self.origin: Origin | None = None
+        self.op = None
+        self.gm_args: list[GmArg] = []
+        self.scalar_args: list[ScalarArg] = []
+        specs = kernel_args(fn)
+        self.names.update(s.name for s in specs)
+        for s in specs:
+            if s.kind == "gm":
+                try:
+                    shape = gm_shape(fn, s, scalars)
+                except PtocError:  # a shape only the run knows: the listing shows 0
+                    shape = (0,)
+                self.gm_args.append(GmArg(s.name, canonical_dtype(pto.dtype_name(s.type.element_type)),
+                                          tuple(int(d) for d in shape)))
+                self.gm[s.value] = s.name
+            elif s.kind == "scalar":
+                self.scalar_args.append(ScalarArg(s.name, scalar_dtype(fn, s)))
+                self.vals[s.value] = s.name
+            elif s.kind != "vector":  # a vector<> argument: only tmrgsort's executed list, never read
+                raise op_error(fn, f"has an L1 tile argument '%{s.name}'; run pto-bufferize before "
+                                   "the a2a3 lowering")
 
+    # ---- what the subclass makes -------------------------------------------------------------
+    def computed(self, op, fn, values: list):
+        """What an integer arith op with a non-constant operand is."""
+        raise NotImplementedError
 
-_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0",
-                   "src_col_stride", "dst_col_stride")
+    def emit(self, opcode: str, dtype, args: dict, op=None) -> None:
+        """One instruction (``op``: the a2a3 op it is, None for a register move of ``scf``)."""
+        raise NotImplementedError
 
+    def begin(self, kind: str, op, **fields) -> None:
+        """A loop (``var start stop step``), if (``cond``) or while starts; ``begin("else")`` /
+        ``begin("do", cond=...)`` start the else branch / the body of a while."""
+        raise NotImplementedError
 
-def _format_instr(ins: Instr, depth: int, with_origin: bool = True) -> str:
-    spec = ins.spec
-    a = ins.args
-    head = ins.opcode
-    if spec.family == "conv":
-        head += f".{a['src_dtype']}.{a['dtype']}"
-    elif a.get("dtype"):
-        head += f".{a['dtype']}"
-    parts = [head]
-    if ins.opcode in ("set_flag", "wait_flag"):
-        parts.append(f"{a['src_pipe']}->{a['dst_pipe']}")
-        parts.append(f"id={format_expr(a['event_id'])}")
-    elif ins.opcode == "pipe_barrier":
-        parts.append(a["pipe"])
-    else:
-        grouped = set(spec.blk) | set(spec.rep)
+    def end(self, kind: str) -> None:
+        raise NotImplementedError
+
+    # ---- naming ----------------------------------------------------------------------------
+    def fresh(self, stem: str) -> str:
+        while True:
+            name = f"{stem}{self.counter}"
+            self.counter += 1
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+    def register(self, v, stem: str) -> str:
+        """The name of a register holding ``v`` (its own name unless taken)."""
+        name = stem if stem not in self.names else self.fresh(stem)
+        self.names.add(name)
+        self.vals[v] = name
+        return name
+
+    def fail(self, message: str, op=None):
+        from pto_compiler.diagnostics import op_error
+
+        raise op_error(op or self.op, message)
+
+    # ---- values ------------------------------------------------------------------------------
+    def value(self, v):
+        got = self.vals.get(v)
+        if got is None:
+            from xdsl.dialects import arith
+
+            if isinstance(v.owner, arith.ConstantOp):
+                try:
+                    got = self.vals[v] = constant_value(v.owner)
+                except ValueError as e:
+                    self.fail(f"has no {self.target.name} lowering: {e}", v.owner)
+            else:
+                from pto_compiler.diagnostics import value_name
+
+                self.fail(f"operand {value_name(v)} has no value the {self.target.name} program knows")
+        return got
+
+    # ---- walking -----------------------------------------------------------------------------
+    def run(self):
+        self.block(self.fn.body.blocks[0])
+        return self
+
+    def block(self, block) -> list | None:
+        """Reads the ops of a block; returns the operands of its terminator."""
+        from xdsl.dialects import func, scf
+
+        for op in block.ops:
+            if isinstance(op, (scf.YieldOp, func.ReturnOp, scf.ConditionOp)):
+                return list(op.operands)
+            saved = (self.origin, self.op)
+            self.set_origin(op)
+            try:
+                self.read(op)
+            finally:
+                self.origin, self.op = saved
+        return None
+
+    def set_origin(self, op):
+        from xdsl.dialects.builtin import NameLoc
+
+        from pto_compiler.diagnostics import location_of
+
+        f, line, col = location_of(op)
+        loc = op.location
+        self.origin = Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc) else op.name)
+        self.op = op
+
+    def read(self, op):
+        from xdsl.dialects import scf
+
+        from pto_compiler.dialects import a2a3, pto
+
+        if isinstance(op, a2a3.A2A3Op):
+            return self.instr(op)
+        name = op.name
+        if name.startswith("arith."):
+            return self.arith(op)
+        if isinstance(op, scf.ForOp):
+            return self.loop(op)
+        if isinstance(op, scf.IfOp):
+            return self.if_(op)
+        if isinstance(op, scf.WhileOp):
+            return self.while_(op)
+        if name in ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK):
+            self.vals[op.results[0]] = name.removeprefix("pto.get_")  # the launch's values
+        # tile allocations, views and event-id arrays: the lowering has used them
+
+    def instr(self, op):
+        spec = op.SPEC
+        args: dict = {}
         for f in spec.fields:
-            if f in grouped or f not in a or spec.kinds.get(f, "").startswith("enum:"):
-                continue
-            if f in _QUIET_DEFAULTS and a[f] == spec.defaults.get(f):
-                continue  # printed only when not the default
-            parts.append(f"{f}={_fmt_field(spec, f, a[f])}")
-        if spec.blk:
-            parts.append("blk=" + ",".join(format_expr(a[f]) for f in spec.blk))
-        if spec.rep:
-            parts.append("rep=" + ",".join(format_expr(a[f]) for f in spec.rep))
-        for f in spec.fields:  # enum options (order=, round=) after the stride groups
-            if f in spec.defaults and isinstance(a.get(f), str) and a[f] != spec.defaults[f]:
-                parts.append(f"{f}={a[f]}")
-    text = f"{ins.pipe:<5}{'  ' * depth}{' '.join(parts)}"
-    if with_origin and ins.origin is not None:
-        text += f"  ; {ins.origin}"
-    return text
+            kind = spec.kinds[f]
+            if kind == "reg":
+                res = op.results[0]
+                args[f] = self.register(res, res.name_hint or "s")
+            elif kind == "list":
+                args[f] = tuple(self.value(v) for v in op.args)
+            elif kind == "gm":
+                ptr, off = op.field_value(f)
+                if ptr not in self.gm:
+                    self.fail(f"GM operand {f} is not a kernel argument")
+                args[f] = GmAddr(self.gm[ptr], self.value(off))
+            elif kind in ("pipe", "sym") or kind.startswith("enum:"):
+                v = op.field_value(f)
+                if v is not None:
+                    args[f] = v
+            else:
+                args[f] = self.value(getattr(op, f))
+        self.emit(spec.name, _dtype(op.properties.get("dtype")),
+                  {**args, **({"src_dtype": _dtype(op.properties["src_dtype"])} if "src_dtype" in op.properties
+                              else {})}, op)
 
+    def arith(self, op):
+        from xdsl.dialects import arith
 
-def _format_body(body, depth, out: list[str]):
-    for n in body:
-        ind = "  " * depth
-        if isinstance(n, Instr):
-            out.append(_format_instr(n, depth))
-        elif isinstance(n, Loop):
-            line = (f"{'S':<5}{ind}loop %{n.var} = {format_expr(n.start)} to {format_expr(n.stop)}"
-                    f" step {format_expr(n.step)} {{")
-            if n.origin is not None:
-                line += f"  ; {n.origin}"
-            out.append(line)
-            _format_body(n.body, depth + 1, out)
-            out.append(f"{'S':<5}{ind}}}")
-        elif isinstance(n, If):
-            line = f"{'S':<5}{ind}if {format_expr(n.cond)} {{"
-            if n.origin is not None:
-                line += f"  ; {n.origin}"
-            out.append(line)
-            _format_body(n.then_body, depth + 1, out)
-            if n.else_body:
-                out.append(f"{'S':<5}{ind}}} else {{")
-                _format_body(n.else_body, depth + 1, out)
-            out.append(f"{'S':<5}{ind}}}")
-        elif isinstance(n, While):
-            out.append(f"{'S':<5}{ind}while {{" + (f"  ; {n.origin}" if n.origin is not None else ""))
-            _format_body(n.cond_body, depth + 1, out)
-            out.append(f"{'S':<5}{ind}}} do if {format_expr(n.cond)} {{")
-            _format_body(n.body, depth + 1, out)
-            out.append(f"{'S':<5}{ind}}}")
+        name = op.name[6:]
+        if name == "constant":
+            return  # its number when an operand needs it
+        values = [self.value(v) for v in op.operands]
+        if name in CASTS:
+            self.vals[op.results[0]] = values[0]
+            return
+        fn = None
+        if name in ARITH:
+            fn = ARITH[name][0]
+        elif name == "cmpi":
+            fn = CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]][0]
+        elif name in ARITH_I1 and op.results[0].type.width.data == 1:
+            fn = ARITH_I1[name][0]
+        if fn is not None:
+            if any(is_slot(x) or not isinstance(x, (int, float)) for x in values):
+                self.vals[op.results[0]] = self.computed(op, fn, values)
+            else:
+                self.vals[op.results[0]] = fn(*values)
+        elif name in SALU:
+            from pto_compiler.dialects import pto
+
+            reg = self.fresh("f")
+            self.emit(SALU[name], canonical_dtype(pto.dtype_name(op.results[0].type)),
+                      {"dst": reg, "src0": values[0], "src1": values[1]}, op)
+            self.vals[op.results[0]] = reg
         else:
-            raise TypeError(f"not a program node: {n!r}")
+            self.fail(f"has no {self.target.name} lowering: arith op '{name}' on scalars is not supported by "
+                      "the scalar unit model")
+
+    # ---- scf ---------------------------------------------------------------------------------
+    def carried(self, values) -> list:
+        """A register per non-tile value an scf op carries (None for a tile: tiles share a buffer)."""
+        from pto_compiler.dialects import pto
+
+        return [None if isinstance(v.type, pto.TileLikeType) else self.fresh("v") for v in values]
+
+    def move(self, dst: str, src) -> None:
+        self.emit("smov", None, {"dst": dst, "src": src})
+
+    def yields(self, values, regs) -> None:
+        """The registers ``regs`` take ``values`` (a parallel copy through temporaries)."""
+        tmps = []
+        for v, reg in zip(values, regs):
+            if reg is not None:
+                tmp = self.fresh("t")
+                self.move(tmp, self.value(v))
+                tmps.append((reg, tmp))
+        for reg, tmp in tmps:
+            self.move(reg, tmp)
+
+    def bind(self, values, regs) -> None:
+        for v, reg in zip(values, regs):
+            if reg is not None:
+                self.vals[v] = reg
+
+    def loop(self, op):
+        from pto_compiler.passes.lower_a2a3 import MAX_TRIPS
+
+        lb, ub, step = (self.value(v) for v in (op.lb, op.ub, op.step))
+        body = op.body.blocks[0]
+        iv = body.args[0]
+        regs = self.carried(op.iter_args)
+        for init, reg in zip(op.iter_args, regs):
+            if reg is not None:
+                self.move(reg, self.value(init))
+        stem = iv.name_hint or "i"
+        var = self.fresh(stem) if stem in self.names else stem
+        self.names.add(var)
+        self.vals[iv] = var
+        self.bind(body.args[1:], regs)
+        bound = op.attributes[MAX_TRIPS].value.data if MAX_TRIPS in op.attributes else None
+        self.begin("loop", op, var=var, start=lb, stop=ub, step=step, bound=bound)
+        self.yields(self.block(body) or [], regs)
+        self.end("loop")
+        self.bind(op.res, regs)
+
+    def if_(self, op):
+        cond = self.value(op.cond)
+        regs = self.carried(op.output)
+        self.begin("if", op, cond=cond)
+        for k, region in enumerate((op.true_region, op.false_region)):
+            if k:
+                self.begin("else", op)
+            if region.blocks:
+                self.yields(self.block(region.blocks[0]) or [], regs)
+        self.end("if")
+        self.bind(op.output, regs)
+
+    def while_(self, op):
+        from pto_compiler.dialects import pto
+
+        before, after = op.before_region.block, op.after_region.block
+        if any(isinstance(v.type, pto.TileLikeType) for v in (*op.arguments, *op.res)):
+            self.fail(f"has no {self.target.name} lowering: a tile carried through scf.while (use the tile by "
+                      "name; carry scalars only)")
+        regs, passed = self.carried(op.arguments), self.carried(op.res)
+        for init, reg in zip(op.arguments, regs):
+            self.move(reg, self.value(init))
+        self.begin("while", op)
+        self.bind(before.args, regs)
+        cond, *values = self.block(before)
+        cond = self.value(cond)
+        self.yields(values, passed)
+        self.begin("do", op, cond=cond)
+        self.bind(after.args, passed)
+        self.yields(self.block(after) or [], regs)
+        self.end("while")
+        self.bind(op.res, passed)
 
 
-def format_program(p: Program) -> str:
-    """The documented text form of a program (see the module docstring)."""
-    out = [f".kernel @{p.name} target={p.target}"]
-    for g in p.gm_args:
-        out.append(f".gm @{g.name} {g.dtype}[{','.join(str(s) for s in g.shape)}]")
-    for s in p.scalar_args:
-        out.append(f".scalar %{s.name} {s.dtype}")
-    for name, fn in p.vf_funcs.items():
-        out.append(f".vf @{name}")
-        out.extend("  " + line for line in _print_op(fn).splitlines())
-    _format_body(p.body, 0, out)
-    return "\n".join(out) + "\n"
+def scalar_dtype(fn, spec) -> str:
+    """The program dtype of a scalar kernel argument: index and i1 (a condition, 0 or 1) travel
+    as i64; a type no scalar register holds (f64, ...) is a located error."""
+    from xdsl.dialects.builtin import IndexType, IntegerType
+
+    from pto_compiler.diagnostics import op_error
+    from pto_compiler.dialects import pto
+
+    t = spec.type
+    if isinstance(t, IndexType) or (isinstance(t, IntegerType) and t.width.data == 1):
+        return "i64"
+    try:
+        return canonical_dtype(pto.dtype_name(t))
+    except ValueError:
+        raise op_error(fn, f"scalar argument '%{spec.name}' has type {t}, which no scalar register "
+                           f"holds (use {', '.join(sorted(DTYPE_SIZES))})") from None
 
 
-def _print_op(op) -> str:
-    from io import StringIO
+def _dtype(t) -> str | None:
+    from pto_compiler.dialects import pto
 
-    from xdsl.printer import Printer
+    return None if t is None else canonical_dtype(pto.dtype_name(t))
 
-    buf = StringIO()
-    Printer(stream=buf).print_op(op)
-    return buf.getvalue()
+
+def constant_value(op):
+    """The number of an ``arith.constant`` (an ``i1`` as 0 or 1, a float rounded to its type);
+    ValueError for a constant no scalar register holds."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+
+    from pto_compiler.runtime.element_types import holds_exactly
+    from pto_compiler.runtime.kernel_interface import float_name
+
+    attr = op.value
+    if isinstance(attr, IntegerAttr):
+        w = getattr(getattr(op.result.type, "width", None), "data", None)
+        return attr.value.data & 1 if w == 1 else attr.value.data
+    if isinstance(attr, FloatAttr):
+        v, name = float(attr.value.data), float_name(op.result.type)
+        if name is None or holds_exactly(v, name):
+            return v
+        from pto_compiler.runtime import elementwise as E
+
+        return float(E.scalar_to(v, E.np_dtype(name)).astype("float64"))
+    raise ValueError("non-scalar constant")
+
+
+class Decoder(FunctionReader):
+    """A lowered function -> its :class:`Program`; ``op_of`` maps each node to its op."""
+
+    def __init__(self, fn, target, scalars=None):
+        super().__init__(fn, target, scalars)
+        self.body: list = []
+        self.stack: list = []
+        self.op_of: dict = {}
+        self.defs: dict = {}
+        """slot of an arith result -> its step."""
+
+    def computed(self, op, fn, values):
+        slot = f"#{len(self.defs)}"
+        self.defs[slot] = (fn, slot, *values)
+        return slot
+
+    def steps(self, values) -> tuple:
+        """The steps that compute the slots of ``values``, in order."""
+        out: list = []
+        seen: set = set()
+
+        def visit(x):
+            step = self.defs.get(x)
+            if step is None or x in seen:
+                return
+            seen.add(x)
+            for y in step[2:]:
+                if type(y) is str:
+                    visit(y)
+            out.append(step)
+
+        for x in values:
+            if type(x) is str:
+                visit(x)
+        return tuple(out)
+
+    def emit(self, opcode, dtype, args, op=None):
+        ins = Instr.make(opcode, dtype, origin=self.origin, **args)
+        kinds = ins.spec.kinds
+        dyn = []
+        for f, v in ins.args.items():
+            kind = kinds.get(f)
+            if kind is None or kind == "reg" or kind in ("pipe", "sym") or kind.startswith("enum:"):
+                continue
+            if kind == "list":
+                dyn += [((f, i), x) for i, x in enumerate(v) if type(x) is str]
+            elif kind == "gm":
+                if type(v.offset) is str:
+                    dyn.append((f, v.offset))
+            elif type(v) is str:
+                dyn.append((f, v))
+        if dyn:
+            ins.dyn = tuple(dyn)
+            ins.steps = self.steps(s for _, s in dyn)
+        self.body.append(ins)
+        if op is not None:
+            self.op_of[id(ins)] = op
+
+    def begin(self, kind, op, **f):
+        if kind == "loop":
+            node = Loop(f["var"], f["start"], f["stop"], f["step"], [], self.origin,
+                        self.steps((f["start"], f["stop"], f["step"])), f["bound"])
+        elif kind == "if":
+            node = If(f["cond"], [], [], self.origin, self.steps((f["cond"],)))
+        elif kind == "while":
+            node = While([], 0, [], self.origin)
+        elif kind == "else":
+            self.body = self.stack[-1][1].else_body
+            return
+        else:  # "do": the while's condition is known, its body follows
+            node = self.stack[-1][1]
+            node.cond, node.steps = f["cond"], self.steps((f["cond"],))
+            self.body = node.body
+            return
+        self.body.append(node)
+        self.op_of[id(node)] = op
+        self.stack.append((self.body, node))
+        self.body = node.cond_body if kind == "while" else node.then_body if kind == "if" else node.body
+
+    def end(self, kind):
+        self.body, _ = self.stack.pop()
+
+    def program(self) -> Program:
+        return Program(target=self.target.name, gm_args=self.gm_args, body=self.body,
+                       scalar_args=self.scalar_args, name=self.fn.sym_name.data, fn=self.fn,
+                       scalars=self.scalars)
+
+
+def program_of(module, target, entry: str | None = None, scalars: dict | None = None) -> Program:
+    """The program of a lowered module's entry function (after a2a3-complete-barriers)."""
+    from pto_compiler.runtime.kernel_interface import select_entry
+
+    return Decoder(select_entry(module, entry), target, scalars).run().program()

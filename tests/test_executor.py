@@ -152,8 +152,13 @@ def test_builder_matches_listing():
     line = ins.to_text()
     assert line == ("V    vmax.f32 dst=0x0 src0=0x1000 src1=0x2000 repeat=16 blk=1,1,0 rep=8,8,1"
                     "  ; t.pto:12:3 pto.trowexpandmax")
-    p = Program("a2a3", [GmArg("x", "f32", (4,))], [Loop("i", 0, 2, 1, [ins])])
-    assert "S    loop %i = 0 to 2 step 1 {\nV      vmax.f32" in p.to_text()
+    p = a2a3_program("  scf.for %i = %c0 to %c2 step %c1 {\n"
+                     "    %d = arith.muli %i, %c1024 : index\n"
+                     "    %a = arith.addi %d, %c0x1000 : index\n"
+                     "    a2a3.vmax dst=%a src0=%c0x1000 src1=%c0x2000 repeat=%c16 blk=%c1,%c1,%c0 rep=%c8,%c8,%c1 : f32\n"
+                     "  }")
+    assert "S    loop %i = 0 to 2 step 1 {" in p.to_text()
+    assert "\nV      vmax.f32 dst=%i*1024+0x1000 src0=0x1000 src1=0x2000 repeat=16 blk=1,1,0 rep=8,8,1" in p.to_text()
 
 
 # ------------------------------------------------------------------------------------------------

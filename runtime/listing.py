@@ -1,0 +1,218 @@
+"""The listing of a lowered module: ``ptoc --emit program``, printed from the module's ``a2a3`` ops.
+
+The listing prints a lowered function for people and for lit tests; nothing reads it back (tests
+write programs as a2a3 MLIR).  It starts with its header::
+
+    .kernel @softmax target=a2a3
+    .gm @x f32[64,256]
+    .scalar %n i32
+
+then one instruction per line, ``PIPE OPCODE[.DTYPE] ARG ARG ...  ; FILE:LINE:COL OPNAME``:
+
+* ``PIPE`` is left-aligned in a 5-character column; ``vconv.f32.f16`` converts f32 (src) to f16
+  (dst), as the CCE intrinsic ``vconv_f322f16`` is spelled.
+* ``ARG`` is ``key=value``: UB addresses and masks in hex, counts in decimal, GM addresses
+  ``@arg+OFFSET``; an operand the scalar unit computes is printed as the ``arith`` that computes
+  it, without blanks (``0x1000+%i*1024``, ``min(240,%n-%r)``; ``+``/``-`` terms of an address in
+  hex, multipliers in decimal).
+* ``blk=1,1,0`` lists the block strides of the operands that have one, in operand order, and
+  ``rep=8,8,1`` the repeat strides.
+* ``set_flag MTE2->V id=0`` is in the source pipe's column, ``wait_flag`` in the destination's,
+  ``pipe_barrier ALL`` in the ``S`` column.
+* Float ``arith`` is the scalar ALU's (``smul.f32 dst=%f3 src0=%s src1=2.0``); a value an ``scf``
+  op carries is a register, moved with ``smov`` at entry and at each yield.
+* The trailing comment is the origin: the tile op the instruction was lowered from.
+
+Loops and conditionals::
+
+    S    loop %i = 0 to 2 step 1 {
+    V      vmax.f32 dst=0x0+0x7800*%i src0=... repeat=240 blk=1,1,0 rep=8,8,1  ; t.pto:12:3 pto.trowexpandmax
+    S    }
+
+ascend950 programs launch vector functions: ``V    vf_call callee=@k_texp_2 args=0x100,%n`` runs
+``vf.func @k_texp_2`` (dialects/vf.py) on the UB; the listing prints each launched ``vf.func``
+after the header as a ``.vf @name`` line followed by the function's MLIR, indented by two spaces.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pto_compiler.dialects.a2a3 import OpSpec
+from pto_compiler.runtime.program import ARITH, ARITH_I1, CMPI, FunctionReader, GmAddr, Instr
+
+M64 = (1 << 64) - 1
+
+_PREC = {"+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3}
+
+_QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0",
+                   "src_col_stride", "dst_col_stride")
+"""Fields printed only when not the default."""
+
+
+def number_text(v, hexints: bool) -> str:
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        if hexints:
+            return f"-{hex(-v)}" if v < 0 else hex(v)
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    return str(v)
+
+
+def _gm_text(g: GmAddr, text) -> str:
+    if isinstance(g.offset, int) and g.offset == 0:
+        return f"@{g.arg}"
+    off = text(g.offset, True)
+    return f"@{g.arg}{off}" if off.startswith("-") else f"@{g.arg}+{off}"
+
+
+def _field_text(spec: OpSpec, name: str, v, text) -> str:
+    kind = spec.kinds.get(name, "int")
+    if spec.family == "mask" and name in ("hi", "lo") and isinstance(v, int):
+        return hex(v & M64)
+    if kind == "reg":
+        return f"%{v}"
+    if kind == "sym":
+        return f"@{v}"
+    if kind == "list":
+        return ",".join(text(x, True) for x in v)
+    if kind == "gm":
+        return _gm_text(v, text)
+    return text(v, kind in ("ub", "ub_elem"))
+
+
+def instr_line(spec: OpSpec, pipe: str, a: dict, text, depth: int = 0, origin=None) -> str:
+    """One instruction's line; ``text(value, hexints)`` prints an operand that is not a field's
+    own kind of constant (a number, or a value the scalar unit computes)."""
+    head = spec.name
+    if spec.family == "conv":
+        head += f".{a['src_dtype']}.{a['dtype']}"
+    elif a.get("dtype"):
+        head += f".{a['dtype']}"
+    parts = [head]
+    if spec.name in ("set_flag", "wait_flag"):
+        parts.append(f"{a['src_pipe']}->{a['dst_pipe']}")
+        parts.append(f"id={text(a['event_id'], False)}")
+    elif spec.name == "pipe_barrier":
+        parts.append(a["pipe"])
+    else:
+        grouped = set(spec.blk) | set(spec.rep)
+        for f in spec.fields:
+            if f in grouped or f not in a or spec.kinds.get(f, "").startswith("enum:"):
+                continue
+            if f in _QUIET_DEFAULTS and a[f] == spec.defaults.get(f):
+                continue
+            parts.append(f"{f}={_field_text(spec, f, a[f], text)}")
+        if spec.blk:
+            parts.append("blk=" + ",".join(text(a[f], False) for f in spec.blk))
+        if spec.rep:
+            parts.append("rep=" + ",".join(text(a[f], False) for f in spec.rep))
+        for f in spec.fields:  # enum options (order=, round=) after the stride groups
+            if spec.kinds[f].startswith("enum:") and f in a and a[f] != spec.defaults.get(f):
+                parts.append(f"{f}={a[f]}")
+    line = f"{pipe:<5}{'  ' * depth}{' '.join(parts)}"
+    return line if origin is None else f"{line}  ; {origin}"
+
+
+class _Printer(FunctionReader):
+    """The listing's lines of a lowered function (a value the scalar unit computes is its arith op,
+    printed where it is used)."""
+
+    def __init__(self, fn, target, scalars=None):
+        super().__init__(fn, target, scalars)
+        self.lines: list[str] = []
+        self.depth = 0
+        self.marks: list = []
+        """Per open if: the line its else branch would start at."""
+
+    def text(self, v, hexints: bool = False, prec: int = 0) -> str:
+        if type(v) is str:
+            return f"%{v}"
+        if isinstance(v, (int, float)):
+            s = number_text(v, hexints)
+            return f"({s})" if prec > 4 and s.startswith("-") else s
+        return self.arith_text(v, hexints, prec)
+
+    def arith_text(self, op, hexints: bool, prec: int) -> str:
+        from xdsl.dialects import arith
+
+        name = op.name[6:]
+        args = [self.vals[o] for o in op.operands]
+        sym = (CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]] if name == "cmpi"
+               else ARITH.get(name) or ARITH_I1[name])[1]
+        if sym not in _PREC:
+            return f"{sym}(" + ",".join(self.text(x, hexints) for x in args) + ")"
+        p = _PREC[sym]
+        h = hexints and sym in ("+", "-")
+        lhs = self.text(args[0], h, p)
+        rhs = self.text(args[1], h, p + 1 if sym in ("-", "/", "%") or p == 3 else p)
+        s = f"{lhs}{sym}{rhs}"
+        return f"({s})" if p < prec else s
+
+    def computed(self, op, fn, values):
+        return op
+
+    def emit(self, opcode, dtype, args, op=None):
+        ins = Instr.make(opcode, dtype, **args)
+        self.lines.append(instr_line(ins.spec, ins.pipe, ins.args, self.text, self.depth, self.origin))
+
+    def line(self, text: str, origin: bool = False) -> None:
+        s = f"{'S':<5}{'  ' * self.depth}{text}"
+        self.lines.append(f"{s}  ; {self.origin}" if origin and self.origin is not None else s)
+
+    def begin(self, kind, op, **f):
+        t = self.text
+        if kind == "loop":
+            self.line(f"loop %{f['var']} = {t(f['start'])} to {t(f['stop'])} step {t(f['step'])} {{", True)
+        elif kind == "if":
+            self.line(f"if {t(f['cond'])} {{", True)
+        elif kind == "while":
+            self.line("while {", True)
+        elif kind == "else":
+            self.marks.append(len(self.lines))
+            return
+        else:  # do
+            self.depth -= 1
+            self.line(f"}} do if {t(f['cond'])} {{")
+        self.depth += 1
+
+    def end(self, kind):
+        self.depth -= 1
+        if kind == "if":
+            at = self.marks.pop()
+            if at < len(self.lines):
+                self.lines.insert(at, f"{'S':<5}{'  ' * self.depth}}} else {{")
+        self.line("}")
+
+
+def function_listing(fn, target, scalars: dict | None = None) -> str:
+    """The listing of a lowered function (see the module doc)."""
+    from xdsl.printer import Printer
+
+    from pto_compiler.dialects import a2a3
+
+    p = _Printer(fn, target, scalars)
+    p.run()
+    out = [f".kernel @{fn.sym_name.data} target={target.name}"]
+    out += [f".gm @{g.name} {g.dtype}[{','.join(str(s) for s in g.shape)}]" for g in p.gm_args]
+    out += [f".scalar %{s.name} {s.dtype}" for s in p.scalar_args]
+    calls = [op for op in fn.walk() if isinstance(op, a2a3.OPS["vf_call"])]
+    if calls:
+        from io import StringIO
+
+        from pto_compiler.dialects import vf
+
+        symbols = vf.VfSymbols(fn.parent_op() or fn)
+        for name in dict.fromkeys(op.field_value("callee") for op in calls):
+            buf = StringIO()
+            Printer(stream=buf).print_op(symbols.lookup(calls[0], name))
+            out.append(f".vf @{name}")
+            out.extend("  " + line for line in buf.getvalue().splitlines())
+    return "\n".join(out + p.lines) + "\n"
