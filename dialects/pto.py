@@ -289,9 +289,11 @@ class TileBufType(TileLikeType):
 
 def _compare_by_parameters(*classes: type[ParametrizedAttribute]) -> None:
     """The dataclass ``__eq__`` irdl makes for a subclass sees only the subclass's own fields;
-    these types declare theirs on a shared base, so compare the parameter tuples instead."""
+    these types declare theirs on a shared base, so compare the parameter tuples instead (after
+    identity: the front end makes one object per type text, and verifiers compare types per op)."""
     for cls in classes:
-        cls.__eq__ = lambda self, other: type(self) is type(other) and self.parameters == other.parameters
+        cls.__eq__ = lambda self, other: self is other or (type(self) is type(other)
+                                                           and self.parameters == other.parameters)
         cls.__hash__ = lambda self: hash((type(self), self.parameters))
 
 
