@@ -31,7 +31,7 @@ from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pto_compiler.cli import __version__
+from pto_compiler.cli import __version__, few_collections
 
 PROG = "ptoc-opt"
 
@@ -260,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if opt.args.verify_diagnostics:
             return opt.verify_diagnostics()
         opt.run()
+        few_collections()  # what it made lives until it exits: the final collection need not walk it
         return 0
     except SystemExit as e:  # --help, --version
         return e.code if isinstance(e.code, int) else 0
