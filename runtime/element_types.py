@@ -20,7 +20,16 @@ NUMPY_NAMES: dict[str, str] = {
 }
 """ptoc element type name (``u8`` ... spell ``ui8`` ...) -> NumPy dtype name."""
 
-FLOAT_NAMES = frozenset({"f16", "bf16", "f32", "f64"})
+FLOAT_FORMATS: dict[str, tuple[int, int, int, int]] = {
+    "f16": (11, -14, 15, 0x7E00),
+    "bf16": (8, -126, 127, 0x7FC0),
+    "f32": (24, -126, 127, 0x7FC00000),
+    "f64": (53, -1022, 1023, 0x7FF8000000000000),
+}
+"""Each float type's (precision p incl. the implicit bit, min normal exponent, max exponent,
+canonical quiet NaN bits)."""
+
+FLOAT_NAMES = frozenset(FLOAT_FORMATS)
 
 
 def canonical_name(name: str) -> str | None:
@@ -30,11 +39,8 @@ def canonical_name(name: str) -> str | None:
         name = "ui" + name[1:]
     return name if name in NUMPY_NAMES else None
 
-_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
-"""Significand bits of each float type, the implicit bit included."""
-
 
 def holds_exactly(value: float, name: str) -> bool:
-    """The float type ``name`` holds ``value`` unrounded because it is an integer of at most the type's
-    precision (0.0, 1.0, 255.0 ...); other values round with NumPy (``elementwise.scalar_to``)."""
-    return value.is_integer() and abs(value) < 2 ** _PRECISION[name]
+    """The float type ``name`` holds ``value`` unrounded because it is an integer below 2**p (0.0, 1.0,
+    255.0 ...); other values round with NumPy (``elementwise.scalar_to``)."""
+    return value.is_integer() and abs(value) < 2 ** FLOAT_FORMATS[name][0]

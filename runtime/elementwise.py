@@ -55,7 +55,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from pto_compiler.runtime.element_types import NUMPY_NAMES, canonical_name
+from pto_compiler.runtime.element_types import FLOAT_FORMATS, NUMPY_NAMES, canonical_name
 
 # --------------------------------------------------------------------------------------
 # Element types
@@ -64,14 +64,8 @@ from pto_compiler.runtime.element_types import NUMPY_NAMES, canonical_name
 NAMES: dict[str, str] = {v: k for k, v in NUMPY_NAMES.items()}
 """NumPy dtype name -> ptoc element type name."""
 
-# float formats by NumPy dtype name:
-# (precision p incl. the implicit bit, min normal exponent, max exponent, canonical qNaN bits)
-_FORMATS = {
-    "float16": (11, -14, 15, 0x7E00),
-    "bfloat16": (8, -126, 127, 0x7FC0),
-    "float32": (24, -126, 127, 0x7FC00000),
-    "float64": (53, -1022, 1023, 0x7FF8000000000000),
-}
+_FORMATS = {NUMPY_NAMES[name]: fmt for name, fmt in FLOAT_FORMATS.items()}
+"""element_types.FLOAT_FORMATS by NumPy dtype name."""
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
