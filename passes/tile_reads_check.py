@@ -85,6 +85,14 @@ class TileReadsCheck:
                 preds[s].append(i)
         empty = _State()
         out = [empty] * len(nodes)
+        if all(q < i for i, ps in enumerate(preds) for q in ps):
+            # no loop, nodes in order: each in-state is final when its node is reached (one pass, reporting)
+            for i, node in enumerate(nodes):
+                inn = empty
+                for q in preds[i]:
+                    inn = inn.join(out[q])
+                out[i] = self.transfer(i, inn, node.op)
+            return
         changed = True
         while changed:
             changed = False
