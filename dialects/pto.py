@@ -1380,6 +1380,68 @@ class FillPadOp(TileOp):
                                   f"vs {dst.rows}x{dst.cols})")
 
 
+class InterleaveOp(TileOp):
+    """TINTERLEAVE ``ins(src0, src1) outs(dst0, dst1)`` and TDEINTERLEAVE ``ins(src0, src1 | src)
+    outs(dst0, dst1)`` (TINTERLEAVE.md, TDEINTERLEAVE.md, pto_isa.md §3.1; A5 only), per valid row
+    i, with VC dst0's valid cols (even):
+
+    * interleave: the stream ``src0[i,0], src1[i,0], src0[i,1], ...`` (2 VC long), its first half
+      to dst0, its second half to dst1;
+    * deinterleave, two sources: ``combined = src0[i, :VC] ++ src1[i, :VC]``, ``dst0[i, k] =
+      combined[2k]``, ``dst1[i, k] = combined[2k+1]``;
+    * deinterleave, one source: ``dst0[i, k] = src[i, 2k]``, ``dst1[i, k] = src[i, 2k+1]`` for
+      ``k < C / 2`` (C src's valid cols); the rest of a dst row is unspecified (not written)."""
+
+    FAMILY: ClassVar[str] = "interleave"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    DEINTERLEAVE: ClassVar[bool] = False
+
+    @property
+    def page(self) -> str:
+        return "TDEINTERLEAVE.md" if self.DEINTERLEAVE else "TINTERLEAVE.md"
+
+    @property
+    def single(self) -> bool:
+        return self.DEINTERLEAVE and len(self.ins) == 1
+
+    @property
+    def dsts(self) -> list[SSAValue]:
+        return list(self.outs) if self.outs else list(self.res)
+
+    def verify_family(self) -> None:
+        if len(self.dsts) != 2:
+            raise VerifyException(f"expects two destinations, dst0 and dst1 ({self.page}), got {len(self.dsts)}")
+        n = "1 or 2" if self.DEINTERLEAVE else "2"
+        if len(self.ins) not in ((1, 2) if self.DEINTERLEAVE else (2,)):
+            raise VerifyException(f"expects {n} sources ({self.page}), got {len(self.ins)}")
+        srcs = _tiles(self, len(self.ins), "tile sources")
+        dst0, dst1 = (v.type for v in self.dsts)
+        if not all(isinstance(t, TileLikeType) for t in (dst0, dst1)):
+            raise VerifyException("dst0 and dst1 must be tiles")
+        _same_dtype(dst0, dst1, *srcs, rule=f"every tile must have the same element type ({self.page})")
+        for t, who in ((dst0, "dst0"), (dst1, "dst1"), *((s, f"src{k}") for k, s in enumerate(srcs))):
+            _row_major(t, who)
+        _same_valid(dst0, dst1, f"dst0 and dst1 must have the same valid shape ({self.page})")
+        if self.single:
+            src = srcs[0]
+            if _known(src.valid_col) and src.valid_col % 2:
+                raise VerifyException(f"src's valid cols must be even ({self.page}), got {src.valid_col}")
+            if _known(src.valid_row, dst0.valid_row) and src.valid_row != dst0.valid_row:
+                raise VerifyException(f"src and dst0 must have the same valid rows ({self.page}; {src.valid_row} "
+                                      f"vs {dst0.valid_row})")
+            if _known(src.valid_col, dst0.valid_col) and dst0.valid_col < src.valid_col // 2:
+                raise VerifyException(f"dst0's valid cols must hold half of src's ({self.page}; {dst0.valid_col} "
+                                      f"vs {src.valid_col} / 2)")
+            if src.cols * src.elem_bytes < 512:
+                raise VerifyException(f"the source tile must be at least 2 x 256 / sizeof(T) wide ({self.page}; "
+                                      f"{src.cols} x {src.elem_bytes} bytes)")
+            return
+        for k, s in enumerate(srcs):
+            _same_valid(s, dst0, f"src{k} and dst0 must have the same valid shape ({self.page})")
+        if _known(dst0.valid_col) and dst0.valid_col % 2:
+            raise VerifyException(f"the valid cols must be even ({self.page}), got {dst0.valid_col}")
+
+
 class DequantOp(TileOp):
     """TDEQUANT ``ins(src, scale, offset) outs(dst)`` (TDEQUANT.md):
     ``dst[i, j] = (f32(src[i, j]) - offset[i]) * scale[i]`` over dst's valid region, each step
@@ -1814,6 +1876,9 @@ TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="m
 TFillPadOp = _define("tfillpad", FillPadOp, BYTES_1_2_4, FN="fill_pad")
 TFillPadExpandOp = _define("tfillpad_expand", FillPadOp, BYTES_1_2_4, EXPAND=True, FN="fill_pad")
 TFillPadInplaceOp = _define("tfillpad_inplace", FillPadOp, BYTES_1_2_4, INPLACE=True, FN="fill_pad")
+TInterleaveOp = _define("tinterleave", InterleaveOp, _per_target(frozenset(), B8_B16_B32), FN="interleave")
+TDeinterleaveOp = _define("tdeinterleave", InterleaveOp, _per_target(frozenset(), B8_B16_B32), DEINTERLEAVE=True,
+                          FN="deinterleave")
 TDequantOp = _define("tdequant", DequantOp, _per_target(frozenset({"f32"}), frozenset({"f32"})),
                      FN="dequant")
 TConcatOp = _define("tconcat", ConcatOp, _per_target(B8_B16_B32, B8_B16_B32 | {"i64", "ui64"}))
@@ -1840,7 +1905,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tpack", "tsubview",
-    "tinterleave", "tdeinterleave", "tgatherb",
+    "tgatherb",
     "tquant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
@@ -2502,7 +2567,7 @@ def _tpush_split_a5(op: TileOp, target_name: str) -> None:
 TARGET_RULES: dict[str, object] = {
     "pto.tpush_to_aiv": _tpush_split_a5,
     "pto.tpush_to_aic": _tpush_split_a5,
-    "pto.thistogram": _only_a5,
+    "pto.thistogram": _only_a5, "pto.tinterleave": _only_a5, "pto.tdeinterleave": _only_a5,
     "pto.tsel": _tsel_a2a3,
     "pto.tgather": lambda op, target: (_tgather_compare_a2a3(op, target), _tgather_index_a2a3(op, target)),
 }

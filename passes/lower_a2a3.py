@@ -1669,6 +1669,35 @@ class _FnLowering:
         below = Opnd(ex_add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
         self.vec("vector_dup", dup, {"dst": below}, R - VR, per_row, extra={"scalar": bits})
 
+    def tile_interleave(self, op):
+        """TINTERLEAVE / TDEINTERLEAVE (TINTERLEAVE.md, TDEINTERLEAVE.md; A5 only: ascend950 runs this
+        rule, as for TTRANS): the scalar unit moves each element (``ld_ub``, ``st_ub``), bracketed by
+        V->S / S->V flags; per valid row i and m < H (half the valid cols) the pages' moves
+        ``dst[i, da*m + db] = src[i, sa*m + sb]``."""
+        srcs = [self.tile(v) for v in op.ins]
+        d0, d1 = (self.tile(v) for v in op.outs)
+        self._static_valid(*srcs)
+        R, H = srcs[0].vr, srcs[0].vc // 2
+        a, b = srcs[0], srcs[-1]
+        if op.single:
+            moves = [(d0, 1, 0, a, 2, 0), (d1, 1, 0, a, 2, 1)]
+        elif op.DEINTERLEAVE:
+            moves = [(d0, 1, 0, a, 2, 0), (d1, 1, 0, a, 2, 1), (d0, 1, H, b, 2, 0), (d1, 1, H, b, 2, 1)]
+        else:
+            moves = [(d0, 2, 0, a, 1, 0), (d0, 2, 1, b, 1, 0), (d1, 2, 0, a, 1, H), (d1, 2, 1, b, 1, H)]
+        self.flag("V", "S")
+        rows, i = self.loop("i", 0, R)
+        outer = self.in_body(rows.body)
+        cols, m = self.loop("m", 0, H)
+        inner = self.in_body(cols.body)
+        for d, da, db, s, sa, sb in moves:
+            reg = Var(self.fresh("s"))
+            self.emit("ld_ub", s.dtype, dst=reg, addr=s.elem(i, ex_add(ex_mul(m, sa), sb)))
+            self.emit("st_ub", d.dtype, addr=d.elem(i, ex_add(ex_mul(m, da), db)), src=reg)
+        self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_dequant(self, op):
         """TDEQUANT (TDEQUANT.md): src converted into dst (``vconv``; i8 through an f16 tmp in free UB,
         both steps exact), then per valid row, the scalar unit reading the row's offset and scale:
@@ -2433,7 +2462,7 @@ _FAMILY_RULES = {
     pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
     pto.ConcatOp: _FnLowering.tile_concat, pto.FillPadOp: _FnLowering.tile_fillpad,
-    pto.DequantOp: _FnLowering.tile_dequant,
+    pto.DequantOp: _FnLowering.tile_dequant, pto.InterleaveOp: _FnLowering.tile_interleave,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,

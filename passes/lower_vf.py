@@ -320,7 +320,20 @@ NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter
 TROWPROD, TGATHER and TSCATTER (the scalar unit's loads, stores and arithmetic: no vector
 instruction vector_isa.md describes writes a ramp, moves an element across lanes, multiplies across
 lanes, gathers or scatters), TSORT32 and TMRGSORT (VBS32 ``vbitsort``, VMS4 ``vmrgsort4``: A5 as
-A2/A3)."""
+A2/A3).  A two-source TDEINTERLEAVE whose half (VC / 2 valid cols) is not whole 32-byte blocks
+runs on the scalar unit too (:func:`on_scalar_unit`)."""
+
+
+def on_scalar_unit(op: Operation) -> bool:
+    """The tile op is lowered by its a2a3 rule on ascend950 as well (no VF): the :data:`NOT_VF`
+    families, and a two-source TDEINTERLEAVE whose second half would be stored from a column
+    inside a 32-byte block (NORM stores are aligned)."""
+    if type(op).FAMILY in NOT_VF:
+        return True
+    if isinstance(op, pto.InterleaveOp) and op.DEINTERLEAVE and not op.single and op.outs:
+        vc = op.outs[0].type.valid_col
+        return vc < 0 or (vc // 2 * op.outs[0].type.elem_bytes) % 32 != 0
+    return False
 _SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
 _SCAL = {n: c for n, op in pto.TILE_OPS.items()
          if op.FAMILY == "scalar" and (c := _SCAL_OF_VOP.get(op.A2A3_VOP)) is not None and c.FN == op.FN}
@@ -1192,6 +1205,68 @@ class _OpLowering:
             b.loop(R - VR, lambda i: row(b.add(i, VR), 0))
         return plan
 
+    def f_interleave(self):
+        """TINTERLEAVE / TDEINTERLEAVE (the pages; A5's vdintlv): ``vf.deinterleave`` EVEN/ODD of a
+        register pair de-interleaves; interleaving, its inverse, is the same permutation applied
+        ord - 1 times (the perfect shuffle of 2L lanes has order ord, the order of 2 modulo 2L - 1:
+        7 for 32-bit, 8 for 16-bit, 9 for 8-bit lanes).  Per valid row, every store at an aligned
+        column under an update_mask count; TINTERLEAVE's second half is read from column VC / 2
+        (``vf.load_unalign`` when that is inside a 32-byte block)."""
+        op = self.op
+        srcs, dsts = list(op.ins), list(op.outs)
+        R, VC = self.valid(srcs[0])
+        self._static(R, VC)
+        for v in (*srcs, *dsts):
+            self.arg(v)
+
+        def plan():
+            b = self.b
+            ts = [self.tile(v) for v in srcs]
+            d0, d1 = (self.tile(v) for v in dsts)
+            self._aligned(*((t, R) for t in (*ts, d0, d1)))
+            L, H, elt = _lanes(d0.elt), VC // 2, d0.elt
+            rounds = next(n for n in range(1, 2 * L) if pow(2, n, 2 * L - 1) == 1)
+
+            def deint(a, c):
+                return b.op(vf.DeinterleaveOp(a, c)), b.op(vf.DeinterleaveOp(a, c, "ODD"))
+
+            def load(t, i, col, aligned=True):
+                off = _elem(b, t, i, col)
+                return _load(b, t, off) if aligned else b.op(vf.LoadUnalignOp(t.arg, off))
+
+            def split(t, i, col0):  # dst0/dst1 columns col0 + k from the even/odd elements of t's row
+                def chunk(k, m):
+                    x, y = deint(load(t, i, b.mul(k, 2)), load(t, i, b.add(b.mul(k, 2), L)))
+                    _store(b, d0, _elem(b, d0, i, b.add(k, col0)), x, m)
+                    _store(b, d1, _elem(b, d1, i, b.add(k, col0)), y, m)
+                b.chunks(H, L, elt, chunk)
+
+            def weave(i, dst, base):  # dst's VC columns: the stream of ts[0], ts[1] from column base
+                def trip(q, left):
+                    col = b.add(b.mul(q, L), base)
+                    x, y = load(ts[0], i, col, aligned), load(ts[1], i, col, aligned)
+                    for _ in range(rounds - 1):
+                        x, y = deint(x, y)
+                    for v, at in ((x, 0), (y, L)):
+                        m, left = b.op(vf.UpdateMaskOp(left, vf.mask_type(elt)))
+                        _store(b, dst, _elem(b, dst, i, b.add(b.mul(q, 2 * L), at)), v, m)
+                    return [left]
+                aligned = (base * d0.e) % 32 == 0
+                b.loop(-(-H // L), trip, [b.i32(VC)])
+
+            def row(i):
+                if op.single:
+                    split(ts[0], i, 0)
+                elif op.DEINTERLEAVE:
+                    split(ts[0], i, 0)
+                    split(ts[1], i, H)
+                else:
+                    weave(i, d0, 0)
+                    weave(i, d1, H)
+                return []
+            b.loop(R, row)
+        return plan
+
     def f_dequant(self):
         """TDEQUANT (TDEQUANT.md): per row, the row's offset and scale loaded BRC_B32; per chunk of 64
         f32 lanes, src loaded UNPK_B16 and ``vf.cvt`` to f32 (exact), ``vf.sub`` of the offset,
@@ -1367,7 +1442,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
         built: dict = {}
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
-                and type(op).FAMILY not in NOT_VF and not lower_cube.is_cube_op(op)]
+                and not on_scalar_unit(op) and not lower_cube.is_cube_op(op)]
         for op in todo:
             if op.res and not op.outs:
                 raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-lower-vf")
@@ -1442,7 +1517,7 @@ class _VfProgramLowering(A._FnLowering):
         return super()._lower_op(op)
 
     def lower_tile_op(self, op):
-        if type(op).FAMILY in NOT_VF or lower_cube.is_cube_op(op):
+        if on_scalar_unit(op) or lower_cube.is_cube_op(op):
             return self.emit_tile_op(op)  # DMA, TPRINT and the cube core: the a2a3 rules
         self.fail("is a vector tile op; run pto-lower-vf before the ascend950 program emission")
 

@@ -874,6 +874,25 @@ def convert(x, dtype, mode: str | None = "CAST_RINT", saturate: bool | None = No
     return x.astype(dst)
 
 
+@element_fn("interleave")
+def interleave(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """TINTERLEAVE.md: per row the stream ``a[i,0], b[i,0], a[i,1], b[i,1], ...``, its first half
+    (dst0) and its second half (dst1)."""
+    a, b = _same(a, b)
+    r, c = a.shape
+    stream = np.empty((r, 2 * c), a.dtype)
+    stream[:, 0::2], stream[:, 1::2] = a, b
+    return stream[:, :c], stream[:, c:]
+
+
+@element_fn("interleave")
+def deinterleave(a, b=None) -> tuple[np.ndarray, np.ndarray]:
+    """TDEINTERLEAVE.md: per row ``combined = a ++ b`` (``a`` alone in the one-source form), its
+    even (dst0) and odd (dst1) elements."""
+    combined = _arr(a) if b is None else np.concatenate(_same(a, b), axis=1)
+    return combined[:, 0::2], combined[:, 1::2]
+
+
 @element_fn("dequant")
 def dequant(x, scale, offset):
     """TDEQUANT.md: ``(f32(x) - offset) * scale``, each step rounded to f32 (vsub, then vmul);

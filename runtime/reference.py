@@ -1215,6 +1215,30 @@ class Evaluator:
         r, c = src.valid
         dst.data[...] = self.fn(op)(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
 
+    def family_interleave(self, op, env):
+        srcs = [self.tile(op, v, env) for v in op.ins]
+        r, c = srcs[0].valid
+        if op.single:
+            self.need(op, c % 2 == 0, f"src's valid cols ({c}) are odd at run time ({op.page})")
+            c //= 2
+        else:
+            self.need(op, c % 2 == 0 and all(s.valid == srcs[0].valid for s in srcs),
+                      f"the sources' valid regions {[s.valid for s in srcs]} are not one shape of even cols at run "
+                      f"time ({op.page})")
+        dsts = [self.tile(op, v, env) for v in op.outs] or [self.result_tile(op, k, (r, c), env) for k in range(2)]
+        for d in dsts:
+            self.need(op, d.valid[0] == r and d.valid[1] >= c, f"dst valid region {d.valid[0]}x{d.valid[1]} does "
+                                                               f"not hold the {r}x{c} result at run time ({op.page})")
+        for d, x in zip(dsts, self.fn(op)(*(s.data[:r, :s.valid[1]] for s in srcs))):
+            d.data[:r, :c] = x
+
+    def result_tile(self, op, k: int, hint: tuple[int, int], env: dict) -> Tile:
+        """A new tile for L1 result ``k`` (its valid region from the result type, ``?`` from ``hint``)."""
+        t = op.res[k].type
+        valid = tuple(h if v == pto.DYNAMIC else v for v, h in zip(t.valid_shape, hint))
+        env[op.res[k]] = tile = new_tile(t, valid)
+        return tile
+
     def family_dequant(self, op, env):
         src, scale, offset = (self.tile(op, v, env) for v in op.ins)
         dst = self.dst(op, env, src.valid)
@@ -1442,6 +1466,7 @@ _FAMILIES = {
     pto.ConvertOp: Evaluator.family_cvt,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.FillPadOp: Evaluator.family_fillpad, pto.DequantOp: Evaluator.family_dequant,
+    pto.InterleaveOp: Evaluator.family_interleave,
     pto.ComposedOp: Evaluator.family_composed, pto.TransposeOp: Evaluator.family_trans,
     pto.MoveOp: Evaluator.family_mov, pto.LoadOp: Evaluator.family_load, pto.StoreOp: Evaluator.family_store,
     pto.MatmulOp: Evaluator.family_matmul, pto.SubTileOp: Evaluator.family_subtile,

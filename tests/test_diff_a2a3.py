@@ -295,6 +295,21 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         rt = _t(R + (op == "tfillpad_expand"), cols + epb * (op == "tfillpad_expand"), dt, pad=PADS[variant])
         args = [f"%a: {src}"]
         body = f"%d = pto.{op} %a : {src} -> {rt}"
+    elif op in ("tinterleave", "tdeinterleave"):  # even valid cols; one source: >= 512 bytes a row (the page)
+        if R > 16 and variant == "two":  # odd halves: the scalar unit's moves, at most two 32-byte blocks a row
+            cols = min(cols, 64 // e)
+        vc = max(2, min(C, cols) - min(C, cols) % 2)
+        if variant == "one":
+            scols = max(cols, 512 // e)
+            src, rt = _t(R, scols, dt, R, vc), _t(R, -(-vc // 2 // epb) * epb, dt, R, vc // 2)
+            args, names = [f"%a: {src}"], "%a"
+        else:
+            src = rt = _t(R, cols, dt, R, vc)
+            args, names = [f"%a: {src}", f"%b: {src}"], "%a, %b"
+        srcs = ", ".join([src] * len(args))
+        text = (f"func.func @k({', '.join(args)}) -> ({rt}, {rt}) {{\n  %d0, %d1 = pto.{op} {names} : ({srcs}) -> "
+                f"({rt}, {rt})\n  return %d0, %d1 : {rt}, {rt}\n}}\n")
+        return text
     elif op == "tdequant":
         src = _t(R, cols, variant.split("-")[0], R, C)
         p = _t(R, 1, "f32", cm=True) if variant.endswith("col") else _t(R, 8, "f32", R, 1)

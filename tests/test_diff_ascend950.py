@@ -62,6 +62,8 @@ def variants():
         out.append((op, variant, dts))
     for src, dst, mode in CVT_PAIRS:
         out.append(("tcvt", f"{src}-{mode}", [dst]))
+    for op, variant in (("tinterleave", ""), ("tdeinterleave", "two"), ("tdeinterleave", "one")):  # A5 only
+        out.append((op, variant, a5_dtypes(op)))
     return out
 
 

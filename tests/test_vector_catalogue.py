@@ -881,3 +881,94 @@ def test_tdequant_of_i8_on_ascend950_is_a_located_error():
     with pytest.raises(PtocError, match="i8 src: no vf load unpacks 8-bit elements") as e:
         api.compile(api.parse(text, "k.pto"), ASCEND950)
     assert "k.pto:2:8" in str(e.value)
+
+
+# ---- TINTERLEAVE, TDEINTERLEAVE (TINTERLEAVE.md, TDEINTERLEAVE.md; A5 only) ------------------------------
+
+def run_pair(op, src_types, dst_type, xs):
+    """An L1 kernel ``%d0, %d1 = pto.OP %a0.. : (...) -> (D, D)``; the golden model's two results."""
+    args = ", ".join(f"%a{k}: {t}" for k, t in enumerate(src_types))
+    names = ", ".join(f"%a{k}" for k in range(len(src_types)))
+    text = (f"func.func @k({args}) -> ({dst_type}, {dst_type}) {{\n  %d0, %d1 = pto.{op} {names} : "
+            f"({', '.join(src_types)}) -> ({dst_type}, {dst_type})\n  return %d0, %d1 : {dst_type}, {dst_type}\n}}\n")
+    out = api.reference(api.parse(text), {f"a{k}": x for k, x in enumerate(xs)}, target="ascend950")
+    return out["result0"], out["result1"]
+
+
+def bits(x):
+    return np.asarray(x).view({1: np.uint8, 2: np.uint16, 4: np.uint32}[np.asarray(x).dtype.itemsize]).tolist()
+
+
+@PROFILE
+@given(tile_case(dtypes=("f16", "bf16", "f32", "i8", "i16", "i32", "ui8", "ui16", "ui32")),
+       st.sampled_from(["tinterleave", "two", "one"]))
+def test_tinterleave_and_tdeinterleave_match_the_pages(case, form):
+    """The pages' element streams, written with Python lists (bits compared: NaN payloads move too)."""
+    dt, rows, cols, vr, vc, rng, special = case
+    vc += vc % 2
+    cols = max(cols, vc, 512 // SIZE[dt] if form == "one" else 0)
+    xs = [values(rng, dt, (vr, vc), special) for _ in range(1 if form == "one" else 2)]
+    src = T(rows, cols, dt, (vr, vc))
+    half = vc // 2 if form == "one" else vc
+    d0, d1 = run_pair("tinterleave" if form == "tinterleave" else "tdeinterleave", [src] * len(xs),
+                      T(rows, cols, dt, (vr, half)), xs)
+    for i in range(vr):
+        rows_in = [bits(x[i]) for x in xs]
+        if form == "tinterleave":
+            stream = [v for pair in zip(*rows_in) for v in pair]
+            want0, want1 = stream[:vc], stream[vc:]
+        else:
+            combined = [v for r in rows_in for v in r]
+            want0, want1 = combined[0::2], combined[1::2]
+        assert bits(d0[i, :half]) == want0 and bits(d1[i, :half]) == want1, i
+
+
+@pytest.mark.parametrize("form, dt, R, cols, vc", [
+    ("tinterleave", "f32", 1, 64, 64), ("tinterleave", "f16", 9, 32, 6), ("tinterleave", "i8", 240, 64, 50),
+    ("tinterleave", "bf16", 256, 16, 16), ("two", "f32", 8, 128, 32), ("two", "f16", 7, 32, 18),
+    ("two", "ui8", 16, 512, 448), ("two", "i32", 255, 8, 8), ("one", "f32", 3, 128, 100), ("one", "i8", 240, 512, 498),
+    ("one", "f16", 256, 256, 256)])
+def test_interleave_forms_on_ascend950_give_the_golden_bits(form, dt, R, cols, vc):
+    """VF (vdintlv, its ord - 1 power for TINTERLEAVE) and, for a two-source TDEINTERLEAVE of halves
+    inside a 32-byte block, the scalar unit: the golden model's bits, NaN payloads included."""
+    op = "tinterleave" if form == "tinterleave" else "tdeinterleave"
+    n = 1 if form == "one" else 2
+    rng = np.random.default_rng(R + vc)
+    half = vc // 2 if form == "one" else vc
+    epb = 32 // SIZE[dt]
+    ts = f"!pto.tile<{R}x{cols}x{dt}, valid={R}x{vc}>"
+    td = f"!pto.tile<{R}x{-(-half // epb) * epb}x{dt}, valid={R}x{half}>"
+    text = (f"func.func @k({', '.join(f'%a{k}: {ts}' for k in range(n))}) -> ({td}, {td}) {{\n  %d0, %d1 = pto.{op} "
+            f"{', '.join(f'%a{k}' for k in range(n))} : ({', '.join([ts] * n)}) -> ({td}, {td})\n"
+            f"  return %d0, %d1 : {td}, {td}\n}}\n")
+    given = {f"a{k}": values(rng, dt, (R, vc), 0.4) for k in range(n)}
+    cmp, findings, _ = D5.check(text, 0, given)
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+def test_interleave_on_a2a3_is_a_located_error():
+    t = T(8, 32, "f32", (8, 8))
+    text = (f"func.func @k(%a: {t}, %b: {t}) -> ({t}, {t}) {{\n  %d0, %d1 = pto.tinterleave %a, %b : ({t}, {t}) -> "
+            f"({t}, {t})\n  return %d0, %d1 : {t}, {t}\n}}\n")
+    with pytest.raises(PtocError, match="tinterleave is only supported on A5") as e:
+        api.verify(api.parse(text, "k.pto"), A2A3)
+    assert "k.pto:2:14" in str(e.value)
+
+
+@pytest.mark.parametrize("op, srcs, dst, why", [
+    ("tinterleave", [T(8, 32, "f32", (8, 7))] * 2, T(8, 32, "f32", (8, 7)), "valid cols must be even"),
+    ("tinterleave", [T(8, 32, "f32", (8, 8)), T(8, 32, "f32", (8, 6))], T(8, 32, "f32", (8, 8)), "same valid shape"),
+    ("tinterleave", [T(8, 32, "f32", (8, 8)), T(8, 32, "i32", (8, 8))], T(8, 32, "f32", (8, 8)), "same element type"),
+    ("tdeinterleave", [T(8, 32, "f32", (8, 8), col=True)] * 2, T(8, 32, "f32", (8, 8)), "must be RowMajor"),
+    ("tdeinterleave", [T(8, 64, "f32", (8, 8))], T(8, 64, "f32", (8, 4)), "at least 2 x 256 / sizeof"),
+    ("tdeinterleave", [T(8, 128, "f32", (8, 9))], T(8, 128, "f32", (8, 4)), "src's valid cols must be even"),
+    ("tdeinterleave", [T(8, 128, "f32", (8, 10))], T(8, 128, "f32", (8, 4)), "hold half of src's")])
+def test_interleave_rules_are_located(op, srcs, dst, why):
+    args = ", ".join(f"%a{k}: {t}" for k, t in enumerate(srcs))
+    names = ", ".join(f"%a{k}" for k in range(len(srcs)))
+    text = (f"func.func @k({args}) -> ({dst}, {dst}) {{\n  %d0, %d1 = pto.{op} {names} : ({', '.join(srcs)}) -> "
+            f"({dst}, {dst})\n  return %d0, %d1 : {dst}, {dst}\n}}\n")
+    with pytest.raises(PtocError, match=why) as e:
+        api.verify(api.parse(text, "k.pto"), ASCEND950)
+    assert "k.pto:2:14" in str(e.value)
