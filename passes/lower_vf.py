@@ -409,7 +409,7 @@ class _OpLowering:
         except TypeError:  # an attribute that cannot be hashed: build this body
             key = template = None
         if template is not None:
-            fn = template.clone()
+            fn = _copy(template, {})
             fn.properties["sym_name"] = StringAttr(self.name)
         else:
             fn = self.build(plan)
@@ -1340,6 +1340,29 @@ class _OpLowering:
                 _store(b, td, _elem(b, td, i, k), r, m, f"PK_B{8 * es}" if es > ed else "NORM")
             self.map_region([s, d], d, self.dims(R), self.dims(C), welt, chunk, lane_bytes=wide)
         return plan
+
+
+def _copy(op: Operation, values: dict) -> Operation:
+    """``op.clone()`` of a VF built by :class:`_B`, in one pass: each value of its body is defined
+    before its uses, so an operand is mapped when its op is made (xDSL's clone sets every operand
+    twice, in a second walk)."""
+    regions = []
+    for region in op.regions:
+        blocks = []
+        for block in region.blocks:
+            new = Block()
+            for a in block.args:
+                values[a] = x = new.insert_arg(a.type, len(new.args), a.location)
+                x.name_hint = a.name_hint
+            new.add_ops([_copy(o, values) for o in block.ops])
+            blocks.append(new)
+        regions.append(Region(blocks))
+    new_op = op.create(operands=[values.get(v, v) for v in op.operands], result_types=[r.type for r in op.results],
+                       properties=op.properties, attributes=op.attributes, location=op.location, regions=regions)
+    for r, x in zip(op.results, new_op.results):
+        values[r] = x
+        x.name_hint = r.name_hint
+    return new_op
 
 
 def _signless(elt) -> IntegerType:
