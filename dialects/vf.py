@@ -503,7 +503,8 @@ def enclosing_vf_func(op: Operation) -> VfFuncOp | None:
 
 class VfOp(IRDLOperation):
     """Base of the register and memory ops: one operand list (decoded per op by type), results,
-    and the options as properties."""
+    and the options as properties.  ``args`` and ``res`` are the whole operand and result lists;
+    the methods read them as ``operands`` and ``results``, which cost a fifth of IRDL's lookup."""
 
     args = var_operand_def()
     res = var_result_def()
@@ -596,7 +597,7 @@ class CreateMaskOp(VfOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.pattern_name}")
         _print_attrs_and_colon(printer, self)
-        printer.print_attribute(self.res[0].type)
+        printer.print_attribute(self.results[0].type)
 
     @classmethod
     def parse(cls, parser: Parser) -> CreateMaskOp:
@@ -612,14 +613,14 @@ class CreateMaskOp(VfOp):
         return cls(word, _parse_anchor(parser, "mask"), attrs)
 
     def verify_vf(self) -> None:
-        if self.args or len(self.res) != 1 or not isinstance(self.res[0].type, MaskType):
+        if self.operands or len(self.results) != 1 or not isinstance(self.results[0].type, MaskType):
             raise VerifyException("expects no operands and one !vf.mask result")
         p = self.pattern_name
         if p not in MASK_PATTERNS:
             raise VerifyException(f"unknown mask pattern '{p}' (expected one of {', '.join(MASK_PATTERNS)})")
-        lanes = self.res[0].type.nlanes
+        lanes = self.results[0].type.nlanes
         if pattern_lanes(p, lanes) > lanes:
-            raise VerifyException(f"pattern {p} selects more lanes than a {self.res[0].type} has ({lanes})")
+            raise VerifyException(f"pattern {p} selects more lanes than a {self.results[0].type} has ({lanes})")
 
 
 @irdl_op_definition
@@ -634,13 +635,13 @@ class UpdateMaskOp(VfOp):
 
     @property
     def count_in(self) -> SSAValue:
-        return self.args[0]
+        return self.operands[0]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.args[0])
+        printer.print_operand(self.operands[0])
         _print_attrs_and_colon(printer, self)
-        printer.print_attribute(self.res[0].type)
+        printer.print_attribute(self.results[0].type)
 
     @classmethod
     def parse(cls, parser: Parser) -> UpdateMaskOp:
@@ -651,9 +652,9 @@ class UpdateMaskOp(VfOp):
         return cls(parser.resolve_operand(count, I32), mt, attrs)
 
     def verify_vf(self) -> None:
-        if len(self.args) != 1 or self.args[0].type != I32:
+        if len(self.operands) != 1 or self.operands[0].type != I32:
             raise VerifyException("expects one i32 count (the lanes still to process)")
-        if len(self.res) != 2 or not isinstance(self.res[0].type, MaskType) or self.res[1].type != I32:
+        if len(self.results) != 2 or not isinstance(self.results[0].type, MaskType) or self.results[1].type != I32:
             raise VerifyException("results are the mask and the decremented i32 count")
 
 
@@ -665,19 +666,20 @@ class _MemOp(VfOp):
 
     @property
     def tile(self) -> SSAValue:
-        return self.args[0]
+        return self.operands[0]
 
     @property
     def dyn_offset(self) -> SSAValue | None:
-        return self.args[1] if len(self.args) > 1 and isinstance(self.args[1].type, IndexType) else None
+        ops = self.operands
+        return ops[1] if len(ops) > 1 and isinstance(ops[1].type, IndexType) else None
 
     @property
     def rest(self) -> tuple[SSAValue, ...]:
-        return tuple(self.args[2:] if self.dyn_offset is not None else self.args[1:])
+        return tuple(self.operands[2:] if self.dyn_offset is not None else self.operands[1:])
 
     @property
     def tile_type(self) -> TileLikeType:
-        return self.args[0].type  # type: ignore[return-value]
+        return self.operands[0].type  # type: ignore[return-value]
 
     def _print_head(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -689,9 +691,9 @@ class _MemOp(VfOp):
     ADDRESSED: ClassVar[bool] = True
 
     def _check_tile(self) -> TileLikeType:
-        if not self.args or not isinstance(self.args[0].type, TileBufType):
+        if not self.operands or not isinstance(self.operands[0].type, TileBufType):
             raise VerifyException("the first operand must be a !pto.tile_buf argument of the vf.func")
-        t = self.args[0].type
+        t = self.operands[0].type
         if t.loc.data != "vec":
             raise VerifyException(f"VF code addresses UB (loc=vec) tiles only, got loc={t.loc.data}")
         if dtype_name(t.element_type) not in REG_DTYPES:
@@ -764,7 +766,7 @@ class LoadAlignOp(_MemOp):
         if d.startswith("UNPK_B") and int(d[6:]) != 8 * t.elem_bytes:
             raise VerifyException(f"dist {d} unpacks {d[6:]}-bit elements, but the tile holds {t.dtype} "
                                   f"(use UNPK_B{8 * t.elem_bytes})")
-        if len(self.res) != 1 or self.res[0].type != RegType(t.element_type):
+        if len(self.results) != 1 or self.results[0].type != RegType(t.element_type):
             raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")
 
 
@@ -799,7 +801,7 @@ class LoadUnalignOp(_MemOp):
     def verify_vf(self) -> None:
         t = self._check_tile()
         self._check_rest()
-        if len(self.res) != 1 or self.res[0].type != RegType(t.element_type):
+        if len(self.results) != 1 or self.results[0].type != RegType(t.element_type):
             raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")
 
 
@@ -870,7 +872,7 @@ class StoreAlignOp(_MemOp):
                                       f"{mask_type(int(d[4:]))}")
         else:
             self._check_rest("reg", "mask")
-        if self.res:
+        if self.results:
             raise VerifyException("vf.store_align has no results")
 
 
@@ -955,7 +957,7 @@ class StoreUnalignPostOp(_MemOp):
 
     def verify_vf(self) -> None:
         self._check_tile()
-        if len(self.args) != 1:
+        if len(self.operands) != 1:
             raise VerifyException("expects just the tile (`vf.store_unalign_post %t`)")
 
 
@@ -1025,7 +1027,7 @@ class _ComputeOp(VfOp):
     @property
     def sources(self) -> tuple[SSAValue, ...]:
         out = []
-        for v in self.args:
+        for v in self.operands:
             if isinstance(v.type, MaskType):
                 break
             out.append(v)
@@ -1035,7 +1037,7 @@ class _ComputeOp(VfOp):
 
     @property
     def mask_operand(self) -> SSAValue | None:
-        for v in self.args:
+        for v in self.operands:
             if isinstance(v.type, MaskType):
                 return v
         return None
@@ -1044,7 +1046,7 @@ class _ComputeOp(VfOp):
     def dst_operand(self) -> SSAValue | None:
         """The register MERGING keeps lanes from, when given explicitly (``dst = %d``)."""
         seen = False
-        for v in self.args:
+        for v in self.operands:
             if seen:
                 return v
             seen = isinstance(v.type, MaskType)
@@ -1056,11 +1058,11 @@ class _ComputeOp(VfOp):
         d = self.dst_operand
         if d is not None:
             return d
-        return next(v for v in self.args if isinstance(v.type, RegType))
+        return next(v for v in self.operands if isinstance(v.type, RegType))
 
     @property
     def reg_type(self) -> RegType:
-        return self.res[0].type  # type: ignore[return-value]
+        return self.results[0].type  # type: ignore[return-value]
 
     # ---- syntax ----------------------------------------------------------------------------
     def _options(self) -> list[tuple[str, Any]]:
@@ -1121,7 +1123,7 @@ class _ComputeOp(VfOp):
 
     # ---- verification ----------------------------------------------------------------------
     def verify_vf(self) -> None:
-        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+        if len(self.results) != 1 or not isinstance(self.results[0].type, RegType):
             raise VerifyException("expects one !vf.reg result")
         rt = self.reg_type
         if rt.dtype not in self.DTYPES:
@@ -1144,7 +1146,7 @@ class _ComputeOp(VfOp):
         if m is None:
             raise VerifyException("expects a mask operand")
         self._check_mask(m)
-        n_after = sum(1 for _ in self.args) - len(srcs) - 1
+        n_after = sum(1 for _ in self.operands) - len(srcs) - 1
         d = self.dst_operand
         if n_after > 1:
             raise VerifyException("unexpected operands after the mask")
@@ -1390,7 +1392,7 @@ class CvtOp(_ComputeOp):
 
     @property
     def src_type(self) -> RegType:
-        return self.args[0].type  # type: ignore[return-value]
+        return self.operands[0].type  # type: ignore[return-value]
 
     @property
     def wide_bits(self) -> int:
@@ -1399,7 +1401,7 @@ class CvtOp(_ComputeOp):
     @property
     def merge_source(self) -> SSAValue:
         d = self.dst_operand
-        return d if d is not None else self.args[0]
+        return d if d is not None else self.operands[0]
 
     def _options(self) -> list[tuple[str, Any]]:
         items: list[tuple[str, Any]] = []
@@ -1411,7 +1413,7 @@ class CvtOp(_ComputeOp):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_list([self.args[0], self.mask_operand], printer.print_operand)
+        printer.print_list([self.operands[0], self.mask_operand], printer.print_operand)
         _print_options(printer, self._options())
         _print_attrs_and_colon(printer, self)
         printer.print_attribute(self.src_type)
@@ -1441,9 +1443,9 @@ class CvtOp(_ComputeOp):
         return cls(src, m, rt, rnd, part, mode, dv, attrs)
 
     def verify_vf(self) -> None:
-        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+        if len(self.results) != 1 or not isinstance(self.results[0].type, RegType):
             raise VerifyException("expects one !vf.reg result")
-        if not self.args or not isinstance(self.args[0].type, RegType):
+        if not self.operands or not isinstance(self.operands[0].type, RegType):
             raise VerifyException("expects a register source")
         a, b = self.src_type.elem_bytes, self.reg_type.elem_bytes
         if max(a, b) != min(a, b) and max(a, b) != 2 * min(a, b):
@@ -1479,11 +1481,11 @@ class BitcastOp(VfOp):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.args[0])
+        printer.print_operand(self.operands[0])
         _print_attrs_and_colon(printer, self)
-        printer.print_attribute(self.args[0].type)
+        printer.print_attribute(self.operands[0].type)
         printer.print_string(" -> ")
-        printer.print_attribute(self.res[0].type)
+        printer.print_attribute(self.results[0].type)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -1496,9 +1498,9 @@ class BitcastOp(VfOp):
         return cls(parser.resolve_operand(src, st), rt, attrs)
 
     def verify_vf(self) -> None:
-        if len(self.args) != 1 or not isinstance(self.args[0].type, RegType):
+        if len(self.operands) != 1 or not isinstance(self.operands[0].type, RegType):
             raise VerifyException("expects one register operand")
-        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+        if len(self.results) != 1 or not isinstance(self.results[0].type, RegType):
             raise VerifyException("expects one !vf.reg result")
 
 
@@ -1522,15 +1524,15 @@ class DeinterleaveOp(VfOp):
 
     @property
     def reg_type(self) -> RegType:
-        return self.res[0].type  # type: ignore[return-value]
+        return self.results[0].type  # type: ignore[return-value]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_list(self.args, printer.print_operand)
+        printer.print_list(self.operands, printer.print_operand)
         if self.part_name != "EVEN":
             _print_options(printer, [("part", self.part_name)])
         _print_attrs_and_colon(printer, self)
-        printer.print_attribute(self.res[0].type)
+        printer.print_attribute(self.results[0].type)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -1546,9 +1548,9 @@ class DeinterleaveOp(VfOp):
         return cls(a, b, part, attrs)
 
     def verify_vf(self) -> None:
-        if len(self.args) != 2 or len(self.res) != 1 or not all(v.type == self.res[0].type for v in self.args):
+        if len(self.operands) != 2 or len(self.results) != 1 or not all(v.type == self.results[0].type for v in self.operands):
             raise VerifyException("expects two registers of the result's type")
-        if not isinstance(self.res[0].type, RegType):
+        if not isinstance(self.results[0].type, RegType):
             raise VerifyException("expects one !vf.reg result")
         if self.part_name not in CVT_PARTS:
             raise VerifyException("part must be EVEN or ODD")
@@ -1567,7 +1569,7 @@ class DupOp(_ComputeOp):
 
     @property
     def source(self) -> SSAValue:
-        return self.args[0]
+        return self.operands[0]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -1591,7 +1593,7 @@ class DupOp(_ComputeOp):
 
     @property
     def sources(self) -> tuple[SSAValue, ...]:
-        return (self.args[0],) if self.args else ()
+        return (self.operands[0],) if self.operands else ()
 
     @property
     def dst_operand(self) -> SSAValue | None:
@@ -1600,10 +1602,10 @@ class DupOp(_ComputeOp):
         return super().dst_operand
 
     def verify_vf(self) -> None:
-        if len(self.res) != 1 or not isinstance(self.res[0].type, RegType):
+        if len(self.results) != 1 or not isinstance(self.results[0].type, RegType):
             raise VerifyException("expects one !vf.reg result")
         rt = self.reg_type
-        if not self.args:
+        if not self.operands:
             raise VerifyException("expects a source operand")
         st = self.source.type
         if isinstance(st, RegType):
@@ -1613,14 +1615,14 @@ class DupOp(_ComputeOp):
             raise VerifyException(f"scalar source has type {_tname(st)}, but the lanes are {rt.dtype}")
         m = self.mask_operand
         if m is None:
-            if len(self.args) != 1:
+            if len(self.operands) != 1:
                 raise VerifyException("without a mask, vf.dup takes just its source")
             if self.mode != "ZEROING":
                 raise VerifyException("merge_mode = MERGING needs a mask")
             return
         self._check_mask(m)
         d = self.dst_operand
-        if len(self.args) > 3 or (len(self.args) == 3 and d is None):
+        if len(self.operands) > 3 or (len(self.operands) == 3 and d is None):
             raise VerifyException("unexpected operands after the mask")
         if d is not None:
             if self.mode != "MERGING":

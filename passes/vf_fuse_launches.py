@@ -63,46 +63,54 @@ class _Flat:
 
 
 def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
+    # (operands and properties are read directly: IRDL's named accessors cost more than the checks)
     if fn is None:
         return None
-    loops = [o for o in fn.block.ops if isinstance(o, scf.ForOp)]
-    if len(loops) != 1 or any(isinstance(o, scf.ForOp) for o in loops[0].body.walk() if o is not loops[0]):
+    loop = None
+    constants = {}
+    for o in fn.block.ops:
+        if isinstance(o, scf.ForOp) and loop is None:
+            loop = o
+        elif isinstance(o, arith.ConstantOp):
+            constants.setdefault((o.properties["value"], o.results[0].type), o.results[0])
+        elif not isinstance(o, vf.CreateMaskOp):
+            return None
+    if loop is None:
         return None
-    loop = loops[0]
-    if any(not isinstance(o, arith.ConstantOp | vf.CreateMaskOp | scf.ForOp) for o in fn.block.ops):
+    lb, ub, step, *iter_args = loop.operands
+    b = [const_value(v) for v in (lb, ub, step)]
+    if None in b or len(iter_args) != 1 or loop.results[0].uses:
         return None
-    b = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
-    if None in b or len(loop.iter_args) != 1 or list(loop.results[0].uses):
+    init = iter_args[0].owner
+    if not isinstance(init, arith.ConstantOp) or not isinstance(init.properties["value"], IntegerAttr):
         return None
-    init = loop.iter_args[0].owner
-    if not isinstance(init, arith.ConstantOp) or not isinstance(init.value, IntegerAttr):
-        return None
-    body = loop.body.blocks[0]
+    body = loop.regions[0].blocks[0]
     upd = [u.operation for u in body.args[1].uses]
-    if len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or list(body.last_op.operands) != [upd[0].res[1]]:
+    if len(upd) != 1 or not isinstance(upd[0], vf.UpdateMaskOp) or list(body.last_op.operands) != [upd[0].results[1]]:
         return None
     chunk = None
     stores = {}
-    order = {o: k for k, o in enumerate(body.ops)}
+    order = {}
     for o in body.ops:
+        order[o] = len(order)
+        if o.regions and any(isinstance(x, scf.ForOp) for x in o.walk()):
+            return None
         if isinstance(o, vf._MemOp):
             if not isinstance(o, vf.LoadAlignOp | vf.StoreAlignOp) or o.dist_name != "NORM" or o.static_offset:
                 return None
-            off = o.dyn_offset.owner if o.dyn_offset is not None else None
-            if not isinstance(off, arith.MuliOp) or off.lhs is not body.args[0] or const_value(off.rhs) is None:
+            off = o.dyn_offset
+            off = off.owner if off is not None else None
+            if not isinstance(off, arith.MuliOp) or off.operands[0] is not body.args[0]:
                 return None
-            if chunk not in (None, const_value(off.rhs)):
+            c = const_value(off.operands[1])
+            if c is None or chunk not in (None, c):
                 return None
-            chunk = const_value(off.rhs)
+            chunk = c
             if isinstance(o, vf.StoreAlignOp):
                 stores[o.tile] = o
     if chunk is None:
         return None
-    constants = {}
-    for o in fn.block.ops:
-        if isinstance(o, arith.ConstantOp):
-            constants.setdefault((o.value, o.result.type), o.result)
-    return _Flat(fn, loop, (*b, init.value.value.data, chunk), stores, constants, order)
+    return _Flat(fn, loop, (*b, init.properties["value"].value.data, chunk), stores, constants, order)
 
 
 def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
