@@ -91,10 +91,11 @@ from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
 from pto_compiler.passes import lower_cube
+from pto_compiler.runtime.element_types import round_mode
 from pto_compiler.runtime.program import Instr, Loop, If, Program
 from pto_compiler.targets import ASCEND950, Target
 
-E = LazyModule("pto_compiler.runtime.elementwise")  # tcvt's round modes only: NumPy on first use
+E = LazyModule("pto_compiler.runtime.elementwise")  # pad values only: NumPy on first use
 
 __all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "program_of", "lower_to_program"]
 
@@ -1307,7 +1308,7 @@ class _OpLowering:
         self.dyn_args(R, C)
         from pto_compiler.runtime.reference import _attr_body
 
-        mode = E.round_mode(_attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT")
+        mode = round_mode(_attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT")
         sat = _attr_body(op, "sat_mode", "saturation_mode", "satMode")
         bounds = A.saturation_bounds(pto.dtype_name(s.type.element_type), pto.dtype_name(d.type.element_type)) \
             if sat is not None and "ON" in sat.upper() else None

@@ -29,18 +29,18 @@ def _diag(op, message: str) -> Diagnostic:
 
 def _check_round_mode(op) -> None:
     """A TCVT round mode must be one the golden model and both lowerings know (checked here, not
-    in dialects/pto.py, because the spellings live in runtime/elementwise.py)."""
+    in dialects/pto.py, because the spellings live in runtime/element_types.py)."""
     if not isinstance(op, ConvertOp):
         return
-    from pto_compiler.runtime import elementwise as E  # NumPy: only kernels with a TCVT import it
+    from pto_compiler.runtime.element_types import ElementwiseError, round_mode
 
     for key in ("rmode", "round_mode", "roundMode"):
         attr = op.attributes.get(key) or op.properties.get(key)
         if attr is not None:
             body = getattr(attr, "body", attr)
             try:
-                E.round_mode(body.data if isinstance(getattr(body, "data", None), str) else str(attr))
-            except E.ElementwiseError as e:
+                round_mode(body.data if isinstance(getattr(body, "data", None), str) else str(attr))
+            except ElementwiseError as e:
                 raise VerifyException(str(e)) from None
 
 

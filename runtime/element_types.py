@@ -1,5 +1,6 @@
-"""Element type names, NumPy-free: the compile path checks names here without importing NumPy
-(0.09 s of start-up); ``elementwise.np_dtype`` makes the dtypes from the same table."""
+"""Element type names, float formats and round-mode spellings, NumPy-free: the compile path checks
+them here without importing NumPy (0.09 s of start-up); runtime/elementwise.py computes with the
+same tables."""
 
 from __future__ import annotations
 
@@ -44,3 +45,27 @@ def holds_exactly(value: float, name: str) -> bool:
     """The float type ``name`` holds ``value`` unrounded because it is an integer below 2**p (0.0, 1.0,
     255.0 ...); other values round with NumPy (``elementwise.scalar_to``)."""
     return value.is_integer() and abs(value) < 2 ** FLOAT_FORMATS[name][0]
+
+
+class ElementwiseError(ValueError):
+    """An element function has no defined result (integer division by zero, unknown mode)."""
+
+
+ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
+_MODE_ALIASES = {
+    "CAST_RINT": "RINT", "CAST_ROUND": "ROUND", "CAST_FLOOR": "FLOOR", "CAST_CEIL": "CEIL",
+    "CAST_TRUNC": "TRUNC", "CAST_ODD": "ODD", "CAST_NONE": "NONE",
+    "RNE": "RINT", "RZ": "TRUNC", "RP": "CEIL", "RM": "FLOOR", "RNA": "ROUND",
+}
+
+
+def round_mode(mode: str | None) -> str:
+    """Normalise a round-mode spelling (``CAST_RINT``, ``round``, ``rz``...) to one of ROUND_MODES."""
+    if mode is None:
+        return "RINT"
+    m = str(mode).strip().upper()
+    m = _MODE_ALIASES.get(m, m)
+    if m not in ROUND_MODES:
+        raise ElementwiseError(f"unknown round mode '{mode}' (expected one of "
+                               "RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE, CAST_RINT)")
+    return m

@@ -55,7 +55,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from pto_compiler.runtime.element_types import FLOAT_FORMATS, NUMPY_NAMES, canonical_name
+from pto_compiler.runtime.element_types import (  # noqa: F401  (round_mode: this module's API too)
+    FLOAT_FORMATS,
+    NUMPY_NAMES,
+    ElementwiseError,
+    canonical_name,
+    round_mode,
+)
 
 # --------------------------------------------------------------------------------------
 # Element types
@@ -67,10 +73,6 @@ NAMES: dict[str, str] = {v: k for k, v in NUMPY_NAMES.items()}
 _FORMATS = {NUMPY_NAMES[name]: fmt for name, fmt in FLOAT_FORMATS.items()}
 """element_types.FLOAT_FORMATS by NumPy dtype name."""
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-class ElementwiseError(ValueError):
-    """An element function has no defined result (integer division by zero, unknown mode)."""
 
 
 def np_dtype(name_or_dtype) -> np.dtype:
@@ -725,26 +727,6 @@ def reduce_argmin(x, axis):
 # --------------------------------------------------------------------------------------
 # Conversion (TCVT) and scalar -> element type
 # --------------------------------------------------------------------------------------
-
-ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
-_MODE_ALIASES = {
-    "CAST_RINT": "RINT", "CAST_ROUND": "ROUND", "CAST_FLOOR": "FLOOR", "CAST_CEIL": "CEIL",
-    "CAST_TRUNC": "TRUNC", "CAST_ODD": "ODD", "CAST_NONE": "NONE",
-    "RNE": "RINT", "RZ": "TRUNC", "RP": "CEIL", "RM": "FLOOR", "RNA": "ROUND",
-}
-
-
-def round_mode(mode: str | None) -> str:
-    """Normalise a round-mode spelling (``CAST_RINT``, ``round``, ``rz``...) to one of ROUND_MODES."""
-    if mode is None:
-        return "RINT"
-    m = str(mode).strip().upper()
-    m = _MODE_ALIASES.get(m, m)
-    if m not in ROUND_MODES:
-        raise ElementwiseError(f"unknown round mode '{mode}' (expected one of "
-                               "RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE, CAST_RINT)")
-    return m
-
 
 def _round_int(y: np.ndarray, mode: str) -> np.ndarray:
     """Round float64 values to integral float64 values per mode."""
