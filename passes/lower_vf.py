@@ -465,8 +465,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri and column-reduction families on ascend950 "
-                                   "(row and pair reductions: run-time rows only)")
+                                   "elementwise, expand, ttri, row-, pair- and column-reduction families on "
+                                   "ascend950")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -773,10 +773,9 @@ class _OpLowering:
         op = self.op
         s, d = op.ins[0], op.outs[0]
         R, C = self.valid(s)
-        self._static(C)
         self.arg(s)
         self.arg(d)
-        self.dyn_args(R)
+        self.dyn_args(R, C)
         kind = op.name[len("pto.trow"):]
         red_cls, acc_cls = _RED[kind]
 
@@ -786,10 +785,11 @@ class _OpLowering:
             if not ts.rm:
                 raise _Unsupported("a row reduction of a ColMajor tile")
             self._aligned((ts, R))
-            if (isinstance(R, int) and R <= 0) or C <= 0:
+            if (isinstance(R, int) and R <= 0) or (isinstance(C, int) and C <= 0):
                 return
             elt = ts.elt
             dt = ts.dt
+            Cd = self.dims(C)
             widen = (dt == "f16" and kind == "sum") or dt in ("i8", "ui8")
             if widen:
                 welt = _wide_type(elt)
@@ -805,16 +805,20 @@ class _OpLowering:
                 v = _load(b, ts, _rc(b, ts, i, k), dist)
                 return b.op(vf.CvtOp(v, full_w, rt)) if widen else v
 
+            if isinstance(C, int):
+                m0 = b.pre(vf.UpdateMaskOp(b.i32(C), vf.mask_type(welt)))[0] if C < lanes else b.mask("ALL", welt)
+                rest = C - lanes if C > lanes else None
+            else:  # run-time cols: the first min(C, lanes) lanes; max(C - lanes, 0) columns folded
+                m0 = b.op(vf.UpdateMaskOp(b.i32(Cd), vf.mask_type(welt)))[0]
+                rest = b.op(arith.MaxSIOp(b.op(arith.SubiOp(Cd, b.c(lanes))), b.c(0)))
+
             def row(i):
                 # chunk 0 (whole when more follow) starts the accumulator; chunks 1.. fold into it
                 # left to right, MERGING under their masks (lanes past the row keep chunk 0's
                 # values); one cross-lane reduction at the end
-                first_n = min(C, lanes)
-                m0 = b.pre(vf.UpdateMaskOp(b.i32(first_n), vf.mask_type(welt)))[0] if first_n < lanes \
-                    else b.mask("ALL", welt)
                 acc = chunk(i, 0)
-                if C > lanes:
-                    acc = b.chunks(C - lanes, lanes, welt, lambda k, m, a: [
+                if rest is not None:
+                    acc = b.chunks(rest, lanes, welt, lambda k, m, a: [
                         b.op(acc_cls([a, chunk(i, b.add(k, lanes))], m, rt, merge_mode="MERGING"))], [acc])[0]
                 out = b.op(red_cls([acc], m0, rt))
                 if widen:
@@ -999,32 +1003,36 @@ class _OpLowering:
         op = self.op
         s, d = op.ins[0], op.outs[0]
         R, C = self.valid(d)
-        self._static(C)
         self.arg(s)
         self.arg(d)
-        self.dyn_args(R)
+        self.dyn_args(R, C)
 
         def plan():
             b = self.b
             ts, td = self.tile(s), self.tile(d)
             self._aligned((ts, R), (td, R))
-            if (isinstance(R, int) and R <= 0) or C <= 0:
+            if (isinstance(R, int) and R <= 0) or (isinstance(C, int) and C <= 0):
                 return
             elt = td.elt
             L = _lanes(elt)
             epb = 32 // td.e
             rt = _reg(elt)
-            half = -(-C // 2)
-            z0 = half // epb * epb
+            Cd = self.dims(C)
+            half = b.ceildiv(Cd, 2)
+            if isinstance(C, int):
+                z0 = half // epb * epb
+            else:  # run-time cols: zeros over [z0, C) of every row (nothing when C is 1)
+                z0 = b.mul(b.op(arith.DivUIOp(half, b.c(epb))), epb)
             zero = None
-            if half < C:
+            if not isinstance(C, int) or half < C:
                 zero = b.op(vf.DupOp([b.cf(0.0, elt)], None, rt))
+            zeros = b.op(arith.SubiOp(Cd, z0)) if not isinstance(C, int) else C - z0
 
             def row(i):
                 if zero is not None:
                     # zeros over [z0, C) (z0: the 32-byte block holding ceil(C/2)); the pair sums below
                     # overwrite [z0, ceil(C/2))
-                    b.chunks(C - z0, L, elt, lambda k, m: _store(b, td, _rc(b, td, i, b.add(k, z0)), zero, m))
+                    b.chunks(zeros, L, elt, lambda k, m: _store(b, td, _rc(b, td, i, b.add(k, z0)), zero, m))
                 h0 = b.i32(half)
 
                 def chunk(k, m, h):
@@ -1033,7 +1041,7 @@ class _OpLowering:
                     kk = b.op(arith.DivUIOp(b.ssa(k), b.c(2))) if not isinstance(k, int) else k // 2
                     _store(b, td, _rc(b, td, i, kk), p, mh)
                     return [b.op(arith.SubiOp(h, b.c(L // 2, I32)))]
-                b.chunks(C, L, elt, chunk, [h0])
+                b.chunks(Cd, L, elt, chunk, [h0])
                 return []
             b.loop(self.dims(R), row)
         return plan
