@@ -194,8 +194,6 @@ class _Printer(FunctionReader):
 
 def function_listing(fn, target, scalars: dict | None = None) -> str:
     """The listing of a lowered function (see the module doc)."""
-    from xdsl.printer import Printer
-
     from pto_compiler.dialects import a2a3
 
     p = _Printer(fn, target, scalars)
@@ -212,7 +210,7 @@ def function_listing(fn, target, scalars: dict | None = None) -> str:
         symbols = vf.VfSymbols(fn.parent_op() or fn)
         for name in dict.fromkeys(op.field_value("callee") for op in calls):
             buf = StringIO()
-            Printer(stream=buf).print_op(symbols.lookup(calls[0], name))
+            vf.VfPrinter(stream=buf).print_op(symbols.lookup(calls[0], name))
             out.append(f".vf @{name}")
             out.extend("  " + line for line in buf.getvalue().splitlines())
     return "\n".join(out + p.lines) + "\n"
