@@ -224,6 +224,12 @@ def _float_binary(a, b, op) -> np.ndarray:
 
 def _f64_unary(x, op) -> np.ndarray:
     x = _arr(x)
+    if isinstance(op, np.ufunc) and not is_bf16(x.dtype):
+        # the ufunc's float64 loop, each result cast to x's type on the way out: astype's
+        # rounding, without float64 copies of the whole input and result
+        out = np.empty(x.shape, x.dtype)
+        op(x, out=out, dtype=np.float64, casting="unsafe")
+        return _canon(out)
     return _round_to(op(x.astype(np.float64)), x.dtype)
 
 
