@@ -84,6 +84,7 @@ def cold_numpy_s(case: int, target: str, quick: bool, repeat: int) -> tuple[floa
 def _cold_numpy_child(case: int, target: str, quick: bool) -> None:
     from pto_compiler import api
     from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime import cycles, vf_executor  # noqa: F401  (ptoc --run loads them first too)
     from pto_compiler.runtime.executor import plan_of
 
     name, text, np_fn, _ = cases(64 if quick else 2048)[case]
