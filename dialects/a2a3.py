@@ -48,6 +48,8 @@ pipe_barrier orders them (the executor and pto-insert-sync read this)."""
 
 REPEAT_MAX = 255
 EVENT_IDS = 8
+MAX_TRIPS = "a2a3.max_trips"
+"""Attribute of an ``scf.for`` pto-lower-a2a3 made: the most trips its run-time bound allows."""
 """Event ids 0..7 per (source pipe, destination pipe) pair."""
 
 

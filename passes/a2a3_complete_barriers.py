@@ -32,10 +32,12 @@ from pto_compiler.targets import A2A3, Target, lookup_target
 __all__ = ["CompleteBarriersPass", "complete_barriers", "complete_function"]
 
 
-def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = None) -> None:
+def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = None,
+                      scalars: dict | None = None) -> Program:
     """Completes the barriers of one lowered function in place (``barrier_pass``: as in
-    :func:`complete_barriers`)."""
-    low = Decoder(fn, target).run()
+    :func:`complete_barriers`); returns its program, as runtime/program.py decodes the result
+    (``scalars`` size the GM arguments whose views depend on them)."""
+    low = Decoder(fn, target, scalars).run()
     prog = low.program()
     barriers = [n for n, _ in prog.walk() if isinstance(n, Instr) and n.opcode == "pipe_barrier"]
     complete_barriers(prog, {}, barrier_pass)
@@ -62,6 +64,7 @@ def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = Non
     for n in barriers:
         if id(n) not in kept:
             Rewriter.erase_op(low.op_of[id(n)])
+    return prog
 
 
 # --------------------------------------------------------------------------------------------

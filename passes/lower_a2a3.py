@@ -3,13 +3,13 @@
 Design (DESIGN.md §2, §5.6): the pass rewrites every tile, DMA and sync op of a placed module
 (every vec tile has a UB address, sync ops are explicit) into ``a2a3`` ops, one pattern per
 tile-op family keyed by the family's op class (:data:`_FAMILY_RULES`); the UB addresses and
-counts the instructions take are ``arith`` on ``index`` values, the loops a rule needs (count
-mode, 240-row chunks, ...) ``scf.for`` (``a2a3.max_trips`` bounds a run-time trip count), and
-the kernel's own ``scf``/``arith`` stay as they are.  :func:`program_of` decodes a lowered module
-(after a2a3-complete-barriers; on ascend950 after pto-lower-vf's emission,
-``lower_vf.lower_module_to_a2a3``) into the :class:`~pto_compiler.runtime.program.Program` the
-executor runs and the listing prints (per-pipe streams, scalar-unit code for the kernel's scalar
-arithmetic and loop-carried values); :func:`lower_to_program` lowers, completes and decodes a clone.
+counts the instructions take are ``arith`` on ``index`` values built where they are needed
+(numbers folded, a sum's constant first, a product by a number distributed over a sum), the
+loops a rule needs (count mode, 240-row chunks, ...) ``scf.for`` (``a2a3.max_trips`` bounds a
+run-time trip count), and the kernel's own ``scf``/``arith`` stay as they are (its arith on
+numbers is folded where the lowering reads it).  runtime/program.py decodes the lowered module
+(after a2a3-complete-barriers) into the program the executor runs, runtime/listing.py prints
+it; :func:`lower_to_program` lowers, completes and decodes a clone.
 
 How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa.md §4-5):
 
@@ -57,8 +57,7 @@ How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa
   integers); ``tdivs`` = ``vmuls`` by ``1/s`` only when s is a power of two (then exact), else
   ``vector_dup`` of s into 256 B of free UB and ``vdiv`` reading it with block and repeat
   stride 0 (s / x for the scalar-first form).
-* **Control flow**: ``scf.for`` -> ``Loop`` (index arith -> expressions), ``scf.if`` -> ``If``,
-  ``scf.while`` -> ``While``;
+* **Control flow**: ``scf.for``/``scf.if``/``scf.while`` stay, their bodies lowered in place;
   tiles carried through iter_args or yielded by branches must share a UB address (the
   planner's contract; a mismatch is a located error).  Sync ops -> ``set_flag``/``wait_flag``/
   ``pipe_barrier``.
@@ -101,7 +100,8 @@ from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import cube, pipes
 from pto_compiler.runtime.kernel_interface import kernel_args, select_entry
 from pto_compiler.runtime.program import (
-    DTYPE_SIZES, GmAddr, Instr, Origin, Program, canonical_dtype, constant_value, program_of, scalar_dtype,
+    ARITH, DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, program_of,
+    scalar_dtype,
 )
 from pto_compiler.targets import A2A3, Target
 from pto_compiler.passes.tile_access import fixed_ub_range, tile_range
@@ -117,8 +117,7 @@ N_BURST_MAX = 4095
 INTERNAL_EVENT = 0  # V<->S flags inside one op (TRowMax.hpp uses EVENT_ID0)
 M64 = (1 << 64) - 1
 FULL = ("norm", M64, M64)
-MAX_TRIPS = "a2a3.max_trips"
-"""Attribute of an ``scf.for`` the lowering made: the most trips its run-time bound allows."""
+MAX_TRIPS = a2a3.MAX_TRIPS
 
 
 @functools.lru_cache(maxsize=4096)
@@ -139,6 +138,10 @@ _INDEX = IndexType()
 """The index type of every address and count operand (one attribute, not one per operand)."""
 
 _word = functools.cache(StringAttr)
+
+_FOLD = {sym: ARITH[name][0] for sym, name in (("+", "addi"), ("-", "subi"), ("*", "muli"), ("/", "floordivsi"),
+                                               ("%", "remsi"), ("min", "minsi"), ("max", "maxsi"))}
+"""The scalar unit's arithmetic on numbers (runtime/program.py), by the lowering's operator."""
 """The StringAttr of a pipe or enum word, op name or file name (a few dozen, each on many ops)."""
 
 
@@ -154,110 +157,38 @@ def _xdsl_type(dtype: str):
 # Expressions
 # --------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Var:
-    """A value the lowering's expressions do not see into: ``%name`` (its SSA value: ``ssa``)."""
-    name: str
-
-
-_BINOPS = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: a // b if isinstance(a, int) and isinstance(b, int) else a / b,
-    "%": lambda a, b: a % b, "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b),
-    ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
-    "!=": lambda a, b: int(a != b),
-}
-
-
-@dataclass(frozen=True)
-class BinOp:
-    op: str
-    lhs: object
-    rhs: object
-
-
-@dataclass(frozen=True)
-class Call:
-    fn: str
-    args: tuple
-
-
-def is_const(e) -> bool:
-    return isinstance(e, (int, float)) and not isinstance(e, bool)
-
-
-def _fold(e):
-    """Constant-fold a node whose operands are all constants; drop ``0+x``, ``x+0``, ``1*x``."""
-    if isinstance(e, BinOp) and is_const(e.lhs) and is_const(e.rhs):
-        return _BINOPS[e.op](e.lhs, e.rhs)
-    if isinstance(e, BinOp):
-        if e.op == "+" and e.lhs == 0 and isinstance(e.lhs, int):
-            return e.rhs
-        if e.op in "+-" and e.rhs == 0 and isinstance(e.rhs, int):
-            return e.lhs
-        if e.op == "*" and e.lhs == 1 and isinstance(e.lhs, int):
-            return e.rhs
-        if e.op in "*/" and e.rhs == 1 and isinstance(e.rhs, int):
-            return e.lhs
-    if isinstance(e, Call) and all(is_const(a) for a in e.args):
-        return {"min": min, "max": max}[e.fn](*e.args)
-    return e
-
-
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def ex_add(*xs):
-    """Sum with the constant term first (``0x1000+%i*256``: a base address, then offsets)."""
-    const, terms = 0, []
-    for x in xs:
-        stack = [x]
-        while stack:
-            t = stack.pop()
-            if isinstance(t, BinOp) and t.op == "+":
-                stack.extend((t.rhs, t.lhs))
-            elif is_const(t):
-                const = const + t
-            else:
-                terms.append(t)
-    acc = const
-    for t in terms:
-        acc = _fold(BinOp("+", acc, t))
-    return acc
-
-
-def ex_sub(a, b):
-    return _fold(BinOp("-", a, b))
-
-
-def ex_mul(a, b):
-    if (_is_int(a) and a == 0) or (_is_int(b) and b == 0):
-        return 0
-    if is_const(a) and not is_const(b):
-        a, b = b, a
-    if is_const(b) and isinstance(a, BinOp) and a.op == "*" and is_const(a.rhs):
-        return ex_mul(a.lhs, a.rhs * b)  # (e * c1) * c2 -> e * (c1 * c2)
-    if is_const(b) and isinstance(a, BinOp) and a.op in "+-":
-        return _fold(BinOp(a.op, ex_mul(a.lhs, b), ex_mul(a.rhs, b))) if a.op == "-" \
-            else ex_add(ex_mul(a.lhs, b), ex_mul(a.rhs, b))  # (x + y) * c -> x*c + y*c
-    return _fold(BinOp("*", a, b))
-
-
-def ex_div(a, b):
-    return _fold(BinOp("/", a, b))
-
-
-def ex_min(a, b):
-    return _fold(Call("min", (a, b)))
+def _is_num(x) -> bool:
+    return isinstance(x, (int, float)) and type(x) is not bool
 
 
 def ceil_div(a, b):
     return -(-a // b)
 
 
+def _uncast(v: SSAValue) -> SSAValue:
+    """``v`` without the integer casts in front of it (index arithmetic on numbers sees through them)."""
+    while isinstance(v.owner, (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)):
+        v = v.owner.operands[0]
+    return v
+
+
+@functools.cache
+def _emit_plan(opcode: str) -> tuple:
+    """(field, how it becomes IR, default) of ``opcode``'s fields in operand order: an ``index``
+    operand, a ``typed`` one (the element type), the ``reg`` it writes, a ``word`` or ``sym``
+    property, a ``gm`` pointer and offset, a ``list`` of index operands."""
+    spec = a2a3.OPCODES[opcode]
+    codes = {"reg": "reg", "pipe": "word", "sym": "sym", "list": "list", "gm": "gm", "scalar": "typed", "expr": "typed"}
+    return tuple((f, "word" if spec.kinds[f].startswith("enum:") else codes.get(spec.kinds[f], "index"),
+                  spec.defaults.get(f)) for f in spec.fields)
+
+
 def _addr_text(e) -> str:
-    return hex(e) if _is_int(e) else repr(e)
+    return hex(e) if _is_int(e) else value_name(e)
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,7 +197,7 @@ def _addr_text(e) -> str:
 
 @dataclass
 class TileRef:
-    """A vec tile at a UB byte address (an expression), with its run-time valid region."""
+    """A vec tile at a UB byte address (a number or an index value), with its valid region."""
     addr: object
     t: pto.TileLikeType
     vr: object
@@ -292,11 +223,6 @@ class TileRef:
     @property
     def nbytes(self) -> int:
         return ceil_div(self.t.rows * self.t.cols * self.esize, 32) * 32
-
-    def elem(self, i, j=0):
-        if self.row_major:
-            return ex_add(self.addr, ex_mul(ex_add(ex_mul(i, self.t.cols), j), self.esize))
-        return ex_add(self.addr, ex_mul(ex_add(ex_mul(j, self.t.rows), i), self.esize))
 
 
 @dataclass
@@ -389,16 +315,17 @@ class _FnLowering:
 
     def __init__(self, fn: func.FuncOp, target: Target):
         self.fn = fn
-        self.ssa: dict = {}
-        """variable name -> the SSA value it stands for (kernel scalars, loop variables,
-        registers, any value the expressions cannot see through)."""
         self.ip: InsertPoint | None = None
         self._loop_ips: dict = {}
         self._consts: dict = {}
+        self._arith: list = []
+        """The arith ops the lowering made, in order."""
         self.patterns: GreedyRewritePatternApplier | None = None
         self.gm_values: dict = {}
         self.target = target
         self.vals: dict = {}
+        """SSA value -> what the lowering knows of it: a number (a constant, folded), the value
+        itself (a scalar known at run time), a TileRef, ViewRef or PartRef."""
         self.mask = FULL
         self.names: set = {"block_idx", "block_num", "subblock_idx", "subblock_num"}
         self.counter = 0
@@ -416,8 +343,7 @@ class _FnLowering:
                 self.gm_values[s.name] = s.value
             elif s.kind == "scalar":
                 scalar_dtype(fn, s)  # a type no scalar register holds is an error here
-                self.vals[s.value] = Var(s.name)
-                self.ssa[s.name] = s.value
+                self.vals[s.value] = s.value
             elif s.kind == "vector":
                 self.vals[s.value] = _UNREAD_VECTOR
             else:
@@ -433,18 +359,41 @@ class _FnLowering:
                 self.names.add(name)
                 return name
 
-    def emit(self, opcode: str, dtype=None, **args) -> Instr:
-        ins = Instr.make(opcode, dtype, origin=self.origin, **args)
-        self.materialise(ins)
-        return ins
-
-    def leaf(self, v: SSAValue, stem: str) -> Var:
-        """A variable standing for ``v`` (lowering: an SSA value the expressions do not see into)."""
-        var = Var(stem if stem not in self.names else self.fresh(stem))
-        self.names.add(var.name)
-        self.ssa[var.name] = v
-        self.vals[v] = var
-        return var
+    def emit(self, opcode: str, dtype=None, **args):
+        """The ``a2a3`` op ``opcode`` at the insertion point (omitted operands: the table's
+        defaults; numbers become constants, index operands ``index`` values).  A register it
+        writes is given by its name; returns the register's value, else the op."""
+        dt = canonical_dtype(dtype) if dtype else None
+        etype = _xdsl_type(dt) if dt else _INDEX
+        operands, props, reg = [], {}, None
+        value = self.value
+        for f, code, default in _emit_plan(opcode):
+            v = args.get(f, default)
+            if code == "index":
+                operands.append(value(v, _INDEX))
+            elif code == "typed":
+                operands.append(value(v, etype))
+            elif code == "reg":
+                reg = v
+            elif code == "word":
+                if v != default:
+                    props[f] = _word(v)
+            elif code == "gm":
+                operands += (self.gm_values[v.arg], value(v.offset, _INDEX))
+            elif code == "list":
+                operands += [value(x, _INDEX) for x in v]
+            else:
+                props[f] = SymbolRefAttr(v)
+        if dt:
+            props["dtype"] = etype
+        if "src_dtype" in args:
+            props["src_dtype"] = _xdsl_type(canonical_dtype(args["src_dtype"]))
+        op = a2a3.OPS[opcode].create(operands=operands, properties=props, result_types=[etype] if reg else [])
+        res = self.insert(op)
+        if reg is None:
+            return op
+        res.name_hint = reg
+        return res
 
     def loop(self, stem: str, start, stop, step=1, bound: int | None = None):
         """Inserts an ``scf.for`` and returns (the op, its variable); the caller fills its body
@@ -458,11 +407,10 @@ class _FnLowering:
         loop.location = self.location()
         iv = loop.body.block.args[0]
         iv.name_hint = var
-        self.ssa[var] = iv
         if bound is not None and not _is_int(stop):
             loop.attributes[MAX_TRIPS] = IntegerAttr(bound, 64)
         Rewriter.insert_op(loop, self.ip)
-        return loop, Var(var)
+        return loop, iv
 
     def end_loop(self, outer):
         self.ip = outer
@@ -625,23 +573,26 @@ class _FnLowering:
     def constant(self, v, t):
         """One ``arith.constant`` per value and type, at the top of the function (an integer wrapped
         to the type's width, as the scalar unit's arithmetic in that type wraps it)."""
-        if isinstance(t, IntegerType) and not isinstance(v, float):
-            size = 1 << t.width.data
-            v = int(v) % size if t.signedness.data == Signedness.UNSIGNED else (int(v) + size // 2) % size - size // 2
-        key = (repr(v), t)
+        key = (v, t) if type(v) is int else (repr(v), t)  # 0.0 and -0.0 are two constants
         c = self._consts.get(key)
         if c is None:
+            if isinstance(t, IntegerType) and not isinstance(v, float):
+                size = 1 << t.width.data
+                v = int(v) % size if t.signedness.data == Signedness.UNSIGNED else (int(v) + size // 2) % size - size // 2
             attr = FloatAttr(float(v), t) if not isinstance(t, (IndexType, IntegerType)) else IntegerAttr(int(v), t)
             c = arith.ConstantOp(attr)
             if isinstance(t, IndexType):
                 c.result.name_hint = f"c{v}" if v >= 0 else f"c_{-v}"
             Rewriter.insert_op(c, InsertPoint.at_start(self.fn.body.blocks[0]))
+            self._arith.append(c)
             c = self._consts[key] = c.result
         return c
 
     def insert(self, op: Operation) -> SSAValue | None:
         op.location = self.location()
         Rewriter.insert_op(op, self.ip)
+        if not isinstance(op, a2a3.A2A3Op):
+            self._arith.append(op)
         return op.results[0] if op.results else None
 
     _ARITH_INT = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.FloorDivSIOp,
@@ -650,67 +601,100 @@ class _FnLowering:
                     "min": arith.MinimumfOp, "max": arith.MaximumfOp}
 
     def value(self, e, t) -> SSAValue:
-        """The SSA value of expression ``e`` as a ``t`` (index for addresses and counts; an SSA
-        value stands for itself)."""
-        if isinstance(e, SSAValue):
-            return e
-        if isinstance(e, (int, float)) and not isinstance(e, bool):
+        """The SSA value of ``e`` (a number or an SSA value) as a ``t``: an integer value is cast
+        to or from ``index``."""
+        if _is_num(e):
             return self.constant(e, t)
-        if isinstance(e, Var):
-            v = self.ssa[e.name]
-            if isinstance(t, IndexType) and isinstance(v.type, IntegerType):
-                v = self.insert(arith.IndexCastOp(v, IndexType()))
-            elif isinstance(t, IntegerType) and isinstance(v.type, IndexType):
-                v = self.insert(arith.IndexCastOp(v, t))
-            return v
-        if isinstance(e, (BinOp, Call)):
-            name, args = (e.op, (e.lhs, e.rhs)) if isinstance(e, BinOp) else (e.fn, e.args)
-            floating = not isinstance(t, (IndexType, IntegerType))
-            table = self._ARITH_FLOAT if floating else self._ARITH_INT
-            if name not in table:
-                raise _Unsupported(f"expression {e} has no arith form")
-            a, b = (self.value(x, t) for x in args)
-            return self.insert(table[name](a, b))
-        raise _Unsupported(f"operand {e!r} has no SSA form")
+        if isinstance(t, IndexType) and isinstance(e.type, IntegerType):
+            return self.insert(arith.IndexCastOp(e, IndexType()))
+        if isinstance(t, IntegerType) and isinstance(e.type, IndexType):
+            return self.insert(arith.IndexCastOp(e, t))
+        return e
 
-    def materialise(self, ins: Instr):
-        """``ins`` as an ``a2a3`` op at the insertion point."""
-        spec, a = ins.spec, ins.args
-        dt = a.get("dtype")
-        etype = _xdsl_type(dt) if dt else _INDEX
-        operands, props, result_reg = {}, {}, None
-        for f in spec.fields:
-            kind, v = spec.kinds[f], a[f]
-            if kind == "reg":
-                result_reg = v.name
-            elif kind == "pipe" or kind.startswith("enum:"):
-                if v != spec.defaults.get(f):
-                    props[f] = _word(v)
-            elif kind == "sym":
-                props[f] = SymbolRefAttr(v)
-            elif kind == "list":
-                operands[f] = [self.value(x, _INDEX) for x in v]
-            elif kind == "gm":
-                operands[f], operands[f"{f}_offset"] = self.gm_values[v.arg], self.value(v.offset, _INDEX)
-            elif kind in ("scalar", "expr"):
-                operands[f] = self.value(v, etype)
+    # ---- arithmetic: arith ops at the insertion point, numbers folded ------------------------------
+    def arith(self, sym: str, a, b, t=_INDEX):
+        """``a sym b`` in type ``t`` (default ``index``): a number when both are, else an arith op."""
+        if _is_num(a) and _is_num(b):
+            return _FOLD[sym](a, b)
+        table = self._ARITH_INT if isinstance(t, (IndexType, IntegerType)) else self._ARITH_FLOAT
+        return self.insert(table[sym](self.value(a, t), self.value(b, t)))
+
+    def add(self, *xs, t=_INDEX):
+        """The sum, its constant term first (``0x1000+%i*256``: a base address, then offsets; the
+        constant of an ``addi`` operand joins it)."""
+        const, terms = 0, []
+        for x in xs:
+            if t is _INDEX and not _is_num(x) and isinstance(x.owner, arith.AddiOp):
+                a, b = (self.number(v) for v in x.owner.operands)
+                if _is_num(a) or _is_num(b):
+                    const += a if _is_num(a) else b
+                    x = b if _is_num(a) else a
+            if _is_num(x):
+                const += x
             else:
-                operands[f] = self.value(v, _INDEX)
-        if dt:
-            props["dtype"] = etype
-        if spec.family == "conv":
-            props["src_dtype"] = _xdsl_type(a["src_dtype"])
-        op = a2a3.OPS[ins.opcode].build_from(operands, props, etype if result_reg else None)
-        res = self.insert(op)
-        if result_reg is not None:
-            res.name_hint = result_reg
-            self.ssa[result_reg] = res
+                terms.append(x)
+        acc = const
+        for x in terms:
+            acc = x if _is_num(acc) and acc == 0 else self.arith("+", acc, x, t)
+        return acc
+
+    def sub(self, a, b, t=_INDEX):
+        return a if _is_num(b) and b == 0 else self.arith("-", a, b, t)
+
+    def mul(self, a, b, t=_INDEX):
+        """The product, a value before its factor (``%i*256``); an index sum times a number is the
+        sum of the products, a product by numbers one factor."""
+        if _is_num(a) and not _is_num(b):
+            a, b = b, a
+        if _is_int(b) and b in (0, 1):
+            return a if b else 0
+        if _is_int(b) and t is _INDEX and not _is_num(a):
+            a = _uncast(a)
+        if _is_int(b) and t is _INDEX and not _is_num(a) and isinstance(a.owner, (arith.AddiOp, arith.MuliOp)):
+            x, y = (self.number(v) for v in a.owner.operands)
+            if isinstance(a.owner, arith.AddiOp):
+                return self.add(self.mul(x, b), self.mul(y, b))
+            if _is_int(x) or _is_int(y):
+                return self.mul(y if _is_int(x) else x, (x if _is_int(x) else y) * b)
+        return self.arith("*", a, b, t)
+
+    def number(self, v):
+        """``v`` as the number it is known to be (a constant, folded kernel arith), else ``v``."""
+        n = self.vals.get(v)
+        if _is_num(n):
+            return n
+        if isinstance(v.owner, arith.ConstantOp) and isinstance(v.type, (IndexType, IntegerType)):
+            return constant_value(v.owner)
+        return v
+
+    def div(self, a, b, t=_INDEX):
+        return a if _is_int(b) and b == 1 else self.arith("/", a, b, t)
+
+    def ceil_div(self, a, b: int):
+        return ceil_div(a, b) if _is_num(a) else self.div(self.add(a, b - 1), b)
+
+    def min(self, a, b):
+        return self.arith("min", a, b)
+
+    def packed(self, reg):
+        """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg % 256) * 257``."""
+        u16 = _xdsl_type("u16")
+        return self.arith("*", self.arith("%", reg, 256, u16), 257, u16)
+
+    def elem(self, t: TileRef, i, j=0):
+        """The UB address of element (i, j) of tile ``t``."""
+        if t.row_major:
+            return self.add(t.addr, self.mul(i, t.t.cols * t.esize), self.mul(j, t.esize))
+        return self.add(t.addr, self.mul(j, t.t.rows * t.esize), self.mul(i, t.esize))
 
     # ---- walking -----------------------------------------------------------------------------
     def run(self) -> None:
         self.lower_block(self.fn.body.blocks[0])
         self.set_origin(self.fn)
         self.restore_mask()
+        for op in reversed(self._arith):  # arith a rule worked out but no instruction took
+            if not op.results[0].uses:
+                Rewriter.erase_op(op)
 
     def lower_block(self, block) -> list | None:
         """Lowers the ops of a block; returns the operands of its terminator (yield/return)."""
@@ -788,7 +772,7 @@ class _FnLowering:
             return
         if name in ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK):
             # the launch's values: kept as ops, read as the predefined registers
-            self.leaf(op.results[0], name.removeprefix("pto.get_"))
+            self.vals[op.results[0]] = op.results[0]
             return
         if name in pipes.INIT_OPS or name in pipes.BUFFER_OPS:
             return lower_cube.lower_pipe_setup(self, op)
@@ -817,10 +801,10 @@ class _FnLowering:
         """TGETVAL: one ``ld_ub`` of the element at flat offset ``index`` of the tile's storage, on
         the scalar unit (pto-insert-sync orders it after the tile's producer: MTE2/V -> S)."""
         t = self.tile(op.operands[0])
-        reg = self.fresh("s")
-        self.emit("ld_ub", t.dtype, dst=Var(reg), addr=ex_add(t.addr, ex_mul(self.expr(op.operands[1], op), t.esize)))
-        Rewriter.replace_op(op, [], [self.ssa[reg]])
-        self.vals[self.ssa[reg]] = Var(reg)
+        reg = self.emit("ld_ub", t.dtype, dst=self.fresh("s"),
+                        addr=self.add(t.addr, self.mul(self.expr(op.operands[1], op), t.esize)))
+        Rewriter.replace_op(op, [], [reg])
+        self.vals[reg] = reg
 
     def lower_section(self, op: Operation):
         """``pto.section.cube`` / ``pto.section.vector``: the body runs inline, in program order
@@ -840,7 +824,7 @@ class _FnLowering:
             return
         arr = self.vals.get(op.operands[0])
         i = self.expr(op.operands[-1], op)  # set: (array, value, index); get: (array, index)
-        if not isinstance(arr, list) or not is_const(i):
+        if not isinstance(arr, list) or not _is_num(i):
             self.unsupported("an event-id array index that is not a constant")
         if not 0 <= i < len(arr):
             self.fail(f"event-id array index {i} is out of range 0..{len(arr) - 1}")
@@ -881,83 +865,43 @@ class _FnLowering:
         opcode = "set_flag" if op.name in ("pto.set_flag", "pto.record_event", "pto.set_flag_dyn") else "wait_flag"
         self.emit(opcode, src_pipe=src, dst_pipe=dst, event_id=event)
 
-    # ---- arith -> expressions ----------------------------------------------------------------
-    _INT_BIN = {"addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "floordivsi": "/",
-                "remsi": "%", "remui": "%"}
-    _CMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<",
-            "ule": "<=", "ugt": ">", "uge": ">="}
-
+    # ---- the kernel's arith ---------------------------------------------------------------------
     def lower_arith(self, op):
-        name = op.name.split(".", 1)[1]
-        if name == "constant":
+        """Folded into a number when every operand is one (the scalar unit's arithmetic), else the
+        value itself: the op stays, runtime/program.py decodes it."""
+        if op.name == "arith.constant":
             try:
                 self.vals[op.result] = self._constant(op)
             except _Unsupported as e:
                 self.unsupported(str(e))
             return
-        ops = [self.expr(v, op) for v in op.operands]
-        if name in self._INT_BIN:
-            self.vals[op.results[0]] = _fold(BinOp(self._INT_BIN[name], ops[0], ops[1]))
-        elif name in ("ceildivsi", "ceildivui"):
-            self.vals[op.results[0]] = ex_div(ex_sub(ex_add(ops[0], ops[1]), 1), ops[1])
-        elif name in ("maxsi", "maxui", "minsi", "minui"):
-            self.vals[op.results[0]] = _fold(Call(name[:3], (ops[0], ops[1])))
-        elif name in ("index_cast", "index_castui", "extsi", "extui", "trunci"):
-            self.vals[op.results[0]] = ops[0]
-        elif name == "cmpi":
-            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-            self.vals[op.results[0]] = _fold(BinOp(self._CMP[pred], ops[0], ops[1]))
-        elif name == "select":
-            c, a, b = ops
-            self.vals[op.results[0]] = ex_add(ex_mul(c, a), ex_mul(ex_sub(1, c), b))
-        elif name == "andi" and op.results[0].type.width.data == 1:
-            self.vals[op.results[0]] = ex_mul(ops[0], ops[1])
-        elif name == "ori" and op.results[0].type.width.data == 1:
-            self.vals[op.results[0]] = _fold(BinOp(">", ex_add(ops[0], ops[1]), 0))
-        elif name == "xori" and op.results[0].type.width.data == 1:
-            self.vals[op.results[0]] = _fold(BinOp("!=", ops[0], ops[1]))
-        else:
-            self.leaf(op.results[0], "f")  # scalar-unit arithmetic: the program's business
+        values = [self.expr(v, op) for v in op.operands]
+        fn = arith_function(op)
+        res = op.results[0]
+        self.vals[res] = fn(*values) if fn is not None and all(_is_num(x) for x in values) else res
 
     # ---- scf -------------------------------------------------------------------------------------
-    def _carry_regs(self, values, op):
-        """Registers for the non-tile values carried by a loop or if (None for tiles)."""
-        regs = []
-        for v in values:
-            if isinstance(v.type, pto.TileLikeType):
-                regs.append(None)
-            else:
-                regs.append(self.fresh("v"))
-        return regs
-
     def lower_for(self, op: scf.ForOp):
-        """The loop stays an ``scf.for``; its body is lowered in place (tiles carried through
-        iter_args keep their buffer, other values are what they are)."""
+        """The loop stays an ``scf.for``; its body is lowered in place (a tile carried through
+        iter_args keeps its buffer; a scalar is its block argument)."""
         body = op.body.blocks[0]
-        regs = self._carry_regs(op.iter_args, op)
-        for init, reg, barg in zip(op.iter_args, regs, body.args[1:]):
-            if reg is None:
-                t = self.vals.get(init)
-                if not isinstance(t, TileRef):
-                    self.fail(f"iter_arg {init} is not a tile the lowering knows")
-                self.vals[barg] = t
-            else:
-                self.leaf(barg, reg)
+        tiles = [isinstance(v.type, pto.TileLikeType) for v in op.iter_args]
+        for init, tile, barg in zip(op.iter_args, tiles, body.args[1:]):
+            if tile and not isinstance(self.vals.get(init), TileRef):
+                self.fail(f"iter_arg {init} is not a tile the lowering knows")
+            self.vals[barg] = self.vals[init] if tile else barg
         self.restore_mask()
-        self.leaf(body.args[0], body.args[0].name_hint or "i")
+        self.vals[body.args[0]] = body.args[0]
         yielded = self.lower_block(body) or []
-        self._yield(yielded, regs, [self.vals[b] for b in body.args[1:]])
+        self._yield(yielded, tiles, [self.vals[b] for b in body.args[1:]])
         self.restore_mask()
-        for res, reg, barg in zip(op.res, regs, body.args[1:]):
-            if reg is None:
-                self.vals[res] = self.vals[barg]
-            else:
-                self.leaf(res, reg)
+        for res, tile, barg in zip(op.res, tiles, body.args[1:]):
+            self.vals[res] = self.vals[barg] if tile else res
 
-    def _yield(self, yielded, regs, targets):
+    def _yield(self, yielded, tiles, targets):
         """A tile yielded where one is carried must be in the carried tile's buffer."""
-        for v, reg, tgt in zip(yielded, regs, targets):
-            if reg is None:
+        for v, tile, tgt in zip(yielded, tiles, targets):
+            if tile:
                 t = self.vals.get(v)
                 if not isinstance(t, TileRef) or not isinstance(tgt, TileRef):
                     self.fail(f"yields {v}, which is not a tile the lowering knows")
@@ -971,20 +915,15 @@ class _FnLowering:
         before, after = op.before_region.block, op.after_region.block
         if any(isinstance(v.type, pto.TileLikeType) for v in (*op.arguments, *op.res)):
             self.unsupported("a tile carried through scf.while (use the tile by name; carry scalars only)")
-        regs, passed = self._carry_regs(op.arguments, op), self._carry_regs(op.res, op)
         self.restore_mask()
-        for a, r in zip(before.args, regs):
-            self.leaf(a, r)
+        for v in (*before.args, *after.args, *op.res):
+            self.vals[v] = v
         self.lower_block(before)
-        for a, r in zip(after.args, passed):
-            self.leaf(a, r)
         self.lower_block(after)
         self.restore_mask()
-        for res, r in zip(op.res, passed):
-            self.leaf(res, r)
 
     def lower_if(self, op: scf.IfOp):
-        regs = self._carry_regs(op.output, op)
+        tiles = [isinstance(v.type, pto.TileLikeType) for v in op.output]
         self.restore_mask()
         targets = None
         for region in (op.true_region, op.false_region):
@@ -992,14 +931,11 @@ class _FnLowering:
                 continue
             yielded = self.lower_block(region.blocks[0]) or []
             if targets is None:
-                targets = [self.vals.get(v) if reg is None else None for v, reg in zip(yielded, regs)]
-            self._yield(yielded, regs, targets)
+                targets = [self.vals.get(v) if tile else None for v, tile in zip(yielded, tiles)]
+            self._yield(yielded, tiles, targets)
             self.restore_mask()
         for i, res in enumerate(op.output):
-            if regs[i] is not None:
-                self.leaf(res, regs[i])
-            else:
-                self.vals[res] = targets[i] if targets is not None else None
+            self.vals[res] = targets[i] if tiles[i] and targets is not None else res
 
     # ---- tile ops -----------------------------------------------------------------------------
     def lowered(self, op: Operation):
@@ -1079,11 +1015,11 @@ class _FnLowering:
                 self.set_mask(FULL)
             for s in range(0, full, REPEAT_MAX):
                 n = min(REPEAT_MAX, full - s)
-                self.emit(opcode, dtype, **args_for({k: ex_add(o.base, s * o.chunk) for k, o in opnds.items()},
+                self.emit(opcode, dtype, **args_for({k: self.add(o.base, s * o.chunk) for k, o in opnds.items()},
                                                     reps, blks, n))
             if tail:
                 self.set_mask(self.mask_lanes(0, tail, L))
-                self.emit(opcode, dtype, **args_for({k: ex_add(o.base, full * o.chunk) for k, o in opnds.items()},
+                self.emit(opcode, dtype, **args_for({k: self.add(o.base, full * o.chunk) for k, o in opnds.items()},
                                                     reps, blks, 1))
             return
         if static and all(_is_int(o.row) and o.row % 32 == 0 and o.row // 32 <= REPEAT_MAX for o in opnds.values()):
@@ -1093,7 +1029,7 @@ class _FnLowering:
                 self.set_mask(self.mask_lanes(a, b, L))
                 for r0 in range(0, R, REPEAT_MAX):
                     n = min(REPEAT_MAX, R - r0)
-                    addrs = {nm: ex_add(o.base, k * o.chunk, r0 * o.row) for nm, o in opnds.items()}
+                    addrs = {nm: self.add(o.base, k * o.chunk, r0 * o.row) for nm, o in opnds.items()}
                     self.emit(opcode, dtype, **args_for(addrs, reps, blks, n))
             return
         # count mode, one row per trip (dynamic shapes, or rows wider than 255 blocks)
@@ -1106,7 +1042,7 @@ class _FnLowering:
             if not (_is_int(R) and R == 1):
                 node0, r0 = self.loop("r", 0, R, bound=row_bound)
                 outer0 = self.in_body(node0.body)
-            self.emit(opcode, dtype, **args_for({nm: ex_add(o.base, k0 * o.chunk, ex_mul(r0, o.row))
+            self.emit(opcode, dtype, **args_for({nm: self.add(o.base, k0 * o.chunk, self.mul(r0, o.row))
                                                  for nm, o in opnds.items()}, reps0, blks, 1))
             if node0 is not None:
                 self.end_loop(outer0)
@@ -1116,7 +1052,7 @@ class _FnLowering:
         for o in opnds.values():
             if (col_lo * o.esize) % 32 or (o.chunk and o.chunk % 32):
                 raise _Unsupported("a column range that does not start on a 32-byte block")
-        count = ex_sub(C, col_lo)
+        count = self.sub(C, col_lo)
         reps = {n: o.chunk // 32 for n, o in opnds.items()}
         self.set_mask(("count", 0, count))
         r = 0
@@ -1124,7 +1060,7 @@ class _FnLowering:
         if not (_is_int(R) and R == 1):
             node, r = self.loop("r", 0, R, bound=row_bound)
             outer = self.in_body(node.body)
-        addrs = {nm: ex_add(o.base, col_lo * o.esize if o.chunk else 0, ex_mul(r, o.row)) for nm, o in opnds.items()}
+        addrs = {nm: self.add(o.base, col_lo * o.esize if o.chunk else 0, self.mul(r, o.row)) for nm, o in opnds.items()}
         self.emit(opcode, dtype, **args_for(addrs, reps, blks, 1))
         if node is not None:
             self.end_loop(outer)
@@ -1151,16 +1087,15 @@ class _FnLowering:
     def scalar_operand(self, v: SSAValue, dtype: str, negate=False):
         """The scalar field for a tile-scalar op on ``dtype`` (converted as the golden model does)."""
         e = self.expr(v)
-        if is_const(e):
+        if _is_num(e):
             s = E.scalar_to(e, E.np_dtype(dtype))
             if negate:
                 s = E.neg(s)
             return _py_number(s)
         if not negate:
             return e
-        reg = self.fresh("s")
-        self.emit("smov", dtype, dst=Var(reg), src=e)
-        return ex_mul(-1, Var(reg))
+        reg = self.emit("smov", dtype, dst=self.fresh("s"), src=e)
+        return self.mul(reg, -1, t=_xdsl_type(canonical_dtype(dtype)))
 
     def tile_scalar(self, op):
         (sv,) = op.scalar_ins()
@@ -1175,7 +1110,7 @@ class _FnLowering:
             self.vec(type(op).A2A3_VOP, d.dtype, ops, d.vr, d.vc, extra={"scalar": self.scalar_operand(sv, d.dtype)})
             return
         scalar = self.scalar_operand(sv, d.dtype)
-        if not op.scalar_first and is_const(scalar):
+        if not op.scalar_first and _is_num(scalar):
             inv = _exact_reciprocal(scalar, d.dtype)
             if inv is not None:
                 self.vec("vmuls", d.dtype, ops, d.vr, d.vc, extra={"scalar": inv})
@@ -1194,20 +1129,17 @@ class _FnLowering:
         self._rows_aligned(d, rows=d.vr)
         e = self.expr(op.ins[0])
         if d.esize == 1:
-            if is_const(e):
+            if _is_num(e):
                 b = int(np.asarray(E.scalar_to(e, E.np_dtype(d.dtype))).view(np.uint8))
                 scalar = b * 257
             else:
-                reg = self.fresh("s")
-                self.emit("smov", d.dtype, dst=Var(reg), src=e)
-                scalar = ex_mul(_fold(BinOp("%", Var(reg), 256)), 257)
-            cols = d.vc if not _is_int(d.vc) else ceil_div(d.vc, 2)
-            if not _is_int(d.vc):
-                cols = ex_div(ex_add(d.vc, 1), 2)
+                reg = self.emit("smov", d.dtype, dst=self.fresh("s"), src=e)
+                scalar = self.packed(reg)
+            cols = self.ceil_div(d.vc, 2)
             self.vec("vector_dup", "u16", {"dst": Opnd(d.addr, d.row_bytes, 256, 2)}, d.vr, cols,
                      extra={"scalar": scalar})
             return
-        scalar = _py_number(E.scalar_to(e, E.np_dtype(d.dtype))) if is_const(e) else e
+        scalar = _py_number(E.scalar_to(e, E.np_dtype(d.dtype))) if _is_num(e) else e
         self.vec("vector_dup", d.dtype, {"dst": self.opnd(d, 256 // d.esize)}, d.vr, d.vc,
                  extra={"scalar": scalar})
 
@@ -1245,8 +1177,8 @@ class _FnLowering:
         dst_o, full_o = self.opnd(d, L), self.opnd(full, L)
 
         def body(bc: Opnd, rows, row0):
-            dd = Opnd(ex_add(dst_o.base, ex_mul(row0, d.row_bytes)), dst_o.row, dst_o.chunk, d.esize)
-            ff = Opnd(ex_add(full_o.base, ex_mul(row0, full.row_bytes)), full_o.row, full_o.chunk, full.esize)
+            dd = Opnd(self.add(dst_o.base, self.mul(row0, d.row_bytes)), dst_o.row, dst_o.chunk, d.esize)
+            ff = Opnd(self.add(full_o.base, self.mul(row0, full.row_bytes)), full_o.row, full_o.chunk, full.esize)
             ops = {"dst": dd, "src0": bc, "src1": ff} if expanded == 0 else {"dst": dd, "src0": ff, "src1": bc}
             self.vec(vop, d.dtype, ops, rows, C)
             if expdif:
@@ -1261,7 +1193,7 @@ class _FnLowering:
                 return
             for r0 in range(0, R, REPEAT_MAX):
                 n = min(REPEAT_MAX, R - r0)
-                body(Opnd(ex_add(x.addr, r0 * x.row_bytes), x.row_bytes, 0, x.esize, blk=0), n, r0)
+                body(Opnd(self.add(x.addr, r0 * x.row_bytes), x.row_bytes, 0, x.esize, blk=0), n, r0)
             return
         if x.row_major:
             self.fail("Mode 1 needs a ColMajor expanded operand")
@@ -1280,7 +1212,7 @@ class _FnLowering:
             self.fail(f"Mode 1 needs a broadcast buffer, but bcast_source = \"{source}\"")
         bc = Opnd(buf, 32, 0, d.esize, blk=0)
         if not static or R < 256:  # (vbrcb ignores the vector mask)
-            repeat = ceil_div(R, 8) if static else ex_div(ex_add(R, 7), 8)
+            repeat = self.ceil_div(R, 8)
             self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=repeat, dst_blk_stride=1, dst_rep_stride=8)
             body(bc, R, 0)
             return
@@ -1292,15 +1224,15 @@ class _FnLowering:
             self.restore_mask()
             node, c = self.loop("c", 0, nfull)
             outer = self.in_body(node.body)
-        self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, ex_mul(c, chunk * x.esize)),
+        self.emit("vbrcb", d.dtype, dst=buf, src=self.add(x.addr, self.mul(c, chunk * x.esize)),
                   repeat=chunk // 8, dst_blk_stride=1, dst_rep_stride=8)
-        body(bc, chunk, ex_mul(c, chunk))
+        body(bc, chunk, self.mul(c, chunk))
         self.emit("pipe_barrier", pipe="V")
         if node is not None:
             self.restore_mask()
             self.end_loop(outer)
         if tail:
-            self.emit("vbrcb", d.dtype, dst=buf, src=ex_add(x.addr, nfull * chunk * x.esize),
+            self.emit("vbrcb", d.dtype, dst=buf, src=self.add(x.addr, nfull * chunk * x.esize),
                       repeat=ceil_div(tail, 8), dst_blk_stride=1, dst_rep_stride=8)
             body(bc, tail, nfull * chunk)
 
@@ -1314,14 +1246,13 @@ class _FnLowering:
         self.flag("V", "S")
         dtype = d.dtype
         packed = d.esize == 1
-        count = ex_div(ex_add(C, 1), 2) if packed else C
+        count = self.ceil_div(C, 2) if packed else C
         self.set_mask(("count", 0, count))
         node, r = self.loop("r", 0, R, bound=d.t.rows)
         outer = self.in_body(node.body)
-        reg = self.fresh("s")
-        self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, 0))
-        scalar = ex_mul(_fold(BinOp("%", Var(reg), 256)), 257) if packed else Var(reg)
-        self.emit("vector_dup", "u16" if packed else dtype, dst=d.elem(r, 0), scalar=scalar, repeat=1,
+        reg = self.emit("ld_ub", dtype, dst=self.fresh("s"), addr=self.elem(s, r, 0))
+        scalar = self.packed(reg) if packed else reg
+        self.emit("vector_dup", "u16" if packed else dtype, dst=self.elem(d, r, 0), scalar=scalar, repeat=1,
                   dst_rep_stride=8)
         self.end_loop(outer)
         self.emit("set_mask_norm")
@@ -1334,13 +1265,13 @@ class _FnLowering:
         R, C = d.vr, d.vc
         if _is_int(R) and _is_int(C) and (R <= 0 or C <= 0):
             return
-        blocks = ceil_div(C * d.esize, 32) if _is_int(C) else ex_div(ex_add(ex_mul(C, d.esize), 31), 32)
+        blocks = self.ceil_div(self.mul(C, d.esize), 32)
         if _is_int(R) and R == 1:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=blocks)
             return
         node, r = self.loop("r", 0, R, bound=d.t.rows)
         outer = self.in_body(node.body)
-        self.emit("copy_ubuf_to_ubuf", dst=d.elem(r, 0), src=s.addr, n_burst=1, len_burst=blocks)
+        self.emit("copy_ubuf_to_ubuf", dst=self.elem(d, r, 0), src=s.addr, n_burst=1, len_burst=blocks)
         self.end_loop(outer)
 
     def tile_mov(self, op):
@@ -1362,21 +1293,18 @@ class _FnLowering:
                 raise _Unsupported("tmov between a RowMajor and a ColMajor tile")
         if not d.row_major or not s.row_major:
             # a ColMajor column (or a single row): contiguous elements
-            n = ex_mul(R, C)
+            n = self.mul(R, C)
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1,
-                      len_burst=ceil_div(n * d.esize, 32) if _is_int(n) else ex_div(ex_add(ex_mul(n, d.esize), 31), 32))
+                      len_burst=self.ceil_div(self.mul(n, d.esize), 32))
             return
         self._rows_aligned(s, d, rows=R)
         e = d.esize
-        if _is_int(C):
-            length = ceil_div(C * e, 32)
-        else:
-            length = ex_div(ex_add(ex_mul(C, e), 31), 32)
-        sgap, dgap = ex_sub(s.row_bytes // 32, length), ex_sub(d.row_bytes // 32, length)
+        length = self.ceil_div(self.mul(C, e), 32)
+        sgap, dgap = self.sub(s.row_bytes // 32, length), self.sub(d.row_bytes // 32, length)
         if _is_int(R):
             for r0 in range(0, R, N_BURST_MAX):
                 n = min(N_BURST_MAX, R - r0)
-                self.emit("copy_ubuf_to_ubuf", dst=ex_add(d.addr, r0 * d.row_bytes), src=ex_add(s.addr, r0 * s.row_bytes),
+                self.emit("copy_ubuf_to_ubuf", dst=self.add(d.addr, r0 * d.row_bytes), src=self.add(s.addr, r0 * s.row_bytes),
                           n_burst=n, len_burst=length, src_gap=sgap, dst_gap=dgap)
         else:
             self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=R, len_burst=length,
@@ -1429,9 +1357,8 @@ class _FnLowering:
         outer = self.in_body(rows.body)
         cols, j = self.loop("j", 0, s.vc, bound=s.t.cols)
         inner = self.in_body(cols.body)
-        reg = self.fresh("s")
-        self.emit("ld_ub", s.dtype, dst=Var(reg), addr=s.elem(i, j))
-        self.emit("st_ub", d.dtype, addr=d.elem(j, i), src=Var(reg))
+        reg = self.emit("ld_ub", s.dtype, dst=self.fresh("s"), addr=self.elem(s, i, j))
+        self.emit("st_ub", d.dtype, addr=self.elem(d, j, i), src=reg)
         self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -1451,8 +1378,8 @@ class _FnLowering:
             outer = self.in_body(rows.body)
             cols, c = self.loop("c", 0, d.vc, bound=d.t.cols)
             inner = self.in_body(cols.body)
-            k = ex_add(ex_mul(r, d.vc), c)
-            self.emit("st_ub", d.dtype, addr=d.elem(r, c), src=ex_sub(s, k) if desc else ex_add(s, k))
+            k = self.add(self.mul(r, d.vc), c)
+            self.emit("st_ub", d.dtype, addr=self.elem(d, r, c), src=self.sub(s, k) if desc else self.add(s, k))
             self.end_loop(inner)
             self.end_loop(outer)
             self.flag("S", "V")
@@ -1462,9 +1389,9 @@ class _FnLowering:
         first, second = (1, 0) if upper else (0, 1)
         node, r = self.loop("r", 0, d.vr, bound=d.t.rows)
         outer = self.in_body(node.body)
-        row = Opnd(d.elem(r, 0), d.row_bytes, 256, d.esize)
+        row = Opnd(self.elem(d, r, 0), d.row_bytes, 256, d.esize)
         self.vec("vector_dup", d.dtype, {"dst": row}, 1, d.vc, extra={"scalar": first})
-        n = ex_min(_fold(Call("max", (ex_add(r, s, 0 if upper else 1), 0))), d.vc)
+        n = self.min(self.arith("max", self.add(r, s, 0 if upper else 1), 0), d.vc)
         self.vec("vector_dup", d.dtype, {"dst": row}, 1, n, extra={"scalar": second})
         self.end_loop(outer)
 
@@ -1486,10 +1413,9 @@ class _FnLowering:
             outer = self.in_body(rows.body)
             cols, c = self.loop("c", 0, d.vc)
             inner = self.in_body(cols.body)
-            k = self.fresh("k")
-            self.emit("ld_ub", ix.dtype, dst=Var(k), addr=ix.elem(r, c))
-            self.emit("ld_ub", s.dtype, dst=Var(v), addr=ex_add(s.addr, ex_mul(Var(k), s.esize)))
-            self.emit("st_ub", d.dtype, addr=d.elem(r, c), src=Var(v))
+            k = self.emit("ld_ub", ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
+            x = self.emit("ld_ub", s.dtype, dst=v, addr=self.add(s.addr, self.mul(k, s.esize)))
+            self.emit("st_ub", d.dtype, addr=self.elem(d, r, c), src=x)
         else:
             period, pos = op.pattern()
             n = len(range(pos, s.vc, period))
@@ -1497,8 +1423,8 @@ class _FnLowering:
             outer = self.in_body(rows.body)
             cols, m = self.loop("m", 0, n)
             inner = self.in_body(cols.body)
-            self.emit("ld_ub", s.dtype, dst=Var(v), addr=s.elem(r, ex_add(pos, ex_mul(m, period))))
-            self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(ex_add(ex_mul(r, n), m), d.esize)), src=Var(v))
+            x = self.emit("ld_ub", s.dtype, dst=v, addr=self.elem(s, r, self.add(pos, self.mul(m, period))))
+            self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(r, n * d.esize), self.mul(m, d.esize)), src=x)
         self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -1513,16 +1439,15 @@ class _FnLowering:
         self.flag("V", "S")
         zero, z = self.loop("z", 0, d.t.rows * d.t.cols)
         outer = self.in_body(zero.body)
-        self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(z, d.esize)), src=0)
+        self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(z, d.esize)), src=0)
         self.end_loop(outer)
         rows, r = self.loop("r", 0, ix.vr)
         outer = self.in_body(rows.body)
         cols, c = self.loop("c", 0, ix.vc)
         inner = self.in_body(cols.body)
-        k, v = self.fresh("k"), self.fresh("v")
-        self.emit("ld_ub", ix.dtype, dst=Var(k), addr=ix.elem(r, c))
-        self.emit("ld_ub", s.dtype, dst=Var(v), addr=s.elem(r, c))
-        self.emit("st_ub", d.dtype, addr=ex_add(d.addr, ex_mul(Var(k), d.esize)), src=Var(v))
+        k = self.emit("ld_ub", ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
+        v = self.emit("ld_ub", s.dtype, dst=self.fresh("v"), addr=self.elem(s, r, c))
+        self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(k, d.esize)), src=v)
         self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -1552,24 +1477,23 @@ class _FnLowering:
         outer = self.in_body(rows.body)
         k_row = 0 if ix.vr == 1 else i
         for b0 in range(0, full, REPEAT_MAX):
-            self.emit("vbitsort", s.dtype, dst=d.elem(i, coef * 32 * b0), src0=s.elem(i, 32 * b0),
-                      src1=ix.elem(k_row, 32 * b0), repeat=min(REPEAT_MAX, full - b0))
+            self.emit("vbitsort", s.dtype, dst=self.elem(d, i, coef * 32 * b0), src0=self.elem(s, i, 32 * b0),
+                      src1=self.elem(ix, k_row, 32 * b0), repeat=min(REPEAT_MAX, full - b0))
         if t:
             c0 = 32 * full
-            self.emit("copy_ubuf_to_ubuf", dst=vals, src=s.elem(i, c0), len_burst=v_end * s.esize // 32)
-            self.emit("copy_ubuf_to_ubuf", dst=keys, src=ix.elem(k_row, c0), len_burst=k_end // 8)
+            self.emit("copy_ubuf_to_ubuf", dst=vals, src=self.elem(s, i, c0), len_burst=v_end * s.esize // 32)
+            self.emit("copy_ubuf_to_ubuf", dst=keys, src=self.elem(ix, k_row, c0), len_burst=k_end // 8)
             self.pad_sort_block(vals, keys, s, t, max(v_end, k_end))
             self.emit("vbitsort", s.dtype, dst=pairs, src0=vals, src1=keys, repeat=1)
-            at = d.elem(i, coef * c0)
+            at = self.elem(d, i, coef * c0)
             if t >= 4:
                 self.emit("copy_ubuf_to_ubuf", dst=at, src=pairs, len_burst=t // 4)
             if t % 4:
                 self.flag("V", "S")
                 words, w = self.loop("w", t // 4 * 8, 2 * t)
                 inner = self.in_body(words.body)
-                v = self.fresh("v")
-                self.emit("ld_ub", "ui32", dst=Var(v), addr=ex_add(pairs, ex_mul(w, 4)))
-                self.emit("st_ub", "ui32", addr=ex_add(at, ex_mul(w, 4)), src=Var(v))
+                v = self.emit("ld_ub", "ui32", dst=self.fresh("v"), addr=self.add(pairs, self.mul(w, 4)))
+                self.emit("st_ub", "ui32", addr=self.add(at, self.mul(w, 4)), src=v)
                 self.end_loop(inner)
                 self.flag("S", "V")
         self.end_loop(outer)
@@ -1582,8 +1506,8 @@ class _FnLowering:
         self.flag("V", "S")
         lanes, j = self.loop("j", lo, hi)
         inner = self.in_body(lanes.body)
-        self.emit("st_ub", s.dtype, addr=ex_add(vals, ex_mul(j, s.esize)), src=float("-inf"))
-        self.emit("st_ub", "ui32", addr=ex_add(keys, ex_mul(j, 4)), src=0xFFFFFFFF)
+        self.emit("st_ub", s.dtype, addr=self.add(vals, self.mul(j, s.esize)), src=float("-inf"))
+        self.emit("st_ub", "ui32", addr=self.add(keys, self.mul(j, 4)), src=0xFFFFFFFF)
         self.end_loop(inner)
         self.flag("S", "V")
 
@@ -1605,10 +1529,10 @@ class _FnLowering:
                 self.fail(err)
             groups, g = self.loop("g", 0, s.vc // (4 * block))
             outer = self.in_body(groups.body)
-            c0 = ex_mul(g, 4 * block)
-            self.emit("vmrgsort4", s.dtype, dst=d.elem(0, c0), n0=block // coef, n1=block // coef,
+            c0 = self.mul(g, 4 * block)
+            self.emit("vmrgsort4", s.dtype, dst=self.elem(d, 0, c0), n0=block // coef, n1=block // coef,
                       n2=block // coef, n3=block // coef,
-                      **{f"src{k}": s.elem(0, ex_add(c0, k * block)) for k in range(4)})
+                      **{f"src{k}": self.elem(s, 0, self.add(c0, k * block)) for k in range(4)})
             self.end_loop(outer)
             return
         srcs = [self.tile(v) for v in op.ins[:-1]]
@@ -1634,7 +1558,7 @@ class _FnLowering:
             self.unsupported(f"src0's {a.vc} valid cols are {shift} bytes, not whole 32-byte blocks: "
                              "src1 would start inside a block")
         self.copy_tile(a, TileRef(d.addr, d.t, d.vr, a.vc))
-        self.copy_tile(b, TileRef(ex_add(d.addr, shift), d.t, d.vr, b.vc))
+        self.copy_tile(b, TileRef(self.add(d.addr, shift), d.t, d.vr, b.vc))
 
     def tile_fillpad(self, op):
         """TFILLPAD* (TFILLPAD.md): src's valid region VR x VC copied to dst (block-granular
@@ -1658,7 +1582,7 @@ class _FnLowering:
             self.flag("V", "S")
             rows, r = self.loop("r", 0, VR)
             outer = self.in_body(rows.body)
-            self.emit("st_ub", d.dtype, addr=d.elem(r, VC), src=E.pad_bits(d.dtype, d.t.pad.data))
+            self.emit("st_ub", d.dtype, addr=self.elem(d, r, VC), src=E.pad_bits(d.dtype, d.t.pad.data))
             self.end_loop(outer)
             self.flag("S", "V")
         dup = f"u{8 * word}"
@@ -1666,7 +1590,7 @@ class _FnLowering:
         right = Opnd(d.addr, d.row_bytes, 256, word)
         self.vec("vector_dup", dup, {"dst": right}, VR, per_row, col_lo=ceil_div(VC * d.esize, word),
                  extra={"scalar": bits})
-        below = Opnd(ex_add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
+        below = Opnd(self.add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
         self.vec("vector_dup", dup, {"dst": below}, R - VR, per_row, extra={"scalar": bits})
 
     def tile_interleave(self, op):
@@ -1691,9 +1615,8 @@ class _FnLowering:
         cols, m = self.loop("m", 0, H)
         inner = self.in_body(cols.body)
         for d, da, db, s, sa, sb in moves:
-            reg = Var(self.fresh("s"))
-            self.emit("ld_ub", s.dtype, dst=reg, addr=s.elem(i, ex_add(ex_mul(m, sa), sb)))
-            self.emit("st_ub", d.dtype, addr=d.elem(i, ex_add(ex_mul(m, da), db)), src=reg)
+            reg = self.emit("ld_ub", s.dtype, dst=self.fresh("s"), addr=self.elem(s, i, self.add(self.mul(m, sa), sb)))
+            self.emit("st_ub", d.dtype, addr=self.elem(d, i, self.add(self.mul(m, da), db)), src=reg)
         self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -1722,12 +1645,11 @@ class _FnLowering:
         self.flag("V", "S")
         rows, r = self.loop("r", 0, R)
         outer = self.in_body(rows.body)
-        off, mul = Var(self.fresh("s")), Var(self.fresh("s"))
-        self.emit("ld_ub", "f32", dst=off, addr=offset.elem(r, 0))
-        self.emit("ld_ub", "f32", dst=mul, addr=scale.elem(r, 0))
+        off = self.emit("ld_ub", "f32", dst=self.fresh("s"), addr=self.elem(offset, r, 0))
+        mul = self.emit("ld_ub", "f32", dst=self.fresh("s"), addr=self.elem(scale, r, 0))
         self.set_mask(FULL)
         self.emit("vector_dup", "f32", dst=buf, scalar=off, repeat=1)
-        row = Opnd(d.elem(r, 0), d.row_bytes, 256, 4)
+        row = Opnd(self.elem(d, r, 0), d.row_bytes, 256, 4)
         self.vec("vsub", "f32", {"dst": row, "src0": row, "src1": Opnd(buf, 0, 0, 4, blk=0)}, 1, C)
         self.vec("vmuls", "f32", {"dst": row, "src": row}, 1, C, extra={"scalar": mul})
         self.end_loop(outer)
@@ -1779,7 +1701,7 @@ class _FnLowering:
                                "tload/tstore move ND rows or DN columns only")
         if len(part.offsets) != len(view.strides) or len(part.sizes) != len(view.strides):
             self.fail("the partition's rank differs from the tensor view's")
-        base = ex_add(0, *[ex_mul(o, s) for o, s in zip(part.offsets, view.strides)])
+        base = self.add(0, *[self.mul(o, s) for o, s in zip(part.offsets, view.strides)])
         sizes, strides = list(part.sizes), list(view.strides)
         R, C = t.vr, t.vc
         one = lambda x: _is_int(x) and x == 1  # noqa: E731
@@ -1815,8 +1737,8 @@ class _FnLowering:
             for sz, st in outer:
                 node, i = self.loop("p", 0, sz)
                 self._gm_loops.append(self.in_body(node.body))
-                flat, g = ex_add(ex_mul(flat, sz), i), ex_add(g, ex_mul(i, st))
-            return [(g, ex_add(t.addr, ex_mul(flat, ex_mul(inner_n, t.row_bytes))))], inner_n, C, inner_s, t.row_bytes
+                flat, g = self.add(self.mul(flat, sz), i), self.add(g, self.mul(i, st))
+            return [(g, self.add(t.addr, self.mul(flat, self.mul(inner_n, t.row_bytes))))], inner_n, C, inner_s, t.row_bytes
         copies = []
         for flat in range(math.prod(sz for sz, _ in outer)):
             idx, rem = [], flat
@@ -1824,8 +1746,8 @@ class _FnLowering:
                 idx.append(rem % sz)
                 rem //= sz
             idx.reverse()
-            g = ex_add(base, *[ex_mul(i, st) for i, (_, st) in zip(idx, outer)])
-            copies.append((g, ex_add(t.addr, ex_mul(flat, ex_mul(inner_n, t.row_bytes)))))
+            g = self.add(base, *[self.mul(i, st) for i, (_, st) in zip(idx, outer)])
+            copies.append((g, self.add(t.addr, self.mul(flat, self.mul(inner_n, t.row_bytes)))))
         return copies, inner_n, C, inner_s, t.row_bytes
 
     def tile_print(self, op):
@@ -1859,13 +1781,10 @@ class _FnLowering:
         self._gm_loops: list = []
         runs, n, per, gstride, ustride = self._gm_runs(part, t)
         e = t.esize
-        length = ex_mul(per, e)
-        if _is_int(length):
-            ublocks = ceil_div(length, 32)
-        else:
-            ublocks = ex_div(ex_add(length, 31), 32)
-        gap_g = ex_mul(ex_sub(gstride, per), e) if not (_is_int(n) and n == 1) else 0
-        gap_u = ex_sub(ex_div(ustride, 32), ublocks) if not (_is_int(n) and n == 1) else 0
+        length = self.mul(per, e)
+        ublocks = self.ceil_div(length, 32)
+        gap_g = self.mul(self.sub(gstride, per), e) if not (_is_int(n) and n == 1) else 0
+        gap_u = self.sub(self.div(ustride, 32), ublocks) if not (_is_int(n) and n == 1) else 0
         if _is_int(gap_g) and gap_g < 0:
             raise _Unsupported("GM rows that overlap (row stride smaller than the row)")
         pad = {}
@@ -1877,8 +1796,8 @@ class _FnLowering:
         for gm_off, ub in runs:
             chunks = [(0, n)] if not _is_int(n) else [(k, min(N_BURST_MAX, n - k)) for k in range(0, n, N_BURST_MAX)]
             for k0, nb in chunks:
-                g = GmAddr(part.view.arg, ex_mul(ex_add(gm_off, ex_mul(k0, gstride)), e))
-                u = ex_add(ub, ex_mul(k0, ustride))
+                g = GmAddr(part.view.arg, self.mul(self.add(gm_off, self.mul(k0, gstride)), e))
+                u = self.add(ub, self.mul(k0, ustride))
                 if load:
                     self.emit("copy_gm_to_ubuf", t.dtype, dst=u, src=g, n_burst=nb, len_burst=length,
                               src_gap=gap_g, dst_gap=gap_u, **pad)
@@ -1917,13 +1836,13 @@ class _FnLowering:
         if src_row // 32 > REPEAT_MAX or dst_rep > 65535:
             node, r = self.loop("r", 0, rows)
             outer = self.in_body(node.body)
-            self.emit(opcode, dtype, dst=ex_add(dst, ex_mul(r, dst_rep * unit)), src=ex_add(src, ex_mul(r, src_row)),
+            self.emit(opcode, dtype, dst=self.add(dst, self.mul(r, dst_rep * unit)), src=self.add(src, self.mul(r, src_row)),
                       repeat=1, src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=8, **extra)
             self.end_loop(outer)
             return
         for r0 in range(0, rows, REPEAT_MAX):
             n = min(REPEAT_MAX, rows - r0)
-            self.emit(opcode, dtype, dst=ex_add(dst, r0 * dst_rep * unit), src=ex_add(src, r0 * src_row), repeat=n,
+            self.emit(opcode, dtype, dst=self.add(dst, r0 * dst_rep * unit), src=self.add(src, r0 * src_row), repeat=n,
                       src_blk_stride=1, dst_rep_stride=dst_rep, src_rep_stride=src_row // 32, **extra)
 
     def fold_chunks(self, vop, dtype, T, t_row, S, s_row, rows, C):
@@ -1933,16 +1852,16 @@ class _FnLowering:
         full, rem = divmod(C, L)
         t_o = Opnd(T, t_row, 0, e)
         if full >= 2:
-            self.vec(vop, dtype, {"dst": t_o, "src0": Opnd(S, s_row, 0, e), "src1": Opnd(ex_add(S, 256), s_row, 0, e)},
+            self.vec(vop, dtype, {"dst": t_o, "src0": Opnd(S, s_row, 0, e), "src1": Opnd(self.add(S, 256), s_row, 0, e)},
                      rows, L, flat_ok=False)
         else:
             self.emit("copy_ubuf_to_ubuf", dst=T, src=S, n_burst=rows, len_burst=8, src_gap=s_row // 32 - 8,
                       dst_gap=t_row // 32 - 8)
         if rem:
-            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(S, full * 256), s_row, 0, e)},
+            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(self.add(S, full * 256), s_row, 0, e)},
                      rows, rem, flat_ok=False)
         for k in range(2, full):
-            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(S, k * 256), s_row, 0, e)},
+            self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(self.add(S, k * 256), s_row, 0, e)},
                      rows, L, flat_ok=False)
 
     def tile_rowreduce(self, op):
@@ -1955,7 +1874,7 @@ class _FnLowering:
         if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
             node, r = self.loop("rr", 0, R, bound=s.t.rows)
             outer = self.in_body(node.body)
-            self._rowreduce(op, TileRef(s.elem(r, 0), s.t, 1, C), TileRef(d.elem(r, 0), d.t, 1, 1), 1, C)
+            self._rowreduce(op, TileRef(self.elem(s, r, 0), s.t, 1, C), TileRef(self.elem(d, r, 0), d.t, 1, 1), 1, C)
             self.end_loop(outer)
             return
         self._static_valid(s, d)
@@ -1980,9 +1899,9 @@ class _FnLowering:
             T, t_row, k = self._tmp_rows(op, 256, R)
             for p in range(0, R, k):
                 n = min(k, R - p)
-                S = ex_add(s.addr, p * s.row_bytes)
+                S = self.add(s.addr, p * s.row_bytes)
                 self.fold_chunks(vop, dtype, T, t_row, S, s.row_bytes, n, C)
-                self.red(red, dtype, ex_add(d.addr, p * dstride * e), dstride, T, t_row, n, L)
+                self.red(red, dtype, self.add(d.addr, p * dstride * e), dstride, T, t_row, n, L)
             return
         # integers: fold to one repeat, then one block, then the scalar unit folds the lanes
         epb = 32 // e
@@ -1992,26 +1911,26 @@ class _FnLowering:
         t_o = Opnd(T, t_row, 0, e)
         for p in range(0, R, k):
             n = min(k, R - p)
-            S = ex_add(s.addr, p * s.row_bytes)
+            S = self.add(s.addr, p * s.row_bytes)
             if C <= L:
                 self.vec("vector_dup", dtype, {"dst": t_o}, n, L, extra={"scalar": init}, flat_ok=False)
                 self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(S, s.row_bytes, 0, e)}, n, C, flat_ok=False)
             else:
                 self.fold_chunks(vop, dtype, T, t_row, S, s.row_bytes, n, C)
             for half in (4, 2, 1):
-                self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(ex_add(T, half * 32), t_row, 0, e)},
+                self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(self.add(T, half * 32), t_row, 0, e)},
                          n, half * epb, flat_ok=False)
             lanes = min(C, epb)
             self.flag("V", "S")
             node, r = self.loop("r", 0, n)
             outer = self.in_body(node.body)
-            acc, tmp = self.fresh("a"), self.fresh("b")
-            row = ex_add(T, ex_mul(r, t_row))
-            self.emit("ld_ub", dtype, dst=Var(acc), addr=row)
+            a, b = self.fresh("a"), self.fresh("b")
+            row = self.add(T, self.mul(r, t_row))
+            acc = self.emit("ld_ub", dtype, dst=a, addr=row)
             for lane in range(1, lanes):
-                self.emit("ld_ub", dtype, dst=Var(tmp), addr=ex_add(row, lane * e))
-                self.emit(salu, dtype, dst=Var(acc), src0=Var(acc), src1=Var(tmp))
-            self.emit("st_ub", dtype, addr=d.elem(ex_add(r, p), 0), src=Var(acc))
+                tmp = self.emit("ld_ub", dtype, dst=b, addr=self.add(row, lane * e))
+                acc = self.emit(salu, dtype, dst=a, src0=acc, src1=tmp)
+            self.emit("st_ub", dtype, addr=self.elem(d, self.add(r, p), 0), src=acc)
             self.end_loop(outer)
             self.flag("S", "V")
 
@@ -2048,29 +1967,27 @@ class _FnLowering:
         vi = {"order": "value_index"}
         for p in range(0, R, k):
             rows = min(k, R - p)
-            S = ex_add(s.addr, p * s.row_bytes)
+            S = self.add(s.addr, p * s.row_bytes)
             for j in range(n):
                 cnt = min(L, C - j * L)
-                self.red(red, dtype, P + j * 2 * e, pair_row // (2 * e), ex_add(S, j * 256), s.row_bytes, rows, cnt,
+                self.red(red, dtype, P + j * 2 * e, pair_row // (2 * e), self.add(S, j * 256), s.row_bytes, rows, cnt,
                          **vi)
                 if n > 1:
-                    self.red(red, dtype, V + j * e, val_row // e, ex_add(S, j * 256), s.row_bytes, rows, cnt)
+                    self.red(red, dtype, V + j * e, val_row // e, self.add(S, j * 256), s.row_bytes, rows, cnt)
             if n > 1:
                 self.red(red, dtype, Q, 1, V, val_row, rows, n, **vi)
             self.flag("V", "S")
             node, r = self.loop("r", 0, rows)
             outer = self.in_body(node.body)
-            row = ex_add(P, ex_mul(r, pair_row))
+            row = self.add(P, self.mul(r, pair_row))
             idx = self.fresh("x")
             if n == 1:
-                self.emit("ld_ub", udt, dst=Var(idx), addr=ex_add(row, e))
-                at = Var(idx)
+                at = self.emit("ld_ub", udt, dst=idx, addr=self.add(row, e))
             else:
-                chunk = self.fresh("k")
-                self.emit("ld_ub", udt, dst=Var(chunk), addr=ex_add(Q, ex_mul(r, 2 * e), e))
-                self.emit("ld_ub", udt, dst=Var(idx), addr=ex_add(row, ex_mul(Var(chunk), 2 * e), e))
-                at = ex_add(Var(idx), ex_mul(Var(chunk), L))
-            self.emit("st_ub", d.dtype, addr=d.elem(ex_add(r, p), 0), src=at)
+                chunk = self.emit("ld_ub", udt, dst=self.fresh("k"), addr=self.add(Q, self.mul(r, 2 * e), e))
+                at = self.emit("ld_ub", udt, dst=idx, addr=self.add(row, self.mul(chunk, 2 * e), e))
+                at = self.add(at, self.mul(chunk, L))
+            self.emit("st_ub", d.dtype, addr=self.elem(d, self.add(r, p), 0), src=at)
             self.end_loop(outer)
             self.flag("S", "V")
 
@@ -2104,7 +2021,7 @@ class _FnLowering:
         if R > 1:
             node, i = self.loop("i", 1, R)
             outer = self.in_body(node.body)
-            vop(ext, dtype, dst=N, src0=B, src1=s.elem(i, 0))
+            vop(ext, dtype, dst=N, src0=B, src1=self.elem(s, i, 0))
             vop("vxor", udt, dst=F, src0=N, src1=B)
             vop("vmins", udt, {"scalar": 1}, dst=F, src=F)
             vop("vmuls", udt, {"scalar": i}, dst=F, src=F)
@@ -2124,17 +2041,17 @@ class _FnLowering:
         self.flag("V", "S")
         rows, r = self.loop("r", 0, s.vr)
         outer = self.in_body(rows.body)
-        acc, x = self.fresh("p"), self.fresh("x")
-        at = d.elem(r, 0)
-        self.emit("ld_ub", s.dtype, dst=Var(acc), addr=s.elem(r, 0))
-        self.emit("st_ub", d.dtype, addr=at, src=Var(acc))
+        p, x = self.fresh("p"), self.fresh("x")
+        at = self.elem(d, r, 0)
+        acc = self.emit("ld_ub", s.dtype, dst=p, addr=self.elem(s, r, 0))
+        self.emit("st_ub", d.dtype, addr=at, src=acc)
         if s.vc > 1:
             cols, c = self.loop("c", 1, s.vc)
             inner = self.in_body(cols.body)
-            self.emit("ld_ub", s.dtype, dst=Var(acc), addr=at)
-            self.emit("ld_ub", s.dtype, dst=Var(x), addr=s.elem(r, c))
-            self.emit("smul", s.dtype, dst=Var(acc), src0=Var(acc), src1=Var(x))
-            self.emit("st_ub", d.dtype, addr=at, src=Var(acc))
+            acc = self.emit("ld_ub", s.dtype, dst=p, addr=at)
+            v = self.emit("ld_ub", s.dtype, dst=x, addr=self.elem(s, r, c))
+            acc = self.emit("smul", s.dtype, dst=p, src0=acc, src1=v)
+            self.emit("st_ub", d.dtype, addr=at, src=acc)
             self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -2151,23 +2068,23 @@ class _FnLowering:
         nch = ceil_div(C, 64)
         for p in range(0, R, k):
             n = min(k, R - p)
-            S = ex_add(s.addr, p * s.row_bytes)
+            S = self.add(s.addr, p * s.row_bytes)
             t_o, u_o = Opnd(T, 256, 0, 4), Opnd(U, 256, 0, 4)
             conv = {"src_dtype": "f16", "round": "r"}
             self.vec("vconv", "f32", {"dst": t_o, "src": Opnd(S, s.row_bytes, 0, 2)}, n, min(64, C), lanes=64,
                      extra=conv, flat_ok=False)
             for j in range(1, nch):
                 w = min(64, C - 64 * j)
-                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(ex_add(S, 128 * j), s.row_bytes, 0, 2)}, n, w,
+                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(self.add(S, 128 * j), s.row_bytes, 0, 2)}, n, w,
                          lanes=64, extra=conv, flat_ok=False)
                 self.vec("vadd", "f32", {"dst": t_o, "src0": t_o, "src1": u_o}, n, w, flat_ok=False)
             self.red("vcadd", "f32", Rb, 1 if contiguous_dst else 8, T, 256, n, min(C, 64))
             back = {"src_dtype": "f32", "round": "r"}
             if contiguous_dst:
-                self.vec("vconv", "f16", {"dst": Opnd(ex_add(d.addr, p * 2), 2 * n, 128, 2),
+                self.vec("vconv", "f16", {"dst": Opnd(self.add(d.addr, p * 2), 2 * n, 128, 2),
                                           "src": Opnd(Rb, 4 * n, 256, 4)}, 1, n, lanes=64, extra=back)
             else:
-                self.vec("vconv", "f16", {"dst": Opnd(ex_add(d.addr, p * d.row_bytes), d.row_bytes, 0, 2),
+                self.vec("vconv", "f16", {"dst": Opnd(self.add(d.addr, p * d.row_bytes), d.row_bytes, 0, 2),
                                           "src": Opnd(Rb, 32, 0, 4)}, n, 1, lanes=64, extra=back, flat_ok=False)
 
     def tile_colreduce(self, op):
@@ -2177,7 +2094,7 @@ class _FnLowering:
         if (_is_int(R) and R <= 0) or (_is_int(C) and C <= 0):
             return
         if not _is_int(R):  # a run-time row count: no row, no write (an empty reduction writes nothing)
-            node, _ = self.loop("z", 0, ex_min(R, 1), bound=1)
+            node, _ = self.loop("z", 0, self.min(R, 1), bound=1)
             outer = self.in_body(node.body)
             self._colreduce(op, s, d, R, C)
             self.end_loop(outer)
@@ -2201,21 +2118,21 @@ class _FnLowering:
             if not _is_int(R) or R > 1:
                 node, i = self.loop("i", 1, R, bound=s.t.rows)
                 outer = self.in_body(node.body)
-                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(s.elem(i, 0), s.row_bytes, 128, 2)}, 1, C,
+                self.vec("vconv", "f32", {"dst": u_o, "src": Opnd(self.elem(s, i, 0), s.row_bytes, 128, 2)}, 1, C,
                          lanes=64, extra=conv, flat_ok=False)
                 self.vec("vadd", "f32", {"dst": a_o, "src0": a_o, "src1": u_o}, 1, C, flat_ok=False)
                 self.end_loop(outer)
             self.vec("vconv", "f16", {"dst": Opnd(d.addr, d.row_bytes, 128, 2), "src": a_o}, 1, C, lanes=64,
                      extra={"src_dtype": "f32", "round": "r"}, flat_ok=False)
             return
-        blocks = ceil_div(C * e, 32) if _is_int(C) else ex_div(ex_add(ex_mul(C, e), 31), 32)
+        blocks = self.ceil_div(self.mul(C, e), 32)
         self.emit("copy_ubuf_to_ubuf", dst=d.addr, src=s.addr, n_burst=1, len_burst=blocks)
         if _is_int(R) and R == 1:
             return
         node, i = self.loop("i", 1, R, bound=s.t.rows)
         outer = self.in_body(node.body)
         d_o = Opnd(d.addr, d.row_bytes, L * e, e)
-        self.vec(vop, dtype, {"dst": d_o, "src0": d_o, "src1": Opnd(s.elem(i, 0), s.row_bytes, L * e, e)}, 1, C,
+        self.vec(vop, dtype, {"dst": d_o, "src0": d_o, "src1": Opnd(self.elem(s, i, 0), s.row_bytes, L * e, e)}, 1, C,
                  flat_ok=False)
         self.end_loop(outer)
 
@@ -2225,7 +2142,7 @@ class _FnLowering:
         if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
             node, r = self.loop("rr", 0, R, bound=d.t.rows)
             outer = self.in_body(node.body)
-            self._pairreduce(TileRef(s.elem(r, 0), s.t, 1, s.vc), TileRef(d.elem(r, 0), d.t, 1, C), 1, C)
+            self._pairreduce(TileRef(self.elem(s, r, 0), s.t, 1, s.vc), TileRef(self.elem(d, r, 0), d.t, 1, C), 1, C)
             self.end_loop(outer)
             return
         self._static_valid(s, d)
@@ -2245,15 +2162,15 @@ class _FnLowering:
             if s.row_bytes // 32 > REPEAT_MAX or d.row_bytes // 32 > REPEAT_MAX:
                 node, r = self.loop("r", 0, R)
                 outer = self.in_body(node.body)
-                self.emit("vcpadd", dtype, dst=ex_add(d.addr, k * 128, ex_mul(r, d.row_bytes)),
-                          src=ex_add(s.addr, k * 256, ex_mul(r, s.row_bytes)), repeat=1, src_blk_stride=1,
+                self.emit("vcpadd", dtype, dst=self.add(d.addr, k * 128, self.mul(r, d.row_bytes)),
+                          src=self.add(s.addr, k * 256, self.mul(r, s.row_bytes)), repeat=1, src_blk_stride=1,
                           dst_rep_stride=4, src_rep_stride=8)
                 self.end_loop(outer)
                 continue
             for r0 in range(0, R, REPEAT_MAX):
                 n = min(REPEAT_MAX, R - r0)
-                self.emit("vcpadd", dtype, dst=ex_add(d.addr, k * 128, r0 * d.row_bytes),
-                          src=ex_add(s.addr, k * 256, r0 * s.row_bytes), repeat=n, src_blk_stride=1,
+                self.emit("vcpadd", dtype, dst=self.add(d.addr, k * 128, r0 * d.row_bytes),
+                          src=self.add(s.addr, k * 256, r0 * s.row_bytes), repeat=n, src_blk_stride=1,
                           dst_rep_stride=d.row_bytes // 32, src_rep_stride=s.row_bytes // 32)
         # zero fill of positions ceil(C/2) .. C-1
         half = ceil_div(C, 2)
@@ -2265,10 +2182,10 @@ class _FnLowering:
             self.flag("V", "S")
             node, r = self.loop("r", 0, R)
             outer = self.in_body(node.body)
-            reg = self.fresh("s")
-            self.emit("ld_ub", dtype, dst=Var(reg), addr=s.elem(r, C - 1))
-            self.emit("sadd", dtype, dst=Var(reg), src0=Var(reg), src1=0)
-            self.emit("st_ub", dtype, addr=d.elem(r, C // 2), src=Var(reg))
+            name = self.fresh("s")
+            reg = self.emit("ld_ub", dtype, dst=name, addr=self.elem(s, r, C - 1))
+            reg = self.emit("sadd", dtype, dst=name, src0=reg, src1=0)
+            self.emit("st_ub", dtype, addr=self.elem(d, r, C // 2), src=reg)
             self.end_loop(outer)
             self.flag("S", "V")
 

@@ -67,7 +67,7 @@ def _cube_tile(low, v):
 
 def _gm(low, part, t) -> dict:
     """A 2-D GM region for a tile (ND or DN): base byte address, row and column strides (elements)."""
-    from pto_compiler.passes.lower_a2a3 import PartRef, _is_int, ex_add, ex_mul
+    from pto_compiler.passes.lower_a2a3 import PartRef, _is_int
 
     if not isinstance(part, PartRef):
         low.unsupported("the GM side is not a partition view of a kernel argument")
@@ -80,8 +80,8 @@ def _gm(low, part, t) -> dict:
     lead = [(sz, st) for sz, st in zip(part.sizes[:-2], strides[:-2]) if not (_is_int(sz) and sz == 1)]
     if lead:
         low.unsupported("a cube tile from a GM partition with more than two non-unit dimensions")
-    base = ex_add(0, *[ex_mul(o, s) for o, s in zip(part.offsets, strides)])
-    return {"gm": GmAddr(view.arg, ex_mul(base, t.esize)), "stride": strides[-2], "col_stride": strides[-1]}
+    offset = low.add(*[low.mul(o, low.mul(s, t.esize)) for o, s in zip(part.offsets, strides)])
+    return {"gm": GmAddr(view.arg, offset), "stride": strides[-2], "col_stride": strides[-1]}
 
 
 def _gm_fields(name: str, g: dict) -> dict:

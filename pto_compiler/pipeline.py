@@ -177,13 +177,16 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         lower_a2a3.lower_module(module, target, entry, scalars)  # on our clone
     if observe is not None:
         observe("pto-lower-a2a3", module)
-    with times.pass_("a2a3-complete-barriers"):
-        for fn in lower_a2a3.lowered_functions(module, entry):
-            complete_function(fn, target)
+    with times.pass_("a2a3-complete-barriers"):  # each function's program is decoded on the way
+        programs = {id(p.fn): p for p in (complete_function(fn, target, scalars=scalars)
+                                           for fn in lower_a2a3.lowered_functions(module, entry))}
     if observe is not None:
         observe("a2a3-complete-barriers", module)
     with times.phase("emit"):
-        return _decoded(lower_a2a3.program_of(module, target, entry, scalars), decode)
+        from pto_compiler.runtime.kernel_interface import select_entry
+
+        program = programs.get(id(select_entry(module, entry)))
+        return _decoded(program or lower_a2a3.program_of(module, target, entry, scalars), decode)
 
 
 def _decoded(program, decode: bool):

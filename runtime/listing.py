@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 
-from pto_compiler.dialects.a2a3 import OpSpec
-from pto_compiler.runtime.program import ARITH, ARITH_I1, CMPI, FunctionReader, GmAddr, Instr
+from pto_compiler.dialects.a2a3 import OPCODES, OpSpec
+from pto_compiler.runtime.program import ARITH, ARITH_I1, CMPI, FunctionReader, GmAddr, complete
 
 M64 = (1 << 64) - 1
 
@@ -160,8 +160,8 @@ class _Printer(FunctionReader):
         return op
 
     def emit(self, opcode, dtype, args, op=None):
-        ins = Instr.make(opcode, dtype, **args)
-        self.lines.append(instr_line(ins.spec, ins.pipe, ins.args, self.text, self.depth, self.origin))
+        pipe, _, full = complete(opcode, dtype, args)
+        self.lines.append(instr_line(OPCODES[opcode], pipe, full, self.text, self.depth, self.origin))
 
     def line(self, text: str, origin: bool = False) -> None:
         s = f"{'S':<5}{'  ' * self.depth}{text}"

@@ -20,10 +20,16 @@ folded when decoding.  The listing of a lowered module (``ptoc --emit program``)
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Union
 
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, NameLoc
+
+from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
+from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.a2a3 import OPCODES, PIPES, OpSpec
 
 # ---------------------------------------------------------------------------------------------
@@ -105,6 +111,22 @@ CASTS = ("index_cast", "index_castui", "extsi", "extui", "trunci")
 SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax", "minimumf": "smin",
         "maxnumf": "smax", "minnumf": "smin"}
 """Float arith -> the scalar-unit ALU instruction that computes it (a register it writes)."""
+
+
+def arith_function(op):
+    """The function of an integer ``arith`` op on Python numbers (a cast: the identity), or None."""
+    name = op.name[6:]
+    if name in ARITH:
+        return ARITH[name][0]
+    if name == "cmpi":
+        return CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]][0]
+    if name in ARITH_I1 and op.results[0].type.width.data == 1:
+        return ARITH_I1[name][0]
+    return _identity if name in CASTS else None
+
+
+def _identity(x):
+    return x
 
 
 def is_slot(x) -> bool:
@@ -194,20 +216,16 @@ class Instr:
         ``Instr.make("vmax", "f32", dst=0, src0=0x1000, src1=0x2000, repeat=16,
         src1_blk_stride=0, src1_rep_stride=1, origin=("t.pto", 12, 3, "pto.trowexpandmax"))``
         """
-        spec = OPCODES.get(opcode)
-        if spec is None:
+        if opcode not in OPCODES:
             raise ValueError(f"unknown opcode '{opcode}'")
-        full = dict(spec.defaults)
-        full.update(args)
         if dtype is not None:
-            full["dtype"] = canonical_dtype(dtype)
+            dtype = canonical_dtype(dtype)
         for k in ("src_pipe", "dst_pipe", "pipe"):
-            if k in full and isinstance(full[k], str):
-                full[k] = canonical_pipe(full[k])
-        pipe = _pipe_of(opcode, full)
+            if k in args and isinstance(args[k], str):
+                args[k] = canonical_pipe(args[k])
         if origin is not None and not isinstance(origin, Origin):
             origin = Origin(*origin)
-        return cls(pipe, opcode, full, origin)
+        return cls(*complete(opcode, dtype, args), origin)
 
     def to_text(self, depth: int = 0, origin: bool = True, args: dict | None = None) -> str:
         """The instruction's listing line (``args``: its operands as issued; ``origin=False``:
@@ -362,6 +380,14 @@ def _walk(body, depth):
             yield from _walk(n.body, depth + 1)
 
 
+def complete(opcode: str, dtype: str | None, args: dict) -> tuple[str, str, dict]:
+    """(pipe, opcode, every operand): the omitted ones are the table's defaults."""
+    full = {**OPCODES[opcode].defaults, **args}
+    if dtype is not None:
+        full["dtype"] = dtype
+    return _pipe_of(opcode, full), opcode, full
+
+
 def _pipe_of(opcode: str, args: dict) -> str:
     spec = OPCODES[opcode]
     if spec.pipe is not None:
@@ -387,8 +413,6 @@ class FunctionReader:
     (:meth:`computed`) and what a node is (:meth:`emit`, :meth:`begin`, :meth:`end`)."""
 
     def __init__(self, fn, target, scalars=None):
-        from pto_compiler.diagnostics import PtocError, op_error
-        from pto_compiler.dialects import pto
         from pto_compiler.runtime.kernel_interface import gm_shape, kernel_args
 
         self.fn, self.target, self.scalars = fn, target, scalars
@@ -400,6 +424,8 @@ class FunctionReader:
         """SSA value of a GM pointer argument -> the argument's name."""
         self.origin: Origin | None = None
         self.op = None
+        self._origins: dict = {}
+        """id of a location -> (the location, its Origin): a tile op's many a2a3 ops share one."""
         self.gm_args: list[GmArg] = []
         self.scalar_args: list[ScalarArg] = []
         specs = kernel_args(fn)
@@ -454,15 +480,12 @@ class FunctionReader:
         return name
 
     def fail(self, message: str, op=None):
-        from pto_compiler.diagnostics import op_error
-
         raise op_error(op or self.op, message)
 
     # ---- values ------------------------------------------------------------------------------
     def value(self, v):
         got = self.vals.get(v)
         if got is None:
-            from xdsl.dialects import arith
 
             if isinstance(v.owner, arith.ConstantOp):
                 try:
@@ -470,7 +493,6 @@ class FunctionReader:
                 except ValueError as e:
                     self.fail(f"has no {self.target.name} lowering: {e}", v.owner)
             else:
-                from pto_compiler.diagnostics import value_name
 
                 self.fail(f"operand {value_name(v)} has no value the {self.target.name} program knows")
         return got
@@ -482,7 +504,6 @@ class FunctionReader:
 
     def block(self, block) -> list | None:
         """Reads the ops of a block; returns the operands of its terminator."""
-        from xdsl.dialects import func, scf
 
         for op in block.ops:
             if isinstance(op, (scf.YieldOp, func.ReturnOp, scf.ConditionOp)):
@@ -496,20 +517,16 @@ class FunctionReader:
         return None
 
     def set_origin(self, op):
-        from xdsl.dialects.builtin import NameLoc
-
-        from pto_compiler.diagnostics import location_of
-
-        f, line, col = location_of(op)
         loc = op.location
-        self.origin = Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc) else op.name)
+        got = self._origins.get(id(loc))
+        if got is None or got[0] is not loc:
+            f, line, col = location_of(op)
+            got = self._origins[id(loc)] = (loc, Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc)
+                                                         else op.name))
+        self.origin = got[1]
         self.op = op
 
     def read(self, op):
-        from xdsl.dialects import scf
-
-        from pto_compiler.dialects import a2a3, pto
-
         if isinstance(op, a2a3.A2A3Op):
             return self.instr(op)
         name = op.name
@@ -521,60 +538,53 @@ class FunctionReader:
             return self.if_(op)
         if isinstance(op, scf.WhileOp):
             return self.while_(op)
-        if name in ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK):
+        if name in _LAUNCH:
             self.vals[op.results[0]] = name.removeprefix("pto.get_")  # the launch's values
         # tile allocations, views and event-id arrays: the lowering has used them
 
     def instr(self, op):
         spec = op.SPEC
         args: dict = {}
-        for f in spec.fields:
-            kind = spec.kinds[f]
-            if kind == "reg":
+        value = self.value
+        operands = op.operands
+        for f, kind, at in _fields(type(op)):
+            if at is not None:
+                args[f] = value(operands[at])
+            elif kind == "reg":
                 res = op.results[0]
                 args[f] = self.register(res, res.name_hint or "s")
             elif kind == "list":
-                args[f] = tuple(self.value(v) for v in op.args)
+                args[f] = tuple(value(v) for v in op.args)
             elif kind == "gm":
                 ptr, off = op.field_value(f)
                 if ptr not in self.gm:
                     self.fail(f"GM operand {f} is not a kernel argument")
-                args[f] = GmAddr(self.gm[ptr], self.value(off))
+                args[f] = GmAddr(self.gm[ptr], value(off))
             elif kind in ("pipe", "sym") or kind.startswith("enum:"):
                 v = op.field_value(f)
                 if v is not None:
                     args[f] = v
-            else:
-                args[f] = self.value(getattr(op, f))
-        self.emit(spec.name, _dtype(op.properties.get("dtype")),
-                  {**args, **({"src_dtype": _dtype(op.properties["src_dtype"])} if "src_dtype" in op.properties
-                              else {})}, op)
+            else:  # after a list
+                args[f] = value(getattr(op, f))
+        p = op.properties
+        if "src_dtype" in p:
+            args["src_dtype"] = _dtype(p["src_dtype"])
+        self.emit(spec.name, _dtype(p.get("dtype")), args, op)
 
     def arith(self, op):
-        from xdsl.dialects import arith
-
         name = op.name[6:]
         if name == "constant":
             return  # its number when an operand needs it
         values = [self.value(v) for v in op.operands]
-        if name in CASTS:
+        fn = arith_function(op)
+        if fn is _identity:
             self.vals[op.results[0]] = values[0]
-            return
-        fn = None
-        if name in ARITH:
-            fn = ARITH[name][0]
-        elif name == "cmpi":
-            fn = CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]][0]
-        elif name in ARITH_I1 and op.results[0].type.width.data == 1:
-            fn = ARITH_I1[name][0]
-        if fn is not None:
+        elif fn is not None:
             if any(is_slot(x) or not isinstance(x, (int, float)) for x in values):
                 self.vals[op.results[0]] = self.computed(op, fn, values)
             else:
                 self.vals[op.results[0]] = fn(*values)
         elif name in SALU:
-            from pto_compiler.dialects import pto
-
             reg = self.fresh("f")
             self.emit(SALU[name], canonical_dtype(pto.dtype_name(op.results[0].type)),
                       {"dst": reg, "src0": values[0], "src1": values[1]}, op)
@@ -586,7 +596,6 @@ class FunctionReader:
     # ---- scf ---------------------------------------------------------------------------------
     def carried(self, values) -> list:
         """A register per non-tile value an scf op carries (None for a tile: tiles share a buffer)."""
-        from pto_compiler.dialects import pto
 
         return [None if isinstance(v.type, pto.TileLikeType) else self.fresh("v") for v in values]
 
@@ -610,8 +619,6 @@ class FunctionReader:
                 self.vals[v] = reg
 
     def loop(self, op):
-        from pto_compiler.passes.lower_a2a3 import MAX_TRIPS
-
         lb, ub, step = (self.value(v) for v in (op.lb, op.ub, op.step))
         body = op.body.blocks[0]
         iv = body.args[0]
@@ -624,7 +631,7 @@ class FunctionReader:
         self.names.add(var)
         self.vals[iv] = var
         self.bind(body.args[1:], regs)
-        bound = op.attributes[MAX_TRIPS].value.data if MAX_TRIPS in op.attributes else None
+        bound = op.attributes[a2a3.MAX_TRIPS].value.data if a2a3.MAX_TRIPS in op.attributes else None
         self.begin("loop", op, var=var, start=lb, stop=ub, step=step, bound=bound)
         self.yields(self.block(body) or [], regs)
         self.end("loop")
@@ -643,8 +650,6 @@ class FunctionReader:
         self.bind(op.output, regs)
 
     def while_(self, op):
-        from pto_compiler.dialects import pto
-
         before, after = op.before_region.block, op.after_region.block
         if any(isinstance(v.type, pto.TileLikeType) for v in (*op.arguments, *op.res)):
             self.fail(f"has no {self.target.name} lowering: a tile carried through scf.while (use the tile by "
@@ -664,13 +669,36 @@ class FunctionReader:
         self.bind(op.res, passed)
 
 
+_LAUNCH = ("pto.get_block_idx", "pto.get_block_num", *pto.SUBBLOCK)
+"""The ops that read the launch's values (kept by the lowering, read as the predefined slots)."""
+
+
+@functools.cache
+def _fields(cls) -> tuple:
+    """(field, kind, index of its operand or None) of an a2a3 op class, in ISA order: a field that is
+    one operand of its own is read by position (the ops' operands are their fields in order; a GM
+    field is two, a list any number)."""
+    out, at = [], 0
+    for f in cls.SPEC.fields:
+        kind = cls.SPEC.kinds[f]
+        own = kind not in ("reg", "pipe", "sym", "list", "gm") and not kind.startswith("enum:")
+        out.append((f, kind, at if own else None))
+        if at is not None and kind not in ("reg", "pipe", "sym") and not kind.startswith("enum:"):
+            at = None if kind == "list" else at + (2 if kind == "gm" else 1)
+    return tuple(out)
+
+
+@functools.cache
+def _operand_fields(opcode: str) -> tuple:
+    """(field, kind) of the fields of ``opcode`` whose value may be a slot."""
+    spec = OPCODES[opcode]
+    return tuple((f, k) for f, k in spec.kinds.items() if k not in ("reg", "pipe", "sym") and not k.startswith("enum:"))
+
+
 def scalar_dtype(fn, spec) -> str:
     """The program dtype of a scalar kernel argument: index and i1 (a condition, 0 or 1) travel
     as i64; a type no scalar register holds (f64, ...) is a located error."""
-    from xdsl.dialects.builtin import IndexType, IntegerType
 
-    from pto_compiler.diagnostics import op_error
-    from pto_compiler.dialects import pto
 
     t = spec.type
     if isinstance(t, IndexType) or (isinstance(t, IntegerType) and t.width.data == 1):
@@ -683,7 +711,6 @@ def scalar_dtype(fn, spec) -> str:
 
 
 def _dtype(t) -> str | None:
-    from pto_compiler.dialects import pto
 
     return None if t is None else canonical_dtype(pto.dtype_name(t))
 
@@ -691,8 +718,6 @@ def _dtype(t) -> str | None:
 def constant_value(op):
     """The number of an ``arith.constant`` (an ``i1`` as 0 or 1, a float rounded to its type);
     ValueError for a constant no scalar register holds."""
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-
     from pto_compiler.runtime.element_types import holds_exactly
     from pto_compiler.runtime.kernel_interface import float_name
 
@@ -747,13 +772,11 @@ class Decoder(FunctionReader):
         return tuple(out)
 
     def emit(self, opcode, dtype, args, op=None):
-        ins = Instr.make(opcode, dtype, origin=self.origin, **args)
-        kinds = ins.spec.kinds
+        ins = Instr(*complete(opcode, dtype, args), self.origin)
+        a = ins.args
         dyn = []
-        for f, v in ins.args.items():
-            kind = kinds.get(f)
-            if kind is None or kind == "reg" or kind in ("pipe", "sym") or kind.startswith("enum:"):
-                continue
+        for f, kind in _operand_fields(opcode):
+            v = a[f]
             if kind == "list":
                 dyn += [((f, i), x) for i, x in enumerate(v) if type(x) is str]
             elif kind == "gm":
