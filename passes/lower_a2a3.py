@@ -2255,12 +2255,9 @@ def _has_entry(module: ModuleOp) -> bool:
     return True
 
 
-def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
-                 scalars: dict | None = None) -> None:
-    """Rewrites the placed module's :func:`lowered_functions` into a2a3 ops, in place.
-
-    ``scalars`` gives integer kernel scalars by name, only for sizing GM arguments whose views
-    depend on them.  Raises a located ``PtocError`` for an op with no a2a3 lowering."""
+def lower_module(module: ModuleOp, target: Target = A2A3, entry: str | None = None) -> None:
+    """Rewrites the placed module's :func:`lowered_functions` into a2a3 ops, in place.  Raises a
+    located ``PtocError`` for an op with no a2a3 lowering."""
     _lowerable(module, target)
     for fn in lowered_functions(module, entry):
         _no_semantics_first(fn, target)
@@ -2280,15 +2277,23 @@ def _no_semantics_first(fn: func.FuncOp, target: Target) -> None:
 def lower_to_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
                      scalars: dict | None = None) -> Program:
     """The a2a3 program of a placed module's entry function: pto-lower-a2a3 and
-    a2a3-complete-barriers on a clone, then :func:`program_of`."""
-    from pto_compiler.passes.a2a3_complete_barriers import complete_function
-
+    a2a3-complete-barriers on a clone."""
     _lowerable(module, target)
     module = module.clone()
-    lower_module(module, target, entry, scalars)
-    for fn in lowered_functions(module, entry):
-        complete_function(fn, target)
-    return program_of(module, target, entry, scalars)
+    lower_module(module, target, entry)
+    return completed_program(module, target, entry, scalars)
+
+
+def completed_program(module: ModuleOp, target: Target = A2A3, entry: str | None = None,
+                      scalars: dict | None = None) -> Program:
+    """a2a3-complete-barriers on a lowered module's :func:`lowered_functions`, in place; the entry
+    function's program, as the pass decoded it (``scalars`` size the GM arguments whose views
+    depend on them)."""
+    from pto_compiler.passes.a2a3_complete_barriers import complete_function
+
+    programs = {id(p.fn): p for p in (complete_function(fn, target, scalars=scalars)
+                                       for fn in lowered_functions(module, entry))}
+    return programs[id(select_entry(module, entry))]
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:

@@ -68,8 +68,8 @@ the elementwise families; the other families need static valid shapes (located e
 
 :func:`lower_module_to_a2a3` lowers the module after this pass in place with the a2a3 rules
 (copies, cube core, syncs, TPRINT), each ``vf.call`` becoming an ``a2a3.vf_call`` on the V pipe that
-the executor runs through :class:`~pto_compiler.runtime.vf_executor.VfRunner`; :func:`program_of`
-decodes it as on a2a3, the program carrying the ``vf.func`` s it launches, which stay in the module.
+the executor runs through :class:`~pto_compiler.runtime.vf_executor.VfRunner`, and returns the program
+a2a3-complete-barriers decoded, carrying the ``vf.func`` s it launches, which stay in the module.
 """
 
 from __future__ import annotations
@@ -92,12 +92,12 @@ from pto_compiler.passes import a2a3_complete_barriers as B
 from pto_compiler.passes import lower_a2a3 as A
 from pto_compiler.passes import lower_cube
 from pto_compiler.runtime.element_types import round_mode
-from pto_compiler.runtime.program import Instr, Loop, If, Program
+from pto_compiler.runtime.program import Instr, Program
 from pto_compiler.targets import ASCEND950, Target
 
 E = LazyModule("pto_compiler.runtime.elementwise")  # pad values only: NumPy on first use
 
-__all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "program_of", "lower_to_program"]
+__all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "lower_to_program"]
 
 INDEX = IndexType()
 I32 = IntegerType(32)
@@ -1533,7 +1533,7 @@ class _VfProgramLowering(A._FnLowering):
     """The a2a3 lowering of copies, the cube core, syncs and TPRINT, in place; ``vf.call`` ->
     ``a2a3.vf_call`` (the launched ``vf.func`` stays in the module)."""
 
-    def __init__(self, fn, target, scalars=None):
+    def __init__(self, fn, target):
         super().__init__(fn, target)
         self.symbols = vf.VfSymbols(fn.parent_op() or fn)
 
@@ -1579,22 +1579,20 @@ class _VfBarrierPass(B._BarrierPass):
 
 
 def lower_module_to_a2a3(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
-                         scalars: dict | None = None) -> None:
+                         scalars: dict | None = None) -> Program:
     """The entry function of a module after pto-lower-vf, in place: its copies, cube core, syncs and
     TPRINTs become a2a3 ops (the a2a3 rules), each ``vf.call`` an ``a2a3.vf_call``; then the same-pipe
-    barriers are completed (a2a3-complete-barriers with the VF launch rule)."""
+    barriers are completed (a2a3-complete-barriers with the VF launch rule).  Returns the program
+    (``scalars`` size the GM arguments whose views depend on them)."""
     from pto_compiler.runtime.kernel_interface import select_entry
 
     fn = select_entry(module, entry)
-    _VfProgramLowering(fn, target, scalars).run()
-    B.complete_function(fn, target, _VfBarrierPass)
+    _VfProgramLowering(fn, target).run()
+    return _launching(B.complete_function(fn, target, _VfBarrierPass, scalars), module)
 
 
-def program_of(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
-               scalars: dict | None = None) -> Program:
-    """The listing of a module after :func:`lower_module_to_a2a3`: the a2a3 program, carrying the
-    module's ``vf.func`` ops its ``vf_call`` s launch."""
-    prog = A.program_of(module, target, entry, scalars)
+def _launching(prog: Program, module: ModuleOp) -> Program:
+    """``prog`` with the module's ``vf.func`` ops its ``vf_call`` s launch."""
     symbols = vf.VfSymbols(module)
     calls = [op for op in vf.kernel_walk(module) if isinstance(op, a2a3.OPS["vf_call"])]
     prog.vf_funcs = {name: symbols.lookup(op, name) for op in calls for name in (op.field_value("callee"),)}
@@ -1604,9 +1602,7 @@ def program_of(module: ModuleOp, target: Target = ASCEND950, entry: str | None =
 def lower_to_program(module: ModuleOp, target: Target = ASCEND950, entry: str | None = None,
                      scalars: dict | None = None) -> Program:
     """The ascend950 program of a module after pto-lower-vf (its entry function), lowered on a clone."""
-    module = module.clone()
-    lower_module_to_a2a3(module, target, entry, scalars)
-    return program_of(module, target, entry, scalars)
+    return lower_module_to_a2a3(module.clone(), target, entry, scalars)
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:

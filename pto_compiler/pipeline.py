@@ -167,26 +167,19 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         from pto_compiler.passes import lower_vf
 
         with times.phase("emit"):  # on our clone
-            lower_vf.lower_module_to_a2a3(module, target, entry, scalars)
-            return _decoded(lower_vf.program_of(module, target, entry, scalars), decode)
+            return _decoded(lower_vf.lower_module_to_a2a3(module, target, entry, scalars), decode)
     from pto_compiler.passes import lower_a2a3
 
-    from pto_compiler.passes.a2a3_complete_barriers import complete_function
-
     with times.pass_("pto-lower-a2a3"):
-        lower_a2a3.lower_module(module, target, entry, scalars)  # on our clone
+        lower_a2a3.lower_module(module, target, entry)  # on our clone
     if observe is not None:
         observe("pto-lower-a2a3", module)
-    with times.pass_("a2a3-complete-barriers"):  # each function's program is decoded on the way
-        programs = {id(p.fn): p for p in (complete_function(fn, target, scalars=scalars)
-                                           for fn in lower_a2a3.lowered_functions(module, entry))}
+    with times.pass_("a2a3-complete-barriers"):  # the program is decoded on the way
+        program = lower_a2a3.completed_program(module, target, entry, scalars)
     if observe is not None:
         observe("a2a3-complete-barriers", module)
     with times.phase("emit"):
-        from pto_compiler.runtime.kernel_interface import select_entry
-
-        program = programs.get(id(select_entry(module, entry)))
-        return _decoded(program or lower_a2a3.program_of(module, target, entry, scalars), decode)
+        return _decoded(program, decode)
 
 
 def _decoded(program, decode: bool):

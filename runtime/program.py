@@ -546,7 +546,7 @@ class FunctionReader:
         spec = op.SPEC
         args: dict = {}
         value = self.value
-        operands = op.operands
+        operands = tuple(op.operands)
         for f, kind, at in _fields(type(op)):
             if at is not None:
                 args[f] = value(operands[at])
