@@ -6,7 +6,7 @@ one instruction of reference/vector_isa.md §1.  The ops are generated from one 
 its operand fields in ISA order (UB/GM addresses, repeat, block and repeat strides, mask or
 rounding options), the element function that gives its semantics (by name, in
 ``runtime/elementwise.py``: the dialect does not import the runtime) and its cycle cost.  The
-program text (``runtime/program.py``), the executor and the cycle model read the same rows.
+listing (``runtime/listing.py``), the executor and the cycle model read the same rows.
 
 Operands are SSA values, so loops and address arithmetic are ``scf``/``arith`` around the ops:
 integer fields (addresses, counts, strides) are ``index`` values, element-typed scalars any

@@ -92,7 +92,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from pto_compiler.diagnostics import PtocError, cube_space_message, location_of, op_error, value_name
+from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import lower_cube
@@ -100,8 +100,8 @@ from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import cube, pipes
 from pto_compiler.runtime.kernel_interface import kernel_args, select_entry
 from pto_compiler.runtime.program import (
-    ARITH, DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, program_of,
-    scalar_dtype,
+    ARITH, DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, origin_of,
+    program_of, scalar_dtype,
 )
 from pto_compiler.targets import A2A3, Target
 from pto_compiler.passes.tile_access import fixed_ub_range, tile_range
@@ -707,9 +707,7 @@ class _FnLowering:
         return None
 
     def set_origin(self, op: Operation):
-        f, line, col = location_of(op)
-        loc = op.location
-        self.origin = Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc) else op.name)
+        self.origin = origin_of(op)
         self.op = op
 
     def lower_op(self, op: Operation):

@@ -380,6 +380,14 @@ def _walk(body, depth):
             yield from _walk(n.body, depth + 1)
 
 
+def origin_of(op) -> Origin:
+    """Where an op comes from: its source position and the tile op a lowered op was made for (its
+    NameLoc), else its own name."""
+    f, line, col = location_of(op)
+    loc = op.location
+    return Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc) else op.name)
+
+
 def complete(opcode: str, dtype: str | None, args: dict) -> tuple[str, str, dict]:
     """(pipe, opcode, every operand): the omitted ones are the table's defaults."""
     full = {**OPCODES[opcode].defaults, **args}
@@ -520,9 +528,7 @@ class FunctionReader:
         loc = op.location
         got = self._origins.get(id(loc))
         if got is None or got[0] is not loc:
-            f, line, col = location_of(op)
-            got = self._origins[id(loc)] = (loc, Origin(f, line, col, loc.desc.data if isinstance(loc, NameLoc)
-                                                         else op.name))
+            got = self._origins[id(loc)] = (loc, origin_of(op))
         self.origin = got[1]
         self.op = op
 

@@ -1,5 +1,5 @@
 """Programs for executor tests, written as the lowered module holds them: ``a2a3`` ops (dialects/a2a3.py)
-plus ``scf``/``arith``, parsed by xDSL and decoded by the listing's own decoder (``program_of``).
+plus ``scf``/``arith``, parsed by xDSL and decoded as the executor decodes a lowered module (``program_of``).
 
 Constants are spelled by their value so a test line reads like the instruction it is: every
 ``%cN`` / ``%c0xH`` the body uses is declared as that ``index`` constant, every typed
