@@ -1176,12 +1176,12 @@ class _OpLowering:
         src's chunk loaded, the PadValue's bits (a signless-integer dup, bitcast) stored over the
         chunk's columns, src's register over its first VC - k (the load first: on shared storage,
         the in-place form, src is read before the padding is written); the chunks after: the
-        PadValue only, as every chunk of rows VR.."""
+        PadValue only, as every chunk of rows VR..; VR and VC may be known only at run time."""
         s, d = self.op.ins[0], self.op.outs[0]
         VR, VC = self.valid(s)
-        self._static(VR, VC)
         self.arg(s)
         self.arg(d)
+        self.dyn_args(VR, VC)
 
         def plan():
             b = self.b
@@ -1196,6 +1196,13 @@ class _OpLowering:
 
             lanes = _lanes(td.elt)
 
+            VR_, VC_ = self.dims(VR), self.dims(VC)
+
+            def minus(a, x):  # max(a - x, 0), x an int or an index value
+                if isinstance(x, int):
+                    return max(a - x, 0)
+                return b.op(arith.MaxSIOp(b.op(arith.SubiOp(b.c(a), x)), b.c(0)))
+
             def row(i, vc):
                 def copy(k, m, left):  # the chunk's pad over its first C - k columns, then src's VC - k
                     x = _load(b, ts, _elem(b, ts, i, k))
@@ -1204,14 +1211,15 @@ class _OpLowering:
                     _store(b, td, _elem(b, td, i, k), pad_reg, mc)
                     _store(b, td, _elem(b, td, i, k), x, m)
                     return [rest]
-                if vc:
+                if not isinstance(vc, int) or vc:
                     b.chunks(vc, lanes, td.elt, copy, [b.i32(C)])
-                k0 = -(-vc // lanes) * lanes
-                b.chunks(C - k0, lanes, td.elt, lambda k, m: _store(b, td, _elem(b, td, i, b.add(k, k0)), pad_reg, m))
+                k0 = b.mul(b.ceildiv(vc, lanes), lanes)
+                b.chunks(minus(C, k0), lanes, td.elt,
+                         lambda k, m: _store(b, td, _elem(b, td, i, b.add(k, k0)), pad_reg, m))
                 return []
 
-            b.loop(VR, lambda i: row(i, VC))
-            b.loop(R - VR, lambda i: row(b.add(i, VR), 0))
+            b.loop(VR_, lambda i: row(i, VC_))
+            b.loop(minus(R, VR_), lambda i: row(b.add(i, VR_), 0))
         return plan
 
     def f_interleave(self):

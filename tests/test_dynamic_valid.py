@@ -87,6 +87,7 @@ CASES = {
     "cvt": Case("pto.tcvt ins(%s0 {{rmode = #pto<round_mode CAST_RINT>}} : {full}) outs(%d : {dout})", ("full",),
                 "full", lambda a: a.astype(np.float16), out="f16"),
     "mov": Case("pto.tmov ins(%s0 : {full}) outs(%d : {full})", ("full",), "full", lambda a: a),
+    "fillpad": Case("pto.tfillpad ins(%s0 : {full}) outs(%d : {padded})", ("full",), "padded", None),
     "ci": Case("pto.tci ins(%n : i32) outs(%d : {dout}) {{descending = false}}", (), "full", None, out="i32"),
 }
 
@@ -97,13 +98,14 @@ def types(out: str = "f32"):
             "col": f"!pto.tile_buf<vec, {R}x1xf32, valid=?x1, blayout=col_major>",
             "row": f"!pto.tile_buf<vec, 1x{C}xf32, valid=1x?>",
             "tall": f"!pto.tile_buf<vec, {C}x{R}xf32, valid=?x?>",
-            "rows": f"!pto.tile_buf<vec, {R}x{C}xf32, valid=?x{C}>"}
+            "rows": f"!pto.tile_buf<vec, {R}x{C}xf32, valid=?x{C}>",
+            "padded": f"!pto.tile_buf<vec, {R}x{C}xf32, pad=3>"}
 
 
 def _valid_ops(kind: str) -> str:
     return {"full": "valid_row = %vr valid_col = %vc", "col": "valid_row = %vr", "row": "valid_col = %vc",
             "rows": "valid_row = %vr",
-            "tall": "valid_row = %vc valid_col = %vr"}[kind]
+            "tall": "valid_row = %vc valid_col = %vr", "padded": ""}[kind]
 
 
 def _part(kind: str) -> tuple[str, str, str, str]:
@@ -112,7 +114,8 @@ def _part(kind: str) -> tuple[str, str, str, str]:
             "col": (f"%c{R}, %c1", "%c1, %c1", "%vr, %c1", "?x1"),
             "row": (f"%c1, %c{C}", f"%c{C}, %c1", "%c1, %vc", "1x?"),
             "tall": (f"%c{C}, %c{R}", f"%c{R}, %c1", "%vc, %vr", "?x?"),
-            "rows": (f"%c{R}, %c{C}", f"%c{C}, %c1", f"%vr, %c{C}", f"?x{C}")}[kind]
+            "rows": (f"%c{R}, %c{C}", f"%c{C}, %c1", f"%vr, %c{C}", f"?x{C}"),
+            "padded": (f"%c{R}, %c{C}", f"%c{C}, %c1", f"%c{R}, %c{C}", f"{R}x{C}")}[kind]
 
 
 def kernel(case: Case) -> str:
@@ -146,11 +149,11 @@ def kernel(case: Case) -> str:
 
 
 def _full_shape(kind):
-    return {"full": (R, C), "col": (R, 1), "row": (1, C), "tall": (C, R), "rows": (R, C)}[kind]
+    return {"full": (R, C), "col": (R, 1), "row": (1, C), "tall": (C, R), "rows": (R, C), "padded": (R, C)}[kind]
 
 
 def _valid(kind, vr, vc):
-    return {"full": (vr, vc), "col": (vr, 1), "row": (1, vc), "tall": (vc, vr), "rows": (vr, C)}[kind]
+    return {"full": (vr, vc), "col": (vr, 1), "row": (1, vc), "tall": (vc, vr), "rows": (vr, C), "padded": (R, C)}[kind]
 
 
 def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
@@ -158,6 +161,10 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     y = y0.copy()
     dr, dc = _valid(case.dst, vr, vc)
     srcs = [x[:_valid(k, vr, vc)[0], :_valid(k, vr, vc)[1]] for x, k in zip(xs, case.srcs)]
+    if family == "fillpad":  # TFILLPAD.md: src's valid region, -inf (Min) everywhere else of the tile
+        y[:, :] = -np.inf
+        y[:vr, :vc] = xs[0][:vr, :vc]
+        return y
     if dr * dc == 0 or any(x.size == 0 for x in srcs):
         return y  # an empty region writes nothing (an empty reduction included)
     if family == "expands":
@@ -177,7 +184,7 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("rowreduce", "a2a3"), ("rowsum", "a2a3"), ("pairreduce", "a2a3"), ("concat", "a2a3"), ("concat", "ascend950")}
+UNSUPPORTED = {("rowreduce", "a2a3"), ("rowsum", "a2a3"), ("pairreduce", "a2a3"), ("fillpad", "a2a3"), ("concat", "a2a3"), ("concat", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
