@@ -65,6 +65,22 @@ _INT_BINARY = frozenset((
     "xori", "shli", "shrsi", "shrui", "maxsi", "minsi", "maxui", "minui"))
 
 
+def divsi(a: int, b: int) -> int:
+    """``arith.divsi``: the quotient rounded toward zero (Python's ``//`` rounds toward -inf)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def remsi(a: int, b: int) -> int:
+    """``arith.remsi``: the remainder of :func:`divsi`, with the dividend's sign."""
+    return a - b * divsi(a, b)
+
+
+def ceildivsi(a: int, b: int) -> int:
+    """``arith.ceildivsi``: the quotient rounded toward +inf."""
+    return -((-a) // b)
+
+
 def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
     sa, sb, ua, ub = _as_signed(a, w), _as_signed(b, w), _as_unsigned(a, w), _as_unsigned(b, w)
     if name == "addi":
@@ -77,13 +93,13 @@ def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
         if (sb if name.endswith("si") else ub) == 0:
             raise ZeroDivisionError("integer division by zero")
         if name == "divsi":
-            r = abs(sa) // abs(sb) * (1 if (sa < 0) == (sb < 0) else -1)
+            r = divsi(sa, sb)
         elif name == "remsi":
-            r = sa - sb * (abs(sa) // abs(sb) * (1 if (sa < 0) == (sb < 0) else -1))
+            r = remsi(sa, sb)
         elif name == "floordivsi":
             r = sa // sb
         elif name == "ceildivsi":
-            r = -((-sa) // sb)
+            r = ceildivsi(sa, sb)
         elif name == "divui":
             r = ua // ub
         elif name == "remui":

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.a2a3 import OPCODES, PIPES, OpSpec
+from pto_compiler.runtime.kernel_interface import ceildivsi, divsi, remsi
 
 # ---------------------------------------------------------------------------------------------
 # Pipes, dtypes
@@ -75,12 +76,8 @@ def canonical_pipe(name: str) -> str:
 # The scalar unit's arithmetic: the functions of the steps, by arith op
 # ---------------------------------------------------------------------------------------------
 
-def _div(a, b):
+def _floordiv(a, b):
     return a // b if isinstance(a, int) and isinstance(b, int) else a / b
-
-
-def _ceildiv(a, b):
-    return _div(a + b - 1, b)
 
 
 def _select(c, a, b):
@@ -93,9 +90,9 @@ def _cmp(f):
 
 ARITH = {
     "addi": (operator.add, "+"), "subi": (operator.sub, "-"), "muli": (operator.mul, "*"),
-    "divsi": (_div, "/"), "divui": (_div, "/"), "floordivsi": (_div, "/"),
-    "remsi": (operator.mod, "%"), "remui": (operator.mod, "%"),
-    "ceildivsi": (_ceildiv, "ceildiv"), "ceildivui": (_ceildiv, "ceildiv"),
+    "divsi": (divsi, "/"), "divui": (_floordiv, "/"), "floordivsi": (_floordiv, "/"),
+    "remsi": (remsi, "%"), "remui": (operator.mod, "%"),
+    "ceildivsi": (ceildivsi, "ceildiv"), "ceildivui": (ceildivsi, "ceildiv"),
     "maxsi": (max, "max"), "maxui": (max, "max"), "minsi": (min, "min"), "minui": (min, "min"),
     "select": (_select, "select"),
 }

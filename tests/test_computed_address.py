@@ -185,3 +185,26 @@ def test_an_op_needing_free_ub_keeps_off_the_computed_range(target, tmp_path, ca
     rc, out, err, x, _ = run(tmp_path, capsys, src, target)
     assert rc == 0 and out.startswith("PASS y"), out + err
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "y.npy"), x / np.float32(3))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_signed_division_of_a_kernel_scalar_rounds_toward_zero(target, tmp_path, capsys):
+    # the trip count is divsi(n, -2) + remsi(n, -2) + ceildivsi(n, -2) + 3 (arith's rounding, not Python's //)
+    n = 3
+    trips = int(n / -2) + int(np.fmod(n, -2)) + int(np.ceil(n / -2)) + 3
+    assert trips == 2
+    bound = """%cm2 = arith.constant -2 : index
+  %c3 = arith.constant 3 : index
+  %ni = arith.index_cast %n : i64 to index
+  %q = arith.divsi %ni, %cm2 : index
+  %r = arith.remsi %ni, %cm2 : index
+  %c = arith.ceildivsi %ni, %cm2 : index
+  %qr = arith.addi %q, %r : index
+  %qrc = arith.addi %qr, %c : index
+  %ub = arith.addi %qrc, %c3 : index
+  scf.for %i = %c0 to %ub step %c1"""
+    src = kernel(PING_PONG, keep=False, args=", %n: i64").replace("scf.for %i = %c0 to %c4 step %c1", bound)
+    rc, out, err, x, _ = run(tmp_path, capsys, src, target, "--input", f"n={n}")
+    assert rc == 0 and out.startswith("PASS y"), out + err
+    y = np.load(tmp_path / "o" / "y.npy")
+    np.testing.assert_array_equal(y[:16 * trips], x[:16 * trips] + np.float32(1))
