@@ -140,7 +140,7 @@ _INDEX = IndexType()
 _word = functools.cache(StringAttr)
 
 _FOLD = {sym: ARITH[name][0] for sym, name in (("+", "addi"), ("-", "subi"), ("*", "muli"), ("/", "floordivsi"),
-                                               ("%", "remsi"), ("min", "minsi"), ("max", "maxsi"))}
+                                               ("%", "remsi"), ("&", "andi"), ("min", "minsi"), ("max", "maxsi"))}
 """The scalar unit's arithmetic on numbers (runtime/program.py), by the lowering's operator."""
 """The StringAttr of a pipe or enum word, op name or file name (a few dozen, each on many ops)."""
 
@@ -596,7 +596,7 @@ class _FnLowering:
         return op.results[0] if op.results else None
 
     _ARITH_INT = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.FloorDivSIOp,
-                  "%": arith.RemSIOp, "min": arith.MinSIOp, "max": arith.MaxSIOp}
+                  "%": arith.RemSIOp, "&": arith.AndIOp, "min": arith.MinSIOp, "max": arith.MaxSIOp}
     _ARITH_FLOAT = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp,
                     "min": arith.MinimumfOp, "max": arith.MaximumfOp}
 
@@ -677,9 +677,10 @@ class _FnLowering:
         return self.arith("min", a, b)
 
     def packed(self, reg):
-        """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg % 256) * 257``."""
+        """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg & 255) * 257``
+        (the low byte of a negative i8 too, which ``remsi`` would keep negative)."""
         u16 = _xdsl_type("u16")
-        return self.arith("*", self.arith("%", reg, 256, u16), 257, u16)
+        return self.arith("*", self.arith("&", reg, 255, u16), 257, u16)
 
     def elem(self, t: TileRef, i, j=0):
         """The UB address of element (i, j) of tile ``t``."""

@@ -1466,8 +1466,9 @@ def _copy_ub(m: _Machine, d: _Dyn) -> "_Prep":
 
 # -- scalar unit ----------------------------------------------------------------------------------
 
-def _py(v: np.ndarray):
-    x = v.item() if isinstance(v, np.ndarray) else v
+def _py(v):
+    """A scalar register's value as a Python number: an integer element stays an ``int``."""
+    x = v.item() if isinstance(v, (np.ndarray, np.generic)) else v
     if isinstance(x, float) or isinstance(x, int):
         return x
     return float(x)

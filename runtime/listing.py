@@ -39,11 +39,11 @@ from __future__ import annotations
 import math
 
 from pto_compiler.dialects.a2a3 import OPCODES, OpSpec
-from pto_compiler.runtime.program import ARITH, ARITH_I1, CMPI, FunctionReader, GmAddr, complete
+from pto_compiler.runtime.program import FunctionReader, GmAddr, arith_entry, complete
 
 M64 = (1 << 64) - 1
 
-_PREC = {"+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3}
+_PREC = {"&": 2, "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3}
 
 _QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0",
                    "src_col_stride", "dst_col_stride")
@@ -141,12 +141,8 @@ class _Printer(FunctionReader):
         return self.arith_text(v, hexints, prec)
 
     def arith_text(self, op, hexints: bool, prec: int) -> str:
-        from xdsl.dialects import arith
-
-        name = op.name[6:]
         args = [self.vals[o] for o in op.operands]
-        sym = (CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]] if name == "cmpi"
-               else ARITH.get(name) or ARITH_I1[name])[1]
+        sym = arith_entry(op)[1]
         if sym not in _PREC:
             return f"{sym}(" + ",".join(self.text(x, hexints) for x in args) + ")"
         p = _PREC[sym]

@@ -94,9 +94,10 @@ ARITH = {
     "remsi": (remsi, "%"), "remui": (operator.mod, "%"),
     "ceildivsi": (ceildivsi, "ceildiv"), "ceildivui": (ceildivsi, "ceildiv"),
     "maxsi": (max, "max"), "maxui": (max, "max"), "minsi": (min, "min"), "minui": (min, "min"),
-    "select": (_select, "select"),
+    "andi": (operator.and_, "&"), "select": (_select, "select"),
 }
 """arith op -> (its function on Python numbers, the listing's operator or function name)."""
+_I1_WIDTH = IntegerType(1).width
 ARITH_I1 = {"andi": (operator.mul, "*"), "ori": (max, "max"), "xori": (_cmp(operator.ne), "!=")}
 """The logic ops on ``i1`` (0 or 1)."""
 CMPI = {"eq": (_cmp(operator.eq), "=="), "ne": (_cmp(operator.ne), "!="), "slt": (_cmp(operator.lt), "<"),
@@ -110,16 +111,22 @@ SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximum
 """Float arith -> the scalar-unit ALU instruction that computes it (a register it writes)."""
 
 
+def arith_entry(op):
+    """(function on Python numbers, listing symbol) of an integer ``arith`` op, or None."""
+    name = op.name[6:]
+    if name == "cmpi":
+        return CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]
+    if name in ARITH_I1 and getattr(op.results[0].type, "width", None) == _I1_WIDTH:
+        return ARITH_I1[name]
+    return ARITH.get(name)
+
+
 def arith_function(op):
     """The function of an integer ``arith`` op on Python numbers (a cast: the identity), or None."""
-    name = op.name[6:]
-    if name in ARITH:
-        return ARITH[name][0]
-    if name == "cmpi":
-        return CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]][0]
-    if name in ARITH_I1 and op.results[0].type.width.data == 1:
-        return ARITH_I1[name][0]
-    return _identity if name in CASTS else None
+    entry = arith_entry(op)
+    if entry is not None:
+        return entry[0]
+    return _identity if op.name[6:] in CASTS else None
 
 
 def _identity(x):
