@@ -74,7 +74,6 @@ a2a3-complete-barriers decoded, carrying the ``vf.func`` s it launches, which st
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -1616,6 +1615,3 @@ def lower_to_program(module: ModuleOp, target: Target = ASCEND950, entry: str | 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
     """As the a2a3 backend: outputs that depend on a float TROWSUM/TCOLSUM (run on the original module)."""
     return A.float_sum_outputs(module, entry)
-
-
-_ = math
