@@ -455,11 +455,17 @@ def _dst_of(op: Operation) -> tuple:
 _DECODED_ATTR = "_ptoc_golden_decoded"
 
 
-def _decoded(module: ModuleOp, cls: type) -> _Decoded:
-    cache = getattr(module, _DECODED_ATTR, None)
+def _module_cache(module: ModuleOp, attr: str) -> dict:
+    """A dict kept on ``module`` under ``attr``: what the golden model decodes once per module."""
+    cache = getattr(module, attr, None)
     if cache is None:
         cache = {}
-        setattr(module, _DECODED_ATTR, cache)
+        setattr(module, attr, cache)
+    return cache
+
+
+def _decoded(module: ModuleOp, cls: type) -> _Decoded:
+    cache = _module_cache(module, _DECODED_ATTR)
     got = cache.get(cls)
     if got is None:
         got = cache[cls] = _Decoded({_fname(f): f for f in _functions(module)})
@@ -1497,10 +1503,7 @@ _KERNELS_ATTR = "_ptoc_golden_kernels"
 
 
 def _kernel(module: ModuleOp, entry: str | None) -> _Kernel:
-    cache = getattr(module, _KERNELS_ATTR, None)
-    if cache is None:
-        cache = {}
-        setattr(module, _KERNELS_ATTR, cache)
+    cache = _module_cache(module, _KERNELS_ATTR)
     k = cache.get(entry)
     if k is None:
         fn = select_entry(module, entry)
