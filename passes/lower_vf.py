@@ -81,7 +81,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, Signedness, StringAttr,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
 from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
@@ -1359,25 +1359,50 @@ class _OpLowering:
 
 
 def _copy(op: Operation, values: dict) -> Operation:
-    """``op.clone()`` of a VF built by :class:`_B`, in one pass: each value of its body is defined
-    before its uses, so an operand is mapped when its op is made (xDSL's clone sets every operand
-    twice, in a second walk)."""
+    """``op.clone()`` of a VF built by :class:`_B`, in one pass and without xDSL's constructor:
+    each value of its body is defined before its uses, so an operand is mapped when its op is made
+    (xDSL's clone sets every operand twice, in a second walk), and the fields a copy of a verified op
+    has are set directly (``Operation.__init__`` re-checks them, fills defaults and walks parents:
+    most of pto-lower-vf's time, one VF per tile op)."""
+    new_op = type(op).__new__(type(op))
+    operands = SSAValues(values.get(v, v) for v in op._operands)
+    uses = tuple(Use(new_op, i) for i in range(len(operands)))
+    for v, use in zip(operands, uses):
+        v.add_use(use)
+    new_op._operands, new_op._operand_uses = operands, uses
+    new_op._successors = new_op._successor_uses = ()
+    new_op.properties, new_op.attributes = dict(op.properties), dict(op.attributes)
+    new_op.location = op.location
+    new_op.parent = new_op._next_op = new_op._prev_op = None
+    results = []
+    for r in op.results:
+        values[r] = x = OpResult(r.type, new_op, r.index)
+        x._name = r._name  # a copied name is valid
+        results.append(x)
+    new_op.results = SSAValues(results)
     regions = []
     for region in op.regions:
-        blocks = []
+        new_region = Region()
         for block in region.blocks:
             new = Block()
-            for a in block.args:
-                values[a] = x = new.insert_arg(a.type, len(new.args), a.location)
-                x.name_hint = a.name_hint
-            new.add_ops([_copy(o, values) for o in block.ops])
-            blocks.append(new)
-        regions.append(Region(blocks))
-    new_op = op.create(operands=[values.get(v, v) for v in op.operands], result_types=[r.type for r in op.results],
-                       properties=op.properties, attributes=op.attributes, location=op.location, regions=regions)
-    for r, x in zip(op.results, new_op.results):
-        values[r] = x
-        x.name_hint = r.name_hint
+            new._args = tuple(BlockArgument(a.type, new, a.index, a.location) for a in block.args)
+            for a, x in zip(block.args, new.args):
+                values[a] = x
+                x._name = a._name
+            prev = None
+            for o in block.ops:
+                c = _copy(o, values)
+                c.parent, c._prev_op = new, prev
+                if prev is None:
+                    new._first_op = c
+                else:
+                    prev._next_op = c
+                prev = c
+            new._last_op = prev
+            new_region.add_block(new)
+        new_region.parent = new_op
+        regions.append(new_region)
+    new_op.regions = tuple(regions)
     return new_op
 
 

@@ -46,6 +46,18 @@ from pto_compiler.dialects import pto, vf
 from pto_compiler.passes.vf_multi_accumulator import _index, _inside, const_value
 
 _BETWEEN = ("pto.wait_flag", "pto.set_flag", "pto.barrier")
+_V_BARRIER: dict[int, tuple] = {}
+"""id(args of a pto.barrier) -> (the args, held so no other object takes its id; a V barrier?): the
+sync ops share their args (pto._args_attr), and printing them costs more than the rest of a fusion."""
+
+
+def _v_barrier(op: Operation) -> bool:
+    """``op`` is a ``pto.barrier`` of PIPE_V."""
+    args = op.properties["args"]
+    known = _V_BARRIER.get(id(args))
+    if known is None:
+        known = _V_BARRIER[id(args)] = (args, "PIPE_V>" in str(args))
+    return known[1]
 
 
 @dataclass
@@ -117,30 +129,20 @@ def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
     return next(u.operation for u in loop.body.blocks[0].args[1].uses)
 
 
-def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tuple[list, list]:
-    """Fuse ``b`` into ``a.fn``, renamed ``name``: its call operands (``a``'s, then those of ``b``
-    it lacks, each buffer once) and the first body's stores the second body's loads now take from
-    the register.  ``b``'s ops move into ``a.fn`` (the caller erases ``b.fn``): a fusion costs
-    what ``b`` holds, so a chain of k fused launches costs k fusions, not k**2 op moves."""
-    fn, block = a.fn, a.fn.block
-    params: dict[SSAValue, SSAValue] = {}
-    for p, v in zip(list(block.args), a_args):
-        if v in params:  # one value passed twice: one parameter, named as the last
-            _redirect(p, params[v])
-            block.erase_arg(p)
-        params[v] = params.get(v, p)
-        params[v].name_hint = p.name_hint
-    operands = list(params)
+def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list) -> list[vf.StoreAlignOp]:
+    """Move ``b``'s body into ``a.fn`` after ``a``'s (the caller erases ``b.fn``): ``params`` maps
+    each call operand to its parameter of ``a.fn`` (each buffer once; ``b``'s new operands are added,
+    in order); returns the first body's stores the second body's loads now take from the register.
+    A fusion costs what ``b`` holds, so a chain of k fused launches costs k fusions, not k**2 op moves."""
+    block = a.fn.block
+    added = set()
     for p, v in zip(b.fn.args, b_args):
         if v not in params:
             params[v] = block.insert_arg(p.type, len(block.args))
-            operands.append(v)
-        if v not in a_args:  # the first body's names win
+            added.add(v)
+        if v in added:  # the first bodies' names win
             params[v].name_hint = p.name_hint
         _redirect(p, params[v])
-    fn.properties["sym_name"] = StringAttr(name)
-    fn.properties["function_type"] = FunctionType.from_lists([p.type for p in block.args], [])
-    fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
     pre_b = []
     for o in [o for o in b.fn.block.ops if o is not b.loop]:
         if isinstance(o, arith.ConstantOp) and (o.value, o.result.type) in a.constants:
@@ -174,7 +176,19 @@ def _fuse_funcs(a: _Flat, b: _Flat, a_args: list, b_args: list, name: str) -> tu
     lb.insert_ops_before(new, lb.last_op)
     a.stores.update((o.tile, o) for o in new if isinstance(o, vf.StoreAlignOp))
     a.order.update((o, len(a.order) + k) for k, o in enumerate(new))
-    return operands, forwarded
+    return forwarded
+
+
+def _own_params(fn: vf.VfFuncOp, args: list) -> dict:
+    """Call operand -> parameter of ``fn``: a value passed twice becomes one parameter, named as the last."""
+    params: dict[SSAValue, SSAValue] = {}
+    for p, v in zip(list(fn.block.args), args):
+        if v in params:
+            _redirect(p, params[v])
+            fn.block.erase_arg(p)
+        params[v] = params.get(v, p)
+        params[v].name_hint = p.name_hint
+    return params
 
 
 def _redirect(old: SSAValue, new: SSAValue) -> None:
@@ -362,13 +376,13 @@ class _Fuser:
     def run(self, calls: list[vf.VfCallOp]) -> None:
         i = 0
         while i < len(calls):
-            fused = self.fuse_after(calls[i])
-            if fused is None:
+            chain, gaps = self.chain_after(calls[i])
+            if len(chain) == 1:
                 i += 1
                 continue
-            # the call after calls[i] is the next one in walk order (they are neighbours in one
+            # the calls after calls[i] are the next ones in walk order (they are neighbours in one
             # block); only the call before the fused one can now fuse differently
-            calls[i:i + 2] = [fused]
+            calls[i:i + len(chain)] = [self.fuse(chain, gaps)]
             i = max(i - 1, 0)
 
     def inline_row_loop(self, loop: scf.ForOp) -> vf.VfCallOp | None:
@@ -386,7 +400,7 @@ class _Fuser:
         if (loop.iter_args or len(calls) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX
                 or any(o is not calls[0] and not (o.name.startswith("arith.") and not o.regions)
                        and o.name not in ("pto.tgetval", "pto.tassign")
-                       and not (o.name == "pto.barrier" and "PIPE_V>" in str(o)) for o in ops)):
+                       and not (o.name == "pto.barrier" and _v_barrier(o)) for o in ops)):
             return None
         call = calls[0]
         fn = self.symbols.lookup(call, call.callee_name)
@@ -483,59 +497,86 @@ class _Fuser:
         block.erase_op(loop)
         return launch
 
-    def fuse_after(self, first: vf.VfCallOp) -> vf.VfCallOp | None:
-        """Fuse ``first`` with the next launch of its block; the fused call, or None."""
+    def next_launch(self, call: vf.VfCallOp) -> tuple[vf.VfCallOp | None, list[Operation]]:
+        """The next launch of ``call``'s block and the ops between, or None when an op other than
+        ``arith``, a wait, a set_flag or a V barrier comes first."""
         between: list[Operation] = []
-        second = first.next_op
+        second = call.next_op
         while second is not None and not isinstance(second, vf.VfCallOp):
-            if not (second.name.startswith("arith.") or second.name in _BETWEEN):
-                return None
-            if second.name == "pto.barrier" and "PIPE_V>" not in str(second):
-                return None
+            if not (second.name.startswith("arith.") or second.name in _BETWEEN) or (
+                    second.name == "pto.barrier" and not _v_barrier(second)):
+                return None, between
             between.append(second)
             second = second.next_op
-        if second is None:
-            return None
-        fa, fb = self.symbols.lookup(first, first.callee_name), self.symbols.lookup(second, second.callee_name)
-        a, b = self.flat(fa), self.flat(fb)
-        if a is None or b is None or a.key != b.key:
-            return None
-        name = f"{fa.sym_name.data}_{fb.sym_name.data}"
-        # b's body moves into a's function, renamed; a function launched elsewhere too gives a copy
-        a, b = (f if self.launches[f.fn.sym_name.data] == 1 else _flat(f.fn.clone()) for f in (a, b))
-        if a.fn is fa:
-            self.symbols.remove(fa)
-            self.flats.pop(fa, None)
+        return second, between
+
+    def chain_after(self, first: vf.VfCallOp) -> tuple[list[vf.VfCallOp], list[list[Operation]]]:
+        """``first`` and the launches after it that fuse with it, one after another (each flat, with
+        the key of ``first``), and the ops between each two."""
+        chain, gaps = [first], []
+        a = self.flat(self.symbols.lookup(first, first.callee_name))
+        while a is not None:
+            second, between = self.next_launch(chain[-1])
+            if second is None:
+                break
+            b = self.flat(self.symbols.lookup(second, second.callee_name))
+            if b is None or a.key != b.key:
+                break
+            chain.append(second)
+            gaps.append(between)
+        return chain, gaps
+
+    def _owned(self, f: _Flat) -> _Flat:
+        """``f``, or a copy of its function when another call launches it too."""
+        return f if self.launches[f.fn.sym_name.data] == 1 else _flat(f.fn.clone())
+
+    def fuse(self, chain: list[vf.VfCallOp], gaps: list[list[Operation]]) -> vf.VfCallOp:
+        """Fuse a chain of launches (:meth:`chain_after`) into one, as fusing each launch in turn
+        into the launch the ones before it fused into would: the bodies one after another in the
+        first's function, renamed after all; the fused call."""
+        fns = [self.symbols.lookup(c, c.callee_name) for c in chain]
+        names = [f.sym_name.data for f in fns]
+        a = self._owned(self.flats[fns[0]])
+        if a.fn is fns[0]:
+            self.symbols.remove(fns[0])
+            self.flats.pop(fns[0], None)
         else:
-            fa.parent_block().insert_op_before(a.fn, fa)
-        olds = [fa.sym_name.data, fb.sym_name.data]
-        operands, forwarded = _fuse_funcs(a, b, list(first.operands), list(second.operands), name)
+            fns[0].parent_block().insert_op_before(a.fn, fns[0])
         fn = a.fn
-        if b.fn is not fb:
-            b.fn.erase()  # a copy's shell: drop its uses of the values that moved
+        params = _own_params(fn, list(chain[0].operands))
+        for second, fb in zip(chain[1:], fns[1:]):
+            b = self._owned(self.flats[fb])
+            forwarded = _fuse_into(a, b, params, list(second.operands))
+            if b.fn is not fb:
+                b.fn.erase()  # a copy's shell: drop its uses of the values that moved
+            by_param = {p: v for v, p in params.items()}
+            for st in forwarded:  # a forwarded store to a tile nothing reads later is dead
+                if self.uses.dead_after(second, by_param[st.tile]) and not _read_after(st, a.order):
+                    if a.stores.get(st.tile) is st:
+                        del a.stores[st.tile]
+                    st.parent_block().erase_op(st)
+        name = "_".join(names)
+        fn.properties["sym_name"] = StringAttr(name)
+        fn.properties["function_type"] = FunctionType.from_lists([p.type for p in fn.block.args], [])
+        fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
         self.symbols.add(fn)
         self.flats[fn] = a
-        block = second.parent_block()
-        call = last = vf.VfCallOp(name, operands)
-        block.insert_op_before(last, second)
-        if second in self.uses.index:
-            self.uses.index[call] = self.uses.index[second]
-        for o in between:
+        block = chain[-1].parent_block()
+        call = last = vf.VfCallOp(name, list(params))
+        block.insert_op_before(last, chain[-1])
+        if chain[-1] in self.uses.index:
+            self.uses.index[call] = self.uses.index[chain[-1]]
+        for o in (o for between in gaps for o in between):
             if o.name == "pto.set_flag":
                 o.detach()
                 block.insert_op_after(o, last)
                 last = o
             elif o.name == "pto.barrier":
                 block.erase_op(o)
-        block.erase_op(second)
-        first.parent_block().erase_op(first)
-        for st in forwarded:
-            if self.uses.dead_after(call, operands[fn.args.index(st.tile)]) and not _read_after(st, a.order):
-                if a.stores.get(st.tile) is st:
-                    del a.stores[st.tile]
-                st.parent_block().erase_op(st)
+        for c in chain:
+            block.erase_op(c)
         self.launches[name] += 1
-        for old, f in zip(olds, (fa, fb)):
+        for old, f in zip(names, fns):
             self.launches[old] -= 1
             if not self.launches[old] and f is not fn:
                 self.symbols.remove(f)
