@@ -317,6 +317,14 @@ _cube("copy_cbuf_to_cbuf", "MTE1", "cube_copy", "L1", "L1", _L1_MOVE, offsets=Tr
 _cube("copy_cbuf_to_fbuf", "FIX", "cube_copy", "FB", "L1", _L1_MOVE, offsets=True)
 _cube("copy_ubuf_to_cbuf", "MTE3", "cube_copy", "L1", "UB", _L1_MOVE, offsets=True)
 _cube("copy_ubuf_layout", "V", "cube_copy", "UB", "UB", _L1_MOVE, offsets=True)  # vec -> vec between layouts
+# The ``--run`` harness's windows (passes/tile_harness.py), NOT hardware instructions: a tile no
+# TLOAD/TSTORE moves (an L0A/L0B tile, an acc tile nothing computes, a boxed vec tile, a mat tile
+# in a layout the DMA does not write) is seeded from / read back to GM, row-major, through its
+# geometry, so a run of an on-chip kernel compares what it left there with the golden model.
+# On MTE2 / MTE3, the pipes pto-insert-sync gives a tload / a tstore.  [P] the DMA's cost.
+for _sp in ("UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"):
+    _cube(f"harness_load_{_sp.lower()}", "MTE2", "cube_copy", _sp, None, _DMA)
+    _cube(f"harness_store_{_sp.lower()}", "MTE3", "cube_copy", None, _sp, _DMA)
 _cube("fixpipe_cc_to_gm", "FIX", "fix", None, "L0C", _FIX_MOVE, atomic=True)
 _cube("fixpipe_cc_to_cbuf", "FIX", "fix", "L1", "L0C", _FIX_MOVE, offsets=True)
 _cube("fixpipe_cc_to_ubuf", "FIX", "fix", "UB", "L0C", _FIX_MOVE, offsets=True)

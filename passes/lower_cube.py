@@ -25,6 +25,9 @@ from pto_compiler.runtime.cube import PRE_QUANT, layout_name
 from pto_compiler.runtime.program import GmAddr
 
 CUBE_LOCS = frozenset(("mat", "left", "right", "acc", "bias", "scaling"))
+WINDOW = "harness_window"
+"""Unit attribute of a tload / tstore passes/tile_harness.py adds for a tile no DMA moves: it lowers
+to the ``harness_load_*`` / ``harness_store_*`` rows of dialects/a2a3.py (no hardware instruction)."""
 
 
 def is_cube_op(op) -> bool:
@@ -34,6 +37,8 @@ def is_cube_op(op) -> bool:
     from pto_compiler.runtime.cube import NO_SEMANTICS
 
     if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS or op.name in NO_SEMANTICS:
+        return True
+    if WINDOW in op.attributes:
         return True
     if cube_move_opcode(op):
         return True
@@ -96,8 +101,21 @@ def _region(low, t) -> tuple:
     return t.vr, t.vc
 
 
+def _window(low, op, t, load: bool) -> None:
+    """A harness window (:data:`WINDOW`): the tile's valid region from / to the ND GM view."""
+    rows, cols = _region(low, t)
+    space = low.target.space_of(t.t.loc.data).name.lower()
+    g = _gm(low, low.vals.get(op.ins[0] if load else op.outs[0]), t)
+    if load:
+        low.emit(f"harness_load_{space}", t.dtype, **_local("dst", t), **_gm_fields("src", g), rows=rows, cols=cols)
+    else:
+        low.emit(f"harness_store_{space}", t.dtype, **_gm_fields("dst", g), **_local("src", t), rows=rows, cols=cols)
+
+
 def tile_load(low, op) -> None:
     t = _cube_tile(low, op.outs[0])
+    if WINDOW in op.attributes:
+        return _window(low, op, t, load=True)
     if t.t.loc.data != "mat":
         low.unsupported(f"tload into loc={t.t.loc.data} (GM loads into loc=mat or loc=vec)")
     g = _gm(low, low.vals.get(op.ins[0]), t)
@@ -110,6 +128,8 @@ def tile_store(low, op) -> None:
     from pto_compiler.runtime.program import canonical_dtype
 
     t = _cube_tile(low, op.ins[0])
+    if WINDOW in op.attributes:
+        return _window(low, op, t, load=False)
     target = op.outs[0] if op.outs else None
     if target is None or len(op.ins) > 1:
         low.unsupported(f"a tstore with a pre-quant operand: {PRE_QUANT}")

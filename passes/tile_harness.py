@@ -11,11 +11,19 @@ harness instead, on a clone (the kernel as written is what ``ptoc`` compiles wit
   the tile it ends with is an output the executor's run and the golden model's are compared on;
 * a ``pto.barrier <PIPE_ALL>`` follows each load and precedes the stores.
 
-Only tiles a plain ``tload``/``tstore`` moves are harnessed: a vec tile in the ND layout (or a
-one-column DN one), a mat tile in the NZ layout (loaded only), an f32/i32 acc tile (stored only),
-each with a static valid shape and not used as a *tmp* operand (scratch whose contents no page
-defines); a tile a ``pto.tassign`` moves is not stored (its first name no longer holds it), and
-one placed by hand at bytes another tile placed by hand may share is not loaded.
+A tile a plain ``tload``/``tstore`` moves (a vec tile in the ND layout or a one-column DN one, a
+mat tile in the NZ layout: loaded; an f32/i32 acc tile: stored) moves that way.  Any other tile
+(an L0A/L0B tile, an acc tile read before anything writes it, a boxed vec tile, a mat tile in
+another layout) moves through a *window*: a tload / tstore marked ``harness_window``
+(passes/lower_cube.py) whose instruction is no hardware one (dialects/a2a3.py
+``harness_load_*``/``harness_store_*``): it copies the valid region between the ND GM argument
+and the tile's bytes in its own layout (runtime/cube.py ``tile_offsets``, where the executor's
+cube moves put each element), as the golden model's tload/tstore copy the logical tile.  So a
+codegen test whose result stays on chip (a textract into L0A, a tinsert into L1) is compared.
+Each harnessed tile has a static valid shape and is not used as a *tmp* operand (scratch whose
+contents no page defines); a tile a ``pto.tassign`` moves is not stored (its first name no
+longer holds it), and one placed by hand at bytes another tile placed by hand may share is not
+loaded; an acc tile leaves only through the fixpipe (an f32/i32 one).
 A kernel that stores to GM, returns a tile, talks to the other core (pipes) or is written in
 ``vf`` ops runs as written.
 """
@@ -23,12 +31,13 @@ A kernel that stores to GM, returns a tile, talks to the other core (pipes) or i
 from __future__ import annotations
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from pto_compiler.diagnostics import location_of
 from pto_compiler.dialects import pto
+from pto_compiler.passes.lower_cube import WINDOW
 from pto_compiler.passes.tile_access import root_alloc, tile_reads, tile_writes, tmp_operands
 
 PREFIX = "tile_"
@@ -57,6 +66,13 @@ def loadable(t: pto.TileLikeType) -> bool:
 def storable(t: pto.TileLikeType) -> bool:
     return (_layout(t) in _STORABLE and _static_valid(t)
             and (t.loc.data != "acc" or t.dtype in _ACC_STORED))
+
+
+def _windowed(t: pto.TileLikeType, load: bool) -> bool:
+    """A tile the harness moves through a window (module doc) instead of a tload / tstore."""
+    if not _static_valid(t):
+        return False
+    return not loadable(t) if load else not storable(t) and t.loc.data != "acc"
 
 
 def _top_blocks(fn: func.FuncOp) -> list[Block]:
@@ -120,6 +136,11 @@ class _At:
                                             pto.PartitionTensorViewType(shape, t.element_type))).results[0]
 
 
+def _mark(op: Operation, window: bool) -> None:
+    if window:
+        op.attributes[WINDOW] = UnitAttr()
+
+
 def _barrier_all() -> Operation:
     """``pto.barrier <PIPE_ALL>``: the harness's moves are ordered against the kernel's ops by
     themselves, so a kernel run with its own syncs (``--no-insert-sync``) needs none for them."""
@@ -149,9 +170,10 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
         stored = False
         for alloc in [op for op in block.ops if isinstance(op, pto.AllocTileOp)]:
             t = alloc.result.type
-            load = alloc in read and alloc not in tmp and alloc not in shared and loadable(t)
+            load = alloc in read and alloc not in tmp and alloc not in shared and _static_valid(t)
             moved = any(isinstance(use.operation, pto.TAssignOp) for use in alloc.result.uses)
-            store = alloc in written and alloc not in tmp and storable(t) and not moved
+            store = (alloc in written and alloc not in tmp and not moved
+                     and (storable(t) or _windowed(t, load=False)))
             if not (load or store):
                 continue
             name = PREFIX + (alloc.result.name_hint or f"line{location_of(alloc)[1]}")
@@ -163,14 +185,14 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
             ptr.name_hint = name
             if load:
                 at = _At(block, alloc.next_op, alloc.location)
-                at.add(pto.TLoadOp(ins=[at.view(ptr, t)], outs=[alloc.result]))
+                _mark(at.add(pto.TLoadOp(ins=[at.view(ptr, t)], outs=[alloc.result])), _windowed(t, load=True))
                 at.add(_barrier_all())
             if store:
                 at = _At(block, last, alloc.location)
                 if not stored:
                     at.add(_barrier_all())
                 stored = True
-                at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptr, t)]))
+                _mark(at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptr, t)])), _windowed(t, load=False))
     fn.function_type = FunctionType.from_lists([a.type for a in body.args], fn.function_type.outputs.data)
     return added
 

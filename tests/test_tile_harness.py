@@ -140,12 +140,72 @@ func.func @k() {
 """
 
 
-def test_a_tile_no_store_moves_out_is_no_output():
-    """An L0A tile has no path to GM: the kernel's mat tile is loaded, and nothing is compared."""
+def test_a_tile_no_store_moves_out_leaves_through_a_window():
+    """An L0A tile has no path to GM: the harness stores it through a window (a tstore marked
+    harness_window, no hardware instruction), the NZ mat tile through a plain tload."""
+    from pto_compiler.passes.lower_cube import WINDOW
+
     harnessed = tile_harness.harnessed(api.parse(CUBE, "k.pto"))
     fn = next(op for op in harnessed.walk() if op.name == "func.func")
-    assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_m"]
-    assert not any(op.name == "pto.tstore" for op in fn.walk())
+    assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_m", "tile_l"]
+    moves = [op for op in fn.walk() if op.name in ("pto.tload", "pto.tstore")]
+    assert [(op.name, WINDOW in op.attributes) for op in moves] == [("pto.tload", False), ("pto.tstore", True)]
+
+
+def _tile(loc, rows, cols, blayout, slayout, dtype="f32", fractal=512):
+    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={rows}, v_col={cols}, "
+            f"blayout={blayout}, slayout={slayout}, fractal={fractal}, pad=0>")
+
+
+# the corpus's left_blayout_parser_a3 / _a5 layouts, with the extract at an offset
+EXTRACT = {"a2a3": (_tile("mat", 32, 32, "row_major", "col_major"), _tile("left", 16, 16, "row_major", "row_major")),
+           "ascend950": (_tile("mat", 32, 32, "col_major", "row_major"), _tile("left", 16, 16, "col_major", "row_major"))}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_extract_into_l0a_is_compared_through_windows(target, tmp_path, capsys):
+    """textract (16, 16) of a 32x32 mat into an L0A tile, a result no instruction moves to GM: the
+    mat tile (a ZN one on a2a3, which no DMA writes from ND rows) is seeded and the L0A tile read
+    back through windows, and the run compares it; it is the mat's lower-right quarter."""
+    m_t, l_t = EXTRACT[target]
+    src = f"""
+func.func @k() {{
+  %c16 = arith.constant 16 : index
+  %m = pto.alloc_tile : {m_t}
+  %l = pto.alloc_tile : {l_t}
+  pto.textract ins(%m, %c16, %c16 : {m_t}, index, index) outs(%l : {l_t})
+  return
+}}
+"""
+    m = (np.arange(32 * 32, dtype=np.float32).reshape(32, 32) - 500) / 8
+    rc, out, err = _run(tmp_path, capsys, src, target, {"tile_m": m})
+    assert rc == 0, out + err
+    assert out.splitlines() == ["PASS tile_l 0"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_l.npy").reshape(16, 16), m[16:, 16:])
+
+
+ACC = _tile("acc", 16, 16, "col_major", "row_major", fractal=1024)
+MAT = _tile("mat", 32, 16, "col_major", "row_major")
+INSERT = f"""
+func.func @k() {{
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %a = pto.alloc_tile : {ACC}
+  %m = pto.alloc_tile : {MAT}
+  pto.tinsert ins(%a, %c16, %c0 : {ACC}, index, index) outs(%m : {MAT})
+  return
+}}
+"""
+
+
+def test_an_acc_tile_nothing_computes_is_seeded_through_a_window(tmp_path, capsys):
+    """tinsert_verify_a5's form: an acc tile nothing writes (no DMA reaches L0C) is seeded through
+    a window, inserted at row 16 of a mat tile (the fixpipe, f32 -> f32), which is compared."""
+    acc = np.linspace(-4, 4, 256, dtype=np.float32).reshape(16, 16)
+    rc, out, err = _run(tmp_path, capsys, INSERT, "ascend950", {"tile_a": acc})
+    assert rc == 0, out + err
+    assert out.splitlines() == ["PASS tile_m 0"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_m.npy").reshape(32, 16)[16:], acc)
 
 
 def test_a_kernel_written_in_vf_runs_as_written():
