@@ -50,6 +50,7 @@ bit-exact between them by construction.  The rules, for every function below:
 
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 
@@ -574,8 +575,8 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     w = _work(x)
     n = w.shape[axis]
     if n > 1 and w.size and _exact_for_all_lines(w, n):  # exact in any order: the fastest one
-        sub = "abcdefghijklmnopqrstuvwxyz"[:w.ndim]
-        return np.asarray(np.einsum(f"{sub}->{sub.replace(sub[axis], '')}", w, dtype=np.float64))
+        s = np.einsum(_sum_subscripts(w.ndim, axis), w, dtype=np.float64)
+        return s if w.ndim > 1 else np.asarray(s)
     s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
     if n <= 1 or w.size == 0:
         return s
@@ -595,6 +596,13 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
         for idx in zip(*np.nonzero(redo)):
             s[idx] = math.fsum(lines[idx].astype(np.float64).tolist())
     return s
+
+
+@functools.lru_cache(maxsize=None)
+def _sum_subscripts(ndim: int, axis: int) -> str:
+    """einsum's subscripts of a sum along ``axis`` of an ``ndim``-D array ("ab->a": rows)."""
+    sub = "abcdefghijklmnopqrstuvwxyz"[:ndim]
+    return f"{sub}->{sub.replace(sub[axis], '')}"
 
 
 def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:

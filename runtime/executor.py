@@ -74,6 +74,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import cube_exec, pipes
 from . import elementwise as ew
 from .hazards import Footprint, HazardLog, Record
+from .kernel_interface import DEFAULT_MAX_STEPS
 from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, operands
 
@@ -238,11 +239,6 @@ class ExecResult:
 
 class _Abort(Exception):
     pass
-
-
-DEFAULT_MAX_STEPS = 5_000_000
-"""Issued instructions plus loop trips a run may take (``ptoc --max-steps``): far above any real
-kernel (the examples take < 20,000), low enough that a runaway loop stops within minutes."""
 
 
 class StepLimitError(ValueError):

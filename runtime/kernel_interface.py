@@ -36,6 +36,12 @@ def _int_width(t) -> int | None:
     return None
 
 
+DEFAULT_MAX_STEPS = 5_000_000
+"""Issued instructions plus loop trips a run may take (``ptoc --max-steps``; the executor and the
+golden model count alike): far above any real kernel (the examples take < 20,000), low enough
+that a runaway loop stops within minutes."""
+
+
 def _is_unsigned(t) -> bool:
     return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
 

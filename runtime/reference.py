@@ -113,6 +113,7 @@ from pto_compiler.runtime.kernel_interface import (  # noqa: F401  (select_entry
     _fname,
     _int_binary,
     _int_width,
+    DEFAULT_MAX_STEPS,
     _lookup_func,
     _norm_int,
     eval_int_arith,
@@ -123,7 +124,7 @@ from pto_compiler.runtime.kernel_interface import (  # noqa: F401  (select_entry
     usage_error,
 )
 from pto_compiler.passes.tile_access import tile_reads, tile_writes
-from pto_compiler.targets import ADDRESS_ALIGN, DEFAULT_TARGET
+from pto_compiler.targets import ADDRESS_ALIGN, DEFAULT_TARGET, Target
 
 __all__ = [
     "Tile", "GMArray", "TensorView", "PartitionView", "ArgSpec", "evaluate", "make_inputs",
@@ -433,9 +434,10 @@ class _Decoded:
     funcs: dict
     """Function name -> ``func.func``."""
     plans: dict = field(default_factory=dict)
-    """Each block run so far -> its steps and terminator (:meth:`Evaluator._plan`)."""
+    """id of each block run so far -> its steps and terminator (:meth:`Evaluator._plan`; by id:
+    xDSL hashes blocks and ops in Python, and the module keeps them alive)."""
     dsts: dict = field(default_factory=dict)
-    """Each tile op run so far -> where its destination is (:func:`_dst_of`)."""
+    """id of each tile op run so far -> where its destination is (:func:`_dst_of`)."""
 
 
 def _dst_of(op: Operation) -> tuple:
@@ -518,33 +520,34 @@ class Evaluator:
             self.depth -= 1
 
     def run_block(self, block: Block, args: list, env: dict) -> list:
-        env = dict(env)
-        for a, v in zip(block.args, args):
-            env[a] = v
         plans = self.decoded.plans
-        plan = plans.get(block)
+        plan = plans.get(id(block))
         if plan is None:
-            plan = plans[block] = self._plan(block)
-        steps, term = plan
+            plan = plans[id(block)] = self._plan(block)
+        params, steps, term, results = plan
+        env = dict(env)
+        env.update(zip(params, args))
         for op, run in steps:
             self._run(op, run, env)
         if term is None:
             return []
+        values = [env[o] for o in results]
         if isinstance(term, func.ReturnOp):
-            for o in term.operands:
-                if isinstance(env[o], Tile) and not self.holds_data(env[o]):
+            for o, v in zip(results, values):
+                if isinstance(v, Tile) and not self.holds_data(v):
                     raise op_error(term, f"returns {value_name(o)}, which nothing has written")
-        return [env[o] for o in term.operands]
+        return values
 
     def _plan(self, block: Block):
-        """The block decoded once per module: (op, its step) up to the terminator, and the
-        terminator (loop bodies and later runs go without reading xDSL's operand lists again)."""
+        """The block decoded once per module: its arguments, (op, its step) up to the terminator,
+        the terminator and its operands (loop bodies and later runs go without reading xDSL's
+        operand lists again)."""
         steps = []
         for op in block.ops:
             if isinstance(op, (func.ReturnOp, scf.YieldOp, scf.ConditionOp)):
-                return steps, op
+                return tuple(block.args), steps, op, tuple(op.operands)
             steps.append((op, self.decode(op)))
-        return steps, None
+        return tuple(block.args), steps, None, ()
 
     def run_region(self, region: Region, args: list, env: dict) -> list:
         if not region.blocks:
@@ -558,14 +561,20 @@ class Evaluator:
         if self.steps_left is not None:
             self.steps_left -= 1
             if self.steps_left < 0:
-                raise usage_error(f"the golden model stopped after {self.max_steps} steps (ops evaluated plus "
-                                  "loop trips); raise the limit with --max-steps N")
+                self.out_of_steps()
+
+    def out_of_steps(self):
+        raise usage_error(f"the golden model stopped after {self.max_steps} steps (ops evaluated plus "
+                          "loop trips); raise the limit with --max-steps N")
 
     def eval_op(self, op: Operation, env: dict) -> None:
         self._run(op, _generic(op), env)
 
     def _run(self, op: Operation, run, env: dict) -> None:
-        self.step()
+        if self.steps_left is not None:  # (self.step(), inline: one call less per op)
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                self.out_of_steps()
         try:
             run(self, env)
         except PtocError:
@@ -843,9 +852,9 @@ class Evaluator:
     def dst(self, op: pto.TileOp, env: dict, hint: tuple[int, int] | None) -> Tile:
         """The destination tile: the ``outs`` buffer (L2), or a new tile for the L1 result
         (its valid region from the result type, ``?`` taken from ``hint``)."""
-        where = self.decoded.dsts.get(op)
+        where = self.decoded.dsts.get(id(op))
         if where is None:
-            where = self.decoded.dsts[op] = _dst_of(op)
+            where = self.decoded.dsts[id(op)] = _dst_of(op)
         out, res, t, vr, vc = where
         if out is not None:
             return self.tile(op, out, env)
@@ -1497,6 +1506,10 @@ class _Kernel:
     """The arguments a tstore writes (:func:`_stored_params`)."""
     read_only: frozenset[int]
     """The tile arguments only read (as a tile op's source or returned): the run uses the input itself."""
+    names: frozenset = frozenset()
+    """The arguments' names (what ``inputs`` must hold, and nothing else)."""
+    ub_bytes: dict = field(default_factory=dict)
+    """``target`` argument of :func:`evaluate` -> the UB size the run has (api.target_of, once)."""
 
 
 _KERNELS_ATTR = "_ptoc_golden_kernels"
@@ -1509,7 +1522,7 @@ def _kernel(module: ModuleOp, entry: str | None) -> _Kernel:
         fn = select_entry(module, entry)
         specs = kernel_args(fn)
         k = cache[entry] = _Kernel(fn, specs, pipes.is_mixed(module), _stored_params(fn), frozenset(
-            s.index for s in specs if s.kind == "tile" and _only_read(s.value)))
+            s.index for s in specs if s.kind == "tile" and _only_read(s.value)), frozenset(s.name for s in specs))
     return k
 
 
@@ -1530,13 +1543,12 @@ def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, d
     """The kernel's argument values from ``inputs``: every argument given by name, arrays of the
     element type and count of their argument (scalars any number).  Anything else exits 2."""
     fn, specs = kernel.fn, kernel.specs
-    names = {s.name for s in specs}
-    unknown = sorted(set(inputs) - names)
-    if unknown:
-        raise usage_error(f"no kernel argument named {', '.join(map(repr, unknown))} "
-                          f"(arguments: {', '.join(s.name for s in specs) or 'none'})")
-    missing = [s.name for s in specs if s.name not in inputs]
-    if missing:
+    if len(inputs) != len(kernel.names) or not kernel.names.issuperset(inputs):
+        unknown = sorted(set(inputs) - kernel.names)
+        if unknown:
+            raise usage_error(f"no kernel argument named {', '.join(map(repr, unknown))} "
+                              f"(arguments: {', '.join(s.name for s in specs) or 'none'})")
+        missing = [s.name for s in specs if s.name not in inputs]
         raise usage_error(f"missing input for argument(s) {', '.join(missing)}")
     scalars = {s.name: inputs[s.name] for s in specs if s.kind == "scalar"}
     args: list = []
@@ -1595,15 +1607,19 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     fn, specs = kernel.fn, kernel.specs
     args, gms = _bind_inputs(kernel, inputs)
     if max_steps is None:
-        from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS  # one default for both models
-
         max_steps = DEFAULT_MAX_STEPS
-    from pto_compiler.api import target_of
-
     if kernel.mixed:  # cube and vector cores talking through the pipe: concurrent agents
+        from pto_compiler.api import target_of
+
         return pipes.evaluate_agents(module, inputs, kernel, block_idx, block_num, max_steps,
                                      target_of(module, target).name)
-    ev = Evaluator(module, block_idx, block_num, max_steps, target_of(module, target).ub_bytes)
+    key = target.name if isinstance(target, Target) else target
+    ub_bytes = kernel.ub_bytes.get(key)
+    if ub_bytes is None:
+        from pto_compiler.api import target_of
+
+        ub_bytes = kernel.ub_bytes[key] = target_of(module, target).ub_bytes
+    ev = Evaluator(module, block_idx, block_num, max_steps, ub_bytes)
     results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
     for s in specs:
