@@ -489,7 +489,8 @@ class _Machine:
         self.agent_pipe = None
         """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
         self.dry: list | None = None
-        """While :func:`_dry_run` runs the program: its NumPy steps in execution order, not run."""
+        """In the first checked run of a replayable program: its NumPy steps in execution order
+        (:func:`_recorded`)."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -1564,9 +1565,8 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
     sizes = m.sizes
     m._accesses(d, p, pr.accs, pr.bounded == sizes)
     pr.bounded = sizes
-    if m.dry is not None:
+    if m.dry is not None:  # the run a replay repeats (_recorded): this instruction's data step
         m.dry.append((pr.run, d))
-        return
     try:
         pr.run(m, d)
     except ew.ElementwiseError as ex:
@@ -1596,9 +1596,12 @@ class Plan:
         self.loops: dict = {}
         """id of a loop -> (the loop, may runtime/loop_batch.py batch its trips?)."""
         self.replay: _Replay | None = None
-        """A straight-line program's run, decided once (:func:`_dry_run`)."""
+        """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
+        self.replayable = False
+        """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
+        self.replayable = _replayable(program)
         shim = _PlanMachine(program, self)
         for ins in program.instructions():
             const = not ins.dyn
@@ -1632,11 +1635,11 @@ class _PlanMachine:
 
 def plan_of(program: Program) -> Plan:
     """The program's :class:`Plan`, made on first use: its first run, or the compile when a run
-    follows (pipeline.compile_module ``decode=True``)."""
+    follows (pipeline.compile_module ``decode=True``).  It decodes operands only: nothing of it
+    runs the program, checks hazards or times it (the first checked run does, :func:`_recorded`)."""
     plan = program.__dict__.get("_plan")
     if plan is None:
         plan = program.__dict__["_plan"] = Plan(program)
-        plan.replay = _dry_run(program, plan)
     return plan
 
 
@@ -1645,8 +1648,8 @@ _REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
 
 class _Replay:
     """The run of a straight-line program whose operands are all constants: its schedule, hazard
-    findings, trace and counts do not depend on the data, so one dry run decides them and every
-    execution runs only the NumPy steps, in the dry run's order."""
+    findings, trace and counts do not depend on the data, so its first checked run decides them
+    and every later execution runs only the NumPy steps, in that run's order."""
 
     def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int,
                  gm_written: frozenset):
@@ -1658,32 +1661,21 @@ class _Replay:
         """target -> the cycle model's stats of ``trace``."""
 
 
-def _dry_run(program: Program, plan: Plan) -> "_Replay | None":
-    """The program's :class:`_Replay`: None when it has loops, branches, scalar-unit or cube work,
-    operands known only at run time, or when the dry run (eager schedule, hazards checked) finds
-    anything (then every execution runs instruction by instruction and reports it)."""
-    body = tuple(program.body)
-    if not all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and not n.dyn for n in body):
-        return None
-    t = lookup_target(program.target)
-    if t is None or program.scalar_args:
-        return None
-    m = _Machine(program, make_inputs(program), {}, 1, t.ub_bytes, True, 0, True, 1, DEFAULT_MAX_STEPS,
-                 "eager", t.cube_spaces)
-    m.dry = []
-    try:
-        m.run()
-    except (_Abort, ValueError, KeyError, TypeError):
-        return None
+def _replayable(program: Program) -> bool:
+    """Straight-line, every operand a constant, no scalar-unit or cube work, a known target and no
+    kernel scalars: its schedule, hazard findings, trace and counts do not depend on the data."""
+    return (all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and not n.dyn for n in program.body)
+            and lookup_target(program.target) is not None and not program.scalar_args)
+
+
+def _recorded(program: Program, m: "_Machine") -> "_Replay | None":
+    """The :class:`_Replay` of a replayable program from its first checked, traced run ``m`` (which
+    kept its data steps in ``m.dry``), or None when that run found anything (then every execution
+    runs instruction by instruction and reports it)."""
     if m.findings:
         return None
-    rp = _Replay(body, m.dry, m.trace, m.counts, m.max_steps - m.steps_left, t.ub_bytes,
-                 frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
-    from .cycles import CYCLE_TABLES, simulate
-
-    if program.target in CYCLE_TABLES:  # the trace is the same every run: so are its stats
-        rp.stats[program.target] = simulate(m.trace, program.target)
-    return rp
+    return _Replay(tuple(program.body), m.dry, list(m.trace), dict(m.counts), m.max_steps - m.steps_left,
+                   len(m.ub), frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
 
 
 class _ReplayMachine:
@@ -1768,10 +1760,14 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     if t is None:
         raise ValueError(f"unknown target '{tname}'")
     ub_bytes = t.ub_bytes
-    rp = plan_of(program).replay
-    if not (rp is not None and blocks == 1 and schedule == "eager" and rp.ub_bytes == ub_bytes and
-            rp.nsteps <= max_steps and rp.body == tuple(program.body)):
+    plan = plan_of(program)
+    rp = plan.replay
+    plain = blocks == 1 and schedule == "eager"
+    if not (rp is not None and plain and rp.ub_bytes == ub_bytes and rp.nsteps <= max_steps
+            and rp.body == tuple(program.body)):
         rp = None
+    record = (rp is None and plain and plan.replayable and check and trace and ub_init == 0 and ub is None
+              and plan.replay is None)
     gm = make_inputs(program, inputs, rp.gm_written if rp is not None else None)
     sc = dict(scalars or {})
     missing = [s.name for s in program.scalar_args if s.name not in sc]
@@ -1800,12 +1796,16 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     if init is not None:
         m.ub_image = init.copy()
         m.ub[: init.size] = init
+    if record:
+        m.dry = []
     try:
         m.run()
     except _Abort:
         pass
+    if record:
+        plan.replay = _recorded(program, m)
     result = ExecResult(outputs=m.gm, findings=m.findings, trace=m.trace, counts=m.counts,
-                        ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks)
+                        ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks, replay=plan.replay if record else None)
     if m.findings and raise_on_findings:
         raise ExecutionError(m.findings, result)
     return result

@@ -1220,7 +1220,7 @@ def exec_vf_call(m, d, p: int, te) -> None:
     if m.tape is not None:  # runtime/loop_batch.py: the VF batches, and the UB bytes it reads
         m.tape[-1][3] = runner.all_batched
         m.tape[-1].append(res.reads.footprint())
-    if m.dry is not None:  # a replayed program (executor._dry_run): this call is its data steps
+    if m.dry is not None:  # a replayed program (executor._recorded): this call is its data steps
         m.dry.append((partial(run_tape, runner.tape), d))
 
 
