@@ -47,8 +47,11 @@ Lexical rules
                    are written (see ``type_text`` below)
   ``DPS_INS``      a whole ``ins(%a, %b : T, f32)`` / ``outs(...)`` group on one line holding only
   ``DPS_OUTS``     SSA values and then ``TYPE_TEXT`` or scalar types: never in the tree, whose
-                   ``ins`` / ``outs`` node gets the children its tokens would give, located where
-                   they are (:func:`_group_children`)
+                   ``ins`` / ``outs`` node (a :class:`DpsGroup`) gets the children its tokens
+                   would give, located where they are
+  ``DPS_OP``       ``pto.tadd ins(...) outs(...)`` / ``tadd ins(...) outs(...)``, both groups
+                   ``DPS_INS`` / ``DPS_OUTS`` ones: never in the tree, whose ``op`` node gets the
+                   op-name token and the two group nodes its tokens would give
   ``HASH_NAME``    ``#pto.address_space``, ``#pto``
   ``VISIBILITY``   ``private`` / ``public`` / ``nested``
   op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``, ``SCF_WHILE``, ``SCF_CONDITION``,
@@ -222,8 +225,8 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from pto_compiler.diagnostics import PtocError, error_at
 
-__all__ = ["parse_tree", "parse_type_text", "get_parser", "first_token", "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS",
-           "GRAMMAR_PATH"]
+__all__ = ["parse_tree", "parse_type_text", "get_parser", "first_token", "DpsGroup", "dps_items", "item_token",
+           "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS", "GRAMMAR_PATH"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 MAX_NESTING = 64
@@ -275,13 +278,11 @@ class _PostLexer:
                 tok = tok.update(value=tok.value[:-1])
             elif t == "TYPE_TEXT":  # its one `<` nests, and an error inside it is raised here, in order
                 _check_type_text(tok, len(stack), checked, filename)
-            elif t in _DPS_GROUPS:  # its `(`, then each type as a TYPE_TEXT token there
-                if len(stack) >= MAX_NESTING:
-                    raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
-                                   f"or regions)", filename, tok.line, tok.column + tok.index("("))
-                for node, kind, text, off in _dps_items(tok.value):
-                    if kind == "TYPE_TEXT" and (text not in checked or len(stack) + 1 >= MAX_NESTING):
-                        _check_type_text(_item_token(tok, kind, text, off), len(stack) + 1, checked, filename)
+            elif t in _DPS_GROUPS:
+                _check_dps_group(tok, len(stack), checked, filename)
+            elif t == "DPS_OP":  # its groups, in order
+                for group in _dps_op_parts(tok)[1:]:
+                    _check_dps_group(group, len(stack), checked, filename)
             if t in ("INT", "HEX", "DIM") and len(tok.value.lstrip("+-")) > MAX_INT_DIGITS + (t == "HEX") * 2:
                 raise error_at(f"integer literal of {len(tok.value)} characters is too long (at most "
                                f"{MAX_INT_DIGITS} digits)", filename, tok.line, tok.column)
@@ -298,16 +299,42 @@ def _check_type_text(tok: Token, depth: int, checked: set[str], filename: str) -
         checked.add(tok.value)
 
 
+def _check_dps_group(tok: Token, depth: int, checked: set[str], filename: str) -> None:
+    """A one-token DPS group: its `(`, then each type as a TYPE_TEXT token there."""
+    if depth >= MAX_NESTING:
+        raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
+                       f"or regions)", filename, tok.line, tok.column + tok.index("("))
+    for node, kind, text, off in dps_items(tok.value):
+        if kind == "TYPE_TEXT" and (text not in checked or depth + 1 >= MAX_NESTING):
+            _check_type_text(item_token(tok, kind, text, off), depth + 1, checked, filename)
+
+
 _DPS_GROUPS = {"DPS_INS": "ins", "DPS_OUTS": "outs"}
 
 
-def _item_token(group: Token, kind: str, text: str, offset: int) -> Token:
+_OP_NAME = re.compile(r"[^ \t]+")
+
+
+def _dps_op_parts(tok: Token) -> tuple[Token, Token, Token]:
+    """A ``DPS_OP`` token's op name (``OPNAME``, or ``SHORT_OP`` without ``pto.``), ``DPS_INS`` and
+    ``DPS_OUTS`` tokens, located where they are (a group holds no ``)`` but its last)."""
+    text = tok.value
+    name_end = _OP_NAME.match(text).end()
+    ins = text.index("ins", name_end)
+    outs = text.index("outs", text.index(")", ins))
+    name = text[:name_end]
+    return (item_token(tok, "OPNAME" if name.startswith("pto.") else "SHORT_OP", name, 0),
+            item_token(tok, "DPS_INS", text[ins:text.index(")", ins) + 1], ins),
+            item_token(tok, "DPS_OUTS", text[outs:], outs))
+
+
+def item_token(group: Token, kind: str, text: str, offset: int) -> Token:
     start, column = group.start_pos + offset, group.column + offset
     return Token(kind, text, start, group.line, column, group.line, column + len(text), start + len(text))
 
 
 @functools.lru_cache(maxsize=4096)
-def _dps_items(group: str) -> tuple:
+def dps_items(group: str) -> tuple:
     """(node, terminal, text, offset) of each item of a DPS group's text (a kernel writes few distinct
     groups)."""
     parser = get_parser()
@@ -320,24 +347,50 @@ def _dps_items(group: str) -> tuple:
     return tuple(items)
 
 
+class DpsGroup(Tree):
+    """The ``ins`` / ``outs`` node of a one-token DPS group (``DPS_INS`` / ``DPS_OUTS``, alone or in a
+    ``DPS_OP``).  Its children are those the grammar builds from the group's tokens (``operand(SSA)``,
+    ``type_text(TYPE_TEXT)``, ``builtin_type(NAME)``), each located where its text is, made when first
+    read: tree_to_stmts reads :attr:`token` and :func:`dps_items` instead, as most ops of a kernel
+    are such groups."""
+
+    def __init__(self, data: str, token: Token):
+        self.data, self.token, self._meta, self._children = data, token, None, None
+
+    @property
+    def children(self) -> list:
+        if self._children is None:
+            group = self.token
+            self._children = [Tree(node, [item_token(group, kind, text, off)])
+                              for node, kind, text, off in dps_items(group.value)]
+        return self._children
+
+    @children.setter
+    def children(self, value: list) -> None:
+        self._children = value
+
+
 class _DpsGroups:
-    """Lark calls it for the ``ins`` and ``outs`` rules only (it has no ``__default__``: every other
-    node is a plain Tree)."""
+    """Lark calls it for the ``ins``, ``outs`` and ``op`` rules only (it has no ``__default__``: every
+    other node is a plain Tree)."""
 
     def ins(self, children):
-        return Tree("ins", _group_children(children))
+        return _group("ins", children)
 
     def outs(self, children):
-        return Tree("outs", _group_children(children))
+        return _group("outs", children)
+
+    def op(self, children):
+        if len(children) > 1 and isinstance(children[1], Token) and children[1].type == "DPS_OP":
+            name, ins, outs = _dps_op_parts(children[1])
+            return Tree("op", [children[0], name, DpsGroup("ins", ins), DpsGroup("outs", outs), *children[2:]])
+        return Tree("op", children)
 
 
-def _group_children(children: list) -> list:
-    """A one-token DPS group's items, as the grammar builds them from the group's tokens
-    (``operand(SSA)``, ``type_text(TYPE_TEXT)``, ``builtin_type(NAME)``), each located where its text is."""
+def _group(data: str, children: list) -> Tree:
     if len(children) == 1 and isinstance(children[0], Token) and children[0].type in _DPS_GROUPS:
-        group = children[0]
-        return [Tree(node, [_item_token(group, kind, text, off)]) for node, kind, text, off in _dps_items(group)]
-    return children
+        return DpsGroup(data, children[0])
+    return Tree(data, children)
 
 
 _FILENAME: contextvars.ContextVar[str] = contextvars.ContextVar("ptoc_syntax_filename", default="<unknown>")
@@ -395,6 +448,7 @@ _FRIENDLY = {
     "TYPE_TEXT": "type",
     "DPS_INS": "'ins'",
     "DPS_OUTS": "'outs'",
+    "DPS_OP": "operation name",
     "BANG_NAME": "type",
     "HASH_NAME": "attribute",
     "OPNAME": "operation name",
@@ -434,6 +488,8 @@ def _show_token(tok: Token) -> str:
         text = text[:text.index("<")]
     elif tok.type in _DPS_GROUPS:  # and `ins` / `outs` here
         text = _DPS_GROUPS[tok.type]
+    elif tok.type == "DPS_OP":  # and the op name here
+        text = str(_dps_op_parts(tok)[0])
     if len(text) > 40:
         text = text[:37] + "..."
     return f"'{text}'"

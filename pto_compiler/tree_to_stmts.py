@@ -44,7 +44,7 @@ from pto_compiler.frontend import (
     TypeRef,
     element_type,
 )
-from pto_compiler.syntax import TYPE_NODES, first_token, parse_type_text
+from pto_compiler.syntax import TYPE_NODES, DpsGroup, dps_items, first_token, item_token, parse_type_text
 
 LITERAL_TOKENS = {"INT", "FLOAT", "HEX", "STRING", "TRUE", "FALSE"}
 
@@ -434,6 +434,8 @@ class Converter:
     # ---- groups ------------------------------------------------------------------------
     def group(self, node: Tree, stmt: Stmt) -> tuple[list[Operand], list[TypeRef], list[Any]]:
         """(operands, their types, other items) of a ( ... ) / ins / outs group."""
+        if isinstance(node, DpsGroup):
+            return self.dps_group(node.token)
         operands: list[Operand] = []
         types: list[TypeRef] = []
         typed_items: list[Any] = []
@@ -465,6 +467,30 @@ class Converter:
         if types and len(types) != len(typed_items):
             raise self.err(f"{len(typed_items)} operands but {len(types)} types", node)
         return operands, op_types if types else [], others
+
+    def dps_group(self, group: Token) -> tuple[list[Operand], list[TypeRef], list[Any]]:
+        """:meth:`group` of a one-token DPS group, read from its text: the same operands and types,
+        located alike, without the tokens and nodes of its children (syntax.DpsGroup)."""
+        operands: list[Operand] = []
+        types: list[TypeRef] = []
+        line, column = group.line, group.column
+        items = dps_items(group.value)
+        for node, kind, text, off in items:
+            pos = Pos(line, column + off)
+            if node == "operand":
+                operands.append(Operand(text[1:], pos))
+            elif node == "type_text":
+                t = self._texts.get(text)
+                if t is None:
+                    tree = parse_type_text(item_token(group, kind, text, off), self.filename)
+                    t = self._texts[text] = self.type(tree)
+                types.append(TypeRef(t, pos))
+            else:
+                types.append(TypeRef(element_type(text, self.filename, pos), pos))
+        if len(types) != len(operands):
+            raise error_at(f"{len(operands)} operands but {len(types)} types", self.filename, line,
+                           column + items[0][3])
+        return operands, types, []
 
     # ---- statements --------------------------------------------------------------------
     def stmts(self, items) -> list[Stmt]:

@@ -12,6 +12,7 @@ from lark import Lark, Token, Tree
 from pto_compiler import syntax
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.syntax import MAX_NESTING, parse_tree, parse_type_text
+from pto_compiler.tree_to_stmts import to_stmts
 
 from samples import SAMPLES as SAMPLE_FILES, needs_samples
 
@@ -388,16 +389,18 @@ def test_error_inside_a_one_token_type(bad: str, column: int) -> None:
 
 
 def _token_by_token_parser():
-    """The grammar without its one-token ``ins(...)`` / ``outs(...)`` groups (DPS_INS / DPS_OUTS)."""
+    """The grammar without its one-token DPS ops and groups (DPS_OP, DPS_INS, DPS_OUTS)."""
     text = syntax.GRAMMAR_PATH.read_text(encoding="utf-8")
     plain = text.replace(" | DPS_INS\n", "\n").replace(" | DPS_OUTS\n", "\n")
-    assert plain.count("\n") == text.count("\n") and "| DPS_" not in plain
+    plain = re.sub(r"\n  \| \[results\] DPS_OP [^\n]*", "\n", plain)
+    assert plain.count("\n") == text.count("\n") and "| DPS_" not in plain and "] DPS_" not in plain
     return Lark(plain, parser="lalr", lexer="contextual", postlex=syntax._POSTLEX, maybe_placeholders=True,
                 start=["start", "type"])
 
 
 def _outcome(text: str, parser=None):
-    """Every token of the tree with its type, text and position, or the error's text."""
+    """Every token of the tree with its type, text and position, then the statements tree_to_stmts
+    makes of it (or the error's text of either)."""
     saved = syntax._PARSER
     syntax._PARSER = parser or saved
     try:
@@ -406,9 +409,13 @@ def _outcome(text: str, parser=None):
         return str(exc)
     finally:
         syntax._PARSER = saved
+    try:
+        stmts = to_stmts(tree, "g.pto", text)[:2]
+    except PtocError as exc:
+        stmts = str(exc)
     return [(n.data, len(n.children)) if isinstance(n, Tree) else
             (n.type, str(n), n.start_pos, n.line, n.column, n.end_line, n.end_column, n.end_pos) if isinstance(n, Token)
-            else n for n in _preorder(tree)]
+            else n for n in _preorder(tree)], stmts
 
 
 def _preorder(node):
@@ -418,25 +425,30 @@ def _preorder(node):
 
 
 _DPS_SNIPPETS = ["%", "!", "<", ">", "(", ")", "[", "]", "{a = 1}", ",", ":", "=", " ", "\n", "\t", "//", "?",
-                 "ins(", "outs(", "f32", "index", "true", "dense", "%a", "%1#2", " : ", "!pto.tile<", "9" * 50]
+                 "ins(", "outs(", "f32", "foo32", "index", "true", "dense", "%a", "%1#2", " : ", "!pto.tile<",
+                 "9" * 50, "pto.", "t", ".x", "section.", "tensor.", "%r = ", "\n  {b = 2}", " isBinary = false"]
+_DPS_OP = re.compile(r"(?m)^[ \t]*(?=\S+[ \t]+ins\()|\b(?:ins|outs)\(")
 
 
-def test_one_token_dps_groups_change_nothing() -> None:
-    """``ins(%a, %b : T, f32)`` lexed as one token gives the tree token by token lexing gives, each
-    token where it is, and on inputs mutated inside their groups the same tree or the same error."""
+def test_one_token_dps_ops_and_groups_change_nothing() -> None:
+    """``pto.tadd ins(%a, %b : T, f32) outs(%d : T)`` and its groups lexed as one token give the tree
+    token by token lexing gives, each token where it is, and the same statements (tree_to_stmts
+    reads such a group's text, not its tokens); on inputs mutated in their ops the same tree and
+    statements, or the same error."""
     plain = _token_by_token_parser()
     root = Path(__file__).resolve().parents[1]
     sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.pto")) +
                sorted(root.glob("lit_tests/**/*.pto")) + SAMPLE_FILES]
     sources = [s for s in sources if re.search(r"\b(?:ins|outs)\(", s)]
     sources.append("pto.tadd ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, f32) outs(%d : !pto.ptr<f32>)\n"
-                   "pto.tload ins (%p:!pto.partition_tensor_view<16x16xf32> )\n  outs(%t#1 : index)\n")
+                   "pto.tload ins (%p:!pto.partition_tensor_view<16x16xf32> )\n  outs(%t#1 : index)\n"
+                   "%r = tmatmul.acc ins(%a : f32) outs(%b : f32) {c}\ntinsert\tins(%a:i8)outs(%b:i8)\n")
     for text in sources:
         assert _outcome(text) == _outcome(text, plain)
     rng = random.Random(9)
-    for _ in range(300):
+    for _ in range(400):
         text = rng.choice(sources)
-        start = rng.choice([m.start() for m in re.finditer(r"\b(?:ins|outs)\(", text)])
+        start = rng.choice([m.start() for m in _DPS_OP.finditer(text)])
         for _ in range(rng.randint(1, 2)):
             end = text.find(")", start)
             pos = rng.randint(start, end + 1 if end >= 0 else len(text))
