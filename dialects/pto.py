@@ -17,6 +17,7 @@ Both are printed and parsed by :class:`TileOp` (xDSL custom syntax), so what
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -37,9 +38,10 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, OpTraits, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    OpDef,
     IRDLOperation,
     VarConstraint,
     irdl_attr_definition,
@@ -52,6 +54,7 @@ from xdsl.irdl import (
     var_region_def,
     var_result_def,
 )
+from xdsl.irdl.operations import get_accessors_from_op_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
@@ -469,6 +472,28 @@ def _plain_groups(cls) -> bool:
     d = cls.get_irdl_definition()
     return ([n for n, _ in d.operands], [n for n, _ in d.results], [n for n, _ in d.regions], list(d.properties),
             list(d.attributes), d.successors) == (["ins", "outs"], ["res"], ["regs"], ["operandSegmentSizes"], [], [])
+
+
+_OP_DEFS: dict[type, OpDef] = {}
+"""The OpDef of each base that op classes only name (:func:`_named_op`), made once: xDSL's
+``OpDef.from_pyrdl`` reads the same fields of every such class (a third of this module's import)."""
+
+
+def _named_op(name: str, base: type[IRDLOperation], **ns) -> type[IRDLOperation]:
+    """``irdl_op_definition`` of the op class ``pto.<name>`` that adds to ``base`` only its doc and
+    upper-case class constants (``ns``): base's OpDef under the new name, its own traits object."""
+    cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
+    cls = type(cls_name, (base,), {"name": f"pto.{name}", **ns})
+    if not all(k.isupper() or k in ("__doc__", "__annotations__") for k in ns):
+        return irdl_op_definition(cls)
+    template = _OP_DEFS.get(base)
+    if template is None:
+        op_def = _OP_DEFS[base] = OpDef.from_pyrdl(cls)
+    else:
+        op_def = dataclasses.replace(template, name=cls.name, traits=OpTraits(template.traits.gen_traits))
+    for key, value in get_accessors_from_op_def(op_def, getattr(cls, "verify_", None)).items():
+        setattr(cls, key, value)
+    return cls
 
 
 class TileOp(IRDLOperation):
@@ -1715,12 +1740,10 @@ ANY = _per_target(ALL_DTYPES, ALL_DTYPES)
 
 
 def _op(name: str, base: type[TileOp], dtypes=None, doc: str = "", **extra) -> type[TileOp]:
-    cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
-    ns = {"name": f"pto.{name}", "__doc__": doc or base.__doc__, **extra}
+    ns = {"__doc__": doc or base.__doc__, **extra}
     if dtypes is not None:
         ns["DTYPES"] = dtypes
-    ns["__annotations__"] = {k: ClassVar for k in ns if k.isupper()}
-    return irdl_op_definition(type(cls_name, (base,), ns))
+    return _named_op(name, base, **ns, __annotations__={k: ClassVar for k in ns if k.isupper()})
 
 
 # Element functions live in runtime/elementwise.py (NumPy); each op names its own with FN="..."
@@ -2281,13 +2304,8 @@ class _BracketAttrsOp(IRDLOperation):
         return cls(args, operands, attrs)
 
 
-def _bracket_op(name: str, doc: str) -> type[IRDLOperation]:
-    cls_name = "".join(p.capitalize() for p in name.replace(".", "_").split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (_BracketAttrsOp,), {"name": f"pto.{name}", "__doc__": doc}))
-
-
 SYNC_OPS = {
-    n: _bracket_op(n, d) for n, d in (
+    n: _named_op(n, _BracketAttrsOp, __doc__=d) for n, d in (
         ("record_event", "``pto.record_event [src_op, dst_op, event]`` (PTOAS)."),
         ("wait_event", "``pto.wait_event [src_op, dst_op, event]`` (PTOAS)."),
         ("set_flag", "``pto.set_flag [#pto.pipe<SRC>, #pto.pipe<DST>, #pto.event<EVENT_IDn>]``."),
@@ -2341,9 +2359,7 @@ GENERIC_OP_NAMES = (
 )
 GENERIC_OPS: dict[str, type[IRDLOperation]] = {}
 for _name in GENERIC_OP_NAMES:
-    _cls_name = "".join(p.capitalize() for p in _name.replace(".", "_").split("_")) + "Op"
-    GENERIC_OPS[f"pto.{_name}"] = irdl_op_definition(
-        type(_cls_name, (GenericPtoOp,), {"name": f"pto.{_name}", "__doc__": GenericPtoOp.__doc__}))
+    GENERIC_OPS[f"pto.{_name}"] = _named_op(_name, GenericPtoOp, __doc__=GenericPtoOp.__doc__)
 
 
 PTO = Dialect(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from io import StringIO
 
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, OpDef
 from xdsl.printer import Printer
 
 from pto_compiler import api
@@ -57,6 +57,16 @@ def test_tile_ops_built_directly_equal_the_generic_builders():
         assert (list(fast.ins), list(fast.outs)) == ([outs[0], *ins[1:]], [ins[0]])
         fast.drop_all_references()
         slow.drop_all_references()
+
+
+def test_op_classes_that_only_name_their_base_have_the_op_definition_xdsl_makes():
+    """dialects/pto.py gives such classes their base's OpDef under their name (``_named_op``)."""
+    named = [cls for cls in pto.PTO.operations if cls.__bases__[0] in pto._OP_DEFS]
+    assert len(named) > 150 and {pto.TAddOp, pto.BarrierOp, pto.GENERIC_OPS["pto.subset"]} <= set(named)
+    for cls in named:
+        plain = type(cls.__name__, cls.__bases__, {"name": cls.name})
+        assert OpDef.from_pyrdl(plain) == cls.get_irdl_definition(), cls.name
+    assert pto.TAddOp.traits is not pto.TSubOp.traits
 
 
 def _text(op) -> str:
