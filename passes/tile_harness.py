@@ -24,15 +24,18 @@ Each harnessed tile has a static valid shape and is not used as a *tmp* operand 
 contents no page defines); a tile a ``pto.tassign`` moves is not stored (its first name no
 longer holds it), and one placed by hand at bytes another tile placed by hand may share is not
 loaded; an acc tile leaves only through the fixpipe (an f32/i32 one).
-A kernel that stores to GM, returns a tile, talks to the other core (pipes) or is written in
-``vf`` ops runs as written.
+A mixed kernel written as a cube and a vector function (PTOAS's frontend pipe tests) is harnessed
+in both: each core moves its own tiles, both get every added argument, of one shape (the cores
+share arguments by name, runtime/pipes.py), and the vector function stores only on sub-block 0
+(the others would write the same GM).  A kernel that stores to GM, returns a tile, or is written in ``vf`` ops, and
+a mixed kernel in one function (``pto.section``), runs as written.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
 from pto_compiler.diagnostics import location_of
@@ -40,6 +43,7 @@ from pto_compiler.dialects import pto
 from pto_compiler.passes.lower_cube import WINDOW
 from pto_compiler.passes.tile_access import root_alloc, tile_reads, tile_writes, tmp_operands
 
+HARNESSED = "pto.harnessed"
 PREFIX = "tile_"
 """The GM argument of a harnessed tile is ``tile_`` + the tile's SSA name."""
 
@@ -97,15 +101,26 @@ def _tiles_used(fn: func.FuncOp) -> tuple[set, set, set]:
     return read_first, written, tmp
 
 
+def _kernels(module: ModuleOp, fn: func.FuncOp) -> list[func.FuncOp]:
+    """The functions the harness works on: ``fn``, or a mixed kernel's cube and vector functions
+    (none for a mixed kernel in one function)."""
+    from pto_compiler.runtime.pipes import agent_root, is_mixed, kernel_kind
+
+    if not is_mixed(module):
+        return [fn]
+    roots = [agent_root(module, fn, kind) for kind in ("cube", "vector")]
+    return roots if all(r is not None and kernel_kind(r) for r in roots) else []
+
+
 def applies(module: ModuleOp, fn: func.FuncOp) -> bool:
-    """``fn`` writes no GM and returns no tile, no tile op of it talks to the other core, and the
-    module has no ``vf`` op."""
-    from pto_compiler.runtime.pipes import is_mixed
+    """No function of the kernel (:func:`_kernels`) writes GM or returns a tile, and the module has
+    no ``vf`` op."""
     from pto_compiler.runtime.reference import _stored_params
 
-    outputs = fn.function_type.outputs.data
+    kernels = _kernels(module, fn)
     uses_vf = any(op.dialect_name() == "vf" for op in module.walk())  # runs on the VF executor as written
-    return not outputs and not _stored_params(fn) and not is_mixed(module) and not uses_vf
+    return bool(kernels) and not uses_vf and not any(
+        f.function_type.outputs.data or _stored_params(f) for f in kernels)
 
 
 class _At:
@@ -125,15 +140,19 @@ class _At:
     def index(self, value: int) -> SSAValue:
         return self.add(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
 
-    def view(self, ptr: SSAValue, t: pto.TileLikeType) -> SSAValue:
-        """The ``valid rows x valid cols`` GM tensor behind ``ptr``, as a whole partition view."""
+    def tensor(self, ptr: SSAValue, t: pto.TileLikeType) -> tuple[Operation, list[SSAValue]]:
+        """The ``valid rows x valid cols`` GM tensor view of ``ptr`` (the argument's shape), and its sizes."""
         shape = list(t.valid_shape)
         sizes = [self.index(d) for d in shape]
         strides = [self.index(shape[1]), self.index(1)]
+        return self.add(pto.MakeTensorViewOp(ptr, sizes, strides, pto.TensorViewType(shape, t.element_type))), sizes
+
+    def view(self, ptr: SSAValue, t: pto.TileLikeType) -> SSAValue:
+        """The GM tensor behind ``ptr`` as a whole partition view."""
+        tv, sizes = self.tensor(ptr, t)
         zero = self.index(0)
-        tv = self.add(pto.MakeTensorViewOp(ptr, sizes, strides, pto.TensorViewType(shape, t.element_type)))
         return self.add(pto.PartitionViewOp(tv.results[0], [zero, zero], sizes,
-                                            pto.PartitionTensorViewType(shape, t.element_type))).results[0]
+                                            pto.PartitionTensorViewType(list(t.valid_shape), t.element_type))).results[0]
 
 
 def _mark(op: Operation, window: bool) -> None:
@@ -158,16 +177,12 @@ def _shares_bytes(fn: func.FuncOp) -> set:
         for b in placed)}
 
 
-def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
-    """Put ``fn`` (of ``module``, changed in place) in the harness; the GM arguments added."""
+def _moves(fn: func.FuncOp, taken: set) -> list[tuple[Block, pto.AllocTileOp, str, bool, bool]]:
+    """(block, alloc, GM argument name, load?, store?) of each tile of ``fn`` the harness moves."""
     read, written, tmp = _tiles_used(fn)
     shared = _shares_bytes(fn)
-    body = fn.body.blocks[0]
-    taken = {a.name_hint for a in body.args}
-    added: list[str] = []
+    out = []
     for block in _top_blocks(fn):
-        last = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
-        stored = False
         for alloc in [op for op in block.ops if isinstance(op, pto.AllocTileOp)]:
             t = alloc.result.type
             load = alloc in read and alloc not in tmp and alloc not in shared and _static_valid(t)
@@ -180,31 +195,71 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
             while name in taken:
                 name += "_"
             taken.add(name)
-            added.append(name)
-            ptr = body.insert_arg(pto.PtrType(t.element_type), len(body.args))
-            ptr.name_hint = name
+            out.append((block, alloc, name, load, store))
+    return out
+
+
+def _on_subblock_0(at: _At) -> _At:
+    """Where ops run only on vector sub-block 0: the body of an ``scf.if`` added at ``at``."""
+    sb = at.add(pto.GENERIC_OPS["pto.get_subblock_idx"](result_types=[i64]))
+    zero = at.add(arith.ConstantOp(IntegerAttr(0, i64)))
+    cond = at.add(arith.CmpiOp(sb.results[0], zero.results[0], "eq"))
+    end = scf.YieldOp()
+    body = Block([end])
+    at.add(scf.IfOp(cond.results[0], [], Region(body)))
+    return _At(body, end, at.location)
+
+
+def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
+    """Put ``fn`` (of ``module``, changed in place; both functions of a mixed kernel) in the
+    harness; the GM arguments added."""
+    from pto_compiler.runtime.pipes import is_mixed, kernel_kind
+
+    kernels = _kernels(module, fn)
+    taken = {a.name_hint for f in kernels for a in f.body.blocks[0].args}
+    moves = {f: _moves(f, taken) for f in kernels}
+    added = [(name, alloc.result.type.element_type) for f in kernels for _, alloc, name, _, _ in moves[f]]
+    for f in kernels:
+        body = f.body.blocks[0]
+        ptrs = {}
+        for name, elem in added:
+            ptrs[name] = body.insert_arg(pto.PtrType(elem), len(body.args))
+            ptrs[name].name_hint = name
+        f.function_type = FunctionType.from_lists([a.type for a in body.args], f.function_type.outputs.data)
+        guarded = is_mixed(module) and kernel_kind(f) == "vector"
+        at = _At(body, body.first_op, f.location)
+        for g in kernels:  # another core's tile: a tensor view gives its argument the same shape here
+            for _, alloc, name, _, _ in moves[g] if g is not f else ():
+                at.tensor(ptrs[name], alloc.result.type)
+        stores: dict[Block, _At] = {}
+        for block, alloc, name, load, store in moves[f]:
+            t = alloc.result.type
             if load:
                 at = _At(block, alloc.next_op, alloc.location)
-                _mark(at.add(pto.TLoadOp(ins=[at.view(ptr, t)], outs=[alloc.result])), _windowed(t, load=True))
+                _mark(at.add(pto.TLoadOp(ins=[at.view(ptrs[name], t)], outs=[alloc.result])), _windowed(t, load=True))
                 at.add(_barrier_all())
             if store:
-                at = _At(block, last, alloc.location)
-                if not stored:
+                at = stores.get(block)
+                if at is None:
+                    last = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
+                    at = _At(block, last, alloc.location)
+                    at = stores[block] = _on_subblock_0(at) if guarded else at
                     at.add(_barrier_all())
-                stored = True
-                _mark(at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptr, t)])), _windowed(t, load=False))
-    fn.function_type = FunctionType.from_lists([a.type for a in body.args], fn.function_type.outputs.data)
-    return added
+                _mark(at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptrs[name], t)])),
+                      _windowed(t, load=False))
+    return [name for name, _ in added]
 
 
 def harnessed(module: ModuleOp, entry: str | None = None) -> ModuleOp:
-    """``module`` with its entry kernel in the harness (a clone), or ``module`` itself when the
-    harness does not apply or has no tile to move."""
+    """``module`` with its entry kernel in the harness (a clone, marked ``pto.harnessed``), or
+    ``module`` itself when it is in the harness already, the harness does not apply or has no tile
+    to move."""
     from pto_compiler.runtime.reference import select_entry
 
     fn = select_entry(module, entry)
-    if not applies(module, fn):
+    if HARNESSED in module.attributes or not applies(module, fn):
         return module
     clone = module.clone()
+    clone.attributes[HARNESSED] = UnitAttr()
     fn = select_entry(clone, entry)
     return clone if harness(clone, fn) else module

@@ -135,7 +135,7 @@ def peer_pair(module):
     return None
 
 
-def _root(module, entry_fn, kind: str):
+def agent_root(module, entry_fn, kind: str):
     """The function agent ``kind`` runs: the entry unless it is the other kind's kernel, then
     its peer (the function of ``kind`` a reserve/import names, else the only one)."""
     own = kernel_kind(entry_fn)
@@ -167,7 +167,7 @@ def agent_plans(module, entry_fn) -> list[AgentPlan]:
 
     plans = []
     for kind in ("cube", "vector"):
-        root = _root(module, entry_fn, kind)
+        root = agent_root(module, entry_fn, kind)
         if root is None:
             continue
         clone = module.clone()

@@ -100,6 +100,7 @@ def test_the_harness_adds_no_argument_to_a_kernel_that_writes_gm_and_leaves_the_
     assert harnessed is not on_chip and api.print_module(on_chip) == text
     fn = next(op for op in harnessed.walk() if op.name == "func.func")
     assert [a.name_hint for a in fn.body.blocks[0].args] == ["tile_a", "tile_b", "tile_d"]
+    assert tile_harness.harnessed(harnessed) is harnessed  # ptoc --run and api.check both call it
 
 
 R = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=16, v_row=1, v_col=16, blayout=row_major, slayout=none_box>"
@@ -216,3 +217,62 @@ def test_a_kernel_written_in_vf_runs_as_written():
     no_store = "\n".join(line for line in text.splitlines() if "pto.tstore" not in line)
     module = api.parse(no_store, "k.pto")
     assert tile_harness.harnessed(module) is module
+
+
+VEC16 = _tile("vec", 16, 16, "row_major", "none_box")
+MAT16 = _tile("mat", 16, 16, "col_major", "row_major")
+ACC16 = _tile("acc", 16, 16, "col_major", "row_major", fractal=1024)
+LEFT16 = {"a2a3": _tile("left", 16, 16, "row_major", "row_major"), "ascend950": _tile("left", 16, 16, "col_major", "row_major")}
+
+
+def _round_trip(target: str) -> str:
+    """tpush_tpop_frontend_lowering's form: the cube pushes an acc tile nothing computes and moves
+    the tile it pops into L0A; the vector pushes a tile nothing loads and negates the one it pops."""
+    def buffers(kind, own, peer):
+        loc = "mat" if kind == "cube" else "vec"
+        return f"""
+    %{own} = pto.reserve_buffer {{name = "{own}", size = 4096, location = #pto.address_space<{loc}>, auto = true}} -> i32
+    %{peer} = pto.import_reserved_buffer {{name = "{peer}", peer_func = @{"vector_k" if kind == "cube" else "cube_k"}}} -> i32"""
+    return f"""
+module {{
+  func.func @cube_k(%gm_slot: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    {buffers("cube", "v2c_fifo", "c2v_fifo")}
+    pto.aic_initialize_pipe {{dir_mask = 3, slot_size = 1024}}
+      (gm_slot_buffer = %gm_slot : !pto.ptr<f32>, c2v_consumer_buf = %c2v_fifo : i32, v2c_consumer_buf = %v2c_fifo : i32)
+    %acc = pto.alloc_tile : {ACC16}
+    pto.tpush_to_aiv(%acc : {ACC16}) {{split = 0}}
+    %m = pto.tpop_from_aiv {{split = 0}} -> {MAT16}
+    %left = pto.alloc_tile : {LEFT16[target]}
+    pto.tmov ins(%m : {MAT16}) outs(%left : {LEFT16[target]})
+    pto.tfree_from_aiv {{split = 0}}
+    return
+  }}
+  func.func @vector_k(%gm_slot: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    {buffers("vector", "c2v_fifo", "v2c_fifo")}
+    pto.aiv_initialize_pipe {{dir_mask = 3, slot_size = 1024}}
+      (gm_slot_buffer = %gm_slot : !pto.ptr<f32>, c2v_consumer_buf = %c2v_fifo : i32, v2c_consumer_buf = %v2c_fifo : i32)
+    %v = pto.alloc_tile : {VEC16}
+    pto.tpush_to_aic(%v : {VEC16}) {{split = 0}}
+    %r = pto.tpop_from_aic {{split = 0}} -> {VEC16}
+    %neg = pto.alloc_tile : {VEC16}
+    pto.tneg ins(%r : {VEC16}) outs(%neg : {VEC16})
+    pto.tfree_from_aic {{split = 0}}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_mixed_kernel_is_harnessed_in_both_cores(target, tmp_path, capsys):
+    """Both functions get the four tile arguments; the cube's acc tile is seeded through a window
+    and its L0A tile read back through one, the vector's tiles move by tload / tstore (on sub-block
+    0 only: on a2a3 two sub-blocks run it).  What each core popped is what the other pushed."""
+    acc = np.linspace(-2, 2, 256, dtype=np.float32).reshape(16, 16)
+    v = np.arange(256, dtype=np.float32).reshape(16, 16) - 100
+    rc, out, err = _run(tmp_path, capsys, _round_trip(target), target,
+                        {"tile_acc": acc, "tile_v": v})
+    assert rc == 0, out + err
+    assert sorted(out.splitlines()) == ["PASS tile_left 0", "PASS tile_neg 0"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_left.npy").reshape(16, 16), v)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_neg.npy").reshape(16, 16), -acc)
