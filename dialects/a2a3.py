@@ -27,8 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IndexType, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute, Dialect, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import IndexType, NameLoc, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute, Dialect, OpResult, SSAValue, TypeAttribute, Use
+from xdsl.ir.core import SSAValues
 from xdsl.irdl import (
     AnyAttr, IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def,
     var_operand_def,
@@ -509,6 +510,33 @@ class A2A3Op(IRDLOperation):
         return cls.create(operands=[v for n in defs for v in (operands.get(n, ()) if n == "args"
                                                                 else (operands[n],))],
                           properties=props, result_types=[result_type] if result_type else [])
+
+
+def new_op(cls: type[A2A3Op], operands: tuple, properties: dict, result_type: Attribute | None,
+           location: Attribute) -> A2A3Op:
+    """What ``cls.create`` makes of these arguments (the same fields and uses), its location given,
+    without xDSL's generic operand/successor setters: the lowerings build thousands of these ops, and
+    the generated ops have no default property for IRDL's post-init to fill."""
+    op = cls.__new__(cls)
+    op._operands = SSAValues(operands)
+    op._operand_uses = uses = tuple([Use(op, i) for i in range(len(operands))])
+    for v, u in zip(operands, uses):
+        v.add_use(u)
+    op.results = SSAValues((OpResult(result_type, op, 0),) if result_type is not None else ())
+    op.properties = properties
+    op.attributes = {}
+    op.location = location
+    op.regions = ()
+    return op
+
+
+def name_loc(desc: StringAttr, location: Attribute) -> NameLoc:
+    """``NameLoc(desc, location)`` without xDSL's attribute verification: one per lowered tile op, of
+    parts that are attributes already."""
+    loc = NameLoc.__new__(NameLoc)
+    object.__setattr__(loc, "desc", desc)
+    object.__setattr__(loc, "location", location)
+    return loc
 
 
 def _print_typed(printer: Printer, v: SSAValue) -> None:

@@ -89,7 +89,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
@@ -131,7 +131,7 @@ def _name_loc(o: Origin, op: Operation) -> NameLoc:
     """:func:`location` of ``o``, sharing the FileLineColLoc of ``op``, the op ``o`` names (a tile op
     lowers to many a2a3 ops: one NameLoc, not four attributes, per tile op)."""
     loc = getattr(op.location, "location", op.location)  # a lowered op's NameLoc wraps its FileLineColLoc
-    return NameLoc(_word(o.op), loc) if isinstance(loc, FileLineColLoc) else location(o)
+    return a2a3.name_loc(_word(o.op), loc) if isinstance(loc, FileLineColLoc) else location(o)
 
 
 _INDEX = IndexType()
@@ -178,13 +178,13 @@ def _uncast(v: SSAValue) -> SSAValue:
 
 @functools.cache
 def _emit_plan(opcode: str) -> tuple:
-    """(field, how it becomes IR, default) of ``opcode``'s fields in operand order: an ``index``
-    operand, a ``typed`` one (the element type), the ``reg`` it writes, a ``word`` or ``sym``
-    property, a ``gm`` pointer and offset, a ``list`` of index operands."""
+    """(the op class, its fields in operand order as (field, how it becomes IR, default)): an
+    ``index`` operand, a ``typed`` one (the element type), the ``reg`` it writes, a ``word`` or
+    ``sym`` property, a ``gm`` pointer and offset, a ``list`` of index operands."""
     spec = a2a3.OPCODES[opcode]
     codes = {"reg": "reg", "pipe": "word", "sym": "sym", "list": "list", "gm": "gm", "scalar": "typed", "expr": "typed"}
-    return tuple((f, "word" if spec.kinds[f].startswith("enum:") else codes.get(spec.kinds[f], "index"),
-                  spec.defaults.get(f)) for f in spec.fields)
+    return a2a3.OPS[opcode], tuple((f, "word" if spec.kinds[f].startswith("enum:") else codes.get(spec.kinds[f], "index"),
+                                    spec.defaults.get(f)) for f in spec.fields)
 
 
 def _addr_text(e) -> str:
@@ -197,30 +197,31 @@ def _addr_text(e) -> str:
 
 @dataclass
 class TileRef:
-    """A vec tile at a UB byte address (a number or an index value), with its valid region."""
+    """A vec tile at a UB byte address (a number or an index value), with its valid region (its type's
+    figures are worked out once: a rule reads them many times)."""
     addr: object
     t: pto.TileLikeType
     vr: object
     vc: object
 
-    @property
+    @functools.cached_property
     def esize(self) -> int:
         return self.t.elem_bytes
 
-    @property
+    @functools.cached_property
     def dtype(self) -> str:
         return canonical_dtype(self.t.dtype)
 
-    @property
+    @functools.cached_property
     def row_major(self) -> bool:
         return self.t.is_row_major
 
-    @property
+    @functools.cached_property
     def row_bytes(self) -> int:
         """Bytes from element (i, 0) to (i+1, 0)."""
         return self.t.cols * self.esize if self.row_major else self.esize
 
-    @property
+    @functools.cached_property
     def nbytes(self) -> int:
         return ceil_div(self.t.rows * self.t.cols * self.esize, 32) * 32
 
@@ -318,9 +319,12 @@ class _FnLowering:
         self.ip: InsertPoint | None = None
         self._loop_ips: dict = {}
         self._consts: dict = {}
+        self._index_consts: dict = {}
+        """number -> its ``index`` constant (:meth:`constant`)."""
         self._arith: list = []
         """The arith ops the lowering made, in order."""
-        self.patterns: GreedyRewritePatternApplier | None = None
+        self.patterns: dict = {}
+        """tile-op class -> the :class:`_FamilyPattern` of its family."""
         self.gm_values: dict = {}
         self.target = target
         self.vals: dict = {}
@@ -366,11 +370,12 @@ class _FnLowering:
         dt = canonical_dtype(dtype) if dtype else None
         etype = _xdsl_type(dt) if dt else _INDEX
         operands, props, reg = [], {}, None
-        value = self.value
-        for f, code, default in _emit_plan(opcode):
+        value, index = self.value, self.index
+        cls, plan = _emit_plan(opcode)
+        for f, code, default in plan:
             v = args.get(f, default)
             if code == "index":
-                operands.append(value(v, _INDEX))
+                operands.append(index(v))
             elif code == "typed":
                 operands.append(value(v, etype))
             elif code == "reg":
@@ -388,10 +393,11 @@ class _FnLowering:
             props["dtype"] = etype
         if "src_dtype" in args:
             props["src_dtype"] = _xdsl_type(canonical_dtype(args["src_dtype"]))
-        op = a2a3.OPS[opcode].create(operands=operands, properties=props, result_types=[etype] if reg else [])
-        res = self.insert(op)
+        op = a2a3.new_op(cls, operands, props, etype if reg else None, self.location())
+        self._insert(op)
         if reg is None:
             return op
+        res = op.results[0]
         res.name_hint = reg
         return res
 
@@ -573,32 +579,55 @@ class _FnLowering:
     def constant(self, v, t):
         """One ``arith.constant`` per value and type, at the top of the function (an integer wrapped
         to the type's width, as the scalar unit's arithmetic in that type wraps it)."""
+        if type(v) is int and type(t) is IndexType:  # most constants: one table keyed by the number
+            c = self._index_consts.get(v)
+            if c is None:
+                c = self._index_consts[v] = self._new_constant(v, t)
+            return c
         key = (v, t) if type(v) is int else (repr(v), t)  # 0.0 and -0.0 are two constants
         c = self._consts.get(key)
         if c is None:
-            if isinstance(t, IntegerType) and not isinstance(v, float):
-                size = 1 << t.width.data
-                v = int(v) % size if t.signedness.data == Signedness.UNSIGNED else (int(v) + size // 2) % size - size // 2
-            attr = FloatAttr(float(v), t) if not isinstance(t, (IndexType, IntegerType)) else IntegerAttr(int(v), t)
-            c = arith.ConstantOp(attr)
-            if isinstance(t, IndexType):
-                c.result.name_hint = f"c{v}" if v >= 0 else f"c_{-v}"
-            Rewriter.insert_op(c, InsertPoint.at_start(self.fn.body.blocks[0]))
-            self._arith.append(c)
-            c = self._consts[key] = c.result
+            c = self._consts[key] = self._new_constant(v, t)
         return c
 
+    def _new_constant(self, v, t) -> SSAValue:
+        if isinstance(t, IntegerType) and not isinstance(v, float):
+            size = 1 << t.width.data
+            v = int(v) % size if t.signedness.data == Signedness.UNSIGNED else (int(v) + size // 2) % size - size // 2
+        attr = FloatAttr(float(v), t) if not isinstance(t, (IndexType, IntegerType)) else IntegerAttr(int(v), t)
+        c = arith.ConstantOp(attr)
+        if isinstance(t, IndexType):
+            c.result.name_hint = f"c{v}" if v >= 0 else f"c_{-v}"
+        Rewriter.insert_op(c, InsertPoint.at_start(self.fn.body.blocks[0]))
+        self._arith.append(c)
+        return c.result
+
     def insert(self, op: Operation) -> SSAValue | None:
+        """Inserts an op the lowering made (arith, scf) at the insertion point, at the tile op's location."""
         op.location = self.location()
-        Rewriter.insert_op(op, self.ip)
+        self._insert(op)
         if not isinstance(op, a2a3.A2A3Op):
             self._arith.append(op)
         return op.results[0] if op.results else None
+
+    def _insert(self, op: Operation) -> None:
+        ip = self.ip
+        if ip.insert_before is not None:
+            ip.block.insert_op_before(op, ip.insert_before)
+        else:
+            ip.block.add_op(op)
 
     _ARITH_INT = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.FloorDivSIOp,
                   "%": arith.RemSIOp, "&": arith.AndIOp, "min": arith.MinSIOp, "max": arith.MaxSIOp}
     _ARITH_FLOAT = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp,
                     "min": arith.MinimumfOp, "max": arith.MaximumfOp}
+
+    def index(self, e) -> SSAValue:
+        """:meth:`value` of ``e`` as an ``index`` (the operand most a2a3 fields take)."""
+        if type(e) is int:
+            c = self._index_consts.get(e)
+            return c if c is not None else self.constant(e, _INDEX)
+        return self.value(e, _INDEX)
 
     def value(self, e, t) -> SSAValue:
         """The SSA value of ``e`` (a number or an SSA value) as a ``t``: an integer value is cast
@@ -951,18 +980,21 @@ class _FnLowering:
         self.emit_tile_op(op)
 
     def emit_tile_op(self, op: pto.TileOp):
-        """The a2a3 ops of one tile op by its family's rule, as a pattern rewrite that replaces the op
-        """
+        """The a2a3 ops of one tile op by the pattern of its family (:func:`_family_of`), a rewrite that
+        replaces the op."""
         if op.name in pipes.PIPE_OPS:
             lower_cube.lower_pipe_op(self, op)
             return self.lowered(op)
         if op.name in cube.NO_SEMANTICS:
             self.unsupported(f"no semantics: {cube.NO_SEMANTICS[op.name]}")
-        if self.patterns is None:
-            self.patterns = GreedyRewritePatternApplier(
-                [_FamilyPattern(self, family, rule) for family, rule in _FAMILY_RULES.items()], dce_enabled=False)
+        pattern = self.patterns.get(type(op))
+        if pattern is None:
+            family = _family_of(type(op))
+            if family is None:
+                self.unsupported("no rule for this instruction")
+            pattern = self.patterns[type(op)] = _FamilyPattern(self, family, _FAMILY_RULES[family])
         rewriter = PatternRewriter(op)
-        self.patterns.match_and_rewrite(op, rewriter)
+        pattern.match_and_rewrite(op, rewriter)
         if not rewriter.has_done_action:
             self.unsupported("no rule for this instruction")
 
@@ -2399,6 +2431,12 @@ _FAMILY_RULES = {
     pto.PrintOp: _FnLowering.tile_print,
 }
 """One rule per tile-op family, keyed by the family's op class."""
+
+
+@functools.cache
+def _family_of(cls: type) -> type | None:
+    """The first family of :data:`_FAMILY_RULES` a tile-op class belongs to (its pattern rewrites it)."""
+    return next((family for family in _FAMILY_RULES if issubclass(cls, family)), None)
 
 
 @dataclass(frozen=True)
