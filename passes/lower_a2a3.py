@@ -158,11 +158,11 @@ def _xdsl_type(dtype: str):
 # --------------------------------------------------------------------------------------------
 
 def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+    return type(x) is int or (isinstance(x, int) and not isinstance(x, bool))
 
 
 def _is_num(x) -> bool:
-    return isinstance(x, (int, float)) and type(x) is not bool
+    return type(x) is int or (isinstance(x, (int, float)) and type(x) is not bool)
 
 
 def ceil_div(a, b):
@@ -300,6 +300,8 @@ _ROUND = {"RINT": "r", "CAST_RINT": "r", "NONE": "r", "CAST_NONE": "r", "ROUND":
           "ODD": "o", "CAST_ODD": "o"}
 
 _PIPE_NAMES = {**{p: p for p in (*a2a3.PIPES, "ALL")}, **{f"PIPE_{p}": p for p in (*a2a3.PIPES, "ALL")}}
+_FLAG_OPS = frozenset(("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event", "pto.set_flag_dyn",
+                       "pto.wait_flag_dyn"))
 _EVENT_PIPES = {"TSCALAR": "S", "TMOV": "V", "VEC": "V",
                 **{k: v.removeprefix("PIPE_") for k, v in EVENT_TYPE_PIPE.items()}}
 
@@ -651,6 +653,8 @@ class _FnLowering:
     def add(self, *xs, t=_INDEX):
         """The sum, its constant term first (``0x1000+%i*256``: a base address, then offsets; the
         constant of an ``addi`` operand joins it)."""
+        if all(type(x) is int for x in xs):  # numbers only (most addresses): their sum
+            return sum(xs)
         const, terms = 0, []
         for x in xs:
             if t is _INDEX and not _is_num(x) and isinstance(x.owner, arith.AddiOp):
@@ -673,6 +677,8 @@ class _FnLowering:
     def mul(self, a, b, t=_INDEX):
         """The product, a value before its factor (``%i*256``); an index sum times a number is the
         sum of the products, a product by numbers one factor."""
+        if type(a) is int and type(b) is int:
+            return a * b
         if _is_num(a) and not _is_num(b):
             a, b = b, a
         if _is_int(b) and b in (0, 1):
@@ -754,9 +760,16 @@ class _FnLowering:
     def _lower_op(self, op: Operation):
         if isinstance(op, pto.TileOp):
             return self.lower_tile_op(op)
-        if isinstance(op, a2a3.A2A3Op) or op.name == "vf.func":  # lowered already; ascend950: a launched VF
-            return
         name = op.name
+        if name in _FLAG_OPS:  # the commonest ops after the tile ops (pto-insert-sync's)
+            self.lower_flag(op)
+            return self.lowered(op)
+        if name == "pto.barrier":
+            pipe = self.pipe_of(op.args.data[0] if op.args.data else None)
+            self.emit("pipe_barrier", pipe=pipe)
+            return self.lowered(op)
+        if isinstance(op, a2a3.A2A3Op) or name == "vf.func":  # lowered already; ascend950: a launched VF
+            return
         if name.startswith("arith."):
             return self.lower_arith(op)
         if isinstance(op, scf.ForOp):
@@ -808,17 +821,9 @@ class _FnLowering:
             return self.lower_eventid_array(op)
         if name == "pto.tgetval":
             return self.lower_tgetval(op)
-        if name in ("pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
-                    "pto.set_flag_dyn", "pto.wait_flag_dyn"):
-            self.lower_flag(op)
-            return self.lowered(op)
         if name in ("pto.get_buf", "pto.rls_buf"):
             self.unsupported("no semantics: A5 buffer-id sync (get_buf/rls_buf); the pages name it but give no "
                              "acquire/release rule to order pipes by")
-        if name == "pto.barrier":
-            pipe = self.pipe_of(op.args.data[0] if op.args.data else None)
-            self.emit("pipe_barrier", pipe=pipe)
-            return self.lowered(op)
         if isinstance(op, func.CallOp):
             self.unsupported("function calls are not inlined yet (call the kernel's body directly)")
         if name in pto.SECTION_OPS and op.regions and op.regions[0].blocks:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from pto_compiler.dialects import pto
 from pto_compiler.passes.tile_access import cube_move_opcode
-from pto_compiler.runtime.cube import PRE_QUANT, layout_name
+from pto_compiler.runtime.cube import NO_SEMANTICS, PRE_QUANT, layout_name
+from pto_compiler.runtime.pipes import PIPE_OPS
 from pto_compiler.runtime.program import GmAddr
 
 CUBE_LOCS = frozenset(("mat", "left", "right", "acc", "bias", "scaling"))
@@ -32,10 +33,6 @@ to the ``harness_load_*`` / ``harness_store_*`` rows of dialects/a2a3.py (no har
 
 def is_cube_op(op) -> bool:
     """A tile op the cube rules lower (it touches a cube-side tile, or is a cube<->vector pipe op)."""
-    from pto_compiler.runtime.pipes import PIPE_OPS
-
-    from pto_compiler.runtime.cube import NO_SEMANTICS
-
     if isinstance(op, (pto.MatmulOp, pto.SubTileOp)) or op.name in PIPE_OPS or op.name in NO_SEMANTICS:
         return True
     if WINDOW in op.attributes:
