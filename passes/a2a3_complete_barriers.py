@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, NameLoc
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -42,6 +42,7 @@ def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = Non
     barriers = [n for n, _ in prog.walk() if isinstance(n, Instr) and n.opcode == "pipe_barrier"]
     complete_barriers(prog, {}, barrier_pass)
     kept: set = set()
+    barrier = a2a3.OPS["pipe_barrier"]
 
     def carry_back(body):
         for i, n in enumerate(body):
@@ -56,15 +57,24 @@ def complete_function(fn, target: Target = A2A3, barrier_pass: type | None = Non
             elif id(n) in low.op_of:
                 kept.add(id(n))
             elif n.opcode == "pipe_barrier":  # a new one, before the instruction it orders
-                op = a2a3.OPS["pipe_barrier"].build_from({}, {"pipe": StringAttr(n.args["pipe"])}, None)
-                op.location = L.location(n.origin)
-                Rewriter.insert_op(op, InsertPoint.before(low.op_of[id(body[i + 1])]))
+                before = low.op_of[id(body[i + 1])]
+                op = a2a3.new_op(barrier, (), {"pipe": L._word(n.args["pipe"])}, None, _location(before, n.origin))
+                Rewriter.insert_op(op, InsertPoint.before(before))
 
     carry_back(prog.body)
     for n in barriers:
         if id(n) not in kept:
             Rewriter.erase_op(low.op_of[id(n)])
     return prog
+
+
+def _location(op, origin):
+    """The location of a barrier inserted before ``op`` for ``origin`` (``op``'s own, the tile op's
+    NameLoc of the lowering, when it says the same)."""
+    loc = op.location
+    if isinstance(loc, NameLoc) and isinstance(loc.location, FileLineColLoc) and loc.desc.data == origin.op:
+        return loc
+    return L.location(origin)
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,7 +191,7 @@ def _lanes_bytes(base: int, nrep: int, rep: int, blk: int, lanes, esize: int, la
     ``X + (r*repStride + b*blkStride)*32 + e*E``); ``last_lanes`` replaces ``lanes`` in the last
     repeat (count mode).  The intervals from ``X`` are worked out once per shape (a kernel repeats
     a few) and moved to ``base``."""
-    frozen = [ls if ls is None or isinstance(ls, range) else tuple(ls) for ls in (lanes, last_lanes)]
+    frozen = [ls if ls is None or isinstance(ls, (range, tuple)) else tuple(ls) for ls in (lanes, last_lanes)]
     return [(base + lo, base + hi) for lo, hi in _lanes_offsets(nrep, rep, blk, frozen[0], esize, frozen[1])]
 
 
@@ -208,8 +218,10 @@ def _lanes_offsets(nrep: int, rep: int, blk: int, lanes, esize: int, last_lanes)
     return tuple(_union(out))
 
 
+@functools.lru_cache(maxsize=1024)
 def _active_lanes(mask, lanes: int, repeat: int):
-    """(repeats run, active lanes of each repeat, active lanes of the last repeat or None)."""
+    """(repeats run, active lanes of each repeat, active lanes of the last repeat or None); a kernel
+    runs a few masks and shapes, each worked out once."""
     mode, hi, lo = mask
     if mode == "count":
         if not _is_int(lo):
@@ -219,12 +231,18 @@ def _active_lanes(mask, lanes: int, repeat: int):
         return nrep, range(lanes), (range(tail) if tail != lanes else None)
     bits = (lo & M64) | ((hi & M64) << 64)
     bits &= (1 << lanes) - 1
-    return repeat, [lane for lane in range(lanes) if bits >> lane & 1], None
+    return repeat, tuple(lane for lane in range(lanes) if bits >> lane & 1), None
 
 
 def _bursts(base: int, n: int, stride: int, length: int) -> list:
-    """``n`` runs of ``length`` bytes, ``stride`` bytes apart."""
-    return _union((base + k * stride, base + k * stride + length) for k in range(n))
+    """``n`` runs of ``length`` bytes, ``stride`` bytes apart (worked out from 0 once per shape)."""
+    return [(base + lo, base + hi) for lo, hi in _burst_offsets(n, stride, length)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _burst_offsets(n: int, stride: int, length: int) -> tuple:
+    """:func:`_bursts` from byte 0."""
+    return tuple(_union((k * stride, k * stride + length) for k in range(n)))
 
 
 def _footprint(ins: Instr, a: dict, mask):
@@ -362,6 +380,8 @@ def _family(fps, loop):
     """One footprint from those of trips 0, 1, 2 of the summarised ``loop``: the UB bytes must
     not depend on the trip, each GM range must move by a constant ``a`` per trip; else None."""
     reads, writes, gr, gw = fps[0]
+    if len(fps) == 1:  # one trip (most instructions): its GM ranges as they are
+        return reads, writes, [(*r, 0, 0, 0, None) for r in gr], [(*r, 0, 0, 0, None) for r in gw]
     for f in fps[1:]:
         if reads != f[0] or writes != f[1]:
             return None
