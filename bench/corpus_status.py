@@ -177,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"no corpus at {SAMPLES_DIR} (set PTOC_SHARED)", file=sys.stderr)
         return 2
+    big = [f for f in files if "--max-gm-bytes" in ENTRIES.get(f.stem, [])]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        records = list(pool.map(classify, files))
+        records = list(pool.map(classify, [f for f in files if f not in big]))
+    records += [classify(f) for f in big]  # hundreds of MB of GM each: one at a time (two at once ran out of memory)
     for r in sorted(records, key=lambda r: (ORDER.index(r["class"]), r["file"])):
         print(f"{r['class']:<18} {r['target'] or '-':<5} {r['file']:<75} {r.get('reason', '')}")
     print(summary(records))

@@ -1733,8 +1733,10 @@ class _FnLowering:
         if view.esize != t.esize:
             self.fail(f"GM element size {view.esize} differs from the tile's {t.esize}")
         if t.t.slayout.data != "none_box":
-            raise _Unsupported(f"a boxed vec tile (slayout={t.t.slayout.data}, a fractal layout): the vector "
-                               "tload/tstore move ND rows or DN columns only")
+            raise _Unsupported(f"a boxed vec tile (slayout={t.t.slayout.data}, a fractal layout) from or to a GM view: "
+                               "no semantics: pto-isa moves an NZ vec tile only with an NZ GlobalTensor, copying its "
+                               "shape[1] column blocks of valid rows x 32 bytes (TLoadVecNZ2NZ); ptoc's GM views are ND "
+                               "or DN (a memref marked nz keeps its 2-D shape, which has no such blocks)")
         if len(part.offsets) != len(view.strides) or len(part.sizes) != len(view.strides):
             self.fail("the partition's rank differs from the tensor view's")
         base = self.add(0, *[self.mul(o, s) for o, s in zip(part.offsets, view.strides)])
