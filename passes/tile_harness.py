@@ -26,8 +26,10 @@ longer holds it), and one placed by hand at bytes another tile placed by hand ma
 loaded; an acc tile leaves only through the fixpipe (an f32/i32 one).
 A mixed kernel written as a cube and a vector function (PTOAS's frontend pipe tests) is harnessed
 in both: each core moves its own tiles, both get every added argument, of one shape (the cores
-share arguments by name, runtime/pipes.py), and the vector function stores only on sub-block 0
-(the others would write the same GM).  A kernel that stores to GM, returns a tile, or is written in ``vf`` ops, and
+share arguments by name, runtime/pipes.py), and the vector function stores its tiles only on
+sub-block 0 (the others would write the same GM).  Each tile a core pops from the other is stored
+as popped, right after the pop (a vector sub-block's copy at rows ``subblock * R`` of a tensor
+of two: a split pipe gives each sub-block its part).  A kernel that stores to GM, returns a tile, or is written in ``vf`` ops, and
 a mixed kernel in one function (``pto.section``), runs as written.
 """
 
@@ -44,6 +46,8 @@ from pto_compiler.passes.lower_cube import WINDOW
 from pto_compiler.passes.tile_access import root_alloc, tile_reads, tile_writes, tmp_operands
 
 HARNESSED = "pto.harnessed"
+SUBBLOCKS = 2
+"""Vector sub-blocks of a mixed kernel at most (runtime/pipes.py): AIV0 and AIV1."""
 PREFIX = "tile_"
 """The GM argument of a harnessed tile is ``tile_`` + the tile's SSA name."""
 
@@ -140,18 +144,19 @@ class _At:
     def index(self, value: int) -> SSAValue:
         return self.add(arith.ConstantOp(IntegerAttr(value, IndexType()))).results[0]
 
-    def tensor(self, ptr: SSAValue, t: pto.TileLikeType) -> tuple[Operation, list[SSAValue]]:
-        """The ``valid rows x valid cols`` GM tensor view of ``ptr`` (the argument's shape), and its sizes."""
-        shape = list(t.valid_shape)
+    def tensor(self, ptr: SSAValue, t: pto.TileLikeType, copies: int = 1) -> Operation:
+        """The GM tensor view of ``ptr`` (the argument's shape): ``copies`` tiles' valid regions, one
+        below the other."""
+        shape = [t.valid_row * copies, t.valid_col]
         sizes = [self.index(d) for d in shape]
         strides = [self.index(shape[1]), self.index(1)]
-        return self.add(pto.MakeTensorViewOp(ptr, sizes, strides, pto.TensorViewType(shape, t.element_type))), sizes
+        return self.add(pto.MakeTensorViewOp(ptr, sizes, strides, pto.TensorViewType(shape, t.element_type)))
 
-    def view(self, ptr: SSAValue, t: pto.TileLikeType) -> SSAValue:
-        """The GM tensor behind ``ptr`` as a whole partition view."""
-        tv, sizes = self.tensor(ptr, t)
+    def view(self, ptr: SSAValue, t: pto.TileLikeType, copies: int = 1, row: SSAValue | None = None) -> SSAValue:
+        """The tile's partition of the GM tensor behind ``ptr``: all of it, or the rows from ``row``."""
+        tv = self.tensor(ptr, t, copies)
         zero = self.index(0)
-        return self.add(pto.PartitionViewOp(tv.results[0], [zero, zero], sizes,
+        return self.add(pto.PartitionViewOp(tv.results[0], [row or zero, zero], [self.index(d) for d in t.valid_shape],
                                             pto.PartitionTensorViewType(list(t.valid_shape), t.element_type))).results[0]
 
 
@@ -199,6 +204,29 @@ def _moves(fn: func.FuncOp, taken: set) -> list[tuple[Block, pto.AllocTileOp, st
     return out
 
 
+def _pops(fn: func.FuncOp, taken: set) -> list[tuple[Block, Operation, str]]:
+    """(block, pop, GM argument name) of each tile ``fn`` pops from the other core (stored as popped)."""
+    from pto_compiler.runtime.pipes import PIPE_OPS
+
+    out = []
+    for block in _top_blocks(fn):
+        for op in block.ops:
+            if PIPE_OPS.get(op.name, ("", ""))[1] == "pop" and op.results and _static_valid(op.results[0].type):
+                name = PREFIX + (op.results[0].name_hint or f"line{location_of(op)[1]}")
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                out.append((block, op, name))
+    return out
+
+
+def _subblock_row(at: _At, rows: int) -> SSAValue:
+    """``get_subblock_idx * rows``: where this vector sub-block's copy of a popped tile goes."""
+    sb = at.add(pto.GENERIC_OPS["pto.get_subblock_idx"](result_types=[i64]))
+    idx = at.add(arith.IndexCastOp(sb.results[0], IndexType()))
+    return at.add(arith.MuliOp(idx.results[0], at.index(rows))).results[0]
+
+
 def _on_subblock_0(at: _At) -> _At:
     """Where ops run only on vector sub-block 0: the body of an ``scf.if`` added at ``at``."""
     sb = at.add(pto.GENERIC_OPS["pto.get_subblock_idx"](result_types=[i64]))
@@ -218,19 +246,33 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
     kernels = _kernels(module, fn)
     taken = {a.name_hint for f in kernels for a in f.body.blocks[0].args}
     moves = {f: _moves(f, taken) for f in kernels}
-    added = [(name, alloc.result.type.element_type) for f in kernels for _, alloc, name, _, _ in moves[f]]
+    pops = {f: _pops(f, taken) for f in kernels}
+    vector = {f: is_mixed(module) and kernel_kind(f) == "vector" for f in kernels}
+    # name -> (tile type, copies): a vector core's popped tile has one copy per sub-block (split pipes
+    # give each its part), below one another
+    added = {name: (alloc.result.type, 1) for f in kernels for _, alloc, name, _, _ in moves[f]}
+    added.update({name: (pop.results[0].type, SUBBLOCKS if vector[f] else 1) for f in kernels
+                  for _, pop, name in pops[f]})
     for f in kernels:
         body = f.body.blocks[0]
         ptrs = {}
-        for name, elem in added:
-            ptrs[name] = body.insert_arg(pto.PtrType(elem), len(body.args))
+        for name, (t, _) in added.items():
+            ptrs[name] = body.insert_arg(pto.PtrType(t.element_type), len(body.args))
             ptrs[name].name_hint = name
         f.function_type = FunctionType.from_lists([a.type for a in body.args], f.function_type.outputs.data)
-        guarded = is_mixed(module) and kernel_kind(f) == "vector"
         at = _At(body, body.first_op, f.location)
-        for g in kernels:  # another core's tile: a tensor view gives its argument the same shape here
-            for _, alloc, name, _, _ in moves[g] if g is not f else ():
-                at.tensor(ptrs[name], alloc.result.type)
+        own = {name for _, _, name, _, _ in moves[f]} | {name for _, _, name in pops[f]}
+        for name, (t, copies) in added.items():  # another core's tile: a view gives its argument the same shape here
+            if name not in own:
+                at.tensor(ptrs[name], t, copies)
+        for block, pop, name in pops[f]:
+            t, copies = added[name]
+            at = _At(block, pop.next_op, pop.location)
+            at.add(_barrier_all())
+            row = _subblock_row(at, t.valid_row) if vector[f] else None
+            _mark(at.add(pto.TStoreOp(ins=[pop.results[0]], outs=[at.view(ptrs[name], t, copies, row)])),
+                  _windowed(t, load=False))
+            at.add(_barrier_all())
         stores: dict[Block, _At] = {}
         for block, alloc, name, load, store in moves[f]:
             t = alloc.result.type
@@ -243,11 +285,11 @@ def harness(module: ModuleOp, fn: func.FuncOp) -> list[str]:
                 if at is None:
                     last = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
                     at = _At(block, last, alloc.location)
-                    at = stores[block] = _on_subblock_0(at) if guarded else at
+                    at = stores[block] = _on_subblock_0(at) if vector[f] else at
                     at.add(_barrier_all())
                 _mark(at.add(pto.TStoreOp(ins=[alloc.result], outs=[at.view(ptrs[name], t)])),
                       _windowed(t, load=False))
-    return [name for name, _ in added]
+    return list(added)
 
 
 def harnessed(module: ModuleOp, entry: str | None = None) -> ModuleOp:

@@ -265,7 +265,7 @@ module {{
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_mixed_kernel_is_harnessed_in_both_cores(target, tmp_path, capsys):
-    """Both functions get the four tile arguments; the cube's acc tile is seeded through a window
+    """Both functions get the six tile arguments; the cube's acc tile is seeded through a window
     and its L0A tile read back through one, the vector's tiles move by tload / tstore (on sub-block
     0 only: on a2a3 two sub-blocks run it).  What each core popped is what the other pushed."""
     acc = np.linspace(-2, 2, 256, dtype=np.float32).reshape(16, 16)
@@ -273,6 +273,11 @@ def test_a_mixed_kernel_is_harnessed_in_both_cores(target, tmp_path, capsys):
     rc, out, err = _run(tmp_path, capsys, _round_trip(target), target,
                         {"tile_acc": acc, "tile_v": v})
     assert rc == 0, out + err
-    assert sorted(out.splitlines()) == ["PASS tile_left 0", "PASS tile_neg 0"]
+    assert sorted(out.splitlines()) == ["PASS tile_left 0", "PASS tile_m 0", "PASS tile_neg 0", "PASS tile_r 0"]
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_left.npy").reshape(16, 16), v)
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_neg.npy").reshape(16, 16), -acc)
+    # each popped tile is stored as popped: the vector's once per sub-block (rows 16s..16s+15)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tile_m.npy").reshape(16, 16), v)
+    r = np.load(tmp_path / "o" / "tile_r.npy").reshape(32, 16)
+    for s in range(2 if target == "a2a3" else 1):  # ascend950 runs a no-split vector kernel on AIV0 only
+        np.testing.assert_array_equal(r[16 * s:16 * s + 16], acc)
