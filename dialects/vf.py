@@ -154,7 +154,10 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute, Block, BlockArgument, Dialect, Operation, OpResult, ParametrizedAttribute, Region, SSAValue, SSAValues,
+    TypeAttribute, Use,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -1812,6 +1815,54 @@ def lookup_vf_func(anchor: Operation, name: str) -> VfFuncOp | None:
                 return o
         op = block.parent_op()
     return None
+
+
+def copy_op(op: Operation, values: dict) -> Operation:
+    """``op.clone(values)`` of an op whose body defines each value before its uses (a VF
+    pto-lower-vf built), in one pass and without xDSL's constructor: an operand is mapped when its
+    op is made (xDSL's clone sets every operand twice, in a second walk), and the fields a copy of a
+    verified op has are set directly (``Operation.__init__`` re-checks them, fills defaults and walks
+    parents: most of pto-lower-vf's time, which copies one VF body per tile op)."""
+    new_op = type(op).__new__(type(op))
+    operands = SSAValues(values.get(v, v) for v in op._operands)
+    uses = tuple(Use(new_op, i) for i in range(len(operands)))
+    for v, use in zip(operands, uses):
+        v.add_use(use)
+    new_op._operands, new_op._operand_uses = operands, uses
+    new_op._successors = new_op._successor_uses = ()
+    new_op.properties, new_op.attributes = dict(op.properties), dict(op.attributes)
+    new_op.location = op.location
+    new_op.parent = new_op._next_op = new_op._prev_op = None
+    results = []
+    for r in op.results:
+        values[r] = x = OpResult(r.type, new_op, r.index)
+        x._name = r._name  # a copied name is valid
+        results.append(x)
+    new_op.results = SSAValues(results)
+    regions = []
+    for region in op.regions:
+        new_region = Region()
+        for block in region.blocks:
+            new = Block()
+            new._args = tuple(BlockArgument(a.type, new, a.index, a.location) for a in block.args)
+            for a, x in zip(block.args, new.args):
+                values[a] = x
+                x._name = a._name
+            prev = None
+            for o in block.ops:
+                c = copy_op(o, values)
+                c.parent, c._prev_op = new, prev
+                if prev is None:
+                    new._first_op = c
+                else:
+                    prev._next_op = c
+                prev = c
+            new._last_op = prev
+            new_region.add_block(new)
+        new_region.parent = new_op
+        regions.append(new_region)
+    new_op.regions = tuple(regions)
+    return new_op
 
 
 def kernel_walk(root: Operation) -> Iterator[Operation]:

@@ -81,7 +81,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, Signedness, StringAttr,
 )
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
@@ -394,9 +394,14 @@ class _OpLowering:
 
     # ---- driver -----------------------------------------------------------------------------------
     def run(self, built: dict | None = None):
-        """The vf.func and the vf.call.  ``built``: the functions built so far by
-        :meth:`body_key`; an op whose key is there gets a copy of that body (built once, copied
-        many times: a copy skips the builder and the construction-time verification)."""
+        """The vf.func and the vf.call (see :meth:`body`)."""
+        return self.launch(*self.body(built))
+
+    def body(self, built: dict | None, pristine: bool = False) -> tuple[vf.VfFuncOp, bool]:
+        """The vf.func of the op's body and whether to launch a copy of it.  ``built``: the functions
+        built so far by :meth:`body_key`; an op whose key is there gets a copy of that body (built
+        once, copied many times: a copy skips the builder and the construction-time verification).
+        ``pristine``: a body ``built`` holds is never launched itself (a fusion changes what it launches)."""
         op = self.op
         fam = type(op).FAMILY
         handler = getattr(self, f"f_{fam}", None)
@@ -409,17 +414,22 @@ class _OpLowering:
         except TypeError:  # an attribute that cannot be hashed: build this body
             key = template = None
         if template is not None:
-            fn = _copy(template, {})
+            return template, True
+        fn = self.build(plan)
+        if key is not None:
+            built[key] = fn
+        return fn, pristine and key is not None
+
+    def launch(self, fn: vf.VfFuncOp, copy: bool) -> tuple[vf.VfFuncOp, vf.VfCallOp]:
+        """``fn`` (or a copy of it) named for this op, and its vf.call."""
+        if copy:
+            fn = vf.copy_op(fn, {})
             fn.properties["sym_name"] = StringAttr(self.name)
-        else:
-            fn = self.build(plan)
-            if key is not None:
-                built[key] = fn
-        fn.location = op.location
+        fn.location = self.op.location
         for k, a in zip(self.kargs, fn.args):
             a.name_hint = k.name_hint
         call = vf.VfCallOp(self.name, list(self.kargs))
-        call.location = op.location
+        call.location = self.op.location
         return fn, call
 
     def build(self, plan) -> vf.VfFuncOp:
@@ -1358,54 +1368,6 @@ class _OpLowering:
         return plan
 
 
-def _copy(op: Operation, values: dict) -> Operation:
-    """``op.clone()`` of a VF built by :class:`_B`, in one pass and without xDSL's constructor:
-    each value of its body is defined before its uses, so an operand is mapped when its op is made
-    (xDSL's clone sets every operand twice, in a second walk), and the fields a copy of a verified op
-    has are set directly (``Operation.__init__`` re-checks them, fills defaults and walks parents:
-    most of pto-lower-vf's time, one VF per tile op)."""
-    new_op = type(op).__new__(type(op))
-    operands = SSAValues(values.get(v, v) for v in op._operands)
-    uses = tuple(Use(new_op, i) for i in range(len(operands)))
-    for v, use in zip(operands, uses):
-        v.add_use(use)
-    new_op._operands, new_op._operand_uses = operands, uses
-    new_op._successors = new_op._successor_uses = ()
-    new_op.properties, new_op.attributes = dict(op.properties), dict(op.attributes)
-    new_op.location = op.location
-    new_op.parent = new_op._next_op = new_op._prev_op = None
-    results = []
-    for r in op.results:
-        values[r] = x = OpResult(r.type, new_op, r.index)
-        x._name = r._name  # a copied name is valid
-        results.append(x)
-    new_op.results = SSAValues(results)
-    regions = []
-    for region in op.regions:
-        new_region = Region()
-        for block in region.blocks:
-            new = Block()
-            new._args = tuple(BlockArgument(a.type, new, a.index, a.location) for a in block.args)
-            for a, x in zip(block.args, new.args):
-                values[a] = x
-                x._name = a._name
-            prev = None
-            for o in block.ops:
-                c = _copy(o, values)
-                c.parent, c._prev_op = new, prev
-                if prev is None:
-                    new._first_op = c
-                else:
-                    prev._next_op = c
-                prev = c
-            new._last_op = prev
-            new_region.add_block(new)
-        new_region.parent = new_op
-        regions.append(new_region)
-    new_op.regions = tuple(regions)
-    return new_op
-
-
 def _signless(elt) -> IntegerType:
     """The signless integer type of an integer element type's width (arith constants are signless)."""
     return IntegerType(elt.width.data)
@@ -1495,9 +1457,75 @@ def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, li
     return row, [*consts, kloop]
 
 
-def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
-    """Apply pto-lower-vf in place (see the module doc); returns the module."""
+class _Fusing:
+    """pto-lower-vf followed by vf-fuse-launches (``fuse``), in one function: each tile op whose
+    launch vf-fuse-launches would fuse into the launch before it has its body copied from its
+    template straight into that launch's function
+    (:class:`~pto_compiler.passes.vf_fuse_launches.Fusion`), with no function and call of its own to
+    build, analyse and move; the pass then finds those chains fused."""
+
+    def __init__(self, fn: func.FuncOp):
+        from pto_compiler.passes import vf_fuse_launches as F
+
+        self.F = F
+        self.uses = F.Uses(fn)  # the tiles' last uses (lowering keeps the order of the kernel's ops)
+        self.flats: dict = {}
+        self.fusion = None
+        self.head: tuple | None = None
+        """(the open chain's first launch, its function, its name, the key of its loop)."""
+        self.anchor: Operation | None = None
+        """Where the open chain's last launch stands: the first's call, or the tile op of the last
+        fused one (erased when the chain closes)."""
+
+    def flat(self, template: vf.VfFuncOp, kept: bool):
+        if not kept:
+            return self.F.chunk_loop(template)
+        if template not in self.flats:
+            self.flats[template] = self.F.chunk_loop(template)
+        return self.flats[template]
+
+    def take(self, op: Operation, lowering: _OpLowering, template: vf.VfFuncOp, kept: bool) -> bool:
+        """Fuse ``op``'s launch into the open chain, if vf-fuse-launches would."""
+        if self.anchor is None:
+            return False
+        t = self.flat(template, kept)
+        if t is None or t.key != self.head[3]:
+            return False
+        at, gap = self.F.next_after(self.anchor, lambda o: o is op)
+        if at is None:
+            return False
+        if self.fusion is None:
+            call, fn, name, _ = self.head
+            self.fusion = self.F.Fusion(self.F.chunk_loop(fn), list(call.operands), name)
+        self.fusion.add(t, lowering.kargs, gap, lowering.name, lambda tile: self.uses.dead_after(op, tile), copy=True)
+        if self.anchor is not self.head[0]:
+            self.anchor.parent_block().erase_op(self.anchor)
+        self.anchor = op
+        return True
+
+    def start(self, call: vf.VfCallOp, fn: vf.VfFuncOp, name: str, template: vf.VfFuncOp, kept: bool) -> None:
+        """``call`` (of ``fn``, lowered from ``template``) opens a chain if its VF is one chunk loop."""
+        self.close()
+        t = self.flat(template, kept) if kept else self.F.chunk_loop(fn)
+        if t is not None:
+            self.head, self.anchor = (call, fn, name, t.key), call
+        self.fusion = None
+
+    def close(self) -> None:
+        if self.fusion is not None:
+            self.fusion.finish(self.anchor)
+            self.anchor.parent_block().erase_op(self.anchor)
+            self.head[0].parent_block().erase_op(self.head[0])
+        self.head = self.anchor = self.fusion = None
+
+
+def lower_module(module: ModuleOp, target: Target = ASCEND950, fuse: bool = False) -> ModuleOp:
+    """Apply pto-lower-vf in place (see the module doc); returns the module.  ``fuse``: vf-fuse-launches
+    runs next and nothing sees the module in between: the launches it would fuse are lowered fused
+    (:class:`_Fusing`), in a module with no per-row launch (their scalar reads re-run
+    pto-insert-sync) and no VF of its own."""
     funcs = [op for op in module.body.blocks[0].ops if isinstance(op, func.FuncOp)]
+    fuse = fuse and not any(isinstance(op, vf.VfFuncOp | vf.VfCallOp) for op in vf.kernel_walk(module))
     scalar_reads = False
     for fn in funcs:
         if not fn.body.blocks:
@@ -1507,14 +1535,19 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
                 and not on_scalar_unit(op) and not lower_cube.is_cube_op(op)]
+        fusing = _Fusing(fn) if fuse and not any(type(op).FAMILY in PER_ROW for op in todo) else None
         for op in todo:
             if op.res and not op.outs:
                 raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize before pto-lower-vf")
             short = op.name.split(".", 1)[1]
             name = f"{base}_{short}_{counter}"
             counter += 1
+            lowering = _OpLowering(op, name, target)
             try:
-                vfn, call = _OpLowering(op, name, target).run(built)
+                template, copy = lowering.body(built, pristine=fusing is not None)
+                if fusing is not None and fusing.take(op, lowering, template, copy):
+                    continue
+                vfn, call = lowering.launch(template, copy)
             except _Unsupported as e:
                 raise op_error(op, f"has no ascend950 lowering: {e}") from None
             except PtocError:
@@ -1527,6 +1560,10 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950) -> ModuleOp:
             parent.insert_ops_before(launch, op)
             parent.erase_op(op)
             module.body.blocks[0].insert_op_before(vfn, fn)
+            if fusing is not None:
+                fusing.start(call, vfn, name, template, copy)
+        if fusing is not None:
+            fusing.close()
     if scalar_reads:  # the S pipe now reads those tiles: order their producers before it
         from pto_compiler.passes.insert_sync import InsertSyncPass
 
@@ -1541,6 +1578,8 @@ class LowerVfPass(ModulePass):
     name = "pto-lower-vf"
 
     target: str = "ascend950"
+    fuse: bool = False
+    """vf-fuse-launches runs next, and nothing sees the module in between (see :func:`lower_module`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from pto_compiler.targets import lookup_target
@@ -1548,7 +1587,7 @@ class LowerVfPass(ModulePass):
         t = lookup_target(self.target) or ASCEND950
         if not t.has_vf:
             raise PtocError([_diag(f"pto-lower-vf targets ascend950, not {t.name}")], exit_code=2)
-        lower_module(op, t)
+        lower_module(op, t, self.fuse)
 
 
 def _diag(msg):

@@ -29,6 +29,10 @@ Trip i of either body touches only chunk i of each buffer, so running the bodies
 reads and writes what running them one after the other did.  The fused call stands where the
 second call stood: the waits between the two stay before it, the set_flags between them move
 after it, a V barrier between them is dropped (one VF orders its own accesses).
+
+In the default pipeline pto-lower-vf already lowers such a chain of tile ops fused
+(``pto-lower-vf{fuse=true}``: :class:`Fusion`, the bodies copied from its templates), and this
+pass finds it so.
 """
 
 from __future__ import annotations
@@ -74,7 +78,8 @@ class _Flat:
     """The loop body's ops -> increasing numbers in body order (fused bodies are appended)."""
 
 
-def _flat(fn: vf.VfFuncOp | None) -> _Flat | None:
+def chunk_loop(fn: vf.VfFuncOp | None) -> _Flat | None:
+    """``fn`` as constants and masks then one flat chunk loop (the module doc's form), or None."""
     # (operands and properties are read directly: IRDL's named accessors cost more than the checks)
     if fn is None:
         return None
@@ -129,26 +134,39 @@ def _upd(loop: scf.ForOp) -> vf.UpdateMaskOp:
     return next(u.operation for u in loop.body.blocks[0].args[1].uses)
 
 
-def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list) -> list[vf.StoreAlignOp]:
-    """Move ``b``'s body into ``a.fn`` after ``a``'s (the caller erases ``b.fn``): ``params`` maps
-    each call operand to its parameter of ``a.fn`` (each buffer once; ``b``'s new operands are added,
-    in order); returns the first body's stores the second body's loads now take from the register.
-    A fusion costs what ``b`` holds, so a chain of k fused launches costs k fusions, not k**2 op moves."""
+def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list, copy: bool = False) -> list[vf.StoreAlignOp]:
+    """Move ``b``'s body into ``a.fn`` after ``a``'s (the caller erases ``b.fn``), or with ``copy``
+    copy it there (``b`` is a template pto-lower-vf launches with ``b_args``, whose names its
+    parameters take): ``params`` maps each call operand to its parameter of ``a.fn`` (each buffer
+    once; ``b``'s new operands are added, in order); returns the first body's stores the second
+    body's loads now take from the register.  A fusion costs what ``b`` holds, so a chain of k fused
+    launches costs k fusions, not k**2 op moves."""
     block = a.fn.block
+    vm: dict[SSAValue, SSAValue] = {}  # copy: b's values -> a.fn's
+
+    def redirect(old: SSAValue, new: SSAValue) -> None:
+        if copy:
+            vm[old] = new
+        else:
+            _redirect(old, new)
+
     added = set()
     for p, v in zip(b.fn.args, b_args):
         if v not in params:
             params[v] = block.insert_arg(p.type, len(block.args))
             added.add(v)
         if v in added:  # the first bodies' names win
-            params[v].name_hint = p.name_hint
-        _redirect(p, params[v])
+            params[v].name_hint = v.name_hint if copy else p.name_hint
+        redirect(p, params[v])
     pre_b = []
     for o in [o for o in b.fn.block.ops if o is not b.loop]:
         if isinstance(o, arith.ConstantOp) and (o.value, o.result.type) in a.constants:
-            _redirect(o.result, a.constants[o.value, o.result.type])  # one constant per value
+            redirect(o.result, a.constants[o.value, o.result.type])  # one constant per value
             continue
-        o.detach()
+        if copy:
+            o = vf.copy_op(o, vm)
+        else:
+            o.detach()
         pre_b.append(o)
         if isinstance(o, arith.ConstantOp):
             a.constants[o.value, o.result.type] = o.result
@@ -156,27 +174,77 @@ def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list) -> list[vf.StoreA
     lb = a.loop.body.blocks[0]
     ua, ub_ = _upd(a.loop), _upd(b.loop)
     bb = b.loop.body.blocks[0]
-    _redirect(bb.args[0], lb.args[0])
-    _redirect(ub_.res[0], ua.res[0])  # ub_, its count argument and b's yield stay in b.loop
+    b_mask = ub_.res[0] if copy else ua.res[0]  # the mask b's ops read once redirected
+    redirect(bb.args[0], lb.args[0])
+    redirect(ub_.res[0], ua.res[0])  # ub_, its count argument and b's yield stay in b.loop
     forwarded: list[vf.StoreAlignOp] = []
     new = []
     for o in list(bb.ops):
         if o is ub_ or isinstance(o, scf.YieldOp):
             continue
-        o.detach()
+        if not copy:
+            o.detach()
         if isinstance(o, vf.LoadAlignOp):
-            s = a.stores.get(o.tile)  # the first body's last store to the buffer the load reads
-            if s is not None and s.mask is ua.res[0] and _masked_uses(o, ua.res[0]):
-                _redirect(o.res[0], s.value)
+            s = a.stores.get(vm.get(o.tile, o.tile))  # the first body's last store to the buffer the load reads
+            if s is not None and s.mask is ua.res[0] and _masked_uses(o, b_mask):
+                redirect(o.res[0], s.value)
                 if s not in forwarded:  # the second body may load the stored chunk more than once
                     forwarded.append(s)
-                o.erase()
+                if not copy:
+                    o.erase()
                 continue
-        new.append(o)
+        new.append(vf.copy_op(o, vm) if copy else o)
     lb.insert_ops_before(new, lb.last_op)
     a.stores.update((o.tile, o) for o in new if isinstance(o, vf.StoreAlignOp))
     a.order.update((o, len(a.order) + k) for k, o in enumerate(new))
     return forwarded
+
+
+class Fusion:
+    """Launches fused one after another into the first one's function (``a.fn``): the call
+    operands (:func:`_own_params`), the names and the ops between each two launches."""
+
+    def __init__(self, a: _Flat, args: list, name: str):
+        self.a = a
+        self.params = _own_params(a.fn, args)
+        self.names = [name]
+        self.gaps: list[list[Operation]] = []
+
+    def add(self, b: _Flat, args: list, gap: list[Operation], name: str, dead, copy: bool = False) -> None:
+        """Fuse the launch of ``b`` with ``args`` (see :func:`_fuse_into`), ``gap`` the ops before it;
+        ``dead(tile)``: nothing reads the kernel tile after this launch (a forwarded store to it is
+        then dead, unless the fused body reads it later)."""
+        a = self.a
+        forwarded = _fuse_into(a, b, self.params, args, copy)
+        by_param = {p: v for v, p in self.params.items()}
+        for st in forwarded:
+            if dead(by_param[st.tile]) and not _read_after(st, a.order):
+                if a.stores.get(st.tile) is st:
+                    del a.stores[st.tile]
+                st.parent_block().erase_op(st)
+        self.names.append(name)
+        self.gaps.append(gap)
+
+    def finish(self, anchor: Operation) -> vf.VfCallOp:
+        """The function renamed after every launch, and its call before ``anchor`` (where the last
+        launch stood): the waits between the launches stay before it, the set_flags move after it,
+        the V barriers go."""
+        fn = self.a.fn
+        name = "_".join(self.names)
+        fn.properties["sym_name"] = StringAttr(name)
+        fn.properties["function_type"] = FunctionType.from_lists([p.type for p in fn.block.args], [])
+        fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
+        block = anchor.parent_block()
+        call = last = vf.VfCallOp(name, list(self.params))
+        block.insert_op_before(call, anchor)
+        for o in (o for gap in self.gaps for o in gap):
+            if o.name == "pto.set_flag":
+                o.detach()
+                block.insert_op_after(o, last)
+                last = o
+            elif o.name == "pto.barrier":
+                block.erase_op(o)
+        return call
 
 
 def _own_params(fn: vf.VfFuncOp, args: list) -> dict:
@@ -189,6 +257,20 @@ def _own_params(fn: vf.VfFuncOp, args: list) -> dict:
         params[v] = params.get(v, p)
         params[v].name_hint = p.name_hint
     return params
+
+
+def next_after(op: Operation, is_next) -> tuple[Operation | None, list[Operation]]:
+    """The first op after ``op`` in its block for which ``is_next`` holds and the ops between, or
+    None when an op other than ``arith``, a wait, a set_flag or a V barrier comes first."""
+    between: list[Operation] = []
+    second = op.next_op
+    while second is not None and not is_next(second):
+        if not (second.name.startswith("arith.") or second.name in _BETWEEN) or (
+                second.name == "pto.barrier" and not _v_barrier(second)):
+            return None, between
+        between.append(second)
+        second = second.next_op
+    return second, between
 
 
 def _redirect(old: SSAValue, new: SSAValue) -> None:
@@ -218,17 +300,17 @@ def _read_after(store: vf.StoreAlignOp, order: dict) -> bool:
                for u in store.tile.uses)
 
 
-class _Uses:
+class Uses:
     """Where each tile is last used: the index of the top-level op of its function that uses it
     (in an operand anywhere inside), from one walk before the pass changes anything.  Fusing calls
     keeps the set of tiles the ops after any point use (a fused call takes both calls' operands and
     stands where the second stood; only set_flags and barriers, which use no tile, move or go), so
     the indices stay true: a fused call takes its second call's index."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, root: Operation):
         self.index: dict[Operation, int] = {}
         self.last: dict[SSAValue, int] = {}
-        for fn in vf.kernel_walk(module):
+        for fn in vf.kernel_walk(root):
             if fn.name != "func.func" or not fn.regions[0].blocks:
                 continue
             for i, top in enumerate(fn.regions[0].blocks[0].ops):
@@ -237,7 +319,7 @@ class _Uses:
                     for v in o.operands:
                         self.last[v] = i
 
-    def dead_after(self, call: vf.VfCallOp, tile: SSAValue) -> bool:
+    def dead_after(self, call: Operation, tile: SSAValue) -> bool:
         """Nothing reads ``tile`` after ``call``: a tile the kernel allocates, a call outside loops,
         no later op of the function using the tile (a forwarded store to it is then dead)."""
         if not isinstance(tile.owner, Operation) or tile.owner.name != "pto.alloc_tile":
@@ -357,20 +439,20 @@ def _shift(op: vf._MemOp, by: SSAValue) -> None:
 
 class _Fuser:
     """One run of the pass: the module's vf.funcs by name (:class:`vf.VfSymbols`), the launches
-    per VF (a VF with none is erased), the tiles' last uses and each VF's loop (:func:`_flat`),
+    per VF (a VF with none is erased), the tiles' last uses and each VF's loop (:func:`chunk_loop`),
     each gathered once."""
 
     def __init__(self, module: ModuleOp):
         self.symbols = vf.VfSymbols(module)
         self.launches = Counter(c.callee_name for c in vf.kernel_walk(module) if isinstance(c, vf.VfCallOp))
-        self.uses = _Uses(module)
+        self.uses = Uses(module)
         self.flats: dict[vf.VfFuncOp, _Flat | None] = {}
         self.moved_reads = False
         """A ``pto.tgetval`` (S) became a load in a VF (V)."""
 
     def flat(self, fn: vf.VfFuncOp | None) -> _Flat | None:
         if fn not in self.flats:
-            self.flats[fn] = _flat(fn)
+            self.flats[fn] = chunk_loop(fn)
         return self.flats[fn]
 
     def run(self, calls: list[vf.VfCallOp]) -> None:
@@ -497,26 +579,13 @@ class _Fuser:
         block.erase_op(loop)
         return launch
 
-    def next_launch(self, call: vf.VfCallOp) -> tuple[vf.VfCallOp | None, list[Operation]]:
-        """The next launch of ``call``'s block and the ops between, or None when an op other than
-        ``arith``, a wait, a set_flag or a V barrier comes first."""
-        between: list[Operation] = []
-        second = call.next_op
-        while second is not None and not isinstance(second, vf.VfCallOp):
-            if not (second.name.startswith("arith.") or second.name in _BETWEEN) or (
-                    second.name == "pto.barrier" and not _v_barrier(second)):
-                return None, between
-            between.append(second)
-            second = second.next_op
-        return second, between
-
     def chain_after(self, first: vf.VfCallOp) -> tuple[list[vf.VfCallOp], list[list[Operation]]]:
         """``first`` and the launches after it that fuse with it, one after another (each flat, with
         the key of ``first``), and the ops between each two."""
         chain, gaps = [first], []
         a = self.flat(self.symbols.lookup(first, first.callee_name))
         while a is not None:
-            second, between = self.next_launch(chain[-1])
+            second, between = next_after(chain[-1], lambda o: isinstance(o, vf.VfCallOp))
             if second is None:
                 break
             b = self.flat(self.symbols.lookup(second, second.callee_name))
@@ -528,7 +597,7 @@ class _Fuser:
 
     def _owned(self, f: _Flat) -> _Flat:
         """``f``, or a copy of its function when another call launches it too."""
-        return f if self.launches[f.fn.sym_name.data] == 1 else _flat(f.fn.clone())
+        return f if self.launches[f.fn.sym_name.data] == 1 else chunk_loop(f.fn.clone())
 
     def fuse(self, chain: list[vf.VfCallOp], gaps: list[list[Operation]]) -> vf.VfCallOp:
         """Fuse a chain of launches (:meth:`chain_after`) into one, as fusing each launch in turn
@@ -542,40 +611,21 @@ class _Fuser:
             self.flats.pop(fns[0], None)
         else:
             fns[0].parent_block().insert_op_before(a.fn, fns[0])
-        fn = a.fn
-        params = _own_params(fn, list(chain[0].operands))
-        for second, fb in zip(chain[1:], fns[1:]):
+        fusion = Fusion(a, list(chain[0].operands), names[0])
+        for second, fb, gap, name in zip(chain[1:], fns[1:], gaps, names[1:]):
             b = self._owned(self.flats[fb])
-            forwarded = _fuse_into(a, b, params, list(second.operands))
+            fusion.add(b, list(second.operands), gap, name, lambda t: self.uses.dead_after(second, t))
             if b.fn is not fb:
                 b.fn.erase()  # a copy's shell: drop its uses of the values that moved
-            by_param = {p: v for v, p in params.items()}
-            for st in forwarded:  # a forwarded store to a tile nothing reads later is dead
-                if self.uses.dead_after(second, by_param[st.tile]) and not _read_after(st, a.order):
-                    if a.stores.get(st.tile) is st:
-                        del a.stores[st.tile]
-                    st.parent_block().erase_op(st)
-        name = "_".join(names)
-        fn.properties["sym_name"] = StringAttr(name)
-        fn.properties["function_type"] = FunctionType.from_lists([p.type for p in fn.block.args], [])
-        fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
+        fn = a.fn
+        call = fusion.finish(chain[-1])
         self.symbols.add(fn)
         self.flats[fn] = a
-        block = chain[-1].parent_block()
-        call = last = vf.VfCallOp(name, list(params))
-        block.insert_op_before(last, chain[-1])
         if chain[-1] in self.uses.index:
             self.uses.index[call] = self.uses.index[chain[-1]]
-        for o in (o for between in gaps for o in between):
-            if o.name == "pto.set_flag":
-                o.detach()
-                block.insert_op_after(o, last)
-                last = o
-            elif o.name == "pto.barrier":
-                block.erase_op(o)
         for c in chain:
-            block.erase_op(c)
-        self.launches[name] += 1
+            c.parent_block().erase_op(c)
+        self.launches[call.callee_name] += 1
         for old, f in zip(names, fns):
             self.launches[old] -= 1
             if not self.launches[old] and f is not fn:

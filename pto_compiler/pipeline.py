@@ -160,6 +160,8 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
         _reject_memref_form(module)
     xdsl_passes = [n for n in names if n not in ("verify", "pto-lower-a2a3", "a2a3-complete-barriers")]
     passes = tuple(_make_pass(name, target, manual) for name in xdsl_passes)
+    if observe is None and "vf-fuse-launches" in xdsl_passes:  # nothing sees pto-lower-vf's own output
+        passes = tuple(dataclasses.replace(p, fuse=True) if p.name == "pto-lower-vf" else p for p in passes)
     PassPipeline(passes, times.pipeline_callback(observe)).apply(api.context(), module)
     if stop_after in ("placed", "vf"):
         return module
