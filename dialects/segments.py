@@ -9,6 +9,7 @@ distinct byte string (a kernel has a handful: (2, 1), (1, 1), ...), by xDSL's ow
 from __future__ import annotations
 
 from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl.operations import BaseAttrAccessor, VarIRConstruct
 
 class _Decoded:
@@ -55,3 +56,14 @@ def segment_sizes(*sizes: int) -> DenseArrayBase:
     if attr is None:
         attr = _SEGMENTS[sizes] = DenseArrayBase.from_list(i32, sizes)
     return attr
+
+
+def init_groups(op: Operation, groups, result_types, attributes: dict[str, Attribute] | None) -> None:
+    """What xDSL's builder makes of an op whose operands are ``groups`` (sequences of values) sized
+    by its operandSegmentSizes property, its only one, and the given result types and attributes
+    (None ones dropped): the same op, with the shared sizes attribute, without the builder's
+    per-group checks and packing."""
+    Operation.__init__(op, operands=[SSAValue.get(v) for group in groups for v in group],
+                       result_types=list(result_types),
+                       properties={"operandSegmentSizes": segment_sizes(*map(len, groups))},
+                       attributes={k: v for k, v in (attributes or {}).items() if v is not None})

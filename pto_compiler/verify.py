@@ -25,6 +25,8 @@ def op_diagnostic(op):
     """The located Diagnostic of ``op``'s own verifier, or None when it verifies."""
     from pto_compiler.diagnostics import Diagnostic
 
+    if type(op) not in _REMEMBERING:
+        _remember_passed_signatures(type(op))
     try:
         op.verify(verify_nested_ops=False)
     except VerifyException as e:
@@ -75,6 +77,48 @@ def manual_reserve_diagnostics(module: ModuleOp) -> list:
                 found.append(Diagnostic(f"'{op.name}' op cannot use pto.reserve_buffer with auto = false when "
                                         f"local {kind} still requires PlanMemory allocation", *location_of(op)))
     return found
+
+
+class _PassedSignatures:
+    """An op class's IRDL check (xDSL's ``OpDef.verify``: operand, result, property and attribute
+    constraints, then the op's traits) that remembers the signatures it passed.  For an op without
+    regions or successors, what it checks before the traits depends only on the op's operand and
+    result types, properties and attributes; a kernel repeats a few such signatures (the same tile
+    types, one shared operandSegmentSizes) on every line, and the check costs ~25 us per op.  So an
+    op whose signature passed before runs only the traits, any other the whole check.  Signatures
+    are keyed by the identity of their attributes, which the table keeps alive."""
+
+    LIMIT = 4096
+
+    def __init__(self, op_def):
+        self.op_def, self.check = op_def, op_def.verify
+        self.passed: dict[tuple, tuple] = {}
+
+    def __call__(self, op) -> None:
+        if op.regions or op.successors:
+            return self.check(op)
+        types, props, attrs = (*op.operand_types, None, *op.result_types), op.properties, op.attributes
+        key = (*map(id, types), *props, *map(id, props.values()), None, *attrs, *map(id, attrs.values()))
+        if key in self.passed:
+            for trait in self.op_def.traits:
+                trait.verify(op)
+            return None
+        self.check(op)
+        if len(self.passed) >= self.LIMIT:
+            self.passed.clear()
+        self.passed[key] = (types, tuple(props.values()), tuple(attrs.values()))
+        return None
+
+
+_REMEMBERING: set[type] = set()
+"""The op classes whose OpDef checks through a :class:`_PassedSignatures` (set on first use)."""
+
+
+def _remember_passed_signatures(cls) -> None:
+    op_def = cls.get_irdl_definition() if hasattr(cls, "get_irdl_definition") else None
+    if op_def is not None and not isinstance(op_def.verify, _PassedSignatures):
+        op_def.verify = _PassedSignatures(op_def)  # the OpDef's own method, for this one OpDef
+    _REMEMBERING.add(cls)
 
 
 def _first_line(e: Exception) -> str:

@@ -1,11 +1,19 @@
-"""How ptoc builds IR cheaply (issue 9) and that it is the IR the plain way gives: tile ops built
-without xDSL's generic builder, operand groups read through decoded-once segment sizes, pto-lower-vf
-copying a body built once, vf-fuse-launches moving bodies into a fused VF."""
+"""How ptoc builds and checks IR cheaply (issue 9) and that it is the IR and the diagnostics the plain
+way gives: tile ops and partition views built without xDSL's generic builder, op classes sharing
+their base's definition, raw attribute classes one dataclass, operand groups read through
+decoded-once segment sizes, pto-lower-vf copying a body built once, vf-fuse-launches moving bodies
+into a fused VF, the IRDL check skipped for signatures that passed."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from io import StringIO
+from types import MethodType
 
+import pytest
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr, i32, i64
+from xdsl.ir import Block, Region, TypeAttribute
 from xdsl.irdl import IRDLOperation, OpDef
 from xdsl.printer import Printer
 
@@ -57,6 +65,39 @@ def test_tile_ops_built_directly_equal_the_generic_builders():
         assert (list(fast.ins), list(fast.outs)) == ([outs[0], *ins[1:]], [ins[0]])
         fast.drop_all_references()
         slow.drop_all_references()
+
+
+def test_a_partition_view_built_directly_equals_the_generic_builders():
+    module = api.parse("""
+func.func @v(%x: !pto.ptr<f32>, %r: index, %c: index) {
+  %xv = pto.make_tensor_view %x, shape = [%r, %c], strides = [%c, %c] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%r, %c], sizes = [%c] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
+  return
+}""", "v.pto")
+    (op,) = [o for o in module.walk() if isinstance(o, pto.PartitionViewOp)]
+    groups, attrs = [list(op.source), list(op.offsets), list(op.sizes)], {"k": pto.raw_attr("pipe", "PIPE_V")}
+    fast = pto.PartitionViewOp(op.source[0], groups[1], groups[2], op.result.type, attrs)
+    slow = pto.PartitionViewOp.__new__(pto.PartitionViewOp)
+    IRDLOperation.__init__(slow, operands=groups, result_types=[op.result.type], attributes=attrs)
+    assert (fast.properties, fast.attributes, fast.result_types) == (slow.properties, slow.attributes, slow.result_types)
+    assert list(fast.operands) == list(slow.operands)
+    assert [list(fast.source), list(fast.offsets), list(fast.sizes)] == groups
+    for o in (fast, slow):
+        o.drop_all_references()
+
+
+def test_raw_attribute_classes_behave_as_defined_ones():
+    """dialects/pto.py derives the ``#pto.<kind><...>`` classes from one frozen dataclass."""
+    pipe, event = pto.RAW_ATTRS["pipe"], pto.RAW_ATTRS["event"]
+    a, b = pipe(StringAttr("PIPE_V")), pto.raw_attr("pipe", "PIPE_V")
+    assert a == b and hash(a) == hash(b) and a != event(StringAttr("PIPE_V")) != pipe(StringAttr("PIPE_S"))
+    assert repr(a) == "PipeAttr(body=StringAttr(data='PIPE_V'))" and isinstance(pto.raw_type("mask"), TypeAttribute)
+    with pytest.raises(FrozenInstanceError):
+        a.body = StringAttr("PIPE_S")
+    with pytest.raises(TypeError):
+        type("Sub", (pipe,), {})
+    assert {c.name for c in pto.PTO.attributes} >= {f"pto.{n}" for n in (*pto.RAW_ATTR_NAMES, *pto.RAW_TYPE_NAMES)}
+    assert all(c.get_irdl_definition().name == c.name for c in (*pto.RAW_ATTRS.values(), *pto.RAW_TYPES.values()))
 
 
 def test_op_classes_that_only_name_their_base_have_the_op_definition_xdsl_makes():
@@ -124,3 +165,34 @@ def test_fusing_a_vf_launched_elsewhere_too_moves_copies_of_its_body():
     for op in inside:  # no value keeps a use by an op outside the module (a copy's leftover shell)
         for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
             assert all(u.operation in inside for u in v.uses), op
+
+
+def _function(name: str, body) -> func.FuncOp:
+    block = Block(arg_types=[i32, i64])
+    block.add_ops(body(*block.args))
+    return func.FuncOp(name, ([i32, i64], []), Region(block))
+
+
+def test_verification_skips_only_signatures_that_passed(monkeypatch):
+    """op_diagnostics checks a signature that passed before by its op's traits only, and gives the
+    diagnostics of xDSL's plain check: a failing signature fails at every op, and a trait fails
+    where the same signature passed elsewhere (func.return in a loop)."""
+    def first(a, b):  # three adds that pass, two that do not (i32 + i64), a return that passes
+        return [*(arith.AddiOp(a, a) for _ in range(3)),
+                *(arith.AddiOp.create(operands=[a, b], result_types=[i32]) for _ in range(2)), func.ReturnOp()]
+
+    def second(a, b):  # the same return, in a loop: not in a func.func
+        c = arith.ConstantOp.from_int_and_width(0, IndexType())
+        body = Block([func.ReturnOp()], arg_types=[IndexType()])
+        return [arith.AddiOp(a, a), c, scf.ForOp(c, c, c, [], Region(body)), func.ReturnOp()]
+
+    module = ModuleOp([_function("f", first), _function("g", second)])
+    classes = {type(op) for op in module.walk()}
+    with monkeypatch.context() as plain:
+        for cls in classes:
+            op_def = cls.get_irdl_definition()
+            plain.setattr(op_def, "verify", MethodType(OpDef.verify, op_def))
+        want = [d.message for d in op_diagnostics(module)]
+    assert sum("i64" in m for m in want) == 2 and any("func.return" in m for m in want), want
+    assert [d.message for d in op_diagnostics(module)] == want
+    assert [d.message for d in op_diagnostics(module)] == want  # every signature now seen
