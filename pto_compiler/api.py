@@ -175,10 +175,11 @@ def verify(module, target: Target | str | None = None) -> None:
 @_boundary
 def compile(module, target: Target | str | None = None, level: str = "program", *, entry: str | None = None,
             manual: bool = False, insert_sync: bool = True, vf_opt: str | None = None,
-            scalars: dict | None = None, times=None, observe=None, decode: bool = False):
+            scalars: dict | None = None, times=None, observe=None, decode: bool = False, in_place: bool = False):
     """``module`` through the default pipeline up to ``level`` (:data:`LEVELS`): a ModuleOp, or for
     "program" the :class:`~pto_compiler.runtime.program.Program` of the entry function
-    (``program.to_text()`` is ``ptoc --emit program``).  ``module`` is not changed.
+    (``program.to_text()`` is ``ptoc --emit program``).  ``module`` is not changed, unless
+    ``in_place``: the passes then change it instead of a copy (for a caller that gives it away).
 
     ``manual``: every tile placed by hand (``--manual``); ``insert_sync=False`` runs the kernel's own
     set_flag/wait_flag (``--no-insert-sync``); ``vf_opt="none"`` skips the VF optimisations;
@@ -193,7 +194,7 @@ def compile(module, target: Target | str | None = None, level: str = "program", 
     out = pipeline.compile_module(module, target_of(module, target), entry, manual=manual,
                                   stop_after=None if level == "program" else level, scalars=scalars,
                                   vf_opt=vf_opt, insert_sync=insert_sync, times=times, observe=observe,
-                                  decode=decode)
+                                  decode=decode, in_place=in_place)
     add_sources(out, sources_of(module))
     return out
 

@@ -420,7 +420,7 @@ def _compile_text(args: argparse.Namespace, filename: str, text: str, times) -> 
     if args.run or args.stats or args.trace:
         return _execute(args, module, target, times)
     listing = api.emit(module, target, args.emit or DEFAULT_EMIT, entry=args.entry,
-                       debuginfo=args.mlir_print_debuginfo, **_options(args))
+                       debuginfo=args.mlir_print_debuginfo, in_place=True, **_options(args))  # printed, then dropped
     few_collections()
     _write_output(args, listing)
     return EXIT_OK

@@ -121,8 +121,10 @@ def pass_names(module, target: Target, stop_after: str | None = None, vf_opt: st
 
 def compile_module(module, target: Target = A2A3, entry: str | None = None, manual: bool = False,
                    stop_after: str | None = None, scalars: dict | None = None, vf_opt: str | None = None,
-                   insert_sync: bool = True, times: HostTimes | None = None, observe=None, decode: bool = False):
-    """Run the default pipeline on a clone of ``module``.
+                   insert_sync: bool = True, times: HostTimes | None = None, observe=None, decode: bool = False,
+                   in_place: bool = False):
+    """Run the default pipeline on a clone of ``module`` (on ``module`` itself with ``in_place``: a
+    caller that gives it away, as ptoc does, saves the copy).
 
     ``stop_after``: ``"pto"`` (verified module), ``"placed"`` (after placement and sync) or None /
     ``"program"`` (the a2a3 Program).  ``vf_opt`` (ascend950): ``"none"`` skips the VF optimisation
@@ -151,7 +153,7 @@ def compile_module(module, target: Target = A2A3, entry: str | None = None, manu
     if not verified(module, target):  # ptoc has verified this very module already
         with times.pass_("verify"):
             api.verify(module, target)
-    module = module.clone()
+    module = module if in_place else module.clone()
     if observe is not None:
         observe("verify", module)
     if stop_after == "pto":
