@@ -52,6 +52,12 @@ Lexical rules
   ``DPS_OP``       ``pto.tadd ins(...) outs(...)`` / ``tadd ins(...) outs(...)``, both groups
                    ``DPS_INS`` / ``DPS_OUTS`` ones: never in the tree, whose ``op`` node gets the
                    op-name token and the two group nodes its tokens would give
+  ``SSA_OP``       ``%v = pto.partition_view %t, offsets = [%a, %b], sizes = [..] : T -> U``,
+                   ``%d = tadd %a, %b : T, T -> T``, ``%i = arith.index_cast %x : i32 to index``
+                   on one line (one result, SSA operands and ``name = %v`` / ``name = [%v, ..]``
+                   arguments, ``TYPE_TEXT`` or scalar types, an arrow or ``to`` before the last
+                   one): never in the tree, whose ``op`` node (a :class:`SsaOp`) gets the children
+                   its tokens would give
   ``HASH_NAME``    ``#pto.address_space``, ``#pto``
   ``VISIBILITY``   ``private`` / ``public`` / ``nested``
   op names         ``OPNAME``, ``SHORT_OP``, ``RETURN``, ``SCF_FOR``, ``SCF_IF``, ``SCF_WHILE``, ``SCF_CONDITION``,
@@ -218,6 +224,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import lark
 from lark import Lark, Token, Tree
@@ -226,6 +233,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from pto_compiler.diagnostics import PtocError, error_at
 
 __all__ = ["parse_tree", "parse_type_text", "get_parser", "first_token", "DpsGroup", "dps_items", "item_token",
+           "SsaOp", "ssa_op_items", "op_name_kind",
            "TYPE_NODES", "MAX_NESTING", "MAX_INPUT_CHARS", "GRAMMAR_PATH"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -283,6 +291,8 @@ class _PostLexer:
             elif t == "DPS_OP":  # its groups, in order
                 for group in _dps_op_parts(tok)[1:]:
                     _check_dps_group(group, len(stack), checked, filename)
+            elif t == "SSA_OP":  # its first `[`, then its types, in order
+                _check_ssa_op(tok, len(stack), checked, filename)
             if t in ("INT", "HEX", "DIM") and len(tok.value.lstrip("+-")) > MAX_INT_DIGITS + (t == "HEX") * 2:
                 raise error_at(f"integer literal of {len(tok.value)} characters is too long (at most "
                                f"{MAX_INT_DIGITS} digits)", filename, tok.line, tok.column)
@@ -309,10 +319,27 @@ def _check_dps_group(tok: Token, depth: int, checked: set[str], filename: str) -
             _check_type_text(item_token(tok, kind, text, off), depth + 1, checked, filename)
 
 
+def _check_ssa_op(tok: Token, depth: int, checked: set[str], filename: str) -> None:
+    """A one-token op: its first `[` (its lists nest), then each type as a TYPE_TEXT token there (no
+    other part of it looks like one)."""
+    if depth >= MAX_NESTING and "[" in tok.value:
+        raise error_at(f"nesting too deep (more than {MAX_NESTING} levels of brackets "
+                       f"or regions)", filename, tok.line, tok.column + tok.index("["))
+    for m in _type_text().finditer(tok.value) if "<" in tok.value else ():
+        if m.group() not in checked or depth >= MAX_NESTING:
+            _check_type_text(item_token(tok, "TYPE_TEXT", m.group(), m.start()), depth, checked, filename)
+
+
 _DPS_GROUPS = {"DPS_INS": "ins", "DPS_OUTS": "outs"}
 
 
 _OP_NAME = re.compile(r"[^ \t]+")
+
+
+def op_name_kind(name: str) -> str:
+    """The token an op name of a one-token op would be: ``pto.`` / ``arith.`` ones are ``OPNAME`` s,
+    the others (``tadd``, ``tmatmul.acc``) the short form's ``SHORT_OP`` s."""
+    return "OPNAME" if name.startswith(("pto.", "arith.")) else "SHORT_OP"
 
 
 def _dps_op_parts(tok: Token) -> tuple[Token, Token, Token]:
@@ -323,7 +350,7 @@ def _dps_op_parts(tok: Token) -> tuple[Token, Token, Token]:
     ins = text.index("ins", name_end)
     outs = text.index("outs", text.index(")", ins))
     name = text[:name_end]
-    return (item_token(tok, "OPNAME" if name.startswith("pto.") else "SHORT_OP", name, 0),
+    return (item_token(tok, op_name_kind(name), name, 0),
             item_token(tok, "DPS_INS", text[ins:text.index(")", ins) + 1], ins),
             item_token(tok, "DPS_OUTS", text[outs:], outs))
 
@@ -345,6 +372,95 @@ def dps_items(group: str) -> tuple:
         node, kind = ("type_text", "TYPE_TEXT") if m.group(1) else ("builtin_type", "NAME")
         items.append((node, kind, m.group(), m.start()))
     return tuple(items)
+
+
+class SsaOpItems(NamedTuple):
+    """The parts of an ``SSA_OP`` token's text, each ``(text, offset)``: ``args`` holds
+    ``("operand", ssa)`` and ``("kwarg", name, ssa)`` / ``("kwarg", name, [ssa, ...])``; the types are
+    :func:`dps_items`-like ``(node, terminal, text, offset)``."""
+
+    result: tuple[str, int]
+    name: tuple[str, int]
+    args: tuple
+    sig_in: tuple
+    sig_out: tuple
+
+
+@functools.cache
+def _type_text() -> re.Pattern:
+    return re.compile(get_parser().get_terminal("TYPE_TEXT").pattern.to_regexp())
+
+
+@functools.cache
+def _ssa_op_lexer() -> re.Pattern:
+    """The tokens of an ``SSA_OP`` token's text, blanks skipped."""
+    ssa = get_parser().get_terminal("SSA").pattern.to_regexp()
+    return re.compile(rf"(?P<ssa>{ssa})|(?P<type>{_type_text().pattern})|(?P<arrow>->|(?<![\w$.])to(?![\w$.]))"
+                      rf"|(?P<word>[A-Za-z_][\w$.]*)|(?P<punct>[,=\[\]:])")
+
+
+def ssa_op_items(text: str) -> SsaOpItems:
+    """The parts of an ``SSA_OP`` token's text (the grammar has checked its form)."""
+    toks = [(m.lastgroup, m.group(), m.start()) for m in _ssa_op_lexer().finditer(text)]
+    result, name = toks[0][1:], toks[2][1:]
+    args, i = [], 3
+    while toks[i][1] != ":":
+        kind, word, off = toks[i]
+        if kind == "ssa":
+            args.append(("operand", (word, off)))
+            i += 1
+        elif toks[i + 2][1] == "[":
+            end = next(j for j in range(i + 3, len(toks)) if toks[j][1] == "]")
+            args.append(("kwarg", (word, off), [t[1:] for t in toks[i + 3:end] if t[0] == "ssa"]))
+            i = end + 1
+        else:
+            args.append(("kwarg", (word, off), toks[i + 2][1:]))
+            i += 3
+        if toks[i][1] == ",":
+            i += 1
+    sig, out = [], []
+    for kind, word, off in toks[i + 1:]:
+        if kind == "arrow":
+            sig, out = out, sig
+        elif kind != "punct":
+            out.append(("type_text", "TYPE_TEXT", word, off) if kind == "type" else ("builtin_type", "NAME", word, off))
+    return SsaOpItems(result, name, tuple(args), tuple(sig), tuple(out))
+
+
+class SsaOp(Tree):
+    """The ``op`` node of an ``SSA_OP`` token.  Its children are those the grammar builds from the
+    op's tokens, made when first read: tree_to_stmts reads :attr:`token` and :func:`ssa_op_items`
+    instead."""
+
+    def __init__(self, token: Token):
+        self.data, self.token, self._meta, self._children = "op", token, None, None
+
+    @property
+    def children(self) -> list:
+        if self._children is None:
+            tok, items = self.token, ssa_op_items(self.token.value)
+
+            def leaf(kind: str, part: tuple[str, int]) -> Token:
+                return item_token(tok, kind, *part)
+
+            def operand(part: tuple[str, int]) -> Tree:
+                return Tree("operand", [leaf("SSA", part)])
+
+            def types(data: str, parts: tuple) -> Tree:
+                return Tree(data, [Tree(node, [leaf(kind, (text, off))]) for node, kind, text, off in parts])
+
+            name = items.name[0]
+            args = [operand(a[1]) if a[0] == "operand" else
+                    Tree("kwarg", [leaf("NAME", a[1]), Tree("list", [operand(p) for p in a[2]])
+                                   if isinstance(a[2], list) else operand(a[2])]) for a in items.args]
+            self._children = [Tree("results", [leaf("SSA", items.result)]),
+                              leaf(op_name_kind(name), items.name),
+                              *args, Tree("signature", [types("sig_in", items.sig_in), types("sig_out", items.sig_out)])]
+        return self._children
+
+    @children.setter
+    def children(self, value: list) -> None:
+        self._children = value
 
 
 class DpsGroup(Tree):
@@ -381,6 +497,8 @@ class _DpsGroups:
         return _group("outs", children)
 
     def op(self, children):
+        if len(children) == 1 and isinstance(children[0], Token) and children[0].type == "SSA_OP":
+            return SsaOp(children[0])
         if len(children) > 1 and isinstance(children[1], Token) and children[1].type == "DPS_OP":
             name, ins, outs = _dps_op_parts(children[1])
             return Tree("op", [children[0], name, DpsGroup("ins", ins), DpsGroup("outs", outs), *children[2:]])
@@ -449,6 +567,7 @@ _FRIENDLY = {
     "DPS_INS": "'ins'",
     "DPS_OUTS": "'outs'",
     "DPS_OP": "operation name",
+    "SSA_OP": "SSA value",
     "BANG_NAME": "type",
     "HASH_NAME": "attribute",
     "OPNAME": "operation name",
@@ -490,6 +609,8 @@ def _show_token(tok: Token) -> str:
         text = _DPS_GROUPS[tok.type]
     elif tok.type == "DPS_OP":  # and the op name here
         text = str(_dps_op_parts(tok)[0])
+    elif tok.type == "SSA_OP":  # and the result here
+        text = ssa_op_items(tok.value).result[0]
     if len(text) > 40:
         text = text[:37] + "..."
     return f"'{text}'"

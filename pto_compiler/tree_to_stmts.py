@@ -44,7 +44,17 @@ from pto_compiler.frontend import (
     TypeRef,
     element_type,
 )
-from pto_compiler.syntax import TYPE_NODES, DpsGroup, dps_items, first_token, item_token, parse_type_text
+from pto_compiler.syntax import (
+    TYPE_NODES,
+    DpsGroup,
+    SsaOp,
+    dps_items,
+    first_token,
+    item_token,
+    op_name_kind,
+    parse_type_text,
+    ssa_op_items,
+)
 
 LITERAL_TOKENS = {"INT", "FLOAT", "HEX", "STRING", "TRUE", "FALSE"}
 
@@ -473,30 +483,57 @@ class Converter:
         located alike, without the tokens and nodes of its children (syntax.DpsGroup)."""
         operands: list[Operand] = []
         types: list[TypeRef] = []
-        line, column = group.line, group.column
         items = dps_items(group.value)
         for node, kind, text, off in items:
-            pos = Pos(line, column + off)
             if node == "operand":
-                operands.append(Operand(text[1:], pos))
-            elif node == "type_text":
-                t = self._texts.get(text)
-                if t is None:
-                    tree = parse_type_text(item_token(group, kind, text, off), self.filename)
-                    t = self._texts[text] = self.type(tree)
-                types.append(TypeRef(t, pos))
+                operands.append(Operand(text[1:], Pos(group.line, group.column + off)))
             else:
-                types.append(TypeRef(element_type(text, self.filename, pos), pos))
+                types.append(self.item_type(group, node, kind, text, off))
         if len(types) != len(operands):
-            raise error_at(f"{len(operands)} operands but {len(types)} types", self.filename, line,
-                           column + items[0][3])
+            raise error_at(f"{len(operands)} operands but {len(types)} types", self.filename, group.line,
+                           group.column + items[0][3])
         return operands, types, []
+
+    def item_type(self, tok: Token, node: str, kind: str, text: str, offset: int) -> TypeRef:
+        """:meth:`type_ref` of the type ``text`` at ``offset`` in a one-token op or group ``tok``."""
+        pos = Pos(tok.line, tok.column + offset)
+        if node == "builtin_type":
+            return TypeRef(element_type(text, self.filename, pos), pos)
+        t = self._texts.get(text)
+        if t is None:
+            t = self._texts[text] = self.type(parse_type_text(item_token(tok, kind, text, offset), self.filename))
+        return TypeRef(t, pos)
+
+    def ssa_op(self, tok: Token) -> Stmt:
+        """:meth:`stmt` of a one-token op (syntax.SsaOp), read from its text: the same statement,
+        located alike, without the tokens and nodes of its children."""
+        items = ssa_op_items(tok.value)
+        line, column = tok.line, tok.column
+
+        def operand(part: tuple[str, int]) -> Operand:
+            return Operand(part[0][1:], Pos(line, column + part[1]))
+
+        name, off = items.name
+        stmt = Stmt([operand(items.result)], "pto." + name if op_name_kind(name) == "SHORT_OP" else name,
+                    Pos(line, column + off))
+        for arg in items.args:
+            if arg[0] == "operand":
+                stmt.operands.append(operand(arg[1]))
+            else:
+                value = arg[2]
+                stmt.kwargs[arg[1][0]] = [operand(p) for p in value] if isinstance(value, list) else operand(value)
+        stmt.in_types = [self.item_type(tok, *t) for t in items.sig_in]
+        stmt.has_arrow = True
+        stmt.out_types = [self.item_type(tok, *t) for t in items.sig_out]
+        return stmt
 
     # ---- statements --------------------------------------------------------------------
     def stmts(self, items) -> list[Stmt]:
         return [self.stmt(i) for i in items if i is not None]
 
     def stmt(self, node: Tree) -> Stmt:
+        if isinstance(node, SsaOp):
+            return self.ssa_op(node.token)
         if node.data == "func_op":
             return self.func(node)
         if node.data == "module_op":

@@ -389,11 +389,11 @@ def test_error_inside_a_one_token_type(bad: str, column: int) -> None:
 
 
 def _token_by_token_parser():
-    """The grammar without its one-token DPS ops and groups (DPS_OP, DPS_INS, DPS_OUTS)."""
+    """The grammar without its one-token ops and DPS groups (SSA_OP, DPS_OP, DPS_INS, DPS_OUTS)."""
     text = syntax.GRAMMAR_PATH.read_text(encoding="utf-8")
     plain = text.replace(" | DPS_INS\n", "\n").replace(" | DPS_OUTS\n", "\n")
-    plain = re.sub(r"\n  \| \[results\] DPS_OP [^\n]*", "\n", plain)
-    assert plain.count("\n") == text.count("\n") and "| DPS_" not in plain and "] DPS_" not in plain
+    plain = re.sub(r"\n  \| (?:\[results\] DPS_OP|SSA_OP) [^\n]*", "\n", plain)
+    assert plain.count("\n") == text.count("\n") and not re.search(r"[|\]] (?:DPS|SSA)_", plain)
     return Lark(plain, parser="lalr", lexer="contextual", postlex=syntax._POSTLEX, maybe_placeholders=True,
                 start=["start", "type"])
 
@@ -426,32 +426,39 @@ def _preorder(node):
 
 _DPS_SNIPPETS = ["%", "!", "<", ">", "(", ")", "[", "]", "{a = 1}", ",", ":", "=", " ", "\n", "\t", "//", "?",
                  "ins(", "outs(", "f32", "foo32", "index", "true", "dense", "%a", "%1#2", " : ", "!pto.tile<",
-                 "9" * 50, "pto.", "t", ".x", "section.", "tensor.", "%r = ", "\n  {b = 2}", " isBinary = false"]
-_DPS_OP = re.compile(r"(?m)^[ \t]*(?=\S+[ \t]+ins\()|\b(?:ins|outs)\(")
+                 "9" * 50, "pto.", "t", ".x", "section.", "tensor.", "%r = ", "\n  {b = 2}", " isBinary = false",
+                 "->", " to ", "\n  -> f32", ", f32", "= [%a, %b]", ", k = %c", "true", "arith.", "x = [", "%2:2"]
+_ONE_TOKEN_OP = re.compile(r"(?m)^[ \t]*(?=\S+[ \t]+ins\(|%\S+ = \S+ %.*(?:->| to ))|\b(?:ins|outs)\(")
 
 
-def test_one_token_dps_ops_and_groups_change_nothing() -> None:
-    """``pto.tadd ins(%a, %b : T, f32) outs(%d : T)`` and its groups lexed as one token give the tree
-    token by token lexing gives, each token where it is, and the same statements (tree_to_stmts
-    reads such a group's text, not its tokens); on inputs mutated in their ops the same tree and
-    statements, or the same error."""
+def test_one_token_ops_and_groups_change_nothing() -> None:
+    """``pto.tadd ins(%a, %b : T, f32) outs(%d : T)``, its groups and ``%v = OP %a, k = [%b] : T -> U``
+    lexed as one token give the tree token by token lexing gives, each token where it is, and the
+    same statements (tree_to_stmts reads such an op's text, not its tokens); on inputs mutated in
+    such ops the same tree and statements, or the same error."""
     plain = _token_by_token_parser()
     root = Path(__file__).resolve().parents[1]
     sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.pto")) +
                sorted(root.glob("lit_tests/**/*.pto")) + SAMPLE_FILES]
-    sources = [s for s in sources if re.search(r"\b(?:ins|outs)\(", s)]
     sources.append("pto.tadd ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, f32) outs(%d : !pto.ptr<f32>)\n"
                    "pto.tload ins (%p:!pto.partition_tensor_view<16x16xf32> )\n  outs(%t#1 : index)\n"
-                   "%r = tmatmul.acc ins(%a : f32) outs(%b : f32) {c}\ntinsert\tins(%a:i8)outs(%b:i8)\n")
+                   "%r = tmatmul.acc ins(%a : f32) outs(%b : f32) {c}\ntinsert\tins(%a:i8)outs(%b:i8)\n"
+                   "%v = pto.partition_view %t,offsets=[%a,%b],sizes = [ %c ] : !pto.tensor_view<?x?xf32> -> f32\n"
+                   "%w = tadd %a, %b, addr = %c, to = [%d] : f32, i64->!pto.tile<16x16xf32>\n"
+                   "%i = arith.index_cast %x : i32 to index\n")
+    sources += ["scf.execute_region {\n" * depth + line + "}\n" * depth for depth in (MAX_NESTING - 1, MAX_NESTING)
+                for line in ("%v = pto.x %a, k = [%b] : f32 -> f32\n", "%v = pto.x %a : !pto.tile<4x4xf32> -> f32\n",
+                             "pto.x ins(%a : f32) outs(%b : !pto.ptr<f32>)\n")]
+    sources = [s for s in sources if _ONE_TOKEN_OP.search(s)]
     for text in sources:
         assert _outcome(text) == _outcome(text, plain)
     rng = random.Random(9)
-    for _ in range(400):
+    for _ in range(600):
         text = rng.choice(sources)
-        start = rng.choice([m.start() for m in _DPS_OP.finditer(text)])
+        start = rng.choice([m.start() for m in _ONE_TOKEN_OP.finditer(text)])
         for _ in range(rng.randint(1, 2)):
-            end = text.find(")", start)
-            pos = rng.randint(start, end + 1 if end >= 0 else len(text))
+            end = text.find("\n", start)  # within the op's line
+            pos = rng.randint(start, end if end >= 0 else len(text))
             cut = rng.choice([0, 0, 1, 3])
             text = text[:pos] + rng.choice(_DPS_SNIPPETS) * (cut != 3) + text[pos + cut:]
         assert _outcome(text) == _outcome(text, plain), text[start - 20:start + 120]
