@@ -512,11 +512,12 @@ class A2A3Op(IRDLOperation):
                           properties=props, result_types=[result_type] if result_type else [])
 
 
-def new_op(cls: type[A2A3Op], operands: tuple, properties: dict, result_type: Attribute | None,
-           location: Attribute) -> A2A3Op:
+def new_op(cls: type[IRDLOperation], operands: tuple, properties: dict, result_type: Attribute | None,
+           location: Attribute) -> IRDLOperation:
     """What ``cls.create`` makes of these arguments (the same fields and uses), its location given,
-    without xDSL's generic operand/successor setters: the lowerings build thousands of these ops, and
-    the generated ops have no default property for IRDL's post-init to fill."""
+    without xDSL's generic operand/successor setters: the lowerings and pto-insert-sync build thousands
+    of ops of classes with no region, successor or default property (IRDL's post-init would fill
+    one): the a2a3 ops and pto's sync ops."""
     op = cls.__new__(cls)
     op._operands = SSAValues(operands)
     op._operand_uses = uses = tuple([Use(op, i) for i in range(len(operands))])

@@ -66,16 +66,18 @@ else a located error.  The pass is idempotent.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from pto_compiler.diagnostics import location_of, op_error
-from pto_compiler.dialects import pto
+from pto_compiler.dialects import a2a3, pto
 from pto_compiler.passes.tile_access import (
     PIPE_MTE2,
     PIPE_MTE3,
@@ -141,8 +143,9 @@ class _Block:
     parent: _Item | None = None
 
 
-@dataclass(frozen=True)
-class _Slot:
+class _Slot(NamedTuple):
+    """A place for syncs: before or after item ``index`` of block ``block`` (a tuple: the flow looks
+    one up per item)."""
     block: int
     index: int
     where: str  # "before" | "after"
@@ -174,6 +177,7 @@ class _Program:
         self.accesses: list[_Item] = []
         self.user_syncs: list[_Item] = []
         self.counter = 0
+        self.locals: dict = {}
         self.root = self._block(fn.body.block, None, [])
 
     # ---- building ----------------------------------------------------------------------
@@ -189,6 +193,8 @@ class _Program:
         return b
 
     def _item(self, op: Operation, ancestors: list[_Item]) -> _Item | None:
+        if isinstance(op, pto.TileOp):  # most ops: no region, no sync
+            return self._access(op, ancestors)
         if isinstance(op, scf.ForOp):
             item = _Item(op, "loop", ancestors=list(ancestors))
             item.start = self._tick()
@@ -213,7 +219,7 @@ class _Program:
             item.blocks = [self._block(op.after_region.block, item, ancestors + [item])]
             item.end = self.counter
             return item
-        if op.regions and not isinstance(op, pto.TileOp):
+        if op.regions:
             item = _Item(op, "region", ancestors=list(ancestors))
             item.start = self._tick()
             item.blocks = [self._block(b, item, ancestors + [item]) for r in op.regions for b in r.blocks]
@@ -225,6 +231,10 @@ class _Program:
             item.start = item.end = self._tick()
             self.user_syncs.append(item)
             return item
+        return self._access(op, ancestors)
+
+    def _access(self, op: Operation, ancestors: list[_Item]) -> _Item | None:
+        """The item of an op that reads or writes tiles or GM (None: it touches neither)."""
         if isinstance(op, pto.TileOp) and op.res and not op.outs:
             if any(isinstance(r.type, pto.TileType) for r in op.res):
                 raise op_error(op, "is an L1 (SSA) tile op; run pto-bufferize and pto-plan-memory before "
@@ -255,13 +265,16 @@ class _Program:
     def _is_local(v: SSAValue) -> bool:
         return isinstance(v.type, pto.TileBufType)
 
-    @staticmethod
-    def _local(v: SSAValue) -> tuple:
-        """(memory, lo, hi): the tile's bytes in the memory of its loc (UB: "ub")."""
-        loc = v.type.loc.data
-        space = "ub" if loc == "vec" else loc
-        r = tile_range(v)
-        return (space, r[0], r[1]) if r is not None else (space, *_UB_ALL[1:])
+    def _local(self, v: SSAValue) -> tuple:
+        """(memory, lo, hi): the tile's bytes in the memory of its loc (UB: "ub"); worked out once per
+        tile value (a kernel's ops name a few tiles many times)."""
+        got = self.locals.get(v)
+        if got is None:
+            loc = v.type.loc.data
+            space = "ub" if loc == "vec" else loc
+            r = tile_range(v)
+            got = self.locals[v] = (space, r[0], r[1]) if r is not None else (space, *_UB_ALL[1:])
+        return got
 
     def _gm(self, v: SSAValue) -> tuple:
         owner = v.owner
@@ -779,10 +792,21 @@ class _Inserter:
     @staticmethod
     def _op(what: str, u: _Unit, location) -> Operation:
         if what == "barrier":
-            return pto.BarrierOp([pto.raw_attr("pipe", PIPES[u.src])], location=location)
-        args = [pto.raw_attr("pipe", PIPES[u.src]), pto.raw_attr("pipe", PIPES[u.dst]),
-                pto.raw_attr("event", f"EVENT_ID{u.event}")]
-        return (pto.SetFlagOp if what == "set" else pto.WaitFlagOp)(args, location=location)
+            return a2a3.new_op(pto.BarrierOp, (), _sync_props(PIPES[u.src]), None, location)
+        props = _sync_props(PIPES[u.src], PIPES[u.dst], f"EVENT_ID{u.event}")
+        return a2a3.new_op(pto.SetFlagOp if what == "set" else pto.WaitFlagOp, (), props, None, location)
+
+
+@functools.cache
+def _args(words: tuple) -> ArrayAttr:
+    """The ``args`` of a sync op naming ``words`` (pipes, then an event), as its builder shares them."""
+    return pto._args_attr(tuple([pto.raw_attr("pipe", w) for w in words[:2]] +
+                                [pto.raw_attr("event", w) for w in words[2:]]))
+
+
+def _sync_props(*words: str) -> dict:
+    """The properties of a sync op naming ``words`` (what its builder makes of them)."""
+    return {"args": _args(words)}
 
 
 @dataclass(frozen=True)
