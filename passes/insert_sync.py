@@ -479,12 +479,13 @@ class _State:
 class _Flow:
     def __init__(self, prog: _Program):
         self.prog = prog
-        self.all_bits = sum(a.bit for a in prog.accesses)
+        self.all_bits = (1 << len(prog.accesses)) - 1  # every access's bit
         self.pipe_bits = [0] * NP
         for a in prog.accesses:
             self.pipe_bits[a.pipe] |= a.bit
         self.at: dict[_Slot, list[tuple[str, tuple]]] = {}
-        self.states: dict[int, list[int]] = {}  # access bit -> K before it
+        self.states: dict[_Item, list[int]] = {}  # access -> K before it (keyed by the item: a bit of
+        # thousands of accesses is an integer as long, slow to hash)
 
     def add(self, u: _Unit) -> None:
         for slot, what, _ in u.places:
@@ -523,7 +524,7 @@ class _Flow:
         item = block.items[i]
         self._slot(st, block, i, "before")
         if item.kind == "access":
-            self.states[item.bit] = list(st.k)
+            self.states[item] = list(st.k)
             b = ~item.bit
             for q in range(NP):
                 if not (item.pipe == q and q in _IN_ORDER):
@@ -579,7 +580,7 @@ class _Inserter:
 
     @staticmethod
     def ordered(states: dict, p: _Item, c: _Item) -> bool:
-        return bool(states[c.bit][c.pipe] & p.bit)
+        return bool(states[c][c.pipe] & p.bit)
 
     def unit_for(self, p: _Item, c: _Item) -> _Unit:
         forward, pk, ck, loop = self.prog.relation(p, c)
