@@ -303,21 +303,18 @@ class _VfTimer:
         self.pend: dict = {}
         self.front = self.end = 0.0
         self.c = dict.fromkeys(VF_COUNTERS, 0.0)
-
-    def stream(self, log) -> None:
         from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_LOOP, LOG_OP, LOG_TRIP
 
-        for kind, op in log:
-            if kind == LOG_OP:
-                self.op(op)
-            elif kind == LOG_ENTER:
-                self.enter(op)
-            elif kind == LOG_TRIP:
-                self.trip(op)
-            elif kind == LOG_EXIT:
-                self.exit(op)
-            elif kind == LOG_LOOP:
-                self.loop(*op)
+        self.handle = {LOG_OP: self.op, LOG_ENTER: self.enter, LOG_TRIP: self.trip, LOG_EXIT: self.exit,
+                       LOG_LOOP: lambda x: self.loop(*x)}
+        """What each kind of stream entry (runtime/vf_executor.py LOG_*) runs."""
+        self.loop_values: dict = {}
+        """id of a loop's per-trip stream -> the values whose ready times :meth:`_clocks` reads."""
+
+    def stream(self, log) -> None:
+        handle = self.handle
+        for kind, x in log:
+            handle[kind](x)
 
     def enter(self, op) -> None:
         P, c = self.P, self.c
@@ -371,11 +368,14 @@ class _VfTimer:
 
     def loop(self, op, per_trip: list, trips: int) -> None:
         """A hardware loop whose every trip ran ``per_trip``."""
-        from ..runtime.vf_executor import LOG_LOOP, LOG_OP
-
         self.enter(op)
-        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
-        values += [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
+        values = self.loop_values.get(id(per_trip))
+        if values is None:
+            from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+
+            values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
+            values += [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
+            self.loop_values[id(per_trip)] = values
         snaps = [self._clocks(values)] if trips > STEADY_TRIPS + 1 else None
         for k in range(trips):
             if snaps is not None and len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
@@ -902,9 +902,19 @@ def _steady(snaps) -> tuple | None:
 
 
 def _close(a, b) -> bool:
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+    """Numbers, or lists/tuples of them nested alike, equal to 1e-6 relative (one call per list:
+    :func:`_steady` compares every clock of a trip, every trip)."""
+    if not isinstance(a, (list, tuple)):
+        return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, (list, tuple)):
+            if not _close(x, y):
+                return False
+        elif abs(x - y) > 1e-6 * max(1.0, abs(x), abs(y)):
+            return False
+    return True
 
 
 def estimate(program, inputs: dict | None = None, scalars: dict | None = None, *, blocks: int = 1,

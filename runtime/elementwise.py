@@ -79,13 +79,18 @@ _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def np_dtype(name_or_dtype) -> np.dtype:
     """The NumPy dtype of a ptoc element type name (``"f32"``, ``"bf16"``, ``"u8"``...) or dtype."""
     if isinstance(name_or_dtype, str):
-        name = canonical_name(name_or_dtype)
-        if name is None:
-            raise ElementwiseError(f"unknown element type '{name_or_dtype}'")
-        if name == "bf16":
-            return bf16()
-        return np.dtype(NUMPY_NAMES[name])
+        got = _NP_DTYPES.get(name_or_dtype)
+        if got is None:
+            name = canonical_name(name_or_dtype)
+            if name is None:
+                raise ElementwiseError(f"unknown element type '{name_or_dtype}'")
+            got = _NP_DTYPES[name_or_dtype] = bf16() if name == "bf16" else np.dtype(NUMPY_NAMES[name])
+        return got
     return np.dtype(name_or_dtype)
+
+
+_NP_DTYPES: dict = {}
+"""Element type name as written -> its NumPy dtype (the executor asks per instruction)."""
 
 
 def bf16() -> np.dtype:

@@ -1668,14 +1668,14 @@ def _replayable(program: Program) -> bool:
             and lookup_target(program.target) is not None and not program.scalar_args)
 
 
-def _recorded(program: Program, m: "_Machine") -> "_Replay | None":
+def _recorded(program: Program, m: "_Machine", ub_bytes: int) -> "_Replay | None":
     """The :class:`_Replay` of a replayable program from its first checked, traced run ``m`` (which
     kept its data steps in ``m.dry``), or None when that run found anything (then every execution
     runs instruction by instruction and reports it)."""
     if m.findings:
         return None
     return _Replay(tuple(program.body), m.dry, list(m.trace), dict(m.counts), m.max_steps - m.steps_left,
-                   len(m.ub), frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
+                   ub_bytes, frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
 
 
 class _ReplayMachine:
@@ -1803,7 +1803,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     except _Abort:
         pass
     if record:
-        plan.replay = _recorded(program, m)
+        plan.replay = _recorded(program, m, ub_bytes)
     result = ExecResult(outputs=m.gm, findings=m.findings, trace=m.trace, counts=m.counts,
                         ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks, replay=plan.replay if record else None)
     if m.findings and raise_on_findings:
