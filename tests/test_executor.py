@@ -7,6 +7,7 @@ arithmetic: addr(r, b, e) = X + (r*repStride + b*blkStride)*32 + e*E, lane = b*E
 
 from __future__ import annotations
 
+import dataclasses
 
 import numpy as np
 import pytest
@@ -739,6 +740,42 @@ def test_softmax_every_deleted_sync_is_found():
         with pytest.raises(ExecutionError) as e:
             execute(softmax("\n".join(only_set), 16, 128), {"x": x})
         assert e.value.kinds == {"deadlock"}
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_first_checked_run_decides_the_later_runs(target):
+    """A straight-line program's first checked run checks hazards and keeps its NumPy steps; a
+    later run on other data replays them: both give np.maximum of their own inputs, the same
+    trace, counts and cycle stats; the program without its flags reports the race on every run."""
+    from pto_compiler import api
+
+    text = """func.func @k(%x: !pto.tile<32x64xf32>, %s: !pto.tile<32x1xf32, blayout=col_major>) -> !pto.tile<32x64xf32> {
+  %d = pto.trowexpandmax %x, %s : !pto.tile<32x64xf32>, !pto.tile<32x1xf32, blayout=col_major> -> !pto.tile<32x64xf32>
+  return %d : !pto.tile<32x64xf32>
+}
+"""
+    prog = api.compile(api.parse(text, "k.pto"), target, decode=True)
+    runs = []
+    for _ in range(2):
+        x = rng.standard_normal((32, 64)).astype(np.float32)
+        s = rng.standard_normal((32, 1)).astype(np.float32)
+        r = execute(prog, {"x": x, "s": s})
+        assert r.findings == []
+        assert np.array_equal(r.outputs["result0"], np.maximum(x, s))
+        runs.append(r)
+    first, later = runs
+    assert later.replay is first.replay is not None  # the later run replayed what the first kept
+    assert [(e.opcode, e.pipe) for e in later.trace] == [(e.opcode, e.pipe) for e in first.trace]
+    assert later.counts == first.counts
+    assert later.cycle_stats(target).to_dict() == first.cycle_stats(target).to_dict()
+
+    waits = [i for i, n in enumerate(prog.body) if isinstance(n, Instr) and n.opcode == "wait_flag"
+             and n.args["dst_pipe"] == "V"]
+    unsynced = dataclasses.replace(prog, body=prog.body[:waits[0]] + prog.body[waits[0] + 1:])
+    for _ in range(2):
+        with pytest.raises(ExecutionError) as e:
+            execute(unsynced, {"x": x, "s": s})
+        assert e.value.kinds == {"race", "sync"}  # (the set_flag left without its wait: "sync")
 
 
 # ------------------------------------------------------------------------------------------------
