@@ -153,6 +153,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     SymbolRefAttr,
+    UnregisteredOp,
 )
 from xdsl.ir import (
     Attribute, Block, BlockArgument, Dialect, Operation, OpResult, ParametrizedAttribute, Region, SSAValue, SSAValues,
@@ -674,8 +675,11 @@ class _MemOp(VfOp):
 
     @property
     def dyn_offset(self) -> SSAValue | None:
-        ops = self.operands
-        return ops[1] if len(ops) > 1 and isinstance(ops[1].type, IndexType) else None
+        ops = self._operands
+        if len(ops) < 2:
+            return None
+        off = tuple.__getitem__(ops, 1)  # (SSAValues' own __getitem__ costs more than the rest)
+        return off if isinstance(off.type, IndexType) else None
 
     @property
     def rest(self) -> tuple[SSAValue, ...]:
@@ -1911,9 +1915,25 @@ class VfSymbols:
 
 
 class VfPrinter(Printer):
-    """xDSL's printer, faster on VF bodies (the listing prints every launched VF): a tile, register
-    or mask type's text is made once, and a token without a newline goes straight to the stream
-    (xDSL writes each token through ``print()``).  Prints what :class:`Printer` prints."""
+    """xDSL's printer, faster on VF bodies (the listing prints every launched VF): an op's results and
+    name are printed without looking up its traits (:func:`_form`), arith constants, binary ops and
+    casts and ``scf.yield`` (a third of a VF's ops) without xDSL's interpreter of declarative formats,
+    a tile, register or mask type's text is made once, and a token without a newline goes straight
+    to the stream (xDSL writes each token through ``print()``).  Prints what :class:`Printer` prints."""
+
+    def print_op(self, op: Operation) -> None:
+        form = _FORMS.get(type(op))
+        if form is None:
+            form = _FORMS[type(op)] = _form(type(op))
+        if (not form or op.attributes or not form[0](op) or self.print_generic_format or self.print_debuginfo
+                or op in self.diagnostic.op_messages):
+            super().print_op(op)
+            return
+        if op.results:
+            self.print_list(op.results, self.print_ssa_value)
+            self.print_string(" = ")
+        self.print_string(op.name)
+        form[1](self, op)
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         if "\n" in text or self.stream is None:
@@ -1932,6 +1952,77 @@ class VfPrinter(Printer):
             Printer(stream=buf).print_attribute(attribute)
             known = _TYPE_TEXT[id(attribute)] = (attribute, buf.getvalue())
         self.print_string(known[1])
+
+
+def _always(op: Operation) -> bool:
+    return True
+
+
+def _no_overflow_flags(op: Operation) -> bool:
+    return op.properties.get("overflowFlags", _NO_OVERFLOW) == _NO_OVERFLOW
+
+
+def _print_binary(printer: Printer, op: Operation) -> None:
+    """``$lhs `,` $rhs attr-dict `:` type($result)`` with no attributes."""
+    lhs, rhs = op.operands
+    printer.print_string(" ")
+    printer.print_ssa_value(lhs)
+    printer.print_string(", ")
+    printer.print_ssa_value(rhs)
+    printer.print_string(" : ")
+    printer.print_attribute(op.results[0].type)
+
+
+def _print_cast(printer: Printer, op: Operation) -> None:
+    """``$input attr-dict `:` type($input) `to` type($result)`` with no attributes."""
+    (v,) = op.operands
+    printer.print_string(" ")
+    printer.print_ssa_value(v)
+    printer.print_string(" : ")
+    printer.print_attribute(v.type)
+    printer.print_string(" to ")
+    printer.print_attribute(op.results[0].type)
+
+
+def _print_yield(printer: Printer, op: Operation) -> None:
+    """``attr-dict ($arguments^ `:` type($arguments))?`` with no attributes."""
+    if op.operands:
+        printer.print_string(" ")
+        printer.print_list(op.operands, printer.print_ssa_value)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in op.operands], printer.print_attribute)
+
+
+def _print_constant(printer: Printer, op: Operation) -> None:
+    """``attr-dict $value`` with no attributes."""
+    printer.print_string(" ")
+    printer.print_attribute(op.properties["value"])
+
+
+def _form(cls: type[Operation]):
+    """How :class:`VfPrinter` prints an op of ``cls`` after its results and name, and when it may:
+    (may(op), print(printer, op)), or None: xDSL's ``print_op`` (an op with regions of their own
+    scope, or printed in the generic form)."""
+    fmt = getattr(cls, "assembly_format", None)
+    if fmt in _BINARY_FORMATS:
+        return _no_overflow_flags, _print_binary
+    if fmt == "$input attr-dict `:` type($input) `to` type($result)":
+        return _always, _print_cast
+    if fmt == "attr-dict ($arguments^ `:` type($arguments))?":
+        return _always, _print_yield
+    if cls is arith.ConstantOp:
+        return _always, _print_constant
+    if (cls.print is Operation.print or issubclass(cls, UnregisteredOp)
+            or cls.get_trait(IsolatedFromAbove) is not None):
+        return None
+    return _always, lambda printer, op: op.print(printer)
+
+
+_BINARY_FORMATS = ("$lhs `,` $rhs attr-dict `:` type($result)",
+                   "$lhs `,` $rhs (`overflow` `` $overflowFlags^)? attr-dict `:` type($result)")
+_NO_OVERFLOW = arith.IntegerOverflowAttr("none")
+_FORMS: dict[type, tuple | None] = {}
+"""Op class -> its :func:`_form`."""
 
 
 _TYPE_TEXT: dict[int, tuple[Attribute, str]] = {}

@@ -397,19 +397,20 @@ class _OpLowering:
         """The vf.func and the vf.call (see :meth:`body`)."""
         return self.launch(*self.body(built))
 
-    def body(self, built: dict | None, pristine: bool = False) -> tuple[vf.VfFuncOp, bool]:
+    def body(self, built: dict | None, pristine: bool = False, intern=lambda a: a) -> tuple[vf.VfFuncOp, bool]:
         """The vf.func of the op's body and whether to launch a copy of it.  ``built``: the functions
         built so far by :meth:`body_key`; an op whose key is there gets a copy of that body (built
         once, copied many times: a copy skips the builder and the construction-time verification).
-        ``pristine``: a body ``built`` holds is never launched itself (a fusion changes what it launches)."""
+        ``pristine``: a body ``built`` holds is never launched itself (a fusion changes what it launches).
+        ``intern``: see :meth:`body_key`."""
         op = self.op
         fam = type(op).FAMILY
         handler = getattr(self, f"f_{fam}", None)
         if handler is None or not type(op).HAS_SEMANTICS or isinstance(op, pto.OpaqueTileOp):
             raise _Unsupported(pto.no_semantics(op) or "no rule for this instruction")
         plan = handler()      # registers the arguments, returns the body generator
-        key = self.body_key() if built is not None else None
         try:
+            key = self.body_key(intern) if built is not None else None
             template = built.get(key) if key is not None else None
         except TypeError:  # an attribute that cannot be hashed: build this body
             key = template = None
@@ -442,18 +443,20 @@ class _OpLowering:
         plan()
         return b.finish()
 
-    def body_key(self) -> tuple | None:
+    def body_key(self, intern=lambda a: a) -> tuple | None:
         """What the body depends on when every VF argument is a tile (the families read the op's
         name, attributes and operand types, and which operands are the same tile); None when
-        a scalar or run-time valid shape is passed (its defining op might be read)."""
+        a scalar or run-time valid shape is passed (its defining op might be read).  ``intern``
+        (:class:`_Interner`) stands for each type and attribute in the key."""
         if not all(isinstance(t, pto.TileLikeType) for t in self.types):
             return None
         op = self.op
         position = {k: i for i, k in enumerate(self.kargs)}
-        key = (op.name, self.target.name, tuple(self.types), tuple(position.get(v, -1) for v in op.operands),
-               tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
-               tuple(sorted(op.attributes.items())), tuple(sorted(op.properties.items())))
-        return key
+        return (op.name, self.target.name, tuple(map(intern, self.types)),
+                tuple(position.get(v, -1) for v in op.operands), tuple(intern(v.type) for v in op.operands),
+                tuple(intern(r.type) for r in op.results),
+                tuple((k, intern(a)) for k, a in sorted(op.attributes.items())),
+                tuple((k, intern(a)) for k, a in sorted(op.properties.items())))
 
     def tile(self, v) -> _T:
         return self.vals[v]
@@ -1457,6 +1460,21 @@ def _launch_per_row(fn: vf.VfFuncOp, call: vf.VfCallOp) -> tuple[vf.VfFuncOp, li
     return row, [*consts, kloop]
 
 
+class _Interner:
+    """Equal types and attributes -> one small int, each object hashed once: a tile type's hash
+    walks its parameters, and a tile op's :meth:`_OpLowering.body_key` holds a dozen."""
+
+    def __init__(self):
+        self.by_id: dict[int, tuple] = {}
+        self.by_value: dict = {}
+
+    def __call__(self, a) -> int:
+        known = self.by_id.get(id(a))
+        if known is None:  # (the object is held, so no other takes its id)
+            known = self.by_id[id(a)] = (a, self.by_value.setdefault(a, len(self.by_value)))
+        return known[1]
+
+
 class _Fusing:
     """pto-lower-vf followed by vf-fuse-launches (``fuse``), in one function: each tile op whose
     launch vf-fuse-launches would fuse into the launch before it has its body copied from its
@@ -1532,6 +1550,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950, fuse: bool = Fals
             continue
         counter = 0
         built: dict = {}
+        intern = _Interner()
         base = fn.sym_name.data
         todo = [op for op in fn.walk() if isinstance(op, pto.TileOp)
                 and not on_scalar_unit(op) and not lower_cube.is_cube_op(op)]
@@ -1544,7 +1563,7 @@ def lower_module(module: ModuleOp, target: Target = ASCEND950, fuse: bool = Fals
             counter += 1
             lowering = _OpLowering(op, name, target)
             try:
-                template, copy = lowering.body(built, pristine=fusing is not None)
+                template, copy = lowering.body(built, fusing is not None, intern)
                 if fusing is not None and fusing.take(op, lowering, template, copy):
                     continue
                 vfn, call = lowering.launch(template, copy)
