@@ -150,14 +150,14 @@ class VfLoopOrderPass(ModulePass):
     name = "vf-loop-order"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from pto_compiler.runtime.cycles import vf_static_cycles
-
-        for fn in [o for o in op.walk() if isinstance(o, vf.VfFuncOp)]:
+        for fn in [o for o in vf.kernel_walk(op) if isinstance(o, vf.VfFuncOp)]:
             loops = [o for o in fn.walk() if isinstance(o, scf.ForOp)]
             for i in reversed(range(len(loops))):
                 n = _match(loops[i])
                 if n is None or not _distinct_at_calls(op, fn, n):
                     continue
+                from pto_compiler.runtime.cycles import vf_static_cycles  # (a kernel with no such nest: not imported)
+
                 trial = fn.clone()
                 interchange(_match([o for o in trial.walk() if isinstance(o, scf.ForOp)][i]))
                 known = _launch_constants(op, fn)

@@ -228,7 +228,7 @@ class VfMultiAccumulatorPass(ModulePass):
     name = "vf-multi-accumulator"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for fn in [o for o in op.walk() if isinstance(o, vf.VfFuncOp)]:
+        for fn in [o for o in vf.kernel_walk(op) if isinstance(o, vf.VfFuncOp)]:
             loops = [o for o in fn.walk() if isinstance(o, scf.ForOp)]
             for i in reversed(range(len(loops))):  # later loops first: earlier indices stay valid
                 c = _chain(loops[i])
