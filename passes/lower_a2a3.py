@@ -39,7 +39,11 @@ How each tile op becomes instructions (reference/vector_isa.md §1, §3; pto_isa
   row, then to one 32 B block with three strided vector ops, then the scalar unit folds the
   block's lanes (bracketed by V->S / S->V flags, event id 0, as TRowMax.hpp does).  f16 sums
   are accumulated in f32 (vconv, vadd.f32, vcadd.f32, vconv back): f16 arithmetic cannot meet
-  the golden model's tolerance for float sums (measured: 0.2-2.5 % of rows fail).
+  the golden model's tolerance for float sums (measured: 0.2-2.5 % of rows fail).  Valid cols
+  known only at run time: each row first folded (count mode, exactly C lanes) into a scratch row
+  of whole repeats filled with the reduction's identity (-0.0, ∓inf, the integer extremes), which
+  the static rule then reduces (:meth:`_FnLowering.padded_rows`; TPAIRREDUCESUM likewise, +0
+  padding, its first C sums copied back bit for bit with ``vor``).
 * **Column reductions** (§3.4): ``copy_ubuf_to_ubuf`` of row 0, then one ``OP(dst, dst, row i)``
   per row (a scalar loop); f16 TCOLSUM again accumulates in f32.
 * **Index reductions** (TROWARGMAX/MIN: ``vcmax``/``vcmin`` in VALUE_INDEX order per chunk, a
@@ -77,6 +81,7 @@ with no a2a3 lowering is a located ``PtocError``: "'pto.X' op has no a2a3 loweri
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -516,6 +521,18 @@ class _FnLowering:
         self.unsupported(f"needs {need} bytes of UB that no tile occupies for its temporaries, "
                          "and there are none")
         raise AssertionError
+
+    @contextlib.contextmanager
+    def reserved_ub(self, nbytes: int):
+        """A free-UB scratch of ``nbytes`` (:meth:`free_ub`) that the temporaries of the rules run
+        while it is held are placed around."""
+        addr = self.free_ub(nbytes)
+        span = (addr, addr + ceil_div(nbytes, 32) * 32)
+        self._free[0].append(span)
+        try:
+            yield addr
+        finally:
+            self._free[0].remove(span)
 
     def free_rows(self, row_bytes: int, rows: int, extra: int = 0, cap: int = REPEAT_MAX, multiple: int = 1):
         """(address, k): the most rows k <= min(rows, cap) of ``row_bytes + extra`` bytes each that
@@ -1007,9 +1024,9 @@ class _FnLowering:
         for t in tiles:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
-                                   "expand, broadcast, move, column-reduction, ttrans, tci and ttri families (row "
-                                   "and pair reductions: run-time rows only; trowexpand*: tiles of at most 239 "
-                                   "rows in Mode 1, 255 in Mode 2)")
+                                   "expand, broadcast, move, row-, pair- and column-reduction, fillpad, concat, "
+                                   "ttrans, tci and ttri families (trowexpand*: tiles of at most 239 rows in Mode "
+                                   "1, 255 in Mode 2)")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
@@ -1585,16 +1602,27 @@ class _FnLowering:
 
     def tile_concat(self, op):
         """TCONCAT: two strided copy_ubuf_to_ubuf, src1's to dst's column C0 (a whole 32-byte block:
-        the copies are block-granular, vector_isa.md §1.10)."""
+        the copies are block-granular, vector_isa.md §1.10).  When C0 is not whole blocks or a valid
+        shape is known only at run time (:func:`concat_on_scalar_unit`; ascend950 runs this rule
+        then too), the scalar unit moves each element (``ld_ub``, ``st_ub``), bracketed by V->S /
+        S->V flags as TTRANS."""
         a, b = (self.tile(v) for v in op.ins)
         d = self.tile(op.outs[0])
-        self._static_valid(a, b, d)
-        shift = a.vc * d.esize
-        if shift % 32:
-            self.unsupported(f"src0's {a.vc} valid cols are {shift} bytes, not whole 32-byte blocks: "
-                             "src1 would start inside a block")
-        self.copy_tile(a, TileRef(d.addr, d.t, d.vr, a.vc))
-        self.copy_tile(b, TileRef(self.add(d.addr, shift), d.t, d.vr, b.vc))
+        if not concat_on_scalar_unit(op):
+            self.copy_tile(a, TileRef(d.addr, d.t, d.vr, a.vc))
+            self.copy_tile(b, TileRef(self.add(d.addr, a.vc * d.esize), d.t, d.vr, b.vc))
+            return
+        self.flag("V", "S")
+        for src, c0 in ((a, 0), (b, a.vc)):
+            rows, i = self.loop("i", 0, d.vr, bound=d.t.rows)
+            outer = self.in_body(rows.body)
+            cols, j = self.loop("j", 0, src.vc, bound=src.t.cols)
+            inner = self.in_body(cols.body)
+            reg = self.emit("ld_ub", src.dtype, dst=self.fresh("s"), addr=self.elem(src, i, j))
+            self.emit("st_ub", d.dtype, addr=self.elem(d, i, self.add(j, c0)), src=reg)
+            self.end_loop(inner)
+            self.end_loop(outer)
+        self.flag("S", "V")
 
     def tile_fillpad(self, op):
         """TFILLPAD* (TFILLPAD.md): src's valid region VR x VC copied to dst (block-granular
@@ -1602,18 +1630,19 @@ class _FnLowering:
         rest of dst's tile: columns VC.. of rows 0..VR (a lane-masked head chunk), every column of
         rows VR..; 1-byte elements are dup'ed in pairs (u16), an odd VC's byte by the scalar unit."""
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s)
         if not (s.row_major and d.row_major):
             self.unsupported("a ColMajor tile")
         self._rows_aligned(s, d)
         R, C = d.t.rows, d.t.cols
         VR, VC = s.vr, s.vc
-        if op.ins[0] is not op.outs[0]:
-            self.copy_tile(s, TileRef(d.addr, d.t, VR, VC))
         bits = E.pad_bits(d.dtype, d.t.pad.data) % (1 << 8 * d.esize)
         word = 2 if d.esize == 1 else d.esize
         if d.esize == 1:
             bits *= 0x101
+        if not (_is_int(VR) and _is_int(VC)):
+            return self._fillpad_run_time(op, s, d, bits, word)
+        if op.ins[0] is not op.outs[0]:
+            self.copy_tile(s, TileRef(d.addr, d.t, VR, VC))
         if d.esize == 1 and VC % 2 and VR:
             self.flag("V", "S")
             rows, r = self.loop("r", 0, VR)
@@ -1628,6 +1657,31 @@ class _FnLowering:
                  extra={"scalar": bits})
         below = Opnd(self.add(d.addr, VR * d.row_bytes), d.row_bytes, 256, word)
         self.vec("vector_dup", dup, {"dst": below}, R - VR, per_row, extra={"scalar": bits})
+
+    def _fillpad_run_time(self, op, s: TileRef, d: TileRef, bits: int, word: int):
+        """src's valid rows/cols known only at run time: per valid row, dst's row ``vector_dup``'ed
+        with the PadValue's bits, then src's first VC columns copied over it bit for bit (``vor`` of
+        src's row with itself, count mode: exactly VC lanes; src's row first saved to a scratch row
+        when src is dst's storage); rows VR.. of dst dup'ed whole."""
+        e = d.esize
+        dup, per_row = f"u{8 * word}", d.t.cols * e // word
+        shared = op.INPLACE or op.ins[0] is op.outs[0] or (_is_int(s.addr) and s.addr == d.addr)
+        with self.reserved_ub(s.row_bytes) as scratch:
+            rows, r = self.loop("r", 0, s.vr, bound=s.t.rows)
+            inner = self.in_body(rows.body)
+            src_row = self.elem(s, r, 0)
+            if shared:
+                self.emit("copy_ubuf_to_ubuf", dst=scratch, src=src_row, n_burst=1, len_burst=s.row_bytes // 32)
+                src_row = scratch
+            dst_row = self.elem(d, r, 0)
+            self.vec("vector_dup", dup, {"dst": Opnd(dst_row, d.row_bytes, 256, word)}, 1, per_row,
+                     extra={"scalar": bits})
+            o = Opnd(src_row, s.row_bytes, 256, e)
+            self.vec("vor", f"u{8 * e}", {"dst": Opnd(dst_row, d.row_bytes, 256, e), "src0": o, "src1": o}, 1, s.vc)
+            self.end_loop(inner)
+        below = Opnd(self.elem(d, s.vr, 0), d.row_bytes, 256, word)
+        self.vec("vector_dup", dup, {"dst": below}, self.sub(d.t.rows, s.vr), per_row, extra={"scalar": bits},
+                 row_bound=d.t.rows)
 
     def tile_interleave(self, op):
         """TINTERLEAVE / TDEINTERLEAVE (TINTERLEAVE.md, TDEINTERLEAVE.md; A5 only: ascend950 runs this
@@ -1902,6 +1956,29 @@ class _FnLowering:
             self.vec(vop, dtype, {"dst": t_o, "src0": t_o, "src1": Opnd(self.add(S, k * 256), s_row, 0, e)},
                      rows, L, flat_ok=False)
 
+    def padded_rows(self, s: TileRef, R, C, fill, fold: tuple[str, str], extra_bytes: int, body):
+        """Valid cols C known only at run time: per valid row r (R may be a run-time count too) src's
+        first C columns are ``fold``ed (opcode, dtype; count mode: exactly C lanes) into a scratch row
+        of src's cols rounded up to whole 256-byte repeats, first filled with ``fill``; then
+        ``body(row, r, spare)`` reduces that static-width row (``spare``: ``extra_bytes`` of free UB
+        after it).  Nothing runs when C is 0, as for a static empty region."""
+        e = s.esize
+        width = ceil_div(s.t.cols * e, 256) * 256 // e
+        L = 256 // e
+        with self.reserved_ub(width * e + extra_bytes) as buf:
+            row = TileRef(buf, pto.TileBufType(s.t.element_type, [1, width]), 1, width)
+            guard, _ = self.loop("z", 0, self.min(C, 1), bound=1)
+            outer = self.in_body(guard.body)
+            rows, r = self.loop("r", 0, R, bound=s.t.rows)
+            inner = self.in_body(rows.body)
+            self.vec("vector_dup", s.dtype, {"dst": self.opnd(row, L)}, 1, width, extra={"scalar": fill})
+            opcode, dtype = fold
+            self.vec(opcode, dtype, {"dst": self.opnd(row, L), "src0": self.opnd(row, L),
+                                     "src1": Opnd(self.elem(s, r, 0), s.row_bytes, 256, e)}, 1, C)
+            body(row, r, buf + width * e)
+            self.end_loop(inner)
+            self.end_loop(outer)
+
     def tile_rowreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         if op.FAMILY == "rowprod":
@@ -1909,6 +1986,20 @@ class _FnLowering:
             return self.row_prod(s, d)
         self._rows_aligned(s, rows=s.vr)
         R, C = s.vr, s.vc
+        if not _is_int(C):
+            # identity lanes change no result: x + -0.0 is x (±0 included), max/min with ∓inf or the
+            # integer extremes is the other operand (a NaN wins, as everywhere)
+            kind = {"vcadd": "sum", "vcmax": "max", "vcmin": "min"}[type(op).A2A3_VOP]
+            npd = E.np_dtype(s.dtype)
+            if E.is_float_dtype(npd):
+                fill = {"sum": -0.0, "max": -math.inf, "min": math.inf}[kind]
+            else:
+                lo, hi = E.int_range(npd)
+                fill = {"sum": 0, "max": lo, "min": hi}[kind]
+            vop = {"sum": "vadd", "max": "vmax", "min": "vmin"}[kind]
+            self.padded_rows(s, R, C, fill, (vop, s.dtype), 0, lambda row, r, _: self._rowreduce(
+                op, row, TileRef(self.elem(d, r, 0), d.t, 1, 1), 1, row.vc))
+            return
         if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
             node, r = self.loop("rr", 0, R, bound=s.t.rows)
             outer = self.in_body(node.body)
@@ -2119,8 +2210,20 @@ class _FnLowering:
             self.red("vcadd", "f32", Rb, 1 if contiguous_dst else 8, T, 256, n, min(C, 64))
             back = {"src_dtype": "f32", "round": "r"}
             if contiguous_dst:
-                self.vec("vconv", "f16", {"dst": Opnd(self.add(d.addr, p * 2), 2 * n, 128, 2),
-                                          "src": Opnd(Rb, 4 * n, 256, 4)}, 1, n, lanes=64, extra=back)
+                # a row's dst element (the per-row rules) may sit inside a 32-byte block: converted into
+                # U, then moved by the scalar unit
+                aligned = _is_int(d.addr) and d.addr % 32 == 0
+                out = self.add(d.addr, p * 2) if aligned else U
+                self.vec("vconv", "f16", {"dst": Opnd(out, 2 * n, 128, 2), "src": Opnd(Rb, 4 * n, 256, 4)}, 1, n,
+                         lanes=64, extra=back)
+                if not aligned:
+                    self.flag("V", "S")
+                    node, q = self.loop("q", 0, n)
+                    outer = self.in_body(node.body)
+                    reg = self.emit("ld_ub", "f16", dst=self.fresh("s"), addr=self.add(U, self.mul(q, 2)))
+                    self.emit("st_ub", "f16", addr=self.add(d.addr, self.mul(self.add(q, p), 2)), src=reg)
+                    self.end_loop(outer)
+                    self.flag("S", "V")
             else:
                 self.vec("vconv", "f16", {"dst": Opnd(self.add(d.addr, p * d.row_bytes), d.row_bytes, 0, 2),
                                           "src": Opnd(Rb, 32, 0, 4)}, n, 1, lanes=64, extra=back, flat_ok=False)
@@ -2177,6 +2280,22 @@ class _FnLowering:
     def tile_pairreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         R, C = d.vr, d.vc
+        if not _is_int(C):
+            # src's row with +0 from column C (a bit copy: vor of the row with itself), paired over the
+            # scratch's whole width (an odd C's last pair is src[C-1] + 0; pairs of padding are the
+            # zeros of [ceil(C/2), C)), then dst's first C columns copied from the pair sums
+            self._rows_aligned(s, d, rows=2)
+            bits = f"u{8 * d.esize}"
+
+            def body(row: TileRef, r, spare):
+                sums = TileRef(spare, row.t, 1, row.vc)
+                self._pairreduce(row, sums, 1, row.vc)
+                o = Opnd(sums.addr, sums.row_bytes, 256, d.esize)
+                self.vec("vor", bits, {"dst": Opnd(self.elem(d, r, 0), d.row_bytes, 256, d.esize), "src0": o,
+                                       "src1": o}, 1, C)
+            width_bytes = ceil_div(s.t.cols * s.esize, 256) * 256
+            self.padded_rows(s, R, C, 0, ("vor", bits), width_bytes, body)
+            return
         if not _is_int(R) and _is_int(C):  # run-time rows: the one-row reduction, row by row
             node, r = self.loop("rr", 0, R, bound=d.t.rows)
             outer = self.in_body(node.body)
@@ -2226,6 +2345,15 @@ class _FnLowering:
             self.emit("st_ub", dtype, addr=self.elem(d, r, C // 2), src=reg)
             self.end_loop(outer)
             self.flag("S", "V")
+
+
+def concat_on_scalar_unit(op: Operation) -> bool:
+    """TCONCAT moves elements on the scalar unit: src0's valid cols are not whole 32-byte blocks
+    (src1 would start inside a block, where no copy or NORM store starts) or a valid shape is known
+    only at run time."""
+    a, b = (v.type for v in op.ins[:2])
+    dims = (a.valid_row, a.valid_col, b.valid_row, b.valid_col, op.outs[0].type.valid_row)
+    return min(dims) < 0 or (a.valid_col * a.elem_bytes) % 32 != 0
 
 
 def saturation_bounds(src: str, dst: str) -> tuple[int, int] | None:

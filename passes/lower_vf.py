@@ -321,14 +321,14 @@ TROWPROD, TGATHER and TSCATTER (the scalar unit's loads, stores and arithmetic: 
 instruction vector_isa.md describes writes a ramp, moves an element across lanes, multiplies across
 lanes, gathers or scatters), TSORT32 and TMRGSORT (VBS32 ``vbitsort``, VMS4 ``vmrgsort4``: A5 as
 A2/A3).  A two-source TDEINTERLEAVE whose half (VC / 2 valid cols) is not whole 32-byte blocks
-runs on the scalar unit too (:func:`on_scalar_unit`)."""
+and a TCONCAT whose src1 would start inside a block run on the scalar unit too (:func:`on_scalar_unit`)."""
 
 
 def on_scalar_unit(op: Operation) -> bool:
     """The tile op is lowered by its a2a3 rule on ascend950 as well (no VF): the :data:`NOT_VF`
-    families, and a two-source TDEINTERLEAVE whose second half would be stored from a column
-    inside a 32-byte block (NORM stores are aligned)."""
-    if type(op).FAMILY in NOT_VF:
+    families, a two-source TDEINTERLEAVE whose second half would be stored from a column inside a
+    32-byte block (NORM stores are aligned), and such a TCONCAT (:func:`A.concat_on_scalar_unit`)."""
+    if type(op).FAMILY in NOT_VF or (isinstance(op, pto.ConcatOp) and A.concat_on_scalar_unit(op)):
         return True
     if isinstance(op, pto.InterleaveOp) and op.DEINTERLEAVE and not op.single and op.outs:
         vc = op.outs[0].type.valid_col
@@ -477,8 +477,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri, row-, pair- and column-reduction families on "
-                                   "ascend950")
+                                   "elementwise, expand, ttri, row-, pair- and column-reduction, fillpad and concat "
+                                   "families on ascend950")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -1163,13 +1163,10 @@ class _OpLowering:
 
     def f_concat(self):
         """TCONCAT: per row, src0's chunks stored at the row's start and src1's at column C0 (NORM
-        stores need a 32-byte aligned address: C0 must be whole blocks)."""
+        stores need a 32-byte aligned address: C0 whole blocks, else :func:`on_scalar_unit`)."""
         a, bb = self.op.ins
         d = self.op.outs[0]
-        (R, C0), (_, C1) = self.valid(a), self.valid(bb)
-        self._static(R, C0, C1)
-        if (C0 * d.type.elem_bytes) % 32:
-            raise _Unsupported(f"src0's {C0} valid cols are not whole 32-byte blocks: src1 would start inside a block")
+        (R, C0), (_, C1) = self.valid(a), self.valid(bb)  # static, whole blocks (else on the scalar unit)
         for v in (a, bb, d):
             self.arg(v)
 

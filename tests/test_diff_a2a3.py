@@ -96,6 +96,7 @@ def variants():
         out.append((op, "ui32-tmp", a2a3_dtypes(op)))
     out.append(("tpairreducesum", "", a2a3_dtypes("tpairreducesum")))
     out.append(("tconcat", "", a2a3_dtypes("tconcat")))
+    out.append(("tconcat", "inside", a2a3_dtypes("tconcat")))  # src1 starts inside a block: the scalar unit
     for v in ("index", "mask-P0101", "mask-P0010", "mask-P1000", "mask-P1111"):
         out.append(("tgather", v, a2a3_dtypes("tgather")))
     out.append(("tscatter", "", a2a3_dtypes("tscatter")))
@@ -329,8 +330,9 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         args = ["%s: i32"]
         body = f"%d = pto.ttri %s {{upperOrLower = {int(variant == 'upper')} : i32}} : i32 -> {full}"
     elif op == "tconcat":
-        # src0's valid cols whole 32-byte blocks (src1 starts on a block), src1 the rest of C
-        c0 = epb * max(1, C // 2 // epb)
+        # src0's valid cols whole 32-byte blocks (src1 starts on a block; "inside": an odd count, never
+        # whole blocks), src1 the rest of C
+        c0 = max(1, C // 2) | 1 if variant == "inside" else epb * max(1, C // 2 // epb)
         c1 = max(1, C - c0)
         dcols = max(cols, -(-(c0 + c1) // epb) * epb)
         rt = _t(R, dcols, dt, R, c0 + c1)

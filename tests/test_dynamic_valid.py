@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -80,7 +81,8 @@ CASES = {
     "composed": Case("pto.taddc ins(%s0, %s1, %s2 : {full}, {full}, {full}) outs(%d : {full})",
                      ("full", "full", "full"), "full", lambda a, b, c: a + b + c),
     "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
-    "concat": Case("pto.tconcat ins(%s0, %s1 : {full}, {full}) outs(%d : {full})", ("full", "full"), "full", None),
+    "rowprod": Case("pto.trowprod ins(%s0 : {full}) outs(%d : {col})", ("full",), "col",
+                    lambda a: a.prod(axis=1, keepdims=True), empty=False),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
                  lambda a, y: a * F3 + y, reads_dst=True),
     "trans": Case("pto.ttrans ins(%s0 : {full}) outs(%d : {tall})", ("full",), "tall", lambda a: a.T),
@@ -184,7 +186,7 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("rowreduce", "a2a3"), ("rowsum", "a2a3"), ("pairreduce", "a2a3"), ("fillpad", "a2a3"), ("concat", "a2a3"), ("concat", "ascend950")}
+UNSUPPORTED = {("rowprod", "a2a3"), ("rowprod", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
@@ -250,26 +252,117 @@ def _wide_kernel(op: str, dt: str, cols: int) -> str:
 """
 
 
-@pytest.mark.parametrize("op, dt", [("trowsum", "f32"), ("trowsum", "f16"), ("trowmax", "f16"), ("trowmin", "i8"),
-                                    ("trowmax", "i32"), ("tpairreducesum", "f32"), ("tpairreducesum", "f16")])
-def test_row_and_pair_reductions_of_run_time_cols_on_ascend950(op, dt):
-    """Run-time valid cols wider than one register (the fold of chunks 1.. and the pair sums' zeros
-    start at run-time columns): executor == golden model, bit for bit but for the row sums' order."""
+WIDE_CASES = [("trowsum", "f32"), ("trowsum", "f16"), ("trowmax", "f16"), ("trowmax", "i32"), ("trowmin", "i16"),
+              ("trowsum", "i32"), ("trowmin", "f32"), ("tpairreducesum", "f32"), ("tpairreducesum", "f16")]
+
+
+@pytest.mark.parametrize("target, op, dt", [(t, op, dt) for t in TARGETS for op, dt in WIDE_CASES]
+                         + [("ascend950", "trowmin", "i8")])
+def test_row_and_pair_reductions_of_run_time_cols(target, op, dt):
+    """Run-time valid cols wider than one register or repeat (ascend950: the fold of chunks 1.. and
+    the pair sums' zeros start at run-time columns; a2a3: each row padded with the reduction's
+    identity to whole repeats): executor and golden model == NumPy of the pages' math, bit for bit
+    but for the row sums' order; float rows hold a NaN row, ±0 and ±inf."""
     cols = 256 if dt != "i8" else 512
-    program = api.compile(api.parse(_wide_kernel(op, dt, cols), "k.pto"), lookup_target("ascend950"))
+    program = api.compile(api.parse(_wide_kernel(op, dt, cols), "k.pto"), lookup_target(target))
     rng = np.random.default_rng(cols)
+    npd = np.dtype({"f32": "f4", "f16": "f2", "i8": "i1", "i16": "i2", "i32": "i4"}[dt])
     for vr, vc in ((8, cols), (3, 1), (5, 63), (8, 65), (2, 130), (7, cols - 3)):
-        x = (rng.standard_normal((8, cols)) * 20).astype(np.dtype({"f32": "f4", "f16": "f2", "i8": "i1", "i32": "i4"}[dt]))
+        x = (rng.standard_normal((8, cols)) * 20).astype(npd)
+        if npd.kind == "f":
+            x[1, vc // 2] = np.nan
+            x[2, :] = -0.0
+            x[0, :vc] = np.where(np.arange(vc) % 3, -np.inf, 0.0) if op == "trowmax" else x[0, :vc]
+            x[0, :vc] = np.where(np.arange(vc) % 3, np.inf, -0.0) if op == "trowmin" else x[0, :vc]
         ycols = cols if op == "tpairreducesum" else 1
-        inputs = {"x": x, "y": np.zeros((8, ycols), x.dtype), "vr": vr, "vc": vc}
+        y0 = np.zeros((8, ycols), npd)
+        inputs = {"x": x, "y": y0, "vr": vr, "vc": vc}
         res = api.run(program, inputs)
         assert not res.findings, [str(f) for f in res.findings]
-        golden = api.reference(api.parse(_wide_kernel(op, dt, cols), "k.pto"), inputs, target="ascend950")
-        got, want = res.outputs["y"].astype(np.float64), golden["y"].astype(np.float64)
-        if op == "trowsum":  # another order of additions: within eps * (sum of |x| + 1) of the exact sum
-            eps = 2.0 ** (-8 if dt == "f16" else -20)
-            scale = np.zeros((8, 1))
-            scale[:vr, 0] = np.abs(x[:vr, :vc].astype(np.float64)).sum(axis=1)
-            assert (np.abs(got - want) <= eps * (scale + 1)).all(), (vr, vc)
-        else:
-            np.testing.assert_array_equal(got, want, err_msg=f"valid {vr}x{vc}")
+        golden = api.reference(api.parse(_wide_kernel(op, dt, cols), "k.pto"), inputs, target=target)
+        xs = x[:vr, :vc]
+        want = y0.astype(np.float64)
+        if op == "tpairreducesum":
+            p = np.concatenate([xs, np.zeros((vr, 1), npd)], axis=1) if vc % 2 else xs
+            want[:vr, :vc] = 0
+            want[:vr, :(vc + 1) // 2] = (p[:, 0::2] + p[:, 1::2]).astype(np.float64)
+        elif op == "trowsum":
+            want[:vr, 0] = xs.sum(axis=1, dtype=np.float64 if npd.kind == "f" else npd)
+        else:  # NaN wins
+            ext = np.max if op == "trowmax" else np.min
+            want[:vr, 0] = ext(xs.astype(np.float64), axis=1)
+        for who, out in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            got = out.astype(np.float64)
+            if op == "trowsum" and npd.kind == "f":  # another order: within eps * (sum of |x| + 1)
+                eps = 2.0 ** (-8 if dt == "f16" else -20)
+                scale = np.zeros((8, 1))
+                scale[:vr, 0] = np.abs(xs.astype(np.float64)).sum(axis=1)
+                same = (np.abs(got - want) <= eps * (scale + 1)) | (np.isnan(got) & np.isnan(want))
+                assert same.all(), (who, vr, vc)
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{who}, valid {vr}x{vc}")
+
+
+def _fillpad_kernel(op: str, dt: str, R: int, cols: int, grow: int, pad: int) -> str:
+    """x (R x cols, loaded into src of valid %vr x %vc) -> op -> dst (grown by ``grow`` rows and 32
+    cols for the expand form; at src's UB address, the shared storage, for the in-place form) -> y."""
+    ts = f"!pto.tile_buf<vec, {R}x{cols}x{dt}, valid=?x?>"
+    R2, C2 = R + grow, cols + (32 if grow else 0)
+    td = f"!pto.tile_buf<vec, {R2}x{C2}x{dt}, pad={pad}>"
+    at = " addr = %a" if op == "tfillpad_inplace" else ""
+    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>, %vr: index, %vc: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cr = arith.constant {R} : index
+  %cc = arith.constant {cols} : index
+  %cr2 = arith.constant {R2} : index
+  %cc2 = arith.constant {C2} : index
+  %a = arith.constant 0 : i64
+  %xv = pto.make_tensor_view %x, shape = [%cr, %cc], strides = [%cc, %c1] : !pto.tensor_view<?x?x{dt}>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%vr, %vc] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<?x?x{dt}>
+  %yv = pto.make_tensor_view %y, shape = [%cr2, %cc2], strides = [%cc2, %c1] : !pto.tensor_view<?x?x{dt}>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%cr2, %cc2] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<{R2}x{C2}x{dt}>
+  %s = pto.alloc_tile{at} valid_row = %vr valid_col = %vc : {ts}
+  %d = pto.alloc_tile{at} : {td}
+  pto.tload ins(%xp : !pto.partition_tensor_view<?x?x{dt}>) outs(%s : {ts})
+  pto.{op} ins(%s : {ts}) outs(%d : {td})
+  pto.tstore ins(%d : {td}) outs(%yp : !pto.partition_tensor_view<{R2}x{C2}x{dt}>)
+  return
+}}
+"""
+
+
+FILLPAD_CASES = [("tfillpad", "f32", 8, 8, 1), ("tfillpad", "i8", 9, 64, 3), ("tfillpad", "ui8", 16, 32, 2),
+                 ("tfillpad", "f16", 16, 128, 3), ("tfillpad_expand", "bf16", 8, 16, 2),
+                 ("tfillpad_expand", "i32", 4, 72, 1), ("tfillpad_inplace", "f32", 16, 64, 3),
+                 ("tfillpad_inplace", "i8", 8, 64, 2), ("tfillpad_inplace", "i16", 256, 16, 1)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op, dt, R, cols, pad", FILLPAD_CASES)
+def test_fillpad_forms_of_run_time_valid_shapes(target, op, dt, R, cols, pad):
+    """TFILLPAD.md with src's valid region known only at run time (odd, 0 and full widths; 1-byte
+    elements at odd columns): y == NumPy of the page (src's region, the PadValue everywhere else of
+    dst's tile), from the executor and the golden model."""
+    grow = 3 if op == "tfillpad_expand" else 0
+    text = _fillpad_kernel(op, dt, R, cols, grow, pad)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    npd = np.dtype({"f32": "f4", "f16": "f2", "bf16": ml_dtypes.bfloat16, "i8": "i1", "ui8": "u1", "i16": "i2",
+                    "i32": "i4"}[dt])
+    rng = np.random.default_rng(R * cols)
+    if npd.kind == "f" or dt == "bf16":
+        padv = {1: 0.0, 2: np.inf, 3: -np.inf}[pad]
+    else:
+        padv = {1: 0, 2: np.iinfo(npd).max, 3: np.iinfo(npd).min}[pad]
+    for vr, vc in ((R, cols), (R - 1, cols - 3), (1, 1), (R // 2, 0), (0, cols), (R, cols // 2 + 1)):
+        x = (rng.standard_normal((R, cols)) * 50).astype(npd)
+        y0 = np.zeros((R + grow, cols + (32 if grow else 0)), npd)
+        inputs = {"x": x, "y": y0, "vr": vr, "vc": vc}
+        want = np.full(y0.shape, padv, npd)
+        want[:vr, :vc] = x[:vr, :vc]
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            np.testing.assert_array_equal(got.reshape(want.shape).view(f"u{npd.itemsize}"),
+                                          want.view(f"u{npd.itemsize}"), err_msg=f"{who}, valid {vr}x{vc}")

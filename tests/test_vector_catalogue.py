@@ -249,27 +249,65 @@ def test_tconcat_matches_the_catalogue(case, c1):
     check(got, want, dt)
 
 
-@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
-def test_tconcat_inside_a_block_is_a_located_error(target):
-    t0, t1, td = T(4, 32, "f32", (4, 12)), T(4, 32, "f32", (4, 8)), T(4, 32, "f32", (4, 20))
-    text = (f"func.func @k(%a: {t0}, %b: {t1}) -> {td} {{\n  %d = pto.tconcat %a, %b : {t0}, {t1} -> {td}\n"
-            f"  return %d : {td}\n}}\n")
-    with pytest.raises(PtocError, match="not whole 32-byte blocks") as e:
-        api.compile(api.parse(text, "k.pto"), target)
-    assert "k.pto:2:8" in str(e.value)
+def concat_kernel(dt: str, R: int, c0: int, c1: int, dynamic: bool) -> str:
+    """x0 and x1 (R x 32 in GM) loaded into sources of 32 cols (valid R x c0, R x c1: %vr x %c0,
+    %vr x %c1 kernel scalars when ``dynamic``), TCONCAT into dst (R x 64, valid R x (c0 + c1)),
+    stored to y's first c0 + c1 columns (y: R x 64)."""
+    lines = [f"func.func @k(%x0: !pto.ptr<{dt}>, %x1: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>"
+             + (", %vr: index, %c0: index, %c1: index) {" if dynamic else ") {"),
+             "  %z = arith.constant 0 : index", "  %one = arith.constant 1 : index",
+             f"  %rows = arith.constant {R} : index", "  %c32 = arith.constant 32 : index",
+             "  %c64 = arith.constant 64 : index"]
+    if not dynamic:
+        lines += [f"  %vr = arith.constant {R} : index", f"  %c0 = arith.constant {c0} : index",
+                  f"  %c1 = arith.constant {c1} : index"]
+    lines.append("  %cd = arith.addi %c0, %c1 : index")
+    dims = (lambda k: "?x?") if dynamic else (lambda k: f"{R}x{(c0, c1, c0 + c1)[k]}")
+    tiles = {k: f"!pto.tile_buf<vec, {R}x{32 if k < 2 else 64}x{dt}, valid={dims(k)}>" for k in range(3)}
+    for k, (name, width, cols) in enumerate((("x0", "%c32", "%c0"), ("x1", "%c32", "%c1"), ("y", "%c64", "%cd"))):
+        lines += [f"  %v{k} = pto.make_tensor_view %{name}, shape = [%rows, {width}], strides = [{width}, %one] "
+                  f": !pto.tensor_view<?x?x{dt}>",
+                  f"  %p{k} = pto.partition_view %v{k}, offsets = [%z, %z], sizes = [%vr, {cols}] "
+                  f": !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<{dims(k)}x{dt}>",
+                  f"  %t{k} = pto.alloc_tile" + (f" valid_row = %vr valid_col = {cols}" if dynamic else "")
+                  + f" : {tiles[k]}"]
+    for k in range(2):
+        lines.append(f"  pto.tload ins(%p{k} : !pto.partition_tensor_view<{dims(k)}x{dt}>) outs(%t{k} : {tiles[k]})")
+    lines += [f"  pto.tconcat ins(%t0, %t1 : {tiles[0]}, {tiles[1]}) outs(%t2 : {tiles[2]})",
+              f"  pto.tstore ins(%t2 : {tiles[2]}) outs(%p2 : !pto.partition_tensor_view<{dims(2)}x{dt}>)",
+              "  return", "}"]
+    return "\n".join(lines) + "\n"
 
 
-def test_tconcat_verifier_rules():
-    t0, t1 = T(4, 32, "f32", (4, 8)), T(4, 32, "f32", (3, 8))
-    text = (f"func.func @k(%a: {t0}, %b: {t1}) -> {t0} {{\n  %d = pto.tconcat %a, %b : {t0}, {t1} -> {t0}\n"
-            f"  return %d : {t0}\n}}\n")
-    with pytest.raises(PtocError, match="src1 valid rows must equal dst valid rows"):
-        api.verify(api.parse(text, "k.pto"), A2A3)
-    td = T(4, 32, "f32", (4, 12))
-    text = (f"func.func @k(%a: {t0}, %b: {t0}) -> {td} {{\n  %d = pto.tconcat %a, %b : {t0}, {t0} -> {td}\n"
-            f"  return %d : {td}\n}}\n")
-    with pytest.raises(PtocError, match=r"dst valid cols must be src0's plus src1's \(12 vs 8 \+ 8\)"):
-        api.verify(api.parse(text, "k.pto"), A2A3)
+CONCAT_DTYPES = {"a2a3": ("f32", "f16", "i8", "ui8", "i16", "bf16", "ui32"),
+                 "ascend950": ("f32", "f16", "i8", "ui8", "i16", "bf16", "ui32", "i64")}
+
+
+@pytest.mark.parametrize("target, dt", [(t, dt) for t, dts in CONCAT_DTYPES.items() for dt in dts])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_tconcat_with_src1_inside_a_block_or_run_time_shapes(target, dt, dynamic):
+    """src0's valid cols not whole 32-byte blocks (src1 starts inside a block), or every valid shape a
+    run-time scalar: the scalar unit moves the elements; y == NumPy's np.concatenate of the valid
+    regions, from the executor and the golden model (NaN/±0 bits kept)."""
+    rng = np.random.default_rng(len(dt))
+    R = 16 if dynamic else 8
+    text = concat_kernel(dt, R, 3, 5, dynamic)
+    program = api.compile(api.parse(text, "k.pto"), target)
+    for vr, c0, c1 in [(8, 3, 5), (1, 1, 1), (16, 31, 29), (5, 8, 24), (0, 4, 4), (3, 0, 7)] if dynamic else [(8, 3, 5)]:
+        a, b = values(rng, dt, (R, 32), 0.3), values(rng, dt, (R, 32), 0.3)
+        y0 = values(rng, dt, (R, 64), 0.0)
+        inputs = {"x0": a, "x1": b, "y": y0}
+        if dynamic:
+            inputs.update(vr=vr, c0=c0, c1=c1)
+        want = y0.copy()
+        want[:vr, :c0 + c1] = np.concatenate([a[:vr, :c0], b[:vr, :c1]], axis=1)
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        u = f"u{SIZE[dt]}"
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            np.testing.assert_array_equal(got.reshape(want.shape).view(u), want.view(u),
+                                          err_msg=f"{who} {vr}x{c0}+{c1}")
 
 
 # ---- TCI, TTRI ---------------------------------------------------------------------------------------
