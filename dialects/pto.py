@@ -1078,9 +1078,18 @@ class GatherOp(TileOp):
 
     FAMILY: ClassVar[str] = "gather"
     HAS_SEMANTICS: ClassVar[bool] = True
+    BYTE_OFFSETS: ClassVar[bool] = False
+    """TGATHERB (TGATHERB.md, ``ins(src, offsets) outs(dst)``): ``dst[i, j] = *(srcBase +
+    offsets[i, j])``, a dst element read at a *byte* offset of src's tile storage (offsets 4-byte
+    integers read as uint32).  The page wins over the A2A3 header and the CPU simulator (one offset
+    per 32-byte block of dst, vgatherb): ISA pages first, digests next, implementations last.  An
+    offset past src's tile or not a multiple of sizeof(dst element) ("out-of-range offsets are
+    target-defined"; a read across two elements) is a run-time error."""
 
     @property
     def form(self) -> str:
+        if self.BYTE_OFFSETS:
+            return "index"
         if len(self.outs) == 2:
             return "compare"
         return "index" if len(self.ins) >= 2 and is_tile(self.ins[1].type) else "mask"
@@ -1096,7 +1105,14 @@ class GatherOp(TileOp):
             return
         dst = _need_dst(self)
         src = _tiles(self, 1, "a source tile")[0]
-        _same_dtype(dst, src, rule="dst and src must have the same element type")
+        if self.BYTE_OFFSETS:
+            if len(self.ins) != 2:
+                raise VerifyException(f"expects ins(src, offsets), got {len(self.ins)} operands")
+            offsets = _tiles(self, 2, "tile operands")[1]
+            if offsets.dtype not in ("i32", "ui32"):
+                raise VerifyException(f"offsets must be i32 or ui32 (uint32 byte offsets), got {offsets.dtype}")
+        else:
+            _same_dtype(dst, src, rule="dst and src must have the same element type")
         _row_major(src, "src")
         _row_major(dst, "dst")
         if self.form == "mask":
@@ -1106,7 +1122,7 @@ class GatherOp(TileOp):
             return
         idx = self.ins[1].type
         _row_major(idx, "indices")
-        if idx.dtype not in ("i16", "ui16", "i32", "ui32"):
+        if not self.BYTE_OFFSETS and idx.dtype not in ("i16", "ui16", "i32", "ui32"):
             raise VerifyException(f"indices must be i16, ui16, i32 or ui32, got {idx.dtype}")
         if _known(*idx.valid_shape, *dst.valid_shape) and (idx.valid_row < dst.valid_row or
                                                          idx.valid_col < dst.valid_col):
@@ -1906,6 +1922,7 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
+TGatherbOp = _define("tgatherb", GatherOp, BYTES_1_2_4, BYTE_OFFSETS=True)  # "element size 1, 2, or 4 bytes"
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
 TFillPadOp = _define("tfillpad", FillPadOp, BYTES_1_2_4, FN="fill_pad")
@@ -1940,7 +1957,6 @@ OPAQUE_TILE_OP_NAMES = (
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tpack", "tsubview",
-    "tgatherb",
     "tquant", "trandom", "tsync", "tget_scale_addr", "tpush", "tpop", "tfree",
     "tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv", "tfree_from_aic", "tfree_from_aiv",
     "tput_async", "tget_async", "tput", "tget",
@@ -1963,8 +1979,12 @@ NO_SEMANTICS = {
     "pto.thistogram": "no page gives its bins or output layout",
     "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
     "pto.timg2col": "no page gives its window, stride and padding parameters",
-    "pto.tgatherb": "the page (TGATHERB.md) reads one byte offset per element, the A2A3 header (vgatherb) "
-                    "one per 32-byte block of dst",
+    "pto.mgather": "MGATHER.md: 'Index interpretation is target-defined' (only the CPU simulator's linear "
+                   "element index is stated)",
+    "pto.mscatter": "MSCATTER.md: 'Index interpretation is target-defined', and which of several writers to one "
+                    "index wins is 'implementation-defined'",
+    "pto.tprefetch": "TPREFETCH.md: 'Semantics and caching behavior are target/implementation-defined' (a hint "
+                     "into a 'tile-local cache/buffer (implementation-defined)')",
 }
 """Catalogue instructions whose pages give no exact semantics: the golden model and both lowerings
 reject them located, with the reason (issue 12: never guess silently)."""

@@ -1025,8 +1025,7 @@ class _FnLowering:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
                                    "expand, broadcast, move, row-, pair- and column-reduction, fillpad, concat, "
-                                   "ttrans, tci and ttri families (trowexpand*: tiles of at most 239 rows in Mode "
-                                   "1, 255 in Mode 2)")
+                                   "gather (index form), ttrans, tci and ttri families")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
@@ -1222,8 +1221,6 @@ class _FnLowering:
         self._rows_aligned(d, full, rows=d.vr)
         R, C = d.vr, d.vc
         static = _is_int(R) and _is_int(C)
-        if not static and d.t.rows > (REPEAT_MAX if mode == 2 else ROWS_PER_VBRCB_LOOP - 1):
-            self._static_valid(d)  # a run-time row count: one pass over at most the rows of one vbrcb/repeat
         L = 256 // d.esize
         vop = type(op).A2A3_VOP
         expdif = isinstance(op, pto.TRowExpandExpdifOp)
@@ -1264,12 +1261,25 @@ class _FnLowering:
         else:
             self.fail(f"Mode 1 needs a broadcast buffer, but bcast_source = \"{source}\"")
         bc = Opnd(buf, 32, 0, d.esize, blk=0)
-        if not static or R < 256:  # (vbrcb ignores the vector mask)
+        chunk = ROWS_PER_VBRCB_LOOP
+        if (static and R < 256) or (not static and d.t.rows < chunk):  # (vbrcb ignores the vector mask)
             repeat = self.ceil_div(R, 8)
             self.emit("vbrcb", d.dtype, dst=buf, src=x.addr, repeat=repeat, dst_blk_stride=1, dst_rep_stride=8)
             body(bc, R, 0)
             return
-        chunk = ROWS_PER_VBRCB_LOOP
+        if not static:  # a run-time row count of a tall tile: chunks of 240 rows, the last one shorter
+            self.restore_mask()
+            node, c = self.loop("c", 0, self.ceil_div(R, chunk), bound=ceil_div(d.t.rows, chunk))
+            outer = self.in_body(node.body)
+            row0 = self.mul(c, chunk)
+            n = self.min(self.sub(R, row0), chunk)
+            self.emit("vbrcb", d.dtype, dst=buf, src=self.add(x.addr, self.mul(row0, x.esize)),
+                      repeat=self.ceil_div(n, 8), dst_blk_stride=1, dst_rep_stride=8)
+            body(bc, n, row0)
+            self.emit("pipe_barrier", pipe="V")
+            self.restore_mask()
+            self.end_loop(outer)
+            return
         nfull, tail = divmod(R, chunk)
         c = 0
         node = None
@@ -1451,23 +1461,24 @@ class _FnLowering:
     def tile_gather(self, op):
         """TGATHER on the scalar unit (no vgather/vreducev2 in vector_isa.md): index form, per dst
         element ``ld_ub`` the index, ``ld_ub`` src's element at ``src + index * sizeof(T)`` (the
-        header's vmuls + vgather addressing), ``st_ub``; mask form, per row the selected columns
-        stored one after another from dst's first element.  Bracketed by V->S / S->V flags (also on
-        ascend950)."""
+        header's vmuls + vgather addressing; TGATHERB: ``src + offset``, the offset in bytes),
+        ``st_ub``; mask form, per row the selected columns stored one after another from dst's
+        first element.  Bracketed by V->S / S->V flags (also on ascend950)."""
         if op.form == "compare":
             self.unsupported("the compare form of tgather is not modelled (vcmpvs + vreducev2)")
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
+        if op.form == "mask":
+            self._static_valid(s, d)
         self.flag("V", "S")
         v = self.fresh("v")
         if op.form == "index":
             ix = self.tile(op.ins[1])
-            rows, r = self.loop("r", 0, d.vr)
+            rows, r = self.loop("r", 0, d.vr, bound=d.t.rows)
             outer = self.in_body(rows.body)
-            cols, c = self.loop("c", 0, d.vc)
+            cols, c = self.loop("c", 0, d.vc, bound=d.t.cols)
             inner = self.in_body(cols.body)
-            k = self.emit("ld_ub", ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
-            x = self.emit("ld_ub", s.dtype, dst=v, addr=self.add(s.addr, self.mul(k, s.esize)))
+            k = self.emit("ld_ub", "u32" if op.BYTE_OFFSETS else ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
+            x = self.emit("ld_ub", d.dtype, dst=v, addr=self.add(s.addr, k if op.BYTE_OFFSETS else self.mul(k, s.esize)))
             self.emit("st_ub", d.dtype, addr=self.elem(d, r, c), src=x)
         else:
             period, pos = op.pattern()

@@ -1083,6 +1083,18 @@ class Evaluator:
             r, c = dst.valid
             self.need(op, idx.valid[0] >= r and idx.valid[1] >= c,
                       f"indices' valid region {idx.valid[0]}x{idx.valid[1]} does not cover dst's {r}x{c} at run time")
+            if op.BYTE_OFFSETS:  # uint32 byte offsets, a dst element read at each (TGATHERB.md)
+                b = idx.data[:r, :c].view(np.uint32).astype(np.int64)
+                e = dst.dtype.itemsize
+                nbytes = src.data.nbytes
+                self.need(op, bool((b % e == 0).all()),
+                          f"a byte offset not a multiple of {e} (the size of dst's element): no semantics for a read "
+                          "across two elements")
+                self.need(op, bool((b + e <= nbytes).all()),
+                          f"a byte offset past src's {nbytes}-byte tile (out-of-range offsets are target-defined)")
+                raw = np.ascontiguousarray(src.data).view(np.uint8).reshape(-1)
+                dst.data[:r, :c] = raw[b[..., None] + np.arange(e)].view(dst.dtype)[..., 0]
+                return
             k = idx.data[:r, :c].astype(np.int64)
             self.need(op, bool(((k >= 0) & (k < flat.size)).all()),
                       f"an index outside src's {src.data.shape[0]}x{src.data.shape[1]} tile (0..{flat.size - 1})")

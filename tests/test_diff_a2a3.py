@@ -100,6 +100,7 @@ def variants():
     for v in ("index", "mask-P0101", "mask-P0010", "mask-P1000", "mask-P1111"):
         out.append(("tgather", v, a2a3_dtypes("tgather")))
     out.append(("tscatter", "", a2a3_dtypes("tscatter")))
+    out.append(("tgatherb", "", a2a3_dtypes("tgatherb")))
     for op in DPS_OPS:
         out.append((op, "dps", a2a3_dtypes(op)))
     out.append(("ttrans", "", a2a3_dtypes("ttrans")))
@@ -255,6 +256,10 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         it = _t(R, -(-cols // 8) * 8, "i32", R, C)  # i32 rows of whole 32-byte blocks (cols of an i64 src: 4k)
         args = [f"%a: {full}", f"%b: {it}"]
         body = f"%d = pto.tgather %a, %b : ({full}, {it}) -> {full}"
+    elif op == "tgatherb":
+        it = _t(R, -(-cols // 8) * 8, "ui32", R, C)
+        args = [f"%a: {full}", f"%b: {it}"]
+        body = f"%d = pto.tgatherb %a, %b : ({full}, {it}) -> {full}"
     elif op == "tscatter":
         it = _t(R, cols, "i32" if e == 4 else "i16", R, C)
         args = [f"%a: {full}", f"%b: {it}"]
@@ -442,9 +447,11 @@ def domain_inputs(case, given):
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         pos = rng.integers(0, min(R * case[4], 1 << 15), size=(R, C))
         return {**(given or {}), "b": pos.astype(np.int32 if ESIZE[dt] == 4 else np.int16)}
-    if op == "tgather" and variant == "index":  # positions inside src's valid region
+    if op in ("tgather", "tgatherb") and variant in ("index", ""):  # positions inside src's valid region
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         pos = rng.integers(0, R, size=(R, C)) * case[4] + rng.integers(0, C, size=(R, C))
+        if op == "tgatherb":  # the byte offset of the element
+            return {**(given or {}), "b": (pos * ESIZE[dt]).astype(np.uint32)}
         return {**(given or {}), "b": pos.astype(np.int32)}
     if op not in DIVISOR_OPS or dt.startswith(("f", "b")):
         return given

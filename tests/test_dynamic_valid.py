@@ -366,3 +366,74 @@ def test_fillpad_forms_of_run_time_valid_shapes(target, op, dt, R, cols, pad):
         for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
             np.testing.assert_array_equal(got.reshape(want.shape).view(f"u{npd.itemsize}"),
                                           want.view(f"u{npd.itemsize}"), err_msg=f"{who}, valid {vr}x{vc}")
+
+
+def _rowexpand_kernel(op: str, mode: int, rows: int, expanded_first: bool) -> str:
+    """x (rows x 16 f32, valid %vr x 16) and b (Mode 1: rows x 1 ColMajor, valid %vr x 1; Mode 2:
+    rows x 8 RowMajor, one 32-byte block a row, valid %vr x 8) -> op -> y (valid %vr x 16)."""
+    full = f"!pto.tile_buf<vec, {rows}x16xf32, valid=?x16>"
+    bc = 1 if mode == 1 else 8
+    ex = (f"!pto.tile_buf<vec, {rows}x1xf32, valid=?x1, blayout=col_major>" if mode == 1
+          else f"!pto.tile_buf<vec, {rows}x8xf32, valid=?x8>")
+    ins = f"%e, %s : {ex}, {full}" if expanded_first else f"%s, %e : {full}, {ex}"
+    return f"""func.func @k(%x: !pto.ptr<f32>, %b: !pto.ptr<f32>, %y: !pto.ptr<f32>, %vr: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cr = arith.constant {rows} : index
+  %c16 = arith.constant 16 : index
+  %cb = arith.constant {bc} : index
+  %xv = pto.make_tensor_view %x, shape = [%cr, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%vr, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x16xf32>
+  %bv = pto.make_tensor_view %b, shape = [%cr, %cb], strides = [%cb, %c1] : !pto.tensor_view<?x?xf32>
+  %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%vr, %cb] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x{bc}xf32>
+  %yv = pto.make_tensor_view %y, shape = [%cr, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%vr, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x16xf32>
+  %s = pto.alloc_tile valid_row = %vr : {full}
+  %e = pto.alloc_tile valid_row = %vr : {ex}
+  %d = pto.alloc_tile valid_row = %vr : {full}
+  pto.tload ins(%xp : !pto.partition_tensor_view<?x16xf32>) outs(%s : {full})
+  pto.tload ins(%bp : !pto.partition_tensor_view<?x{bc}xf32>) outs(%e : {ex})
+  pto.{op} ins({ins}) outs(%d : {full})
+  pto.tstore ins(%d : {full}) outs(%yp : !pto.partition_tensor_view<?x16xf32>)
+  return
+}}
+"""
+
+
+ROWEXPAND_FNS = {"trowexpandsub": np.subtract, "trowexpandmax": np.maximum, "trowexpanddiv": np.divide,
+                 "trowexpandexpdif": None}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op, mode, rows, first", [("trowexpandsub", 1, 512, False), ("trowexpandmax", 2, 512, False),
+                                                  ("trowexpanddiv", 1, 300, True), ("trowexpandsub", 2, 264, False),
+                                                  ("trowexpandexpdif", 1, 256, False)])
+def test_rowexpand_of_tall_tiles_with_run_time_rows(target, op, mode, rows, first):
+    """TROWEXPAND* (seeds/000) on tiles taller than one vbrcb pass (240 rows) or one repeat (255) with
+    valid rows known only at run time (1, 239, 240, 241, 255, 256, all): Mode 1 ``op(src0[i, j], s_i)``,
+    Mode 2 ``op(src0[i, j], b_i[j mod 8])``; y == NumPy (expdif: exp of the f32 difference within
+    4e-7 of NumPy's float64 exp), both backends equal to the golden model bit for bit."""
+    text = _rowexpand_kernel(op, mode, rows, first)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(rows + mode)
+    for vr in sorted({1, 239, 240, 241, 255, 256, rows} & set(range(1, rows + 1))):
+        x = rng.standard_normal((rows, 16)).astype(np.float32)
+        b = (rng.standard_normal((rows, 1 if mode == 1 else 8)) + 3).astype(np.float32)
+        x[0, :3] = [np.nan, -0.0, np.inf]
+        inputs = {"x": x, "b": b, "y": np.zeros((rows, 16), np.float32), "vr": vr}
+        bb = b[:vr, :1] if mode == 1 else np.tile(b[:vr], (1, 2))
+        a, s = (bb, x[:vr]) if first else (x[:vr], bb)
+        want = np.zeros((rows, 16), np.float64)
+        with np.errstate(all="ignore"):
+            # expdif: the f32 difference (vsub), then exp of it
+            want[:vr] = np.exp((a - s).astype(np.float64)) if op == "trowexpandexpdif" else ROWEXPAND_FNS[op](a, s)
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        np.testing.assert_array_equal(res.outputs["y"].reshape(rows, 16), golden["y"].reshape(rows, 16),
+                                      err_msg=f"executor vs golden model, {vr} rows")
+        got = golden["y"].reshape(rows, 16).astype(np.float64)
+        if op == "trowexpandexpdif":
+            np.testing.assert_allclose(got, want.astype(np.float32), rtol=4e-7, err_msg=f"{vr} rows")
+        else:
+            np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=f"{vr} rows")

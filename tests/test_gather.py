@@ -143,3 +143,77 @@ def test_scatter_rules_are_located():
     k[0, 0] = -1
     with pytest.raises(PtocError, match=r"an index outside dst's 2x16 tile \(0\.\.31\)"):
         R.evaluate(api.parse(text, "k.pto"), {"a": np.ones((2, 16), np.float32), "b": k})
+
+
+# ---- TGATHERB (TGATHERB.md: dst[i, j] = *(srcBase + offset[i, j]), uint32 byte offsets) ------------------
+# The page wins over the A2A3 header and the CPU simulator, which read one offset per 32-byte block of
+# dst (vgatherb): ISA pages first, digests next (pto_isa.md §3 "gather by byte offsets"), implementations last.
+
+B_DTYPES = ("f16", "f32", "bf16", "i8", "ui8", "i16", "i32", "ui16", "ui32")
+
+
+@PROFILE
+@given(tile_case(dtypes=B_DTYPES))
+def test_tgatherb_reads_a_dst_element_at_each_byte_offset(case):
+    """An oracle on the tile's bytes: the e bytes at srcBase + offset, offsets anywhere in src's tile
+    storage (inside and past the valid region) that are multiples of e."""
+    dt, rows, cols, vr, vc, rng, special = case
+    e = SIZE[dt]
+    x = values(rng, dt, (vr, vc), special)
+    storage = np.zeros((rows, cols), x.dtype)
+    storage[:vr, :vc] = x  # the golden model's tile outside the loaded region holds zeros
+    off = (rng.integers(0, rows * cols, size=(vr, vc)) * e).astype(np.uint32)
+    t, ot = T(rows, cols, dt, (vr, vc)), T(rows, cols, "ui32", (vr, vc))
+    got = run("tgatherb", [t, ot], t, [x, off])
+    raw = storage.tobytes()
+    want = np.frombuffer(b"".join(raw[o:o + e] for o in off.reshape(-1).tolist()), x.dtype).reshape(vr, vc)
+    check(got, [[py(want[i, j], dt) for j in range(vc)] for i in range(vr)], dt)
+
+
+def test_tgatherb_reads_dst_type_from_src_bytes():
+    """The element read is dst's: an i32 dst over an f32 src gives the float's bits."""
+    x = np.array([[1.0, -2.0, 0.5, -0.0]], np.float32)
+    t, ot, dt_ = T(1, 8, "f32", (1, 4)), T(1, 8, "ui32", (1, 4)), T(1, 8, "i32", (1, 4))
+    got = run("tgatherb", [t, ot], dt_, [x, np.array([[12, 8, 4, 0]], np.uint32)])
+    assert got[0, :4].tolist() == x[0, ::-1].view(np.int32).tolist()
+
+
+@pytest.mark.parametrize("off, message", [(2, "a byte offset not a multiple of 4"),
+                                          (128, "a byte offset past src's 128-byte tile")])
+def test_tgatherb_offsets_the_page_leaves_open_are_located_errors(off, message):
+    t, ot = T(2, 16, "f32"), T(2, 16, "ui32")
+    text = f"func.func @k(%a: {t}, %b: {ot}) -> {t} {{\n  %d = pto.tgatherb %a, %b : ({t}, {ot}) -> {t}\n  return %d : {t}\n}}\n"
+    k = np.zeros((2, 16), np.uint32)
+    k[1, 3] = off
+    with pytest.raises(PtocError, match=message) as e:
+        R.evaluate(api.parse(text, "k.pto"), {"a": np.ones((2, 16), np.float32), "b": k})
+    assert "k.pto:2:8" in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("dt", ["f32", "f16", "i8", "ui32"])
+@pytest.mark.parametrize("R", [1, 9, 16])
+def test_tgatherb_backends_match_numpy(target, dt, R):
+    """Both backends (the scalar unit): odd valid cols, valid < tile, NaN/±0/±inf among the values;
+    y == NumPy's gather of src's elements at offset / e."""
+    cols = 64 // DA.ESIZE[dt]
+    case = ("tgatherb", "", dt, R, cols, cols - 3)
+    text = DA.kernel(*case)
+    x = values(np.random.default_rng(R), dt, (R, cols - 3), 0.4)
+    given = DA.domain_inputs(case, {"a": x})
+    cmp, findings, _ = (H.check if target == "a2a3" else D5.check)(text, 0, given)
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+    k = given["b"].astype(np.int64) // DA.ESIZE[dt]
+    want = x[k // cols, k % cols]
+    got = api.reference(api.parse(text), given, target=target)["result0"]
+    u = f"u{SIZE[dt]}"
+    np.testing.assert_array_equal(got[:R, :cols - 3].view(u), want.view(u))
+
+
+def test_tgatherb_offsets_must_be_4_byte_integers():
+    t, ft = T(2, 16, "f32"), T(2, 16, "f32")
+    text = f"func.func @k(%a: {t}, %b: {ft}) -> {t} {{\n  %d = pto.tgatherb %a, %b : ({t}, {ft}) -> {t}\n  return %d : {t}\n}}\n"
+    with pytest.raises(PtocError, match=r"offsets must be i32 or ui32 \(uint32 byte offsets\), got f32") as e:
+        api.verify(api.parse(text, "k.pto"), A2A3)
+    assert "k.pto:2:8" in str(e.value)
