@@ -66,7 +66,9 @@ non-default ones are printed), then ``:`` and the one type the op needs to be re
                                                            element broadcast), BLK (one 32-byte block
                                                            repeated over the 8 VLanes), UNPK_B8/B16/B32
                                                            (128 bytes; element i zero-extended into
-                                                           the double-width lane i, i.e. lane 2i)
+                                                           the double-width lane i, i.e. lane 2i),
+                                                           UNPK4_B8 (64 bytes; byte i into the 32-bit
+                                                           lane i, i.e. lane 4i: TDEQUANT.md)
 ``%v = vf.load_unalign %t[%off] : TILE``                    256 bytes from an element-aligned address
 ``vf.store_align %t[%off], %v, %m, dist = ONEPT : TILE``   dist NORM (active lanes), ONEPT (lane 0),
                                                            PK_B16/B32/B64 (the low half of each active
@@ -203,7 +205,7 @@ PAIR_DTYPES = frozenset({"f16", "f32"})
 
 MASK_PATTERNS = ("ALL", "ALLF", "VL1", "VL2", "VL3", "VL4", "VL8", "VL16", "VL32", "VL64", "VL128",
                  "H", "Q", "M3", "M4")
-LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK", "UNPK_B8", "UNPK_B16", "UNPK_B32")
+LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK", "UNPK_B8", "UNPK_B16", "UNPK_B32", "UNPK4_B8")
 STORE_DISTS = ("NORM", "ONEPT", "PK_B16", "PK_B32", "PK_B64")
 ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
 CVT_PARTS = ("EVEN", "ODD")
@@ -771,8 +773,9 @@ class LoadAlignOp(_MemOp):
         if d.startswith("BRC_B") and int(d[5:]) != 8 * t.elem_bytes:
             raise VerifyException(f"dist {d} broadcasts {d[5:]}-bit elements, but the tile holds {t.dtype} "
                                   f"(use BRC_B{8 * t.elem_bytes})")
-        if d.startswith("UNPK_B") and int(d[6:]) != 8 * t.elem_bytes:
-            raise VerifyException(f"dist {d} unpacks {d[6:]}-bit elements, but the tile holds {t.dtype} "
+        bits = d.rpartition("_B")[2]
+        if d.startswith("UNPK") and int(bits) != 8 * t.elem_bytes:
+            raise VerifyException(f"dist {d} unpacks {bits}-bit elements, but the tile holds {t.dtype} "
                                   f"(use UNPK_B{8 * t.elem_bytes})")
         if len(self.results) != 1 or self.results[0].type != RegType(t.element_type):
             raise VerifyException(f"result must be {RegType(t.element_type)} (the tile's element type)")

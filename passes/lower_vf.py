@@ -1295,15 +1295,13 @@ class _OpLowering:
 
     def f_dequant(self):
         """TDEQUANT (TDEQUANT.md): per row, the row's offset and scale loaded BRC_B32; per chunk of 64
-        f32 lanes, src loaded UNPK_B16 and ``vf.cvt`` to f32 (exact), ``vf.sub`` of the offset,
+        f32 lanes, src loaded UNPK_B16 (i8: UNPK4_B8, the page's unpack, then ``vf.cvt`` to i16)
+        and ``vf.cvt`` to f32 (exact), ``vf.sub`` of the offset,
         ``vf.mul`` by the scale (the page's vsub then vmul), stored."""
         src, scale, offset = self.op.ins
         d = self.op.outs[0]
         R, C = self.valid(d)
         self._static(R, C)
-        if src.type.elem_bytes != 2:
-            raise _Unsupported(f"{src.type.dtype} src: no vf load unpacks 8-bit elements into 32-bit lanes "
-                               "(the page's UNPK4_B8 is not modelled)")
         for v in (src, scale, offset, d):
             self.arg(v)
 
@@ -1317,7 +1315,13 @@ class _OpLowering:
                 return (_load(b, tof, _rc(b, tof, i, 0), "BRC_B32"), _load(b, tsc, _rc(b, tsc, i, 0), "BRC_B32"))
 
             def chunk(i, k, m, pair):
-                x = b.op(vf.CvtOp(_load(b, ts, _elem(b, ts, i, k), "UNPK_B16"), m, rt, "RINT"))
+                if ts.e == 1:  # element m in the 32-bit lane m, then i8 -> i16 -> f32 (EVEN twice)
+                    v = _load(b, ts, _elem(b, ts, i, k), "UNPK4_B8")
+                    i16 = _reg(IntegerType(16))
+                    v = b.op(vf.CvtOp(v, b.mask("ALL", IntegerType(16)), i16, "RINT"))
+                else:
+                    v = _load(b, ts, _elem(b, ts, i, k), "UNPK_B16")
+                x = b.op(vf.CvtOp(v, m, rt, "RINT"))
                 y = b.op(vf.MulOp([b.op(vf.SubOp([x, pair[0]], m, rt)), pair[1]], m, rt))
                 _store(b, td, _elem(b, td, i, k), y, m)
             self.map_region([src, d], d, R, C, td.elt, chunk, row_pre=row)

@@ -602,13 +602,15 @@ def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
 
         def step(ub, regs):
             regs[key] = np.tile(ub[a:a + 32], REG // 32)
-    elif d.startswith("UNPK_B"):
-        # 128 bytes; element i zero-extended into the double-width lane i (narrow lanes 2i, 2i+1 = 0)
-        a = r._read(op, addr, REG // 2, 32, f"{d} load")
+    elif d.startswith("UNPK"):
+        # UNPK_Bn: 128 bytes, element i zero-extended into the double-width lane i (narrow lanes 2i,
+        # 2i+1 = 0); UNPK4_B8: 64 bytes, byte i into the 32-bit lane i (lanes 4i+1..4i+3 = 0)
+        k = 4 if d.startswith("UNPK4") else 2
+        a = r._read(op, addr, REG // k, 32, f"{d} load")
 
         def step(ub, regs):
-            reg = np.zeros((REG // (2 * e), 2, e), np.uint8)
-            reg[:, 0, :] = ub[a:a + REG // 2].reshape(-1, e)
+            reg = np.zeros((REG // (k * e), k, e), np.uint8)
+            reg[:, 0, :] = ub[a:a + REG // k].reshape(-1, e)
             regs[key] = reg.reshape(-1)
     else:
         a = r._read(op, addr, e, e, f"{d} load")

@@ -139,6 +139,17 @@ def test_load_blk_repeats_one_32_byte_block():
     assert list(out) == [float(8 + i % 8) for i in range(64)]  # lane i = element 8 + (i mod 8)
 
 
+@pytest.mark.parametrize("dist, k", [("UNPK_B8", 2), ("UNPK4_B8", 4)])
+def test_unpack_loads_spread_bytes_over_wider_lanes(dist, k):
+    """UNPK_B8: 128 bytes, byte i into lane 2i; UNPK4_B8 (TDEQUANT.md): 64 bytes, byte i into lane
+    4i; the other byte lanes 0."""
+    fn = _load_store("i8", 256, f"vf.load_align %src[%o], dist = {dist}")
+    x = (np.arange(256) % 97 - 48).astype(np.int8)
+    out = vx.execute_vf(fn, {"src": x, "o": 32})["dst"].reshape(-1)
+    want = [int(x[32 + i // k]) if i % k == 0 else 0 for i in range(256)]
+    assert out.tolist() == want
+
+
 def test_load_unalign_from_any_element():
     fn = _load_store("f32", 256, "vf.load_unalign %src[%o]")
     x = np.arange(256, dtype=np.float32)
