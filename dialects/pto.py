@@ -1344,6 +1344,75 @@ class ComposedOp(TileOp):
         _row_major(dst, "dst")
 
 
+RELU_CONV_PAIRS = (("f32", "f16"), ("f16", "i8"), ("i16", "i8"))
+"""(src, dst) element types of TADDRELUCONV / TSUBRELUCONV (TADDReluConv.md)."""
+
+
+def _fused_sources(op: TileOp, dst: TileLikeType, page: str) -> tuple[TileLikeType, TileLikeType]:
+    """src0, src1 of a fused add/sub op: one element type, RowMajor, dst's valid shape, not empty."""
+    a, b = _tiles(op, 2, "two source tiles (src0, src1)")[:2]
+    _same_dtype(a, b, rule=f"src0 and src1 must have the same element type ({page})")
+    for t, who in ((dst, "dst"), (a, "src0"), (b, "src1")):
+        _row_major(t, who)
+        if who != "dst":
+            _same_valid(t, dst, f"{who}'s valid shape must equal dst's ({page})")
+    if 0 in dst.valid_shape:
+        raise VerifyException(f"dst's valid rows and cols must be greater than 0 ({page}), got "
+                              f"{_dims_text(dst.valid_shape)}")
+    return a, b
+
+
+class ReluConvOp(TileOp):
+    """TADDRELUCONV / TSUBRELUCONV ``ins(src0, src1) outs(dst)`` (TADDReluConv.md; TSubReluConv has
+    no page of its own: pto_isa.md §3 gives both as ``convert(max(0, a±b))``): over dst's valid region
+    ``dst = convert(max(0, src0 ± src1))``, the sum and the ReLU in the source type, the conversion
+    saturating and rounding to nearest even (runtime/elementwise.py ``saturating_convert``); (src,
+    dst) one of :data:`RELU_CONV_PAIRS`."""
+
+    FAMILY: ClassVar[str] = "reluconv"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    PAGE: ClassVar[str] = "TADDReluConv.md"
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects ins(src0, src1), got {len(self.ins)} operands")
+        a, _ = _fused_sources(self, dst, self.PAGE)
+        if (a.dtype, dst.dtype) not in RELU_CONV_PAIRS:
+            pairs = ", ".join(f"{s} -> {d}" for s, d in RELU_CONV_PAIRS)
+            raise VerifyException(f"(src, dst) element types must be one of {pairs} ({self.PAGE}), got "
+                                  f"{a.dtype} -> {dst.dtype}")
+
+
+class DeqReluOp(TileOp):
+    """TADDDEQRELU ``ins(src0, src1, deqScale, tmp) outs(dst)`` (TAddDeqRelu.md): over dst's valid
+    region ``dst = half(max(0, (src0 + src1) * deqScale))`` by the page's sequence
+    (runtime/elementwise.py ``add_deq_relu``); src0, src1 and tmp i32, deqScale an f32 scalar, dst f16,
+    tmp at least dst's valid region."""
+
+    FAMILY: ClassVar[str] = "deqrelu"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    TMP_AT: ClassVar[int] = 3
+
+    def verify_family(self) -> None:
+        page = "TAddDeqRelu.md"
+        dst = _need_dst(self)
+        tiles, scalars = self.tile_ins(), self.scalar_ins()
+        if len(self.ins) != 4 or len(tiles) != 3 or self.ins[2] in tiles:
+            raise VerifyException(f"expects ins(src0, src1, deqScale, tmp), got {len(self.ins)} operands")
+        a, _ = _fused_sources(self, dst, page)
+        tmp = tiles[2].type
+        for t, who, want in ((a, "src0 and src1", "i32"), (tmp, "tmp", "i32"), (dst, "dst", "f16")):
+            if t.dtype != want:
+                raise VerifyException(f"{who} must be {want} ({page}), got {t.dtype}")
+        if not isinstance(scalars[0].type, Float32Type):
+            raise VerifyException(f"deqScale must be an f32 scalar ({page}), got {scalars[0].type}")
+        _row_major(tmp, "tmp")
+        if _known(*dst.valid_shape) and (tmp.rows < dst.valid_row or tmp.cols < dst.valid_col):
+            raise VerifyException(f"tmp ({tmp.rows}x{tmp.cols}) must be at least dst's valid region "
+                                  f"{_dims_text(dst.valid_shape)} ({page})")
+
+
 class TransposeOp(TileOp):
     """TTRANS ``ins(src[, tmp]) outs(dst)`` (pto_isa.md §3 "transpose"): ``dst[j, i] = src[i, j]``
     over src's valid region (R x C); dst's valid region is C x R."""
@@ -1912,6 +1981,9 @@ TAddscOp = _define("taddsc", ComposedOp, _per_target(A2A3_ARITH, A2A3_ARITH),
 TSubscOp = _define("tsubsc", ComposedOp, _per_target(A2A3_ARITH, A2A3_ARITH),
                    "TSUBSC ``ins(src0, s, src1)``: dst = (src0 - s) + src1.", SCALAR=True,
                    STEPS=(("vadds", "a", "-s"), ("vadd", "t", "b")))
+TAddReluConvOp = _define("taddreluconv", ReluConvOp, A2A3_VOP="vadd", FN="add_relu_conv")
+TSubReluConvOp = _define("tsubreluconv", ReluConvOp, A2A3_VOP="vsub", FN="sub_relu_conv")
+TAddDeqReluOp = _define("tadddeqrelu", DeqReluOp, FN="add_deq_relu")
 TAxpyOp = _define("taxpy", AxpyOp, _per_target(F16_F32, F16_F32 | {"bf16"}))
 TCiOp = _define("tci", FillOp, _per_target(INT16_32, INT16_32 | {"i8", "ui8", "i64", "ui64"}),
                 "TCI ``{descending}``: dst[i, j] = s + k (descending: s - k), k = i * C + j the position in the "

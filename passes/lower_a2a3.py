@@ -1756,6 +1756,38 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    def tile_reluconv(self, op):
+        """TADDRELUCONV / TSUBRELUCONV (TADDReluConv.md) and TADDDEQRELU (TAddDeqRelu.md) as the
+        pages' steps (the A2A3 header's fused ``vaddreluconv_*`` is not in vector_isa.md), each a
+        repeat instruction over the valid region into a tmp (TADDDEQRELU: its i32 tmp operand, the
+        sum converted to f32 in place, then ``vmuls`` by 2^-17, deqScale and 2^17; the others: free
+        UB shaped like src): ``vadd``/``vsub``, ``vrelu``, the saturation as ``vmins`` by dst's
+        largest value (nothing is below 0 after the ReLU; a NaN stays a NaN), ``vconv`` to dst
+        (nearest even; float -> int maps a NaN to 0)."""
+        a, b = self.tile(op.ins[0]), self.tile(op.ins[1])
+        d = self.tile(op.outs[0])
+        self._rows_aligned(a, b, d, rows=d.vr)
+        deq = op.FAMILY == "deqrelu"
+        tmp = self.tile(op.ins[3]) if deq else TileRef(self.free_ub(a.nbytes), a.t, a.vr, a.vc)
+        R, C = d.vr, d.vc
+        L = 256 // a.esize
+        t = self.opnd(tmp, L)
+        self.vec("vsub" if type(op).A2A3_VOP == "vsub" else "vadd", a.dtype,
+                 {"dst": t, "src0": self.opnd(a, L), "src1": self.opnd(b, L)}, R, C, row_bound=d.t.rows)
+        work = a.dtype
+        if deq:
+            work = "f32"
+            self.vec("vconv", work, {"dst": t, "src": t}, R, C, lanes=L, extra={"src_dtype": a.dtype, "round": "r"})
+            for k in (2.0 ** -E.DEQ_SCALE_SHIFT, self.scalar_operand(op.ins[2], work), 2.0 ** E.DEQ_SCALE_SHIFT):
+                self.vec("vmuls", work, {"dst": t, "src": t}, R, C, extra={"scalar": k})
+        self.vec("vrelu", work, {"dst": t, "src": t}, R, C)
+        npd = E.np_dtype(d.dtype)
+        top = E.max_finite(npd) if E.is_float_dtype(npd) else E.int_range(npd)[1]
+        self.vec("vmins", work, {"dst": t, "src": t}, R, C, extra={"scalar": top})
+        wide = 256 // max(DTYPE_SIZES[work], d.esize)
+        self.vec("vconv", d.dtype, {"dst": self.opnd(d, wide), "src": self.opnd(tmp, wide)},
+                 R, C, lanes=wide, extra={"src_dtype": work, "round": "r"})
+
     def tile_cvt(self, op):
         s, d = self.tile(op.tile_ins()[0]), self.tile(op.outs[0])
         mode_text = _attr_text(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
@@ -2560,6 +2592,7 @@ _FAMILY_RULES = {
     pto.PairReduceOp: _FnLowering.tile_pairreduce,
     pto.ArgReduceOp: _FnLowering.tile_argreduce,
     pto.ConvertOp: _FnLowering.tile_cvt,
+    pto.ReluConvOp: _FnLowering.tile_reluconv, pto.DeqReluOp: _FnLowering.tile_reluconv,
     pto.ConcatOp: _FnLowering.tile_concat, pto.FillPadOp: _FnLowering.tile_fillpad,
     pto.DequantOp: _FnLowering.tile_dequant, pto.InterleaveOp: _FnLowering.tile_interleave,
     pto.GatherOp: _FnLowering.tile_gather,

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, Signedness, StringAttr,
+    Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, Signedness, StringAttr,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -94,7 +94,7 @@ from pto_compiler.runtime.element_types import round_mode
 from pto_compiler.runtime.program import Instr, Program
 from pto_compiler.targets import ASCEND950, Target
 
-E = LazyModule("pto_compiler.runtime.elementwise")  # pad values only: NumPy on first use
+E = LazyModule("pto_compiler.runtime.elementwise")  # pad values and conversion limits: NumPy on first use
 
 __all__ = ["LowerVfPass", "lower_module", "lower_module_to_a2a3", "lower_to_program"]
 
@@ -1326,6 +1326,47 @@ class _OpLowering:
                 _store(b, td, _elem(b, td, i, k), y, m)
             self.map_region([src, d], d, R, C, td.elt, chunk, row_pre=row)
         return plan
+
+    def f_reluconv(self):
+        """TADDRELUCONV / TSUBRELUCONV and TADDDEQRELU as the A5 headers' VF sequence
+        (TADDReluConv.md, TAddDeqRelu.md "Implementation notes (A5)"): per chunk of source lanes, both
+        sources loaded, ``vf.add``/``vf.sub`` (TADDDEQRELU: ``vf.cvt`` i32 -> f32, ``vf.muls`` by
+        2^-17, deqScale, 2^17), ``vf.relu``, ``vf.mins`` by dst's largest value (the saturation: nothing
+        is below 0 after the ReLU; a NaN stays a NaN), ``vf.cvt`` to dst EVEN and a PK store."""
+        op = self.op
+        a, bb, d = op.ins[0], op.ins[1], op.outs[0]
+        deq = op.FAMILY == "deqrelu"
+        R, C = self.valid(d)
+        for v in (a, bb, d, *(op.ins[2:3] if deq else ())):
+            self.arg(v)
+        self.dyn_args(R, C)
+        sub = type(op).A2A3_VOP == "vsub"
+
+        def plan():
+            b = self.b
+            ta, tb, td = self.tile(a), self.tile(bb), self.tile(d)
+            self._aligned((ta, R), (tb, R), (td, R))
+            work = Float32Type() if deq else ta.elt
+            st, wt, rt = _reg(ta.elt), _reg(work), _reg(td.elt)
+            npd = E.np_dtype(pto.dtype_name(td.elt))
+            top = b.cf(E.max_finite(npd), work) if pto.is_float(work) and E.is_float_dtype(npd) else (
+                b.cf(E.int_range(npd)[1], work) if pto.is_float(work) else b.c(E.int_range(npd)[1], _signless(work)))
+            scales = [b.cf(2.0 ** -E.DEQ_SCALE_SHIFT, work), self._scalar_in_vf(op.ins[2], work),
+                      b.cf(2.0 ** E.DEQ_SCALE_SHIFT, work)] if deq else []
+
+            def chunk(i, k, m, _):
+                x = b.op((vf.SubOp if sub else vf.AddOp)([_load(b, ta, _elem(b, ta, i, k)),
+                                                          _load(b, tb, _elem(b, tb, i, k))], m, st))
+                if deq:
+                    x = b.op(vf.CvtOp(x, m, wt, "RINT"))
+                    for sc in scales:
+                        x = b.op(vf.MulsOp([x, sc], m, wt))
+                x = b.op(vf.MinsOp([b.op(vf.ReluOp([x], m, wt)), top], m, wt))
+                _store(b, td, _elem(b, td, i, k), b.op(vf.CvtOp(x, m, rt, "RINT")), m, f"PK_B{8 * ta.e}")
+            self.map_region([a, bb, d], d, self.dims(R), self.dims(C), ta.elt, chunk)
+        return plan
+
+    f_deqrelu = f_reluconv
 
     def f_cvt(self):
         op = self.op

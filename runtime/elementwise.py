@@ -902,6 +902,49 @@ def dequant(x, scale, offset):
     return mul(sub(xf, np.broadcast_to(offset, xf.shape)), np.broadcast_to(scale, xf.shape))
 
 
+def saturating_convert(x, dtype) -> np.ndarray:
+    """TADDReluConv.md's ``convert``: "narrows ... with saturating behavior; for floating-point
+    down-casts, rounding follows round-to-nearest-even": beyond the destination's finite range (an
+    infinity included) the result is its extreme; a NaN stays a NaN (float) or becomes 0 (int, as
+    TCVT's float -> int)."""
+    x = _arr(x)
+    dst = np_dtype(dtype)
+    if is_float_dtype(x.dtype) and is_float_dtype(dst):
+        top = max_finite(dst)
+        x = np.where(np.isnan(x), x, np.clip(x, -top, top)).astype(x.dtype)
+    return convert(x, dst, "CAST_RINT", saturate=True)
+
+
+@element_fn("reluconv")
+def add_relu_conv(a, b, dtype):
+    """TADDRELUCONV (TADDReluConv.md): ``convert(max(0, a + b))``, the sum and the ReLU in the
+    source type (TADD's rounding or wrap, TRELU's max rule), then :func:`saturating_convert`."""
+    return saturating_convert(relu(add(a, b)), dtype)
+
+
+@element_fn("reluconv")
+def sub_relu_conv(a, b, dtype):
+    """TSUBRELUCONV (pto_isa.md §3 "convert(max(0, a±b))", TADDReluConv.md's convert):
+    ``convert(max(0, a - b))``."""
+    return saturating_convert(relu(sub(a, b)), dtype)
+
+
+DEQ_SCALE_SHIFT = 17
+"""TAddDeqRelu.md's precision-compensated scaling ``(x * 2^-17) * deqScale * 2^17``."""
+
+
+@element_fn("deqrelu")
+def add_deq_relu(a, b, scale):
+    """TADDDEQRELU (TAddDeqRelu.md): ``half(max(0, (a + b) * deqScale))`` with i32 a, b (the sum
+    wraps, TADD's rule) and an f32 scale, as the page's sequence: the sum converted to f32
+    (nearest even), times 2^-17, times the scale, times 2^17 (each rounded to f32), ReLU, then a
+    saturating f16 conversion (:func:`saturating_convert`)."""
+    x = convert(add(a, b), np.float32)
+    for k in (np.float32(2.0 ** -DEQ_SCALE_SHIFT), np.float32(scale), np.float32(2.0 ** DEQ_SCALE_SHIFT)):
+        x = mul(x, np.full(x.shape, k, np.float32))
+    return saturating_convert(relu(x), np.float16)
+
+
 def scalar_to(value, dtype) -> np.ndarray:
     """A kernel scalar (Python or NumPy number) as a 0-d array of the element type.
 

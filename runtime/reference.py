@@ -1266,6 +1266,19 @@ class Evaluator:
         env[op.res[k]] = tile = new_tile(t, valid)
         return tile
 
+    def family_reluconv(self, op, env):
+        """TADDRELUCONV / TSUBRELUCONV and TADDDEQRELU (its deqScale the element function's third
+        argument)."""
+        a, b = (self.tile(op, v, env) for v in op.ins[:2])
+        dst = self.dst(op, env, a.valid)
+        r, c = dst.valid
+        self._same_valid(op, a, dst.valid, "src0")
+        self._same_valid(op, b, dst.valid, "src1")
+        self.need(op, r > 0 and c > 0, f"dst's valid region {r}x{c} is empty at run time (validRow > 0 and "
+                                       "validCol > 0)")
+        third = env[op.ins[2]] if op.FAMILY == "deqrelu" else dst.dtype
+        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c], third))
+
     def family_dequant(self, op, env):
         src, scale, offset = (self.tile(op, v, env) for v in op.ins)
         dst = self.dst(op, env, src.valid)
@@ -1490,7 +1503,8 @@ _FAMILIES = {
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
-    pto.ConvertOp: Evaluator.family_cvt,
+    pto.ConvertOp: Evaluator.family_cvt, pto.ReluConvOp: Evaluator.family_reluconv,
+    pto.DeqReluOp: Evaluator.family_reluconv,
     pto.ConcatOp: Evaluator.family_concat, pto.FillOp: Evaluator.family_fill, pto.AxpyOp: Evaluator.family_axpy,
     pto.FillPadOp: Evaluator.family_fillpad, pto.DequantOp: Evaluator.family_dequant,
     pto.InterleaveOp: Evaluator.family_interleave,

@@ -120,6 +120,10 @@ def variants():
         out.append((op, v, a2a3_dtypes(op)))
     for v in ("i16-col", "i16-row", "i8-col"):  # src type, scale/offset Rx1 ColMajor or valid Rx1 of Rx8
         out.append(("tdequant", v, a2a3_dtypes("tdequant")))
+    for op in RELU_CONV:
+        for src, dst in pto.RELU_CONV_PAIRS:  # variant: the source type; dtypes: the destination's
+            out.append((op, f"{src}-relu", [dst]))
+    out.append(("tadddeqrelu", "i32-deq", ["f16"]))
     for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
         # oracle test covers it with a loaded dst); single: the blockLen form
         out.append(("tmrgsort", v, a2a3_dtypes("tmrgsort")))
@@ -131,7 +135,7 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
     one (more than two 256-byte repeats) when the tile is short."""
     e = ESIZE[dt]
     epb = 32 // e
-    if op in ("tcvt", "taxpy", "tdequant") and "-" in variant:  # rows of both types are 32-byte multiples; the wider bounds the tile
+    if op in ("tcvt", "taxpy", "tdequant", *RELU_CONV, "tadddeqrelu") and "-" in variant:  # rows of both types are 32-byte multiples; the wider bounds the tile
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
@@ -316,6 +320,13 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         text = (f"func.func @k({', '.join(args)}) -> ({rt}, {rt}) {{\n  %d0, %d1 = pto.{op} {names} : ({srcs}) -> "
                 f"({rt}, {rt})\n  return %d0, %d1 : {rt}, {rt}\n}}\n")
         return text
+    elif op in RELU_CONV or op == "tadddeqrelu":
+        src = _t(R, cols, variant.split("-")[0], R, C)
+        args = [f"%a: {src}", f"%b: {src}"]
+        body = f"%d = pto.{op} %a, %b : ({src}, {src}) -> {full}"
+        if op == "tadddeqrelu":
+            args += ["%s: f32", f"%t: {src}"]
+            body = f"%d = pto.tadddeqrelu %a, %b, %s, %t : ({src}, {src}, f32, {src}) -> {full}"
     elif op == "tdequant":
         src = _t(R, cols, variant.split("-")[0], R, C)
         p = _t(R, 1, "f32", cm=True) if variant.endswith("col") else _t(R, 8, "f32", R, 1)
@@ -392,6 +403,9 @@ def fillpad_inplace_kernel(dt, R, cols, C, pad):
 """
 
 
+RELU_CONV = ("taddreluconv", "tsubreluconv")
+"""convert(max(0, a ± b)) ops (TADDReluConv.md): one variant per (src, dst) pair."""
+
 DPS_OPS = ("taxpy", "tmuladddst", "tfusedmuladd", "tfusedmuladdrelu")
 """Ops that read their dst: kernels in the DPS form, every operand loaded from GM (:func:`dps_kernel`)."""
 
@@ -447,6 +461,8 @@ def domain_inputs(case, given):
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         pos = rng.integers(0, min(R * case[4], 1 << 15), size=(R, C))
         return {**(given or {}), "b": pos.astype(np.int32 if ESIZE[dt] == 4 else np.int16)}
+    if op == "tadddeqrelu":  # a dequant scale that keeps most sums inside f16's range
+        return {**(given or {}), "s": np.float32(3e-6)}
     if op in ("tgather", "tgatherb") and variant in ("index", ""):  # positions inside src's valid region
         rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
         pos = rng.integers(0, R, size=(R, C)) * case[4] + rng.integers(0, C, size=(R, C))

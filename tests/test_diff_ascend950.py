@@ -47,14 +47,14 @@ CVT_PAIRS = tuple(p for p in M.CVT_PAIRS if not (p[2] == "SAT" and M.ESIZE[p[0]]
 def variants():
     """(op, variant, [dtypes]) as tests/test_diff_a2a3.py, with the A5 dtype lists."""
     out = []
-    for op, variant, _ in M.variants():
+    for op, variant, dts in M.variants():
         if op == "tcvt":
             continue
         if op == "tmov":
             out.append((op, variant, a5_dtypes(op)))
             continue
-        if op == "taxpy" and "-" in variant:  # the mixed-type form: its dst type only
-            out.append((op, variant, ["f32"]))
+        if (op == "taxpy" and "-" in variant) or pto.TILE_OPS[f"pto.{op}"].DTYPES is None:
+            out.append((op, variant, dts))  # a mixed-type form: its dst type only; type pairs: as a2a3
             continue
         out.append((op, variant, a5_dtypes(op)))
     for src, dst, mode in CVT_PAIRS:

@@ -25,6 +25,7 @@ from test_reference_props import INTS, NP, PROFILE, SIZE, T, check, is_float, py
 from pto_compiler import api
 from pto_compiler.diagnostics import PtocError
 from pto_compiler.dialects import pto
+from pto_compiler.runtime import reference as golden
 from pto_compiler.targets import A2A3, ASCEND950
 
 FLOAT_ARITH = ("f16", "f32")
@@ -1003,3 +1004,115 @@ def test_interleave_rules_are_located(op, srcs, dst, why):
     with pytest.raises(PtocError, match=why) as e:
         api.verify(api.parse(text, "k.pto"), ASCEND950)
     assert "k.pto:2:14" in str(e.value)
+
+
+# ---- TADDRELUCONV, TSUBRELUCONV (TADDReluConv.md), TADDDEQRELU (TAddDeqRelu.md) --------------------------
+
+def o_sat(v, dt):
+    """TADDReluConv.md's convert: nearest even, saturating (an infinity too) to dt's range; a NaN
+    stays a NaN (f16) or becomes 0 (i8)."""
+    if dt == "f16":
+        if math.isnan(v):
+            return math.nan
+        top = 65504.0
+        return max(-top, min(top, v)) if abs(v) >= top else rnd(v, "f16")
+    if math.isnan(v):
+        return 0
+    n = round(v) if math.isfinite(v) else (1 if v > 0 else -1) * 2 ** 40  # Python's round(): nearest even
+    return max(-128, min(127, n))
+
+
+def o_relu_conv(a, b, sdt, ddt, sub):
+    """``convert(max(0, a ± b))``: the sum rounded (floats) or wrapped (i16) in the source type, ReLU
+    (a NaN stays a NaN, -0 -> +0), then :func:`o_sat`."""
+    s = a - b if sub else a + b
+    s = rnd(s, sdt) if is_float(sdt) else wrap(s, sdt)
+    if not (isinstance(s, float) and math.isnan(s)):
+        s = max(s, 0) + 0 if not is_float(sdt) else (s if s > 0 else 0.0)
+    return o_sat(s, ddt)
+
+
+@PROFILE
+@given(tile_case(dtypes=("f32", "f16", "i16")), st.booleans())
+def test_relu_conv_matches_the_page(case, sub):
+    sdt, rows, cols, vr, vc, rng, special = case
+    ddt = dict(pto.RELU_CONV_PAIRS)[sdt]
+    a, b = values(rng, sdt, (vr, vc), special), values(rng, sdt, (vr, vc), special)
+    if sdt == "f32" and special:  # sums past f16's range (the saturation)
+        a[0, 0] = np.float32(70000.0)
+    got = run("tsubreluconv" if sub else "taddreluconv", [T(rows, cols, sdt, (vr, vc))] * 2,
+              T(rows, cols, ddt, (vr, vc)), [a, b])
+    check(got, [[o_relu_conv(py(a[i, j], sdt), py(b[i, j], sdt), sdt, ddt, sub) for j in range(vc)]
+                for i in range(vr)], ddt)
+
+
+def o_deq_relu(a, b, s):
+    """TAddDeqRelu.md's sequence: i32 sum (wrapping), to f32, * 2^-17, * s, * 2^17 (each rounded to
+    f32), ReLU, saturating f16."""
+    x = rnd(float(wrap(a + b, "i32")), "f32")
+    for k in (2.0 ** -17, s, 2.0 ** 17):
+        x = rnd(x * k, "f32")
+    x = x if math.isnan(x) or x > 0 else 0.0
+    return o_sat(x, "f16")
+
+
+@PROFILE
+@given(tile_case(dtypes=("i32",)), st.sampled_from([1e-3, 3e-6, -0.5, 2.0 ** -20, 7.0]))
+def test_tadddeqrelu_matches_the_page(case, s):
+    _, rows, cols, vr, vc, rng, special = case
+    a, b = values(rng, "i32", (vr, vc), special), values(rng, "i32", (vr, vc), special)
+    t, h = T(rows, cols, "i32", (vr, vc)), T(rows, cols, "f16", (vr, vc))
+    text = (f"func.func @k(%a: {t}, %b: {t}, %t: {t}) -> {h} {{\n  %s = arith.constant {s!r} : f32\n"
+            f"  %d = pto.tadddeqrelu %a, %b, %s, %t : ({t}, {t}, f32, {t}) -> {h}\n  return %d : {h}\n}}\n")
+    got = golden.evaluate(api.parse(text), {"a": a, "b": b, "t": a})["result0"]
+    sf = float(np.float32(s))
+    check(got, [[o_deq_relu(py(a[i, j], "i32"), py(b[i, j], "i32"), sf) for j in range(vc)] for i in range(vr)], "f16")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("op, sdt", [("taddreluconv", "f32"), ("tsubreluconv", "f16"), ("taddreluconv", "i16"),
+                                     ("tadddeqrelu", "i32")])
+@pytest.mark.parametrize("R, cols, C", [(1, 64, 64), (9, 64, 61), (240, 32, 17), (256, 32, 32)])
+def test_fused_relu_ops_backends_give_the_golden_bits(target, op, sdt, R, cols, C):
+    """NaN/±0/±inf and sums past the destination's range among the inputs."""
+    ddt = "f16" if op == "tadddeqrelu" else dict(pto.RELU_CONV_PAIRS)[sdt]
+    case = (op, f"{sdt}-{'deq' if op == 'tadddeqrelu' else 'relu'}", ddt, R, cols, C)
+    rng = np.random.default_rng(R + C)
+    given = {"a": values(rng, sdt, (R, C), 0.4), "b": values(rng, sdt, (R, C), 0.4)}
+    text = DA.kernel(*case)
+    cmp, findings, _ = (H.check if target == "a2a3" else D5.check)(text, 0, DA.domain_inputs(case, given))
+    assert cmp and not findings
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+
+
+@pytest.mark.parametrize("ins, dst, why", [
+    ("%a, %a : ({f32}, {f32})", "i8", r"\(src, dst\) element types must be one of f32 -> f16, f16 -> i8, i16 -> i8"),
+    ("%a, %c : ({f32}, {f16})", "f16", "src0 and src1 must have the same element type"),
+    ("%a, %h : ({f32}, {half})", "f16", r"src1's valid shape must equal dst's"),
+    ("%a, %a : ({f32}, {f32})", "f16-empty", "dst's valid rows and cols must be greater than 0"),
+])
+def test_relu_conv_rules_are_located(ins, dst, why):
+    types = {"f32": T(8, 16, "f32"), "f16": T(8, 16, "f16"), "half": T(8, 16, "f32", (8, 8))}
+    d = {"i8": T(8, 16, "i8"), "f16": T(8, 16, "f16"), "f16-empty": T(8, 16, "f16", (0, 16))}[dst]
+    if dst == "f16-empty":
+        types["f32"] = T(8, 16, "f32", (0, 16))
+    text = (f"func.func @k(%a: {types['f32']}, %c: {types['f16']}, %h: {types['half']}) -> {d} {{\n"
+            f"  %d = pto.taddreluconv {ins.format(**types)} -> {d}\n  return %d : {d}\n}}\n")
+    with pytest.raises(PtocError, match=why) as e:
+        api.verify(api.parse(text, "k.pto"))
+    assert "k.pto:2:8" in str(e.value)
+
+
+@pytest.mark.parametrize("tmp, s, dst, why", [
+    (T(8, 16, "f32"), "f32", T(8, 16, "f16"), "tmp must be i32"),
+    (T(8, 16, "i32"), "f16", T(8, 16, "f16"), "deqScale must be an f32 scalar"),
+    (T(8, 16, "i32"), "f32", T(8, 16, "f32"), "dst must be f16"),
+    (T(4, 16, "i32"), "f32", T(8, 16, "f16"), r"tmp \(4x16\) must be at least dst's valid region 8x16"),
+])
+def test_tadddeqrelu_rules_are_located(tmp, s, dst, why):
+    t = T(8, 16, "i32")
+    text = (f"func.func @k(%a: {t}, %t: {tmp}, %s: {s}) -> {dst} {{\n"
+            f"  %d = pto.tadddeqrelu %a, %a, %s, %t : ({t}, {t}, {s}, {tmp}) -> {dst}\n  return %d : {dst}\n}}\n")
+    with pytest.raises(PtocError, match=why) as e:
+        api.verify(api.parse(text, "k.pto"))
+    assert "k.pto:2:8" in str(e.value)
