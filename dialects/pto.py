@@ -2025,7 +2025,7 @@ OPAQUE_TILE_OP_NAMES = (
     "tcmp", "tsel", "tpartadd", "tpartmul",
     "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels",
     "thistogram",
-    "tstore_fp", "tstore.fp", "tprefetch", "mgather", "mscatter",
+    "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tpack", "tsubview",
@@ -2057,6 +2057,8 @@ NO_SEMANTICS = {
                     "index wins is 'implementation-defined'",
     "pto.tprefetch": "TPREFETCH.md: 'Semantics and caching behavior are target/implementation-defined' (a hint "
                      "into a 'tile-local cache/buffer (implementation-defined)')",
+    "pto.tprefetch_async": "TPREFETCH_ASYNC.md: an L2 warm-up through SDMA with a host-prepared workspace and an "
+                           "async event; the page gives no PTO-AS form and no effect on tile data",
 }
 """Catalogue instructions whose pages give no exact semantics: the golden model and both lowerings
 reject them located, with the reason (issue 12: never guess silently)."""
