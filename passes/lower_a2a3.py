@@ -1024,8 +1024,8 @@ class _FnLowering:
         for t in tiles:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
-                                   "expand, broadcast, move, row-, pair- and column-reduction, fillpad, concat, "
-                                   "gather (index form), ttrans, tci and ttri families")
+                                   "expand, broadcast, move, row-, pair- and column-reduction (trowprod too), "
+                                   "fillpad, concat, gather (index form), ttrans, tci and ttri families")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
@@ -2025,7 +2025,6 @@ class _FnLowering:
     def tile_rowreduce(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         if op.FAMILY == "rowprod":
-            self._static_valid(s, d)
             return self.row_prod(s, d)
         self._rows_aligned(s, rows=s.vr)
         R, C = s.vr, s.vc
@@ -2211,14 +2210,14 @@ class _FnLowering:
         TROWMAX path is (also on ascend950).  The running product lives in dst[i, 0] (a register
         is not carried across the column loop)."""
         self.flag("V", "S")
-        rows, r = self.loop("r", 0, s.vr)
+        rows, r = self.loop("r", 0, s.vr, bound=s.t.rows)
         outer = self.in_body(rows.body)
         p, x = self.fresh("p"), self.fresh("x")
         at = self.elem(d, r, 0)
         acc = self.emit("ld_ub", s.dtype, dst=p, addr=self.elem(s, r, 0))
         self.emit("st_ub", d.dtype, addr=at, src=acc)
-        if s.vc > 1:
-            cols, c = self.loop("c", 1, s.vc)
+        if not _is_int(s.vc) or s.vc > 1:
+            cols, c = self.loop("c", 1, s.vc, bound=s.t.cols)
             inner = self.in_body(cols.body)
             acc = self.emit("ld_ub", s.dtype, dst=p, addr=at)
             v = self.emit("ld_ub", s.dtype, dst=x, addr=self.elem(s, r, c))

@@ -54,6 +54,14 @@ def _sum_pairs(a):
     return out
 
 
+def _left_to_right_product(a):
+    """TROWPROD: each row's product left to right, rounded to f32 at each step."""
+    out = a[:, :1].copy()
+    for j in range(1, a.shape[1]):
+        out = (out * a[:, j:j + 1]).astype(np.float32)
+    return out
+
+
 F3 = np.float32(3)
 CASES = {
     "binary": Case("pto.tadd ins(%s0, %s1 : {full}, {full}) outs(%d : {full})", ("full", "full"), "full",
@@ -82,7 +90,9 @@ CASES = {
                      ("full", "full", "full"), "full", lambda a, b, c: a + b + c),
     "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
     "rowprod": Case("pto.trowprod ins(%s0 : {full}) outs(%d : {col})", ("full",), "col",
-                    lambda a: a.prod(axis=1, keepdims=True), empty=False),
+                    lambda a: _left_to_right_product(a), empty=False),
+    "rowarg": Case("pto.trowargmax ins(%s0 : {full}) outs(%d : {icol})", ("full",), "icol", None, out="i32",
+                   empty=False),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
                  lambda a, y: a * F3 + y, reads_dst=True),
     "trans": Case("pto.ttrans ins(%s0 : {full}) outs(%d : {tall})", ("full",), "tall", lambda a: a.T),
@@ -98,6 +108,7 @@ def types(out: str = "f32"):
     return {"full": f"!pto.tile_buf<vec, {R}x{C}xf32, valid=?x?>",
             "dout": f"!pto.tile_buf<vec, {R}x{C}x{out}, valid=?x?>",
             "col": f"!pto.tile_buf<vec, {R}x1xf32, valid=?x1, blayout=col_major>",
+            "icol": f"!pto.tile_buf<vec, {R}x1xi32, valid=?x1, blayout=col_major>",
             "row": f"!pto.tile_buf<vec, 1x{C}xf32, valid=1x?>",
             "tall": f"!pto.tile_buf<vec, {C}x{R}xf32, valid=?x?>",
             "rows": f"!pto.tile_buf<vec, {R}x{C}xf32, valid=?x{C}>",
@@ -105,7 +116,8 @@ def types(out: str = "f32"):
 
 
 def _valid_ops(kind: str) -> str:
-    return {"full": "valid_row = %vr valid_col = %vc", "col": "valid_row = %vr", "row": "valid_col = %vc",
+    return {"full": "valid_row = %vr valid_col = %vc", "col": "valid_row = %vr", "icol": "valid_row = %vr",
+            "row": "valid_col = %vc",
             "rows": "valid_row = %vr",
             "tall": "valid_row = %vc valid_col = %vr", "padded": ""}[kind]
 
@@ -114,6 +126,7 @@ def _part(kind: str) -> tuple[str, str, str, str]:
     """(GM shape, strides, partition sizes, partition type) of a tile kind."""
     return {"full": (f"%c{R}, %c{C}", f"%c{C}, %c1", "%vr, %vc", "?x?"),
             "col": (f"%c{R}, %c1", "%c1, %c1", "%vr, %c1", "?x1"),
+            "icol": (f"%c{R}, %c1", "%c1, %c1", "%vr, %c1", "?x1"),
             "row": (f"%c1, %c{C}", f"%c{C}, %c1", "%c1, %vc", "1x?"),
             "tall": (f"%c{C}, %c{R}", f"%c{R}, %c1", "%vc, %vr", "?x?"),
             "rows": (f"%c{R}, %c{C}", f"%c{C}, %c1", f"%vr, %c{C}", f"?x{C}"),
@@ -139,7 +152,7 @@ def kernel(case: Case) -> str:
         lines += [f"  %s{i} = pto.alloc_tile {_valid_ops(kind)} : {t[kind]}",
                   f"  pto.tload ins(%x{i}p : !pto.partition_tensor_view<{_part(kind)[3]}xf32>) "
                   f"outs(%s{i} : {t[kind]})"]
-    dst = t["dout"] if case.out != "f32" else t[case.dst]
+    dst = t["dout"] if case.out != "f32" and case.dst == "full" else t[case.dst]
     ypart = f"!pto.partition_tensor_view<{_part(case.dst)[3]}x{case.out}>"
     lines.append(f"  %d = pto.alloc_tile {_valid_ops(case.dst)} : {dst}")
     if case.reads_dst:
@@ -186,7 +199,7 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("rowprod", "a2a3"), ("rowprod", "ascend950")}
+UNSUPPORTED = {("rowarg", "a2a3"), ("rowarg", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
