@@ -1025,7 +1025,8 @@ class _FnLowering:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
                                    "expand, broadcast, move, row-, pair- and column-reduction (trowprod too), "
-                                   "fillpad, concat, gather (index form), ttrans, tci and ttri families")
+                                   "fillpad, concat, gather (index form), scatter, (de)interleave, ttrans, tci and "
+                                   "ttri families")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
@@ -1499,15 +1500,14 @@ class _FnLowering:
         ``ld_ub`` the index and src's element and ``st_ub`` it at ``dst + index * sizeof(T)`` (a
         later index overwrites an earlier one).  Bracketed by V->S / S->V flags (also on ascend950)."""
         (s, ix), d = (self.tile(v) for v in op.ins), self.tile(op.outs[0])
-        self._static_valid(s, ix, d)
         self.flag("V", "S")
         zero, z = self.loop("z", 0, d.t.rows * d.t.cols)
         outer = self.in_body(zero.body)
         self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(z, d.esize)), src=0)
         self.end_loop(outer)
-        rows, r = self.loop("r", 0, ix.vr)
+        rows, r = self.loop("r", 0, ix.vr, bound=ix.t.rows)
         outer = self.in_body(rows.body)
-        cols, c = self.loop("c", 0, ix.vc)
+        cols, c = self.loop("c", 0, ix.vc, bound=ix.t.cols)
         inner = self.in_body(cols.body)
         k = self.emit("ld_ub", ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
         v = self.emit("ld_ub", s.dtype, dst=self.fresh("v"), addr=self.elem(s, r, c))
@@ -1701,8 +1701,7 @@ class _FnLowering:
         ``dst[i, da*m + db] = src[i, sa*m + sb]``."""
         srcs = [self.tile(v) for v in op.ins]
         d0, d1 = (self.tile(v) for v in op.outs)
-        self._static_valid(*srcs)
-        R, H = srcs[0].vr, srcs[0].vc // 2
+        R, H = srcs[0].vr, self.div(srcs[0].vc, 2)
         a, b = srcs[0], srcs[-1]
         if op.single:
             moves = [(d0, 1, 0, a, 2, 0), (d1, 1, 0, a, 2, 1)]
@@ -1711,9 +1710,9 @@ class _FnLowering:
         else:
             moves = [(d0, 2, 0, a, 1, 0), (d0, 2, 1, b, 1, 0), (d1, 2, 0, a, 1, H), (d1, 2, 1, b, 1, H)]
         self.flag("V", "S")
-        rows, i = self.loop("i", 0, R)
+        rows, i = self.loop("i", 0, R, bound=srcs[0].t.rows)
         outer = self.in_body(rows.body)
-        cols, m = self.loop("m", 0, H)
+        cols, m = self.loop("m", 0, H, bound=srcs[0].t.cols)
         inner = self.in_body(cols.body)
         for d, da, db, s, sa, sb in moves:
             reg = self.emit("ld_ub", s.dtype, dst=self.fresh("s"), addr=self.elem(s, i, self.add(self.mul(m, sa), sb)))

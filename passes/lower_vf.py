@@ -320,19 +320,23 @@ NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter
 TROWPROD, TGATHER and TSCATTER (the scalar unit's loads, stores and arithmetic: no vector
 instruction vector_isa.md describes writes a ramp, moves an element across lanes, multiplies across
 lanes, gathers or scatters), TSORT32 and TMRGSORT (VBS32 ``vbitsort``, VMS4 ``vmrgsort4``: A5 as
-A2/A3).  A two-source TDEINTERLEAVE whose half (VC / 2 valid cols) is not whole 32-byte blocks
-and a TCONCAT whose src1 would start inside a block run on the scalar unit too (:func:`on_scalar_unit`)."""
+A2/A3).  A two-source TDEINTERLEAVE whose half (VC / 2 valid cols) is not whole 32-byte blocks,
+a TINTERLEAVE/TDEINTERLEAVE of run-time valid shapes and a TCONCAT whose src1 would start inside a
+block run on the scalar unit too (:func:`on_scalar_unit`)."""
 
 
 def on_scalar_unit(op: Operation) -> bool:
     """The tile op is lowered by its a2a3 rule on ascend950 as well (no VF): the :data:`NOT_VF`
     families, a two-source TDEINTERLEAVE whose second half would be stored from a column inside a
-    32-byte block (NORM stores are aligned), and such a TCONCAT (:func:`A.concat_on_scalar_unit`)."""
+    32-byte block (NORM stores are aligned), a (de)interleave of run-time valid shapes, and such a
+    TCONCAT (:func:`A.concat_on_scalar_unit`)."""
     if type(op).FAMILY in NOT_VF or (isinstance(op, pto.ConcatOp) and A.concat_on_scalar_unit(op)):
         return True
-    if isinstance(op, pto.InterleaveOp) and op.DEINTERLEAVE and not op.single and op.outs:
+    if isinstance(op, pto.InterleaveOp) and op.outs:
+        if min(op.ins[0].type.valid_shape) < 0:  # a run-time valid shape
+            return True
         vc = op.outs[0].type.valid_col
-        return vc < 0 or (vc // 2 * op.outs[0].type.elem_bytes) % 32 != 0
+        return op.DEINTERLEAVE and not op.single and (vc < 0 or (vc // 2 * op.outs[0].type.elem_bytes) % 32 != 0)
     return False
 _SCAL_OF_VOP = _by_vop(vf.SCALAR_OPS)
 _SCAL = {n: c for n, op in pto.TILE_OPS.items()

@@ -450,3 +450,84 @@ def test_rowexpand_of_tall_tiles_with_run_time_rows(target, op, mode, rows, firs
             np.testing.assert_allclose(got, want.astype(np.float32), rtol=4e-7, err_msg=f"{vr} rows")
         else:
             np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=f"{vr} rows")
+
+
+def _two_source_kernel(body: str, src_dt: str, idx_dt: str, outs: list[str], valid_outs: bool = False) -> str:
+    """x (16 x 32 src_dt) and k (16 x 32 idx_dt) loaded into tiles of valid %vr x %vc; ``body`` (with
+    {s}, {k} the source tile types, {d} the outs' and %d0.. their tiles); each out stored to y0..
+    (16 x 32): whole, or its valid %vr x %vc region (``valid_outs``)."""
+    full = lambda dt: f"!pto.tile_buf<vec, 16x32x{dt}, valid=?x?>"  # noqa: E731
+    whole = full if valid_outs else (lambda dt: f"!pto.tile_buf<vec, 16x32x{dt}>")  # noqa: E731
+    out_part, out_sizes, out_valid = (("?x?", "%vr, %vc", " valid_row = %vr valid_col = %vc") if valid_outs
+                                      else ("16x32", "%c16, %c32", ""))
+    args = [f"%x: !pto.ptr<{src_dt}>", f"%k: !pto.ptr<{idx_dt}>"] + [f"%y{n}: !pto.ptr<{dt}>" for n, dt in enumerate(outs)]
+    lines = [f"func.func @k({', '.join(args)}, %vr: index, %vc: index) {{", "  %c0 = arith.constant 0 : index",
+             "  %c1 = arith.constant 1 : index", "  %c16 = arith.constant 16 : index", "  %c32 = arith.constant 32 : index"]
+    for name, dt in (("x", src_dt), ("k", idx_dt)):
+        lines += [f"  %{name}v = pto.make_tensor_view %{name}, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?x{dt}>",
+                  f"  %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], sizes = [%vr, %vc] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<?x?x{dt}>",
+                  f"  %t{name} = pto.alloc_tile valid_row = %vr valid_col = %vc : {full(dt)}",
+                  f"  pto.tload ins(%{name}p : !pto.partition_tensor_view<?x?x{dt}>) outs(%t{name} : {full(dt)})"]
+    for n, dt in enumerate(outs):
+        lines += [f"  %y{n}v = pto.make_tensor_view %y{n}, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?x{dt}>",
+                  f"  %y{n}p = pto.partition_view %y{n}v, offsets = [%c0, %c0], sizes = [{out_sizes}] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<{out_part}x{dt}>",
+                  f"  %d{n} = pto.alloc_tile{out_valid} : {whole(dt)}"]
+    lines.append("  " + body.format(s=full(src_dt), k=full(idx_dt), d=whole(outs[0])))
+    for n, dt in enumerate(outs):
+        lines.append(f"  pto.tstore ins(%d{n} : {whole(dt)}) outs(%y{n}p : !pto.partition_tensor_view<{out_part}x{dt}>)")
+    return "\n".join(lines + ["  return", "}"]) + "\n"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tscatter_of_run_time_valid_shapes(target):
+    """TSCATTER (pto_isa.md §3): dst's tile zeroed, then dst[k[i, j]] = x[i, j] over the indices'
+    run-time valid region, row-major, the last writer winning; y == NumPy."""
+    text = _two_source_kernel("pto.tscatter ins(%tx, %tk : {s}, {k}) outs(%d0 : {d})", "f32", "i32", ["f32"])
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(5)
+    for vr, vc in ((16, 32), (5, 9), (1, 1), (0, 7), (11, 3)):
+        x = rng.standard_normal((16, 32)).astype(np.float32)
+        k = rng.integers(0, 16 * 32, size=(16, 32)).astype(np.int32)
+        k[0, :2] = 7  # a repeated index: the later element wins
+        inputs = {"x": x, "k": k, "y0": np.ones((16, 32), np.float32), "vr": vr, "vc": vc}
+        want = np.zeros(16 * 32, np.float32)
+        for i in range(vr):
+            for j in range(vc):
+                want[k[i, j]] = x[i, j]
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y0"]), ("golden model", golden["y0"])):
+            np.testing.assert_array_equal(got.reshape(-1), want, err_msg=f"{who}, valid {vr}x{vc}")
+
+
+@pytest.mark.parametrize("op", ["tinterleave", "tdeinterleave"])
+def test_interleave_of_run_time_valid_shapes_on_ascend950(op):
+    """TINTERLEAVE / TDEINTERLEAVE (two sources; A5 only) with run-time valid rows and (even) cols:
+    the scalar unit's moves; y0, y1 == NumPy of the pages (pto_isa.md §3.1)."""
+    text = _two_source_kernel(f"%d0, %d1 = pto.{op} ins(%tx, %tk : {{s}}, {{s}}) outs(%d0, %d1 : {{d}}, {{d}})",
+                              "f16", "f16", ["f16", "f16"], valid_outs=True)
+    text = text.replace(f"%d0, %d1 = pto.{op}", f"pto.{op}")
+    program = api.compile(api.parse(text, "k.pto"), lookup_target("ascend950"))
+    rng = np.random.default_rng(9)
+    for vr, vc in ((16, 32), (5, 10), (1, 2), (3, 0)):
+        a, b = (rng.standard_normal((16, 32)).astype(np.float16) for _ in range(2))
+        inputs = {"x": a, "k": b, "y0": np.zeros((16, 32), np.float16), "y1": np.zeros((16, 32), np.float16),
+                  "vr": vr, "vc": vc}
+        h = vc // 2
+        if op == "tinterleave":
+            stream = np.empty((vr, 2 * vc), np.float16)
+            stream[:, 0::2], stream[:, 1::2] = a[:vr, :vc], b[:vr, :vc]
+            halves = (stream[:, :vc], stream[:, vc:])
+        else:
+            both = np.concatenate([a[:vr, :vc], b[:vr, :vc]], axis=1)
+            halves = (both[:, 0::2], both[:, 1::2])
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target="ascend950")
+        for n, half in enumerate(halves):
+            want = np.zeros((16, 32), np.float16)
+            want[:vr, :half.shape[1]] = half
+            for who, got in (("executor", res.outputs[f"y{n}"]), ("golden model", golden[f"y{n}"])):
+                np.testing.assert_array_equal(got.reshape(16, 32)[:, :vc], want[:, :vc],
+                                              err_msg=f"{who} y{n}, valid {vr}x{vc} (h {h})")
