@@ -1025,8 +1025,8 @@ class _FnLowering:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
                                    "expand, broadcast, move, row-, pair- and column-reduction (trowprod too), "
-                                   "fillpad, concat, gather (index form), scatter, (de)interleave, ttrans, tci and "
-                                   "ttri families")
+                                   "fillpad, concat, gather (index form), scatter, (de)interleave, tdequant, ttrans, "
+                                   "tci and ttri families")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
         for t in tiles:
@@ -1728,10 +1728,9 @@ class _FnLowering:
         rounded to f32, as the page's vsub then vmul."""
         s, scale, offset = (self.tile(v) for v in op.ins)
         d = self.tile(op.outs[0])
-        self._static_valid(s, d)
         self._rows_aligned(s, d)
         R, C = d.vr, d.vc
-        if R <= 0 or C <= 0:
+        if (_is_int(R) and R <= 0) or (_is_int(C) and C <= 0):
             return
         staged = s.esize == 1
         buf = self.free_ub(256 + (s.t.rows * s.t.cols * 2 if staged else 0))
@@ -1743,7 +1742,7 @@ class _FnLowering:
         self.vec("vconv", "f32", {"dst": self.opnd(d, 64), "src": self.opnd(s, 64)}, R, C, lanes=64,
                  extra={"src_dtype": s.dtype, "round": "r"})
         self.flag("V", "S")
-        rows, r = self.loop("r", 0, R)
+        rows, r = self.loop("r", 0, R, bound=d.t.rows)
         outer = self.in_body(rows.body)
         off = self.emit("ld_ub", "f32", dst=self.fresh("s"), addr=self.elem(offset, r, 0))
         mul = self.emit("ld_ub", "f32", dst=self.fresh("s"), addr=self.elem(scale, r, 0))

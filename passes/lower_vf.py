@@ -481,8 +481,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri, row-, pair- and column-reduction, fillpad and concat "
-                                   "families on ascend950")
+                                   "elementwise, expand, ttri, row-, pair- and column-reduction, fillpad, concat and "
+                                   "tdequant families on ascend950")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -1305,9 +1305,9 @@ class _OpLowering:
         src, scale, offset = self.op.ins
         d = self.op.outs[0]
         R, C = self.valid(d)
-        self._static(R, C)
         for v in (src, scale, offset, d):
             self.arg(v)
+        self.dyn_args(R, C)
 
         def plan():
             b = self.b
@@ -1328,7 +1328,7 @@ class _OpLowering:
                 x = b.op(vf.CvtOp(v, m, rt, "RINT"))
                 y = b.op(vf.MulOp([b.op(vf.SubOp([x, pair[0]], m, rt)), pair[1]], m, rt))
                 _store(b, td, _elem(b, td, i, k), y, m)
-            self.map_region([src, d], d, R, C, td.elt, chunk, row_pre=row)
+            self.map_region([src, d], d, self.dims(R), self.dims(C), td.elt, chunk, row_pre=row)
         return plan
 
     def f_reluconv(self):

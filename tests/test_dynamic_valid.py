@@ -531,3 +531,45 @@ def test_interleave_of_run_time_valid_shapes_on_ascend950(op):
             for who, got in (("executor", res.outputs[f"y{n}"]), ("golden model", golden[f"y{n}"])):
                 np.testing.assert_array_equal(got.reshape(16, 32)[:, :vc], want[:, :vc],
                                               err_msg=f"{who} y{n}, valid {vr}x{vc} (h {h})")
+
+
+def _dequant_kernel(dt: str) -> str:
+    src, dst = f"!pto.tile_buf<vec, 16x32x{dt}, valid=?x?>", "!pto.tile_buf<vec, 16x32xf32, valid=?x?>"
+    par = "!pto.tile_buf<vec, 16x1xf32, valid=?x1, blayout=col_major>"
+    lines = [f"func.func @k(%x: !pto.ptr<{dt}>, %s: !pto.ptr<f32>, %o: !pto.ptr<f32>, %y: !pto.ptr<f32>, %vr: index, "
+             "%vc: index) {", "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
+             "  %c16 = arith.constant 16 : index", "  %c32 = arith.constant 32 : index"]
+    for name, t, cols, sizes, part, tt, valid in (
+            ("x", dt, "%c32", "%vr, %vc", "?x?", src, "valid_row = %vr valid_col = %vc"),
+            ("s", "f32", "%c1", "%vr, %c1", "?x1", par, "valid_row = %vr"),
+            ("o", "f32", "%c1", "%vr, %c1", "?x1", par, "valid_row = %vr"),
+            ("y", "f32", "%c32", "%vr, %vc", "?x?", dst, "valid_row = %vr valid_col = %vc")):
+        lines += [f"  %{name}v = pto.make_tensor_view %{name}, shape = [%c16, {cols}], strides = [{cols}, %c1] : !pto.tensor_view<?x?x{t}>",
+                  f"  %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], sizes = [{sizes}] : !pto.tensor_view<?x?x{t}> -> !pto.partition_tensor_view<{part}x{t}>",
+                  f"  %t{name} = pto.alloc_tile {valid} : {tt}"]
+        if name != "y":
+            lines.append(f"  pto.tload ins(%{name}p : !pto.partition_tensor_view<{part}x{t}>) outs(%t{name} : {tt})")
+    lines += [f"  pto.tdequant ins(%tx, %ts, %to : {src}, {par}, {par}) outs(%ty : {dst})",
+              f"  pto.tstore ins(%ty : {dst}) outs(%yp : !pto.partition_tensor_view<?x?xf32>)", "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dt", ["i8", "i16"])
+def test_tdequant_of_run_time_valid_shapes(target, dt):
+    """TDEQUANT.md ``(f32(src) - offset[i]) * scale[i]``, each step rounded to f32, over a run-time
+    valid region; y == NumPy."""
+    text = _dequant_kernel(dt)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(3)
+    for vr, vc in ((16, 32), (5, 9), (1, 1), (0, 7), (11, 0)):
+        x = rng.integers(-128, 128, size=(16, 32)).astype(dt.replace("i", "int"))
+        sc, off = (rng.standard_normal((16, 1)).astype(np.float32) for _ in range(2))
+        inputs = {"x": x, "s": sc, "o": off, "y": np.zeros((16, 32), np.float32), "vr": vr, "vc": vc}
+        want = np.zeros((16, 32), np.float32)
+        want[:vr, :vc] = (x[:vr, :vc].astype(np.float32) - off[:vr]) * sc[:vr]
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            np.testing.assert_array_equal(got.reshape(16, 32), want, err_msg=f"{who}, valid {vr}x{vc}")
