@@ -2107,13 +2107,17 @@ class _FnLowering:
         """TROWARGMAX/MIN, TCOLARGMAX/MIN: the index of the first extreme element (its NaN and ±0
         order: runtime/elementwise.py)."""
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        self._static_valid(s, d)
         self._rows_aligned(s, rows=s.vr)
         is_max = op.FN == "reduce_argmax"
-        if op.AXIS == 1:
-            self.arg_rows(s, d, is_max)
-        else:
-            self.arg_cols(s, d, is_max)
+        if op.AXIS == 0:
+            self._static_valid(s, d)
+            return self.arg_cols(s, d, is_max)
+        if _is_int(s.vr) and _is_int(s.vc):
+            return self.arg_rows(s, d, is_max)
+        # run-time valid shapes: row by row, a row of run-time cols padded with -inf (argmax) / +inf
+        # (argmin), which never comes first: a valid element equal to it has the smaller index
+        self.padded_rows(s, s.vr, s.vc, -math.inf if is_max else math.inf, ("vmax" if is_max else "vmin", s.dtype),
+                         0, lambda row, r, _: self.arg_rows(row, TileRef(self.elem(d, r, 0), d.t, 1, 1), is_max))
 
     def arg_rows(self, s: TileRef, d: TileRef, is_max: bool):
         """Per 256 B chunk of each row, ``vcmax``/``vcmin`` in VALUE_INDEX order (the A2A3

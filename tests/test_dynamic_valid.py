@@ -91,8 +91,8 @@ CASES = {
     "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
     "rowprod": Case("pto.trowprod ins(%s0 : {full}) outs(%d : {col})", ("full",), "col",
                     lambda a: _left_to_right_product(a), empty=False),
-    "rowarg": Case("pto.trowargmax ins(%s0 : {full}) outs(%d : {icol})", ("full",), "icol", None, out="i32",
-                   empty=False),
+    "rowarg": Case("pto.trowargmax ins(%s0 : {full}) outs(%d : {icol})", ("full",), "icol",
+                   lambda a: a.argmax(axis=1).reshape(-1, 1), out="i32", empty=False),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
                  lambda a, y: a * F3 + y, reads_dst=True),
     "trans": Case("pto.ttrans ins(%s0 : {full}) outs(%d : {tall})", ("full",), "tall", lambda a: a.T),
@@ -164,11 +164,13 @@ def kernel(case: Case) -> str:
 
 
 def _full_shape(kind):
-    return {"full": (R, C), "col": (R, 1), "row": (1, C), "tall": (C, R), "rows": (R, C), "padded": (R, C)}[kind]
+    return {"full": (R, C), "col": (R, 1), "icol": (R, 1), "row": (1, C), "tall": (C, R), "rows": (R, C),
+            "padded": (R, C)}[kind]
 
 
 def _valid(kind, vr, vc):
-    return {"full": (vr, vc), "col": (vr, 1), "row": (1, vc), "tall": (vc, vr), "rows": (vr, C), "padded": (R, C)}[kind]
+    return {"full": (vr, vc), "col": (vr, 1), "icol": (vr, 1), "row": (1, vc), "tall": (vc, vr), "rows": (vr, C),
+            "padded": (R, C)}[kind]
 
 
 def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
@@ -199,7 +201,7 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("rowarg", "a2a3"), ("rowarg", "ascend950")}
+UNSUPPORTED = {("rowarg", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
@@ -238,14 +240,15 @@ def test_family_with_run_time_valid_shape(family, target):
 
 
 def _wide_kernel(op: str, dt: str, cols: int) -> str:
-    """x (8 x cols of dt, valid %vr x %vc) -> op -> y (a column for the row reductions, a tile for the
-    pair reduction)."""
+    """x (8 x cols of dt, valid %vr x %vc) -> op -> y (a column for the row reductions, i32 for the
+    index ones, a tile for the pair reduction)."""
     full = f"!pto.tile_buf<vec, 8x{cols}x{dt}, valid=?x?>"
     pair = op == "tpairreducesum"
-    out = full if pair else f"!pto.tile_buf<vec, 8x1x{dt}, valid=?x1, blayout=col_major>"
+    ydt = "i32" if "arg" in op else dt
+    out = full if pair else f"!pto.tile_buf<vec, 8x1x{ydt}, valid=?x1, blayout=col_major>"
     ycols, ysize, ytype = (cols, "%vr, %vc", "?x?") if pair else (1, "%vr, %c1", "?x1")
     valid_out = "valid_row = %vr valid_col = %vc" if pair else "valid_row = %vr"
-    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>, %vr: index, %vc: index) {{
+    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{ydt}>, %vr: index, %vc: index) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -253,13 +256,13 @@ def _wide_kernel(op: str, dt: str, cols: int) -> str:
   %cy = arith.constant {ycols} : index
   %xv = pto.make_tensor_view %x, shape = [%c8, %cc], strides = [%cc, %c1] : !pto.tensor_view<?x?x{dt}>
   %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%vr, %vc] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<?x?x{dt}>
-  %yv = pto.make_tensor_view %y, shape = [%c8, %cy], strides = [%cy, %c1] : !pto.tensor_view<?x?x{dt}>
-  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [{ysize}] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<{ytype}x{dt}>
+  %yv = pto.make_tensor_view %y, shape = [%c8, %cy], strides = [%cy, %c1] : !pto.tensor_view<?x?x{ydt}>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [{ysize}] : !pto.tensor_view<?x?x{ydt}> -> !pto.partition_tensor_view<{ytype}x{ydt}>
   %s = pto.alloc_tile valid_row = %vr valid_col = %vc : {full}
   %d = pto.alloc_tile {valid_out} : {out}
   pto.tload ins(%xp : !pto.partition_tensor_view<?x?x{dt}>) outs(%s : {full})
   pto.{op} ins(%s : {full}) outs(%d : {out})
-  pto.tstore ins(%d : {out}) outs(%yp : !pto.partition_tensor_view<{ytype}x{dt}>)
+  pto.tstore ins(%d : {out}) outs(%yp : !pto.partition_tensor_view<{ytype}x{ydt}>)
   return
 }}
 """
@@ -270,7 +273,7 @@ WIDE_CASES = [("trowsum", "f32"), ("trowsum", "f16"), ("trowmax", "f16"), ("trow
 
 
 @pytest.mark.parametrize("target, op, dt", [(t, op, dt) for t in TARGETS for op, dt in WIDE_CASES]
-                         + [("ascend950", "trowmin", "i8")])
+                         + [("ascend950", "trowmin", "i8"), ("a2a3", "trowargmax", "f32"), ("a2a3", "trowargmin", "f16")])
 def test_row_and_pair_reductions_of_run_time_cols(target, op, dt):
     """Run-time valid cols wider than one register or repeat (ascend950: the fold of chunks 1.. and
     the pair sums' zeros start at run-time columns; a2a3: each row padded with the reduction's
@@ -288,7 +291,7 @@ def test_row_and_pair_reductions_of_run_time_cols(target, op, dt):
             x[0, :vc] = np.where(np.arange(vc) % 3, -np.inf, 0.0) if op == "trowmax" else x[0, :vc]
             x[0, :vc] = np.where(np.arange(vc) % 3, np.inf, -0.0) if op == "trowmin" else x[0, :vc]
         ycols = cols if op == "tpairreducesum" else 1
-        y0 = np.zeros((8, ycols), npd)
+        y0 = np.zeros((8, ycols), np.int32 if "arg" in op else npd)
         inputs = {"x": x, "y": y0, "vr": vr, "vc": vc}
         res = api.run(program, inputs)
         assert not res.findings, [str(f) for f in res.findings]
@@ -299,6 +302,13 @@ def test_row_and_pair_reductions_of_run_time_cols(target, op, dt):
             p = np.concatenate([xs, np.zeros((vr, 1), npd)], axis=1) if vc % 2 else xs
             want[:vr, :vc] = 0
             want[:vr, :(vc + 1) // 2] = (p[:, 0::2] + p[:, 1::2]).astype(np.float64)
+        elif "arg" in op:  # the first extreme; a NaN is the extreme (its first one)
+            v = xs.astype(np.float64)
+            ext = np.where(np.isnan(v), np.inf if op == "trowargmax" else -np.inf, v)
+            first_nan = np.isnan(v).any(axis=1)
+            idx = (ext.argmax if op == "trowargmax" else ext.argmin)(axis=1)
+            idx[first_nan] = np.isnan(v[first_nan]).argmax(axis=1)
+            want[:vr, 0] = idx
         elif op == "trowsum":
             want[:vr, 0] = xs.sum(axis=1, dtype=np.float64 if npd.kind == "f" else npd)
         else:  # NaN wins
@@ -323,7 +333,7 @@ def _fillpad_kernel(op: str, dt: str, R: int, cols: int, grow: int, pad: int) ->
     R2, C2 = R + grow, cols + (32 if grow else 0)
     td = f"!pto.tile_buf<vec, {R2}x{C2}x{dt}, pad={pad}>"
     at = " addr = %a" if op == "tfillpad_inplace" else ""
-    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>, %vr: index, %vc: index) {{
+    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{ydt}>, %vr: index, %vc: index) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %cr = arith.constant {R} : index
