@@ -481,8 +481,8 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri, row-, pair- and column-reduction, fillpad, concat and "
-                                   "tdequant families on ascend950")
+                                   "elementwise, expand, ttri, row-, pair- and column-reduction, trowargmax/min, "
+                                   "fillpad, concat and tdequant families on ascend950")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -935,8 +935,14 @@ class _OpLowering:
         """TROWARGMAX/MIN: per row, per chunk ``reduce_max/min`` (vcmax: lane 0 the value, lane 1
         its first index, vector_isa.md §2.6), the index moved to lane 0 with ``deinterleave`` ODD and
         offset by the chunk's first column, as the A5 TRowReduceIdx header does (vdintlv + add);
-        chunks combine in lane 0 by :meth:`_arg_update`; the index stored ONEPT."""
-        s, d, R, C = self._src_dst()
+        chunks combine in lane 0 by :meth:`_arg_update`; the index stored ONEPT.  Run-time valid
+        rows/cols are VF parameters (chunk 0 under the first min(C, lanes) lanes, max(C - lanes, 0)
+        columns after it)."""
+        s, d = self.op.ins[0], self.op.outs[0]
+        R, C = self.valid(s)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
         is_max = self.op.FN == "reduce_argmax"
         red_cls = _RED["max" if is_max else "min"][0]
 
@@ -958,19 +964,24 @@ class _OpLowering:
                     gi = b.op(vf.AddsOp([gi, k], pd, ut))
                 return r, gi
 
+            if isinstance(C, int):
+                m0 = b.pre(vf.UpdateMaskOp(b.i32(C), vf.mask_type(elt)))[0] if C < lanes else b.mask("ALL", elt)
+                rest = C - lanes if C > lanes else None
+            else:
+                Cd = self.dims(C)
+                m0 = b.op(vf.UpdateMaskOp(b.i32(Cd), vf.mask_type(elt)))[0]
+                rest = b.op(arith.MaxSIOp(b.op(arith.SubiOp(Cd, b.c(lanes))), b.c(0)))
+
             def row(i):
-                first_n = min(C, lanes)
-                m0 = b.pre(vf.UpdateMaskOp(b.i32(first_n), vf.mask_type(elt)))[0] if first_n < lanes \
-                    else b.mask("ALL", elt)
                 B, I = chunk_index(i, 0, m0)
-                if C > lanes:
+                if rest is not None:
                     def step(k, m, B, I):
                         r, gi = chunk_index(i, b.add(k, lanes), m)
                         return list(self._arg_update(B, r, I, gi, pd, elt, rt, ut, is_max))
-                    B, I = b.chunks(C - lanes, lanes, elt, step, [B, I])
+                    B, I = b.chunks(rest, lanes, elt, step, [B, I])
                 self._store_index(td, _rc(b, td, i, 0), I)
                 return []
-            b.loop(R, row)
+            b.loop(self.dims(R), row)
         return plan
 
     def f_colarg(self):
