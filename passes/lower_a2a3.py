@@ -1024,8 +1024,8 @@ class _FnLowering:
         for t in tiles:
             if not (_is_int(t.vr) and _is_int(t.vc)):
                 raise _Unsupported("valid shapes known only at run time are supported only by the elementwise, "
-                                   "expand, broadcast, move, row-, pair- and column-reduction (trowprod too), "
-                                   "fillpad, concat, gather (index form), scatter, (de)interleave, tdequant, ttrans, "
+                                   "expand, broadcast, move, row-, pair- and column-reduction (index and product "
+                                   "forms too), fillpad, concat, gather (index form), scatter, (de)interleave, tdequant, ttrans, "
                                    "tci and ttri families")
 
     def _rows_aligned(self, *tiles: TileRef, rows=None):
@@ -2110,7 +2110,6 @@ class _FnLowering:
         self._rows_aligned(s, rows=s.vr)
         is_max = op.FN == "reduce_argmax"
         if op.AXIS == 0:
-            self._static_valid(s, d)
             return self.arg_cols(s, d, is_max)
         if _is_int(s.vr) and _is_int(s.vc):
             return self.arg_rows(s, d, is_max)
@@ -2178,21 +2177,26 @@ class _FnLowering:
         L = 256 // e
         ext = "vmax" if is_max else "vmin"
         udt = {2: "u16", 4: "u32"}[e]
-        nb = ceil_div(C * e, 32) * 32
+        cols = s.t.cols  # the buffers' width (C may be known only at run time)
+        nb = ceil_div(cols * e, 32) * 32
         base = self.free_ub((4 if e == 2 else 3) * nb)
         B, N, F = base, base + nb, base + 2 * nb
         I = base + 3 * nb if e == 2 else d.addr
 
         def o(addr):
-            return Opnd(addr, C * e, L * e, e)
+            return Opnd(addr, cols * e, L * e, e)
 
         def vop(opcode, dt, extra=None, **ops):
             self.vec(opcode, dt, {k: o(v) for k, v in ops.items()}, 1, C, extra=extra)
 
+        guard = None
+        if not _is_int(R):  # a run-time row count: no row, no write (as an empty column reduction)
+            guard, _ = self.loop("z", 0, self.min(R, 1), bound=1)
+            outer_guard = self.in_body(guard.body)
         vop(ext, dtype, dst=B, src0=s.addr, src1=s.addr)
         vop("vector_dup", udt, {"scalar": 0}, dst=I)
-        if R > 1:
-            node, i = self.loop("i", 1, R)
+        if not _is_int(R) or R > 1:
+            node, i = self.loop("i", 1, R, bound=s.t.rows)
             outer = self.in_body(node.body)
             vop(ext, dtype, dst=N, src0=B, src1=self.elem(s, i, 0))
             vop("vxor", udt, dst=F, src0=N, src1=B)
@@ -2202,8 +2206,10 @@ class _FnLowering:
             vop(ext, dtype, dst=B, src0=N, src1=N)
             self.end_loop(outer)
         if e == 2:
-            self.vec("vconv", d.dtype, {"dst": Opnd(d.addr, C * 4, 256, 4), "src": Opnd(I, C * 2, 128, 2)}, 1, C,
+            self.vec("vconv", d.dtype, {"dst": Opnd(d.addr, cols * 4, 256, 4), "src": Opnd(I, cols * 2, 128, 2)}, 1, C,
                      lanes=64, extra={"src_dtype": udt, "round": "r"})
+        if guard is not None:
+            self.end_loop(outer_guard)
 
     def row_prod(self, s: TileRef, d: TileRef):
         """TROWPROD: no vector instruction multiplies across lanes (vector_isa.md §1.6 has vcadd

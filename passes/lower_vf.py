@@ -481,7 +481,7 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri, row-, pair- and column-reduction, trowargmax/min, "
+                                   "elementwise, expand, ttri, row-, pair- and column-reduction (index forms too), "
                                    "fillpad, concat and tdequant families on ascend950")
 
     @staticmethod
@@ -897,15 +897,6 @@ class _OpLowering:
             b.chunks(Cd, lanes, welt, chunk)
         return plan
 
-    def _src_dst(self):
-        """(src, dst, R, C) of a one-source op with static valid shapes (src's), both VF arguments."""
-        s, d = self.op.ins[0], self.op.outs[0]
-        R, C = self.valid(s)
-        self._static(R, C)
-        self.arg(s)
-        self.arg(d)
-        return s, d, R, C
-
     def _arg_update(self, B, X, I, idx, m, elt, rt, ut, is_max):
         """One step of the first-index extreme under mask m: N = max(B, X); F = min(N xor B, 1) on
         the bits (1 only where the extreme changed: a strictly better value, +0 over -0, a first
@@ -989,8 +980,13 @@ class _OpLowering:
         rows 1.. folded lane-wise by :meth:`_arg_update` with the row number as the index (no
         compare/select: vf has none; the A2A3 header's vcmp + vsel give the same first index).
         2-byte sources load with ``UNPK_B16`` (element i in lane 2i), so the flags widen to the
-        32-bit index lanes with one ``vf.cvt``."""
-        s, d, R, C = self._src_dst()
+        32-bit index lanes with one ``vf.cvt``.  Run-time valid rows/cols are VF parameters (no
+        row: no write)."""
+        s, d = self.op.ins[0], self.op.outs[0]
+        R, C = self.valid(s)
+        self.arg(s)
+        self.arg(d)
+        self.dyn_args(R, C)
         is_max = self.op.FN == "reduce_argmax"
 
         def plan():
@@ -1020,10 +1016,15 @@ class _OpLowering:
                     F = b.op(vf.MinsOp([F, b.c(1, IntegerType(16))], mv, ut))
                     F = b.op(vf.MulsOp([b.op(vf.CvtOp(F, m, it)), b.i32(ii)], m, it))
                     return [N, b.op(vf.MaxOp([I, F], m, it))]
-                B, I = b.loop(R - 1, row, [B, I])
+                B, I = b.loop(R - 1 if isinstance(R, int) else b.op(arith.SubiOp(Rd, b.c(1))), row, [B, I])
                 self._store_index(td, k, I, m)
                 return []
-            b.chunks(C, _lanes(td.elt), td.elt, chunk)
+            Rd = self.dims(R)
+            if isinstance(R, int):
+                b.chunks(self.dims(C), _lanes(td.elt), td.elt, chunk)
+            else:  # a run-time row count: no row, no write (as an empty column reduction)
+                b.loop(b.op(arith.MinUIOp(b.ssa(Rd), b.ssa(1))),
+                       lambda _: b.chunks(self.dims(C), _lanes(td.elt), td.elt, chunk) or [])
         return plan
 
     def f_pairreduce(self):

@@ -91,7 +91,10 @@ CASES = {
     "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
     "rowprod": Case("pto.trowprod ins(%s0 : {full}) outs(%d : {col})", ("full",), "col",
                     lambda a: _left_to_right_product(a), empty=False),
-    "colarg": Case("pto.tcolargmax ins(%s0 : {full}) outs(%d : {irow})", ("full",), "irow", None, out="i32"),
+    "gathermask": Case("pto.tgather ins(%s0 : {full}) outs(%d : {row}) {{maskPattern = #pto.mask_pattern<P0101>}}",
+                       ("full",), "row", None),
+    "colarg": Case("pto.tcolargmax ins(%s0 : {full}) outs(%d : {irow})", ("full",), "irow",
+                   lambda a: a.argmax(axis=0).reshape(1, -1), out="i32"),
     "rowarg": Case("pto.trowargmax ins(%s0 : {full}) outs(%d : {icol})", ("full",), "icol",
                    lambda a: a.argmax(axis=1).reshape(-1, 1), out="i32", empty=False),
     "axpy": Case("pto.taxpy ins(%s0, %f : {full}, f32) outs(%d : {full})", ("full",), "full",
@@ -167,12 +170,13 @@ def kernel(case: Case) -> str:
 
 
 def _full_shape(kind):
-    return {"full": (R, C), "col": (R, 1), "icol": (R, 1), "row": (1, C), "tall": (C, R), "rows": (R, C),
+    return {"full": (R, C), "col": (R, 1), "icol": (R, 1), "row": (1, C), "irow": (1, C), "tall": (C, R), "rows": (R, C),
             "padded": (R, C)}[kind]
 
 
 def _valid(kind, vr, vc):
-    return {"full": (vr, vc), "col": (vr, 1), "icol": (vr, 1), "row": (1, vc), "tall": (vc, vr), "rows": (vr, C),
+    return {"full": (vr, vc), "col": (vr, 1), "icol": (vr, 1), "row": (1, vc), "irow": (1, vc), "tall": (vc, vr),
+            "rows": (vr, C),
             "padded": (R, C)}[kind]
 
 
@@ -204,7 +208,7 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("colarg", "a2a3"), ("colarg", "ascend950")}
+UNSUPPORTED = {("gathermask", "a2a3"), ("gathermask", "ascend950")}
 """Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
 
 
