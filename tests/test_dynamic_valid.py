@@ -341,7 +341,7 @@ def _fillpad_kernel(op: str, dt: str, R: int, cols: int, grow: int, pad: int) ->
     R2, C2 = R + grow, cols + (32 if grow else 0)
     td = f"!pto.tile_buf<vec, {R2}x{C2}x{dt}, pad={pad}>"
     at = " addr = %a" if op == "tfillpad_inplace" else ""
-    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{ydt}>, %vr: index, %vc: index) {{
+    return f"""func.func @k(%x: !pto.ptr<{dt}>, %y: !pto.ptr<{dt}>, %vr: index, %vc: index) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %cr = arith.constant {R} : index
