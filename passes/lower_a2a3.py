@@ -1468,8 +1468,6 @@ class _FnLowering:
         if op.form == "compare":
             self.unsupported("the compare form of tgather is not modelled (vcmpvs + vreducev2)")
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        if op.form == "mask":
-            self._static_valid(s, d)
         self.flag("V", "S")
         v = self.fresh("v")
         if op.form == "index":
@@ -1483,13 +1481,15 @@ class _FnLowering:
             self.emit("st_ub", d.dtype, addr=self.elem(d, r, c), src=x)
         else:
             period, pos = op.pattern()
-            n = len(range(pos, s.vc, period))
-            rows, r = self.loop("r", 0, s.vr)
+            # the selected columns of a row: ceil((C - pos) / period) (C - pos + period - 1 >= 0: pos < period)
+            n = len(range(pos, s.vc, period)) if _is_int(s.vc) else self.div(self.add(s.vc, period - 1 - pos), period)
+            rows, r = self.loop("r", 0, s.vr, bound=s.t.rows)
             outer = self.in_body(rows.body)
-            cols, m = self.loop("m", 0, n)
+            cols, m = self.loop("m", 0, n, bound=ceil_div(s.t.cols, period))
             inner = self.in_body(cols.body)
             x = self.emit("ld_ub", s.dtype, dst=v, addr=self.elem(s, r, self.add(pos, self.mul(m, period))))
-            self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(r, n * d.esize), self.mul(m, d.esize)), src=x)
+            self.emit("st_ub", d.dtype, addr=self.add(d.addr, self.mul(self.mul(r, n), d.esize), self.mul(m, d.esize)),
+                      src=x)
         self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")

@@ -91,8 +91,6 @@ CASES = {
     "tri": Case("pto.ttri ins(%n : i32) outs(%d : {dout}) {{upperOrLower = 0 : i32}}", (), "full", None, out="i32"),
     "rowprod": Case("pto.trowprod ins(%s0 : {full}) outs(%d : {col})", ("full",), "col",
                     lambda a: _left_to_right_product(a), empty=False),
-    "gathermask": Case("pto.tgather ins(%s0 : {full}) outs(%d : {row}) {{maskPattern = #pto.mask_pattern<P0101>}}",
-                       ("full",), "row", None),
     "colarg": Case("pto.tcolargmax ins(%s0 : {full}) outs(%d : {irow})", ("full",), "irow",
                    lambda a: a.argmax(axis=0).reshape(1, -1), out="i32"),
     "rowarg": Case("pto.trowargmax ins(%s0 : {full}) outs(%d : {icol})", ("full",), "icol",
@@ -208,23 +206,12 @@ def expected(family: str, case: Case, xs, y0, vr, vc) -> np.ndarray:
     return y
 
 
-UNSUPPORTED = {("gathermask", "a2a3"), ("gathermask", "ascend950")}
-"""Families whose lowering still needs static valid shapes: a located error, never a wrong result."""
-
-
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("family", sorted(CASES))
 def test_family_with_run_time_valid_shape(family, target):
     case = CASES[family]
     text = kernel(case)
     module = api.parse(text, f"{family}.pto")
-    if (family, target) in UNSUPPORTED:
-        with pytest.raises(PtocError) as info:
-            api.compile(module, lookup_target(target))
-        line = text.splitlines().index("  " + case.line.format(**types(case.out))) + 1
-        assert f"{family}.pto:{line}:3: error: " in str(info.value)
-        assert "valid shapes known only at run time are supported only by" in str(info.value)
-        return
     program = api.compile(module, lookup_target(target))
     rng = np.random.default_rng(11)
     dt = np.dtype({"f32": np.float32, "f16": np.float16, "i32": np.int32}[case.out])
@@ -591,3 +578,61 @@ def test_tdequant_of_run_time_valid_shapes(target, dt):
         golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
         for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
             np.testing.assert_array_equal(got.reshape(16, 32), want, err_msg=f"{who}, valid {vr}x{vc}")
+
+
+def _gather_mask_kernel(pattern: str) -> str:
+    src = "!pto.tile_buf<vec, 16x32xf32, valid=?x?>"
+    dst = "!pto.tile_buf<vec, 1x512xf32>"
+    return f"""func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %vr: index, %vc: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c512 = arith.constant 512 : index
+  %xv = pto.make_tensor_view %x, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%vr, %vc] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x?xf32>
+  %yv = pto.make_tensor_view %y, shape = [%c1, %c512], strides = [%c512, %c1] : !pto.tensor_view<?x?xf32>
+  %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c1, %c512] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x512xf32>
+  %s = pto.alloc_tile valid_row = %vr valid_col = %vc : {src}
+  %d = pto.alloc_tile : {dst}
+  pto.tload ins(%xp : !pto.partition_tensor_view<?x?xf32>) outs(%s : {src})
+  pto.tgather ins(%s : {src}) outs(%d : {dst}) {{maskPattern = #pto.mask_pattern<{pattern}>}}
+  pto.tstore ins(%d : {dst}) outs(%yp : !pto.partition_tensor_view<1x512xf32>)
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("pattern, period, pos", [("P0101", 2, 0), ("P1000", 4, 3), ("P1111", 1, 0)])
+def test_tgather_mask_form_of_run_time_valid_shapes(target, pattern, period, pos):
+    """TGATHER's mask form (pto-isa MaskPattern, bits read right to left) over a run-time valid
+    region: each valid row's selected columns, rows in turn, packed from dst's first element; the
+    first R * n elements of y == NumPy's x[:R, pos:C:period]."""
+    text = _gather_mask_kernel(pattern)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(period)
+    for vr, vc in ((16, 32), (5, 9), (1, 1), (3, 3), (0, 7), (7, 0)):
+        x = rng.standard_normal((16, 32)).astype(np.float32)
+        inputs = {"x": x, "y": np.zeros((1, 512), np.float32), "vr": vr, "vc": vc}
+        want = x[:vr, pos:vc:period].reshape(-1)
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            np.testing.assert_array_equal(got.reshape(-1)[:want.size], want, err_msg=f"{who}, valid {vr}x{vc}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tsort32_of_run_time_valid_shapes_is_a_located_error(target):
+    """TSORT32 (and TMRGSORT) still need static valid shapes: a located error, never a wrong result."""
+    src, idx = "!pto.tile_buf<vec, 8x32xf32, valid=?x?>", "!pto.tile_buf<vec, 8x32xui32, valid=?x?>"
+    dst = "!pto.tile_buf<vec, 8x64xf32, valid=?x?>"
+    text = (f"func.func @k(%vr: index, %vc: index) {{\n  %s = pto.alloc_tile valid_row = %vr valid_col = %vc : {src}\n"
+            f"  %i = pto.alloc_tile valid_row = %vr valid_col = %vc : {idx}\n"
+            f"  %d = pto.alloc_tile valid_row = %vr valid_col = %vc : {dst}\n"
+            f"  pto.tsort32 ins(%s, %i : {src}, {idx}) outs(%d : {dst})\n  return\n}}\n")
+    with pytest.raises(PtocError) as info:
+        api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    assert "k.pto:5:3: error: " in str(info.value)
+    assert "valid shapes known only at run time are supported only by" in str(info.value)
