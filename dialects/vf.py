@@ -1885,6 +1885,25 @@ def kernel_walk(root: Operation) -> Iterator[Operation]:
                 yield from kernel_walk(op)
 
 
+def for_loops(root: Operation) -> list[scf.ForOp]:
+    """The ``scf.for`` ops inside ``root``, in ``root.walk()`` order, found by descending only into
+    ops with regions (xDSL's walk makes a generator per op; a lowered module holds thousands of VF
+    ops and a few loops)."""
+    found: list[scf.ForOp] = []
+    _add_loops(root, found)
+    return found
+
+
+def _add_loops(op: Operation, found: list) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.ops:
+                if o.regions:
+                    if isinstance(o, scf.ForOp):
+                        found.append(o)
+                    _add_loops(o, found)
+
+
 class VfSymbols:
     """:func:`lookup_vf_func` for a pass that resolves many calls: the vf.funcs of every block by
     name, gathered in one walk of ``root``, so a lookup climbs the enclosing blocks without

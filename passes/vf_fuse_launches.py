@@ -583,11 +583,15 @@ class _Fuser:
         """``first`` and the launches after it that fuse with it, one after another (each flat, with
         the key of ``first``), and the ops between each two."""
         chain, gaps = [first], []
-        a = self.flat(self.symbols.lookup(first, first.callee_name))
-        while a is not None:
+        a = None  # (a launch with no launch next to it: its VF is not analysed)
+        while True:
             second, between = next_after(chain[-1], lambda o: isinstance(o, vf.VfCallOp))
             if second is None:
                 break
+            if a is None:
+                a = self.flat(self.symbols.lookup(first, first.callee_name))
+                if a is None:
+                    break
             b = self.flat(self.symbols.lookup(second, second.callee_name))
             if b is None or a.key != b.key:
                 break

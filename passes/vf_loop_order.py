@@ -151,7 +151,7 @@ class VfLoopOrderPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in vf.kernel_walk(op) if isinstance(o, vf.VfFuncOp)]:
-            loops = [o for o in fn.walk() if isinstance(o, scf.ForOp)]
+            loops = vf.for_loops(fn)
             for i in reversed(range(len(loops))):
                 n = _match(loops[i])
                 if n is None or not _distinct_at_calls(op, fn, n):
@@ -159,7 +159,7 @@ class VfLoopOrderPass(ModulePass):
                 from pto_compiler.runtime.cycles import vf_static_cycles  # (a kernel with no such nest: not imported)
 
                 trial = fn.clone()
-                interchange(_match([o for o in trial.walk() if isinstance(o, scf.ForOp)][i]))
+                interchange(_match(vf.for_loops(trial)[i]))
                 known = _launch_constants(op, fn)
                 before, after = vf_static_cycles(fn, known), vf_static_cycles(trial, known)
                 if before is not None and after is not None and after < before:

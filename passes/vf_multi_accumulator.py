@@ -209,7 +209,7 @@ def _best_k(fn: vf.VfFuncOp, index: int) -> int:
     best, best_k = None, 1
     for k in CHOICES:
         trial = fn.clone()
-        loops = [o for o in trial.walk() if isinstance(o, scf.ForOp)]
+        loops = vf.for_loops(trial)
         c = _chain(loops[index])
         if c is None or c.trips < 2 * k or c.full < k - 1:
             continue
@@ -229,7 +229,7 @@ class VfMultiAccumulatorPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in vf.kernel_walk(op) if isinstance(o, vf.VfFuncOp)]:
-            loops = [o for o in fn.walk() if isinstance(o, scf.ForOp)]
+            loops = vf.for_loops(fn)
             for i in reversed(range(len(loops))):  # later loops first: earlier indices stay valid
                 c = _chain(loops[i])
                 if c is None:

@@ -118,7 +118,7 @@ class VfPairwiseFoldPass(ModulePass):
     name = "vf-pairwise-fold"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for loop in [o for o in op.walk() if isinstance(o, scf.ForOp)]:
+        for loop in vf.for_loops(op):
             f = _match(loop)
             if f is not None:
                 rewrite(f)
