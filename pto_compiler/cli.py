@@ -327,15 +327,17 @@ def _find_function(module, name: str) -> bool:
 def few_collections() -> None:
     """Python's cyclic collector, at its default thresholds, re-walks the whole IR every few
     thousand allocations: a third of a 1,000-op compile and a share that grows with the kernel.
-    What is alive now is frozen out of its view and it runs 100x less often (a compile's garbage
-    is mostly freed by reference counting; cycles are still collected).  ptoc calls it again once
+    What is alive now is frozen out of its view and it runs every 250,000 new objects (a compile's
+    garbage is mostly freed by reference counting; cycles are still collected): a 1,000-op kernel's
+    parse or passes keep fewer alive, so none of the IR they build is walked (at 100,000, two
+    collections walked it: 30 ms of the 1,000-op ascend950 compile).  ptoc calls it again once
     the module is parsed and before it writes its output: the imports, the module and the program
     live until ptoc exits, and frozen, neither a later collection nor the interpreter's final one
     at exit walks them (0.1 s of a 1,000-op compile, 0.08 s of a one-line one)."""
     import gc
 
     gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+    gc.set_threshold(250_000, 50, 100)
 
 
 def _compile(args: argparse.Namespace) -> int:
