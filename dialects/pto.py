@@ -751,6 +751,43 @@ class ElementwiseBinaryOp(TileOp):
             _row_major(t, who)
 
 
+def partial_regions(dst: tuple[int, int], src0: tuple[int, int], src1: tuple[int, int]) -> tuple[int, tuple[int, int]] | None:
+    """TPARTADD.md's pattern for static valid shapes: (index of the source whose valid region equals
+    dst's, the other source's valid region, inside dst's), or None when no source equals dst's or
+    the other exceeds it (A2A3 asserts; A5 runs only such patterns)."""
+    for full, other in ((0, src1), (1, src0)):
+        if (src0, src1)[full] == dst and other[0] <= dst[0] and other[1] <= dst[1]:
+            return full, other
+    return None
+
+
+class PartialBinaryOp(TileOp):
+    """TPARTADD/TPARTMUL/TPARTMAX/TPARTMIN over dst's valid region: ``fn(src0, src1)`` where both
+    sources are valid, the one valid source elsewhere; static valid shapes only, one source's valid
+    region equal to dst's and the other's inside it (:func:`partial_regions`)."""
+
+    FAMILY: ClassVar[str] = "part"
+    HAS_SEMANTICS: ClassVar[bool] = True
+
+    def part_split(self) -> tuple[int, tuple[int, int]]:
+        """(the source valid on all of dst's valid region, the valid region where fn applies)."""
+        dst, a, b = (self.dst_type, self.ins[0].type, self.ins[1].type)
+        found = partial_regions(dst.valid_shape, a.valid_shape, b.valid_shape)
+        assert found is not None, "verified"
+        return found
+
+    def verify_family(self) -> None:
+        dst, a, b = _row_major_pair(self)
+        if not _known(*dst.valid_shape, *a.valid_shape, *b.valid_shape):
+            raise VerifyException("needs static valid shapes: ptoc checks TPARTADD.md's valid-region pattern "
+                                  "at compile time")
+        if partial_regions(dst.valid_shape, a.valid_shape, b.valid_shape) is None and 0 not in dst.valid_shape:
+            raise VerifyException(
+                "needs one source's valid region equal to dst's and the other's no larger in rows and cols "
+                f"(TPARTADD.md: A2A3 asserts otherwise, A5 runs no other pattern; got src0 "
+                f"{_dims_text(a.valid_shape)}, src1 {_dims_text(b.valid_shape)}, dst {_dims_text(dst.valid_shape)})")
+
+
 class UnaryOp(TileOp):
     """``dst = fn(src)``; TRSQRT takes an optional tmp."""
 
@@ -1863,6 +1900,16 @@ TMaxOp = _define("tmax", ElementwiseBinaryOp, ARITH, "TMAX: dst = max(src0, src1
 TMinOp = _define("tmin", ElementwiseBinaryOp, ARITH, "TMIN: dst = min(src0, src1) (NaN wins, -0 < +0).",
                  A2A3_VOP="vmin", FN="minimum")
 
+PART_DTYPES = _per_target(A2A3_ARITH, A5_ARITH)
+TPartAddOp = _define("tpartadd", PartialBinaryOp, PART_DTYPES, "TPARTADD: src0 + src1 where both are valid.",
+                     A2A3_VOP="vadd", FN="add")
+TPartMulOp = _define("tpartmul", PartialBinaryOp, PART_DTYPES, "TPARTMUL: src0 * src1 where both are valid "
+                     "(dtypes 'analogous to TPARTADD / TPARTMAX / TPARTMIN').", A2A3_VOP="vmul", FN="mul")
+TPartMaxOp = _define("tpartmax", PartialBinaryOp, PART_DTYPES, "TPARTMAX: max(src0, src1) where both are valid.",
+                     A2A3_VOP="vmax", FN="maximum")
+TPartMinOp = _define("tpartmin", PartialBinaryOp, PART_DTYPES, "TPARTMIN: min(src0, src1) where both are valid.",
+                     A2A3_VOP="vmin", FN="minimum")
+
 TExpOp = _define("texp", UnaryOp, FLOAT_ONLY, "TEXP: dst = exp(src).", A2A3_VOP="vexp", FN="exp")
 TLogOp = _define("tlog", UnaryOp, FLOAT_ONLY, "TLOG: dst = ln(src).", A2A3_VOP="vln", FN="log")
 TSqrtOp = _define("tsqrt", UnaryOp, FLOAT_ONLY, "TSQRT: dst = sqrt(src).", A2A3_VOP="vsqrt", FN="sqrt")
@@ -2022,8 +2069,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
-    "tcmp", "tsel", "tpartadd", "tpartmul",
-    "tpartmax", "tpartmin", "tpartargmax", "tpartargmin", "tcmps", "tsels",
+    "tcmp", "tsel", "tpartargmax", "tpartargmin", "tcmps", "tsels",
     "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
@@ -2042,8 +2088,8 @@ _MASK_LAYOUT = ("the mask is 'packed predicate bits in a target-defined layout' 
                 "stream (pto_isa.md §6, §9.13)")
 NO_SEMANTICS = {
     "pto.trandom": "a random fill: no page gives its generator, seed or distribution",
-    **{f"pto.tpart{k}": "a 'partial' op for mismatched valid regions: no page says which elements dst gets "
-                        "where only one source is valid" for k in ("add", "mul", "max", "min", "argmax", "argmin")},
+    **{f"pto.tpart{k}": "no TPART{K}.md page in pto-isa's docs/isa: no math for it".replace("{K}", k.upper())
+       for k in ("argmax", "argmin")},
     "pto.tcmp": _MASK_LAYOUT, "pto.tcmps": _MASK_LAYOUT, "pto.tsel": _MASK_LAYOUT,
     "pto.tsels": _MASK_LAYOUT,
     "pto.tquant": "TQUANT.md gives no formula: 'quantize an FP32 tile into a lower-precision format (e.g. FP8)', "
@@ -2685,7 +2731,17 @@ def _tpush_split_a5(op: TileOp, target_name: str) -> None:
                               f"(got {vc} x {t.elem_bytes} B)")
 
 
+def _tpart_a5_early_return(op, target: str) -> None:
+    """TPARTMAX.md/TPARTMIN.md (A5): the op 'returns early' when any of src0/src1/dst has a zero valid
+    region, so dst keeps its old contents; A2A3 then writes the other source (not modelled: rejected)."""
+    shapes = (op.ins[0].type.valid_shape, op.ins[1].type.valid_shape)
+    if target == "ascend950" and 0 not in op.dst_type.valid_shape and any(0 in v for v in shapes):
+        raise VerifyException("with a source of zero valid region returns early on A5 (dst left as it was, "
+                              "unlike on A2A3); not supported by ptoc")
+
+
 TARGET_RULES: dict[str, object] = {
+    "pto.tpartmax": _tpart_a5_early_return, "pto.tpartmin": _tpart_a5_early_return,
     "pto.tpush_to_aiv": _tpush_split_a5,
     "pto.tpush_to_aic": _tpush_split_a5,
     "pto.thistogram": _only_a5, "pto.tinterleave": _only_a5, "pto.tdeinterleave": _only_a5,

@@ -1122,12 +1122,28 @@ class _FnLowering:
 
     # -- elementwise families -----------------------------------------------------------------------
     def tile_binary(self, op):
+        d = self.tile(op.outs[0])
+        self._binary_vec(op, d.vr, d.vc)
+
+    def _binary_vec(self, op, R, C):
+        """The op's binary vector instruction, ``dst = src0 op src1``, over R x C."""
         a, b = self.tile(op.ins[0]), self.tile(op.ins[1])
         d = self.tile(op.outs[0])
-        self._rows_aligned(a, b, d, rows=d.vr)
+        self._rows_aligned(a, b, d, rows=R)
         L = 256 // d.esize
         self.vec(type(op).A2A3_VOP, d.dtype, {"dst": self.opnd(d, L), "src0": self.opnd(a, L),
-                                              "src1": self.opnd(b, L)}, d.vr, d.vc, row_bound=d.t.rows)
+                                              "src1": self.opnd(b, L)}, R, C, row_bound=d.t.rows)
+
+    def tile_part(self, op):
+        """TPART*: the source valid on all of dst's region copied to dst, then the binary vector op
+        over the other source's region."""
+        d = self.tile(op.outs[0])
+        if 0 in (d.vr, d.vc):
+            return
+        full, (sr, sc) = op.part_split()
+        if op.ins[full] is not op.outs[0]:
+            self.copy_tile(self.tile(op.ins[full]), d)
+        self._binary_vec(op, sr, sc)
 
     def tile_unary(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
@@ -2587,6 +2603,7 @@ class _FamilyPattern(RewritePattern):
 
 _FAMILY_RULES = {
     pto.ElementwiseBinaryOp: _FnLowering.tile_binary,
+    pto.PartialBinaryOp: _FnLowering.tile_part,
     pto.UnaryOp: _FnLowering.tile_unary,
     pto.TileScalarOp: _FnLowering.tile_scalar,
     pto.ExpandScalarOp: _FnLowering.tile_expands,

@@ -534,16 +534,49 @@ class _OpLowering:
         cls = _BIN[type(self.op).A2A3_VOP]
 
         def plan():
-            b = self.b
-            ta, tb, td = self.tile(a), self.tile(bb), self.tile(d)
-            self._aligned((ta, R), (tb, R), (td, R))
-            rt = _reg(td.elt)
+            self._aligned((self.tile(a), R), (self.tile(bb), R), (self.tile(d), R))
+            self._binary_region(cls, a, bb, d, self.dims(R), self.dims(C))
+        return plan
 
-            def chunk(i, k, m, _):
-                x = _load(b, ta, _elem(b, ta, i, k))
-                y = _load(b, tb, _elem(b, tb, i, k))
-                _store(b, td, _elem(b, td, i, k), b.op(cls([x, y], m, rt)), m)
-            self.map_region([a, bb, d], d, self.dims(R), self.dims(C), td.elt, chunk)
+    def _binary_region(self, cls, a, bb, d, R, C):
+        """``d = cls(a, bb)`` over R x C (inside a plan)."""
+        b = self.b
+        ta, tb, td = self.tile(a), self.tile(bb), self.tile(d)
+        rt = _reg(td.elt)
+
+        def chunk(i, k, m, _):
+            x = _load(b, ta, _elem(b, ta, i, k))
+            y = _load(b, tb, _elem(b, tb, i, k))
+            _store(b, td, _elem(b, td, i, k), b.op(cls([x, y], m, rt)), m)
+        self.map_region([a, bb, d], d, R, C, td.elt, chunk)
+
+    def _copy_region(self, s, d, R, C):
+        """``d = s`` over R x C, one layout (inside a plan)."""
+        b = self.b
+        ts, td = self.tile(s), self.tile(d)
+        self.map_region([s, d], d, R, C, td.elt,
+                        lambda i, k, m, _: _store(b, td, _elem(b, td, i, k), _load(b, ts, _elem(b, ts, i, k)), m))
+
+    def f_part(self):
+        """TPART*: the source valid on all of dst's region copied to dst, then the binary op over the
+        other source's region (one VF: its stores land in program order)."""
+        a, bb = self.op.ins[0], self.op.ins[1]
+        d = self.op.outs[0]
+        self._same_layout(a, bb, d)
+        R, C = self.valid(d)
+        full, (sr, sc) = self.op.part_split()
+        for v in (a, bb, d):
+            self.arg(v)
+        cls = _BIN[type(self.op).A2A3_VOP]
+        src = (a, bb)[full]
+
+        def plan():
+            self._aligned((self.tile(a), sr), (self.tile(bb), sr), (self.tile(d), R), (self.tile(src), R))
+            if 0 in (R, C):
+                return
+            if src is not d:
+                self._copy_region(src, d, R, C)
+            self._binary_region(cls, a, bb, d, sr, sc)
         return plan
 
     def f_unary(self):
@@ -593,8 +626,7 @@ class _OpLowering:
                          lambda k, m: _store(b, td, k, _load(b, ts, k), m))
                 return
             self._aligned((ts, R), (td, R))
-            self.map_region([s, d], d, self.dims(R), self.dims(C), td.elt,
-                            lambda i, k, m, _: _store(b, td, _elem(b, td, i, k), _load(b, ts, _elem(b, ts, i, k)), m))
+            self._copy_region(s, d, self.dims(R), self.dims(C))
         return plan
 
     def _scalar_in_vf(self, v: SSAValue, elt):

@@ -65,7 +65,7 @@ _TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1,
            "gather": 2, "sort32": 2}
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
-_FULL_WRITE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
+_FULL_WRITE = {"binary", "part", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
                "composed", "trans", "scatter",
                "colbroadcast", "cvt", "mov", "load"}
 

@@ -961,6 +961,18 @@ class Evaluator:
         self._same_valid(op, b, dst.valid, "src1")
         self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c]))
 
+    def family_part(self, op, env):
+        """TPARTADD.md's cases: the source valid on all of dst's region, fn over the other's region."""
+        a, b = (self.tile(op, v, env) for v in op.ins[:2])
+        dst = self.dst(op, env, None)
+        r, c = dst.valid
+        if r == 0 or c == 0:
+            return
+        full, (sr, sc) = op.part_split()
+        out = (a, b)[full].data[:r, :c].copy()
+        out[:sr, :sc] = self.fn(op)(a.data[:sr, :sc], b.data[:sr, :sc])
+        self._store(dst, r, c, out)
+
     def family_unary(self, op, env):
         a = self.tile(op, op.ins[0], env)
         dst = self.dst(op, env, a.valid)
@@ -1495,7 +1507,8 @@ def _tile_arg_shape(spec: ArgSpec, value=None) -> tuple[int, int]:
 
 
 _FAMILIES = {
-    pto.ElementwiseBinaryOp: Evaluator.family_binary, pto.UnaryOp: Evaluator.family_unary,
+    pto.ElementwiseBinaryOp: Evaluator.family_binary, pto.PartialBinaryOp: Evaluator.family_part,
+    pto.UnaryOp: Evaluator.family_unary,
     pto.TileScalarOp: Evaluator.family_scalar, pto.ExpandScalarOp: Evaluator.family_expands,
     pto.RowExpandBinaryOp: Evaluator.family_rowexpand, pto.ColExpandBinaryOp: Evaluator.family_colexpand,
     pto.RowExpandOp: Evaluator.family_rowbroadcast, pto.ColExpandOp: Evaluator.family_colbroadcast,

@@ -43,6 +43,9 @@ BINARY = ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "trem", "tfmod", "tand
 TERNARY = ("taddc", "tsubc")
 SCALAR_TERNARY = ("taddsc", "tsubsc")
 """``ins(src0, s, src1)``: the scalar between the tiles (TADDSC.md)."""
+PART = ("tpartadd", "tpartmul", "tpartmax", "tpartmin")
+PART_VARIANTS = ("src0-cols", "src1-both")
+"""src0's valid cols halved; src1's valid rows halved and 3 cols fewer (each at least 1)."""
 UNARY = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tabs", "trelu", "tneg", "tnot")
 SCALAR = ("tadds", "tsubs", "tmuls", "tdivs", "tmaxs", "tmins", "trems", "tfmods", "tands", "tors", "txors",
           "tshls", "tshrs", "tlrelu", "tpows")
@@ -114,6 +117,9 @@ def variants():
         out.append(("tcvt", f"{src}-{mode}", [dst]))
     for op in SCALAR_TERNARY:
         out.append((op, "", a2a3_dtypes(op)))
+    for op in PART:
+        for v in PART_VARIANTS:
+            out.append((op, v, a2a3_dtypes(op)))
     for v in ("", "idx1"):  # indices per row, one index row for every row
         out.append(("tsort32", v, a2a3_dtypes("tsort32")))
     for op, v in (("tfillpad", "max"), ("tfillpad", "min"), ("tfillpad_expand", "zero"), ("tfillpad_inplace", "min")):
@@ -188,6 +194,11 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
     elif op in TERNARY:
         args = [f"%a: {full}", f"%b: {full}", f"%c: {full}"]
         body = f"%d = pto.{op} %a, %b, %c : {full}, {full}, {full} -> {full}"
+    elif op in PART:
+        s0 = _t(R, cols, dt, R, max(1, C // 2)) if variant == "src0-cols" else full
+        s1 = _t(R, cols, dt, max(1, (R + 1) // 2), max(1, C - 3)) if variant == "src1-both" else full
+        args = [f"%a: {s0}", f"%b: {s1}"]
+        body = f"%d = pto.{op} %a, %b : ({s0}, {s1}) -> {full}"
     elif op in SCALAR_TERNARY:
         args = [f"%a: {full}", f"%s: {st}", f"%b: {full}"]
         body = f"%d = pto.{op} %a, %s, %b : {full}, {st}, {full} -> {full}"

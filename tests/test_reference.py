@@ -807,7 +807,7 @@ func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %r: index, %c: index) {{
 
 @pytest.mark.parametrize("op, why", [("tcmp", "no semantics: the mask is 'packed predicate bits in a target-defined"),
                                      ("tmatmul.mx", "has no semantics in ptoc yet"),
-                                     ("tpartadd", "no semantics: a 'partial' op for mismatched valid regions")])
+                                     ("tpartargmax", "no semantics: no TPARTARGMAX.md page in pto-isa's docs/isa")])
 def test_opaque_ops_raise_located_no_semantics(op, why):
     m = parse(l1(op, [T(2, 2), T(2, 2)], T(2, 2)))
     with pytest.raises(PtocError) as e:
