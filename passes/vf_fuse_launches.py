@@ -160,16 +160,18 @@ def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list, copy: bool = Fals
         redirect(p, params[v])
     pre_b = []
     for o in [o for o in b.fn.block.ops if o is not b.loop]:
-        if isinstance(o, arith.ConstantOp) and (o.value, o.result.type) in a.constants:
-            redirect(o.result, a.constants[o.value, o.result.type])  # one constant per value
+        key = (o.properties["value"], o.results[0].type) if isinstance(o, arith.ConstantOp) else None
+        known = a.constants.get(key) if key is not None else None  # (hashing a key hashes its attributes)
+        if known is not None:
+            redirect(o.results[0], known)  # one constant per value
             continue
         if copy:
             o = vf.copy_op(o, vm)
         else:
             o.detach()
         pre_b.append(o)
-        if isinstance(o, arith.ConstantOp):
-            a.constants[o.value, o.result.type] = o.result
+        if key is not None:
+            a.constants[key] = o.results[0]
     block.insert_ops_before(pre_b, block.first_op)
     lb = a.loop.body.blocks[0]
     ua, ub_ = _upd(a.loop), _upd(b.loop)
