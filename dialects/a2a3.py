@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, NameLoc, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute, Dialect, OpResult, SSAValue, TypeAttribute, Use
+from xdsl.ir import Attribute, Dialect, OpResult, SSAValue, TypeAttribute
 from xdsl.ir.core import SSAValues
 from xdsl.irdl import (
     AnyAttr, IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def,
@@ -37,6 +37,8 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+from pto_compiler.dialects.bare_ops import op_with_operands
 
 PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
 """The pipes a program uses: the vector core's S, V, MTE2 (GM in), MTE3 (GM out) and the cube
@@ -518,11 +520,7 @@ def new_op(cls: type[IRDLOperation], operands: tuple, properties: dict, result_t
     without xDSL's generic operand/successor setters: the lowerings and pto-insert-sync build thousands
     of ops of classes with no region, successor or default property (IRDL's post-init would fill
     one): the a2a3 ops and pto's sync ops."""
-    op = cls.__new__(cls)
-    op._operands = SSAValues(operands)
-    op._operand_uses = uses = tuple([Use(op, i) for i in range(len(operands))])
-    for v, u in zip(operands, uses):
-        v.add_use(u)
+    op = op_with_operands(cls, operands)
     op.results = SSAValues((OpResult(result_type, op, 0),) if result_type is not None else ())
     op.properties = properties
     op.attributes = {}

@@ -159,7 +159,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute, Block, BlockArgument, Dialect, Operation, OpResult, ParametrizedAttribute, Region, SSAValue, SSAValues,
-    TypeAttribute, Use,
+    TypeAttribute,
 )
 from xdsl.irdl import (
     IRDLOperation,
@@ -178,6 +178,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.dialects.pto import TileBufType, TileLikeType, dtype_name, element_bytes, is_float
+from pto_compiler.dialects.bare_ops import op_with_operands
 from pto_compiler.dialects.verify_tables import run_table
 
 # --------------------------------------------------------------------------------------
@@ -1830,12 +1831,7 @@ def copy_op(op: Operation, values: dict) -> Operation:
     op is made (xDSL's clone sets every operand twice, in a second walk), and the fields a copy of a
     verified op has are set directly (``Operation.__init__`` re-checks them, fills defaults and walks
     parents: most of pto-lower-vf's time, which copies one VF body per tile op)."""
-    new_op = type(op).__new__(type(op))
-    operands = SSAValues(values.get(v, v) for v in op._operands)
-    uses = tuple(Use(new_op, i) for i in range(len(operands)))
-    for v, use in zip(operands, uses):
-        v.add_use(use)
-    new_op._operands, new_op._operand_uses = operands, uses
+    new_op = op_with_operands(type(op), [values.get(v, v) for v in op._operands])
     new_op._successors = new_op._successor_uses = ()
     new_op.properties, new_op.attributes = dict(op.properties), dict(op.attributes)
     new_op.location = op.location
