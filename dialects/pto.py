@@ -1994,8 +1994,8 @@ TColMinOp = _define("tcolmin", ColReduceOp, COL_DTYPES, A2A3_VOP="vmin", FN="red
 TColProdOp = _define("tcolprod", ColReduceOp, _per_target(A2A3_ARITH, A2A3_ARITH | {"bf16", "ui16", "ui32"}),
                      A2A3_VOP="vmul", FN="reduce_prod")
 ROW_ARG_DTYPES = _per_target(F16_F32, F16_F32)
-# TCOLARGMAX.md lists int8/uint8 on A5 too: not lowered yet (8-bit lanes need a widening step)
-COL_ARG_DTYPES = _per_target(F16_F32 | {"ui16", "ui32"}, F16_F32 | {"ui16", "ui32", "i16", "i32"})
+COL_ARG_DTYPES = _per_target(F16_F32 | {"ui16", "ui32"}, F16_F32 | {"ui16", "ui32", "i16", "i32", "i8", "ui8"})
+"""TCOLARGMAX.md / TCOLARGMIN.md: A2A3 half/float/uint16/uint32; A5 every 8-, 16- and 32-bit type."""
 TRowArgMaxOp = _define("trowargmax", ArgReduceOp, ROW_ARG_DTYPES, FAMILY="rowarg", FN="reduce_argmax")
 TRowArgMinOp = _define("trowargmin", ArgReduceOp, ROW_ARG_DTYPES, FAMILY="rowarg", FN="reduce_argmin")
 TColArgMaxOp = _define("tcolargmax", ArgReduceOp, COL_ARG_DTYPES, FAMILY="colarg", AXIS=0, FN="reduce_argmax")

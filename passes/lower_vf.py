@@ -1012,8 +1012,10 @@ class _OpLowering:
         rows 1.. folded lane-wise by :meth:`_arg_update` with the row number as the index (no
         compare/select: vf has none; the A2A3 header's vcmp + vsel give the same first index).
         2-byte sources load with ``UNPK_B16`` (element i in lane 2i), so the flags widen to the
-        32-bit index lanes with one ``vf.cvt``.  Run-time valid rows/cols are VF parameters (no
-        row: no write)."""
+        32-bit index lanes with one ``vf.cvt``; 1-byte sources load with ``UNPK4_B8`` (element i in
+        lane 4i) and widen to 16-bit lanes first (``vf.cvt`` EVEN: element i in lane 2i, sign or
+        zero extended, order kept), then run as 2-byte ones.  Run-time valid rows/cols are VF
+        parameters (no row: no write)."""
         s, d = self.op.ins[0], self.op.outs[0]
         R, C = self.valid(s)
         self.arg(s)
@@ -1025,23 +1027,28 @@ class _OpLowering:
             b = self.b
             ts, td = self.tile(s), self.tile(d)
             self._aligned((ts, R))
-            elt = ts.elt
+            elt = _wide_type(ts.elt) if ts.e == 1 else ts.elt
+            e = max(ts.e, 2)
             rt = _reg(elt)
-            ut = _reg(IntegerType(8 * ts.e, Signedness.UNSIGNED))
+            ut = _reg(IntegerType(8 * e, Signedness.UNSIGNED))
             it = _reg(IntegerType(32, Signedness.UNSIGNED))
-            dist = "UNPK_B16" if ts.e == 2 else "NORM"
+            dist = {1: "UNPK4_B8", 2: "UNPK_B16"}.get(ts.e, "NORM")
             full = b.mask("ALL", elt)
 
+            def load(off):
+                x = _load(b, ts, off, dist)
+                return b.op(vf.CvtOp(x, full, rt)) if ts.e == 1 else x
+
             def chunk(k, m):
-                mv = m if ts.e == 4 else full  # 16-bit lanes: every lane (odd ones hold zeros)
-                x0 = _load(b, ts, k, dist)
+                mv = m if e == 4 else full  # 16-bit lanes: every lane (odd ones hold zeros)
+                x0 = load(k)
                 B = b.op((vf.MaxOp if is_max else vf.MinOp)([x0, x0], mv, rt))
                 I = b.op(vf.DupOp([b.c(0, I32)], None, it))
 
                 def row(i, B, I):
                     ii = b.add(i, 1)
-                    x = _load(b, ts, _rc(b, ts, ii, k), dist)
-                    if ts.e == 4:
+                    x = load(_rc(b, ts, ii, k))
+                    if e == 4:
                         return list(self._arg_update(B, x, I, b.i32(ii), m, elt, rt, ut, is_max))
                     N = b.op((vf.MaxOp if is_max else vf.MinOp)([B, x], mv, rt))
                     F = b.op(vf.BINARY_OPS["vf.xor"]([b.op(vf.BitcastOp(N, ut)), b.op(vf.BitcastOp(B, ut))], mv, ut))
