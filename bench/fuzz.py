@@ -5,9 +5,10 @@
 Byte-, token- and structure-level mutants of the examples and lit inputs, and random well-typed
 kernels (pto_compiler/fuzz_kernels.py), each run as ``ptoc FILE --target T --run`` on both
 targets (10 CPU seconds per run).  Prints the runs and exit codes per kind and target, then every
-internal error, timeout and failing generated kernel; mutants that end in exit 3/4 are listed for
-review.  ``--save DIR`` writes each of those cases as DIR/<n>-<kind>-<target>.pto.  Exit 1 if
-anything failed.
+internal error, timeout and failing generated kernel; generated kernels whose FAIL the golden
+model's summation order decides (ill-conditioned, pto_compiler.fuzz.order_dependent) and mutants
+that end in exit 3/4 are listed for review.  ``--save DIR`` writes each of those cases as
+DIR/<n>-<kind>-<target>.pto.  Exit 1 if anything failed (ill-conditioned kernels do not count).
 """
 
 import argparse
@@ -32,7 +33,8 @@ try:
 except KeyboardInterrupt:
     print("interrupted: figures so far")
 print(res.summary())
-cases = [("failure", c) for c in res.failures] + [("exit-3/4", c) for c in res.mismatches]
+cases = [("failure", c) for c in res.failures] + [("ill-conditioned", c) for c in res.ill_conditioned] + \
+    [("exit-3/4", c) for c in res.mismatches]
 for n, (why, (kind, target, text, out)) in enumerate(cases):
     print(f"--- {why} #{n}: {kind} on {target}\n{out.strip()[-800:]}")
     if args.save:

@@ -276,11 +276,35 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
-    """One :class:`Comparison` per golden output (see the module doc for the rule)."""
+def mismatches(g, w, tolerant: bool) -> tuple:
+    """(the elements where ``g`` differs from ``w`` under the rule, the largest absolute error, the
+    rule's name) for one output of ``w``'s shape: bit-exact, or the float-sum tolerance when
+    ``tolerant`` and the type is a float (module doc)."""
     import numpy as np
 
     from pto_compiler.runtime import reference as golden
+
+    gf, wf = g.astype(np.float64), w.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(gf - wf)
+    both_nan = np.isnan(gf) & np.isnan(wf)
+    same_inf = np.isinf(gf) & np.isinf(wf) & (gf == wf)
+    diff = np.where(both_nan | same_inf, 0.0, diff)
+    finite = diff[np.isfinite(diff)]
+    max_err = float(finite.max()) if finite.size else 0.0
+    if np.isnan(diff).any() or np.isinf(diff).any():
+        max_err = math.inf
+    if tolerant and (w.dtype.kind == "f" or w.dtype.name == "bfloat16"):
+        rtol = golden.FLOAT_SUM_RTOL[w.dtype.name]
+        bad = ~((diff <= rtol * (np.abs(wf) + 1)) | both_nan | same_inf)
+        return bad, max_err, f"float sum, rtol {rtol:g}"
+    u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[w.dtype.itemsize]
+    return np.ascontiguousarray(g).view(u) != np.ascontiguousarray(w).view(u), max_err, "exact"
+
+
+def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
+    """One :class:`Comparison` per golden output (see the module doc for the rule)."""
+    import numpy as np
 
     out = []
     for name, w in want.items():
@@ -293,25 +317,7 @@ def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset
         if g.shape != w.shape:
             out.append(Comparison(name, False, math.inf, ((), f"shape {g.shape}", f"shape {w.shape}")))
             continue
-        is_float = w.dtype.kind == "f" or w.dtype.name == "bfloat16"
-        gf, wf = g.astype(np.float64), w.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(gf - wf)
-        both_nan = np.isnan(gf) & np.isnan(wf)
-        same_inf = np.isinf(gf) & np.isinf(wf) & (gf == wf)
-        diff = np.where(both_nan | same_inf, 0.0, diff)
-        finite = diff[np.isfinite(diff)]
-        max_err = float(finite.max()) if finite.size else 0.0
-        if np.isnan(diff).any() or np.isinf(diff).any():
-            max_err = math.inf
-        if is_float and name in tolerant:
-            rtol = golden.FLOAT_SUM_RTOL[w.dtype.name]
-            bad = ~((diff <= rtol * (np.abs(wf) + 1)) | both_nan | same_inf)
-            rule = f"float sum, rtol {rtol:g}"
-        else:
-            u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[w.dtype.itemsize]
-            bad = np.ascontiguousarray(g).view(u) != np.ascontiguousarray(w).view(u)
-            rule = "exact"
+        bad, max_err, rule = mismatches(g, w, name in tolerant)
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
             gv, wv = g[idx], w[idx]

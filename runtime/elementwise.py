@@ -664,6 +664,31 @@ def reduce_sum(x, axis):
     return np.asarray(s).astype(x.dtype)
 
 
+SUM_ORDERS = ("exact", "sequential", "reverse", "pairwise")
+"""The orders :func:`sum_in_order` sums floats in: ``exact`` is :func:`reduce_sum`'s rule; the
+others are orders a target may legally use, each partial sum rounded to the element type as
+``add`` rounds: left to right, right to left, and the pairwise tree of :func:`tree`."""
+
+
+def sum_in_order(x, axis, order: str) -> np.ndarray:
+    """:func:`reduce_sum` with floats summed in ``order`` (:data:`SUM_ORDERS`).  The golden
+    model sums exactly; an output that moves beyond the float-sum tolerance when it sums in
+    another legal order is decided by the order, not by the ISA (the fuzzer's oracle,
+    pto_compiler/fuzz.py).  Integer sums do not depend on the order."""
+    x = _arr(x)
+    if order == "exact" or not is_float_dtype(x.dtype) or x.shape[axis] == 0:
+        return reduce_sum(x, axis)
+    v = np.moveaxis(x, axis, -1)
+    if order == "pairwise":
+        return tree(add.fn, v)
+    terms = range(v.shape[-1]) if order == "sequential" else range(v.shape[-1] - 1, -1, -1)
+    it = iter(terms)
+    acc = v[..., next(it)]
+    for k in it:
+        acc = add.fn(acc, v[..., k])
+    return np.asarray(acc)
+
+
 def _reduce_maxmin(x, axis, is_max: bool) -> np.ndarray:
     x = _arr(x)
     if not is_float_dtype(x.dtype):

@@ -479,8 +479,10 @@ class Evaluator:
     module's, shared by every instance)."""
 
     def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
-                 ub_bytes: int = DEFAULT_TARGET.ub_bytes):
+                 ub_bytes: int = DEFAULT_TARGET.ub_bytes, sum_order: str = "exact"):
         self.module = module
+        self.sum_order = sum_order
+        """How TROWSUM/TCOLSUM sum floats (``E.SUM_ORDERS``; the golden model's rule is ``exact``)."""
         self.ub_bytes = ub_bytes
         """The block's UB size: the target's (targets.py)."""
         self.steps_left = max_steps
@@ -885,6 +887,12 @@ class Evaluator:
             raise op_error(op, "has no element function (FN) attached")
         return getattr(E, name).fn
 
+    def reducer(self, op: pto.TileOp):
+        """The reduction's element function ``fn(x, axis)``: a sum in :attr:`sum_order`."""
+        if type(op).FN == "reduce_sum" and self.sum_order != "exact":
+            return lambda x, axis: E.sum_in_order(x, axis, self.sum_order)
+        return self.fn(op)
+
     @staticmethod
     def tile_op_runner(op: pto.TileOp):
         """The tile op's rule as a step ``run(evaluator, env)`` (family, tiles read, results looked
@@ -1068,7 +1076,7 @@ class Evaluator:
         dst = self.dst(op, env, (r, 1))
         self.need(op, r > 0 and c > 0, f"src valid region {r}x{c} is empty")
         self.need(op, dst.valid[0] == r, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
-        dst.data[:r, 0] = self.fn(op)(src.data[:r, :c], 1)
+        dst.data[:r, 0] = self.reducer(op)(src.data[:r, :c], 1)
 
     def family_colreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
@@ -1077,7 +1085,7 @@ class Evaluator:
         self.need(op, dst.valid[1] == c, f"dst valid cols {dst.valid[1]} differ from src valid cols {c}")
         if r == 0 or c == 0:
             return  # nothing to reduce: dst untouched
-        dst.data[0, :c] = self.fn(op)(src.data[:r, :c], 0)
+        dst.data[0, :c] = self.reducer(op)(src.data[:r, :c], 0)
 
     def family_argreduce(self, op, env):
         """The index reductions: the row/column rules, the element function giving the indices."""
@@ -1633,9 +1641,10 @@ def check_inputs(module: ModuleOp, inputs: Mapping[str, object], entry: str | No
 
 def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None = None,
              block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
-             target: str | None = None) -> dict[str, np.ndarray]:
+             target: str | None = None, sum_order: str = "exact") -> dict[str, np.ndarray]:
     """Run the golden model on one kernel as block ``block_idx`` of ``block_num``; returns outputs
-    by name (GM outputs, then ``resultN``).  More than ``max_steps`` ops evaluated plus loop trips
+    by name (GM outputs, then ``resultN``).  ``sum_order`` (``E.SUM_ORDERS``) sums TROWSUM/TCOLSUM
+    floats in another legal order than the exact one.  More than ``max_steps`` ops evaluated plus loop trips
     (default: the executor's ``--max-steps`` default) is a usage error (exit 2).
 
     ``inputs`` maps each argument name to an array (GM arguments: the I/O shape or any shape of
@@ -1658,7 +1667,7 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         from pto_compiler.api import target_of
 
         ub_bytes = kernel.ub_bytes[key] = target_of(module, target).ub_bytes
-    ev = Evaluator(module, block_idx, block_num, max_steps, ub_bytes)
+    ev = Evaluator(module, block_idx, block_num, max_steps, ub_bytes, sum_order)
     results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
     for s in specs:

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pto_compiler.fuzz import MUTATION_KINDS, TARGET_NAMES, campaign, mutant, repo_sources, run_ptoc
+import numpy as np
+
+from pto_compiler import api
+from pto_compiler.fuzz import (MUTATION_KINDS, TARGET_NAMES, Campaign, Outcome, campaign, mutant, order_dependent,
+                               repo_sources, run_ptoc)
 from pto_compiler.fuzz_kernels import random_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,3 +56,82 @@ def test_cases_the_fuzzer_found_pass(case, target):
     """Kernels bench/fuzz.py generated that ptoc got wrong (each file says how): now PASS."""
     o = run_ptoc(case.read_text(), ["--target", target, "--run"], limit_s=60)
     assert o.rc == 0 and o.output.startswith("PASS"), o.output
+
+
+ILL = Path(__file__).parent / "ill_conditioned" / "rowsum_sub_recip.pto"
+
+
+def _ill_inputs():
+    """Row 0 of x sums to 1 exactly and to 0 left to right; y is 1 + 2**-10, so z's row 0 is 1024
+    (exact sum) or 0.999 (left to right).  Row 1 sums exactly in any order: z = 1/(3 - 7) = -0.25."""
+    x = np.zeros((2, 8), np.float32)
+    x[0, :3] = [2.0**24, 1.0, -(2.0**24)]
+    x[1] = np.arange(8, dtype=np.float32) / 4
+    y = np.full((2, 8), 1 + 2.0**-10, np.float32)
+    y[1] = 3.0
+    return {"x": x, "y": y}
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_a_fail_that_the_summation_order_decides_is_ill_conditioned_not_a_failure(target):
+    """The stop-22 finding in small: row sum -> trowexpandsub -> trecip.  ptoc's order gives 0.999
+    where the golden model's exact sum gives 1024, so ``--run`` FAILs; the golden model summing
+    left to right or as a pairwise tree gives 0.999 too, so the fuzzer files it as ill-conditioned,
+    neither a PASS nor a ptoc bug."""
+    text = ILL.read_text()
+    res = api.check(api.parse(text, "k.pto"), target, _ill_inputs())
+    (z,) = res.comparisons
+    assert not z.ok and z.mismatch[0] == (0, 0) and z.mismatch[2] == 1024.0
+    np.testing.assert_array_equal(res.outputs["z"].reshape(2, 8)[1], np.full(8, -0.25, np.float32))
+
+    why = order_dependent(text, target, 0, _ill_inputs())
+    assert why is not None and why.startswith("z: all 8 element(s)") and "at (0, 0)" in why, why
+    found = Campaign()
+    found.record("generated", target, text, Outcome(3, 0.1, False, z.line()), why)
+    assert found.ill_conditioned and not found.failures
+
+
+def test_a_mismatch_where_every_summation_order_agrees_stays_a_failure(monkeypatch):
+    """A wrong element in row 1 (which sums exactly in any order) is ptoc's bug even though row 0 is
+    ill-conditioned: the executor's output is corrupted there and the fuzzer must not excuse it."""
+    real = api.run
+
+    def corrupted(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.outputs["z"].reshape(2, 8)[1, 3] = 7.0
+        return res
+
+    monkeypatch.setattr(api, "run", corrupted)
+    assert order_dependent(ILL.read_text(), "a2a3", 0, _ill_inputs()) is None
+
+
+def test_the_golden_models_other_summation_orders_match_numpy_f32_loops():
+    """``E.sum_in_order``: left to right, right to left and the pairwise tree, each partial sum
+    rounded to f32, against NumPy f32 scalar loops; rows of mixed scale, so the orders differ."""
+    from pto_compiler.runtime import elementwise as E
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 13)) * 10.0 ** rng.integers(-4, 8, (6, 13))).astype(np.float32)
+
+    def loop(row):
+        acc = row[0]
+        for v in row[1:]:
+            acc = np.float32(acc + v)
+        return acc
+
+    def pairwise(row):
+        row = list(row)
+        while len(row) > 1:
+            row += [np.float32(0)] * (len(row) % 2)
+            row = [np.float32(row[k] + row[k + 1]) for k in range(0, len(row), 2)]
+        return row[0]
+
+    want = {"sequential": [loop(r) for r in x], "reverse": [loop(r[::-1]) for r in x],
+            "pairwise": [pairwise(r) for r in x]}
+    for order, rows in want.items():
+        np.testing.assert_array_equal(E.sum_in_order(x, 1, order), np.array(rows, np.float32), err_msg=order)
+        np.testing.assert_array_equal(E.sum_in_order(x.T, 0, order), np.array(rows, np.float32), err_msg=order)
+    np.testing.assert_array_equal(E.sum_in_order(x, 1, "exact"), E.reduce_sum(x, 1))
+    assert len({tuple(E.sum_in_order(x, 1, o)) for o in E.SUM_ORDERS}) == 4
+    ints = rng.integers(-100, 100, (3, 9)).astype(np.int16)
+    np.testing.assert_array_equal(E.sum_in_order(ints, 1, "sequential"), ints.sum(1).astype(np.int16))
