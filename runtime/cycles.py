@@ -43,6 +43,7 @@ import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
 
@@ -249,7 +250,7 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _FREE = range(3)
+_YIELD, _VF, _FREE, _NESTED = range(4)
 _VF_FREE = frozenset({"vf.bitcast"})
 """VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
 type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
@@ -303,18 +304,15 @@ class _VfTimer:
         self.pend: dict = {}
         self.front = self.end = 0.0
         self.c = dict.fromkeys(VF_COUNTERS, 0.0)
-        from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_LOOP, LOG_OP, LOG_TRIP
+        from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_LOOP, LOG_TRIP
 
-        self.handle = {LOG_OP: self.op, LOG_ENTER: self.enter, LOG_TRIP: self.trip, LOG_EXIT: self.exit,
-                       LOG_LOOP: lambda x: self.loop(*x)}
-        """What each kind of stream entry (runtime/vf_executor.py LOG_*) runs."""
+        self.handle = {LOG_ENTER: self.enter, LOG_TRIP: self.trip, LOG_EXIT: self.exit, LOG_LOOP: lambda x: self.loop(*x)}
+        """What each kind of stream entry (runtime/vf_executor.py LOG_*) but an op runs."""
         self.loop_values: dict = {}
         """id of a loop's per-trip stream -> the values whose ready times :meth:`_clocks` reads."""
 
     def stream(self, log) -> None:
-        handle = self.handle
-        for kind, x in log:
-            handle[kind](x)
+        self._run(self._compile(log))
 
     def enter(self, op) -> None:
         P, c = self.P, self.c
@@ -336,62 +334,113 @@ class _VfTimer:
         for r, t in zip(d.outs, self.pend.pop(d.key)):
             self.ready[r] = t
 
-    def op(self, op) -> None:
-        ready = self.ready
-        d = _decoded(op)
-        if d.kind == _YIELD:
-            if d.loop in self.pend:
-                self.pend[d.loop] = [ready.get(v, 0.0) for v in d.ins]
-        elif d.kind == _VF:
-            P = self.P
-            self.front += self.step
-            t = self.front
-            for v in d.ins:
-                t = max(t, ready.get(v, 0.0))
-            issued = self.issued
-            if len(issued) >= self.window:
-                t = max(t, issued[-self.window])
-            occ = P[d.occ] if d.occ else 1.0
-            t = _first_free(*self.busy[d.unit], t, occ, self.front)
-            issued.append(t)
-            done = t + P[d.lat]
-            for r in d.outs:
-                ready[r] = done
-            self.end = max(self.end, done, t + occ)
-            self.c[d.counter] += d.cycles
-        else:  # arith (address and count arithmetic) and reinterpretations: ready with their operands
-            t = 0.0
-            for v in d.ins:
-                t = max(t, ready.get(v, 0.0))
-            for r in d.outs:
-                ready[r] = t
-
     def loop(self, op, per_trip: list, trips: int) -> None:
         """A hardware loop whose every trip ran ``per_trip``."""
         self.enter(op)
-        values = self.loop_values.get(id(per_trip))
-        if values is None:
-            from ..runtime.vf_executor import LOG_LOOP, LOG_OP
-
-            values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
-            values += [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
-            self.loop_values[id(per_trip)] = values
+        got = self.loop_values.get(id(per_trip))
+        if got is None:
+            got = self.loop_values[id(per_trip)] = (self._values(op, per_trip), self._compile(per_trip))
+        values, body = got
         snaps = [self._clocks(values)] if trips > STEADY_TRIPS + 1 else None
         for k in range(trips):
             if snaps is not None and len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
                 self._extrapolate(values, snaps[-2], snaps[-1], trips - k)
                 break
             self.trip(op)
-            self.stream(per_trip)
+            self._run(body)
             if snaps is not None:
                 snaps.append(self._clocks(values))
         self.exit(op)
+
+    @staticmethod
+    def _values(op, per_trip: list) -> list:
+        """The values whose ready times :meth:`_clocks` reads for a loop running ``per_trip``."""
+        from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+
+        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
+        return values + [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
+
+    def _compile(self, per_trip: list) -> list:
+        """A stream as :meth:`_run` runs it: per op what its timing reads (operand and result
+        ids, unit, occupancy, latency, counter), looked up once (a loop's trips run it many times)."""
+        from ..runtime.vf_executor import LOG_OP
+
+        P, body = self.P, []
+        for kind, x in per_trip:
+            if kind != LOG_OP:
+                body.append((_NESTED, kind, x))
+                continue
+            d = _decoded(x)
+            if d.kind == _VF:
+                body.append((_VF, d.ins, d.outs, d.unit, P[d.occ] if d.occ else 1.0, P[d.lat], d.counter, d.cycles))
+            elif d.kind == _YIELD:
+                body.append((_YIELD, d.loop, d.ins))
+            else:
+                body.append((_FREE, d.ins, d.outs))
+        return body
+
+    def _run(self, body: list) -> None:
+        """Time a compiled stream (:meth:`_compile`).  A VF op issues in the first free slot of its
+        unit (:func:`vf_timing`); arith (address and count arithmetic) and reinterpretations are
+        ready with their operands; a yield hands its values to the loop's next trip.  The clocks
+        live in local variables between nested loops (this is the hot loop of the model)."""
+        ready, busy, c, window, step = self.ready, self.busy, self.c, self.window, self.step
+        get = ready.get
+        front, end, issued = self.front, self.end, self.issued
+        for e in body:
+            kind = e[0]
+            if kind == _VF:
+                _, ins, outs, unit, occ, lat, counter, cycles = e
+                front += step
+                t = front
+                for v in ins:
+                    r = get(v, 0.0)
+                    if r > t:
+                        t = r
+                if len(issued) >= window:
+                    r = issued[-window]
+                    if r > t:
+                        t = r
+                starts, ends = busy[unit]  # _first_free, inline
+                i = bisect_right(ends, front)
+                if i:
+                    del starts[:i], ends[:i]
+                i = bisect_right(ends, t)
+                n = len(starts)
+                while i < n and starts[i] < t + occ:
+                    if ends[i] > t:
+                        t = ends[i]
+                    i += 1
+                starts.insert(i, t)
+                ends.insert(i, t + occ)
+                issued.append(t)
+                done = t + lat
+                for r in outs:
+                    ready[r] = done
+                end = max(end, done, t + occ)
+                c[counter] += cycles
+            elif kind == _FREE:
+                t = 0.0
+                for v in e[1]:
+                    r = get(v, 0.0)
+                    if r > t:
+                        t = r
+                for r in e[2]:
+                    ready[r] = t
+            elif kind == _YIELD:
+                if e[1] in self.pend:
+                    self.pend[e[1]] = [get(v, 0.0) for v in e[2]]
+            else:  # a nested loop or trip marker: the general handlers, on the timer's own state
+                self.front, self.end = front, end
+                self.handle[e[1]](e[2])
+                front, end, issued = self.front, self.end, self.issued
+        self.front, self.end = front, end
 
     def _clocks(self, values):
         """The timer's clocks and counters, in the form :func:`_steady` compares."""
         w = self.window
         pend = [t for ts in self.pend.values() for t in ts]
-        return ([self.front, self.end, *(self.ready.get(v, 0.0) for v in values), *pend,
+        return ([self.front, self.end, *map(self.ready.get, values, repeat(0.0)), *pend,
                  *self.issued[-w:]],
                 {u: starts + ends for u, (starts, ends) in self.busy.items()},
                 [], dict(self.c), {}, 0)
@@ -446,22 +495,6 @@ def vf_static_cycles(fn, known: dict | None = None) -> float | None:
 
     log = walk(fn.body.blocks[0])
     return None if log is None else vf_timing(log)["pushq_vf"]
-
-
-def _first_free(starts: list, ends: list, t: float, occ: float, horizon: float) -> float:
-    """The first start >= t where [start, start + occ) overlaps no busy interval of the unit
-    (disjoint, so ``starts`` and ``ends`` both ascend); records it.  Intervals ending by
-    ``horizon`` (no later instruction can issue before it) are dropped."""
-    k = bisect_right(ends, horizon)
-    if k:
-        del starts[:k], ends[:k]
-    i = bisect_right(ends, t)
-    while i < len(starts) and starts[i] < t + occ:
-        t = max(t, ends[i])
-        i += 1
-    starts.insert(i, t)
-    ends.insert(i, t + occ)
-    return t
 
 
 @dataclass
