@@ -2731,6 +2731,24 @@ def _tpush_split_a5(op: TileOp, target_name: str) -> None:
                               f"(got {vc} x {t.elem_bytes} B)")
 
 
+def _mx_matmul(op: TileOp, target_name: str) -> None:
+    """PTOAS's verifier of the MX matmuls (lib/PTO/IR/PTO.cpp, TGemvMxOp/TMatmulMxOp::verify and
+    verifyA5MxTypeTriple): tgemv.mx* only on A5; on A5 operands a and b of an 8-bit float type
+    (``ins(a, a_scale, b, b_scale[, bias])``, ``.acc``: ``ins(c_in, a, a_scale, b, b_scale)``)
+    and an f32 dst."""
+    kind = op.name.split(".", 1)[1]
+    if target_name != "ascend950":
+        if kind.startswith("tgemv"):
+            raise VerifyException(f"{kind} is only supported on A5 targets")
+        return
+    first = 1 if kind.endswith(".acc") else 0
+    a, b = (op.ins[first + k].type for k in (0, 2)) if len(op.ins) >= first + 4 else (None, None)
+    if not all(isinstance(t, TileLikeType) and t.dtype.startswith("f8") for t in (a, b)):
+        raise VerifyException("expects A5 mx operands a and b to use fp8 element types")
+    if op.dst_type is None or op.dst_type.dtype != "f32":
+        raise VerifyException("expects A5 mx result dst to use f32 element type")
+
+
 def _tpart_a5_early_return(op, target: str) -> None:
     """TPARTMAX.md/TPARTMIN.md (A5): the op 'returns early' when any of src0/src1/dst has a zero valid
     region, so dst keeps its old contents; A2A3 then writes the other source (not modelled: rejected)."""
@@ -2746,6 +2764,7 @@ TARGET_RULES: dict[str, object] = {
     "pto.tpush_to_aic": _tpush_split_a5,
     "pto.thistogram": _only_a5, "pto.tinterleave": _only_a5, "pto.tdeinterleave": _only_a5,
     "pto.tsel": _tsel_a2a3,
+    **{f"pto.{m}.mx{s}": _mx_matmul for m in ("tmatmul", "tgemv") for s in ("", ".acc", ".bias")},
     "pto.tgather": lambda op, target: (_tgather_compare_a2a3(op, target), _tgather_index_a2a3(op, target)),
 }
 """op name -> target-dependent checks (run by pto-verify-target with the op's dtype set)."""

@@ -500,3 +500,42 @@ def test_internal_pipe_form_ptoc_cannot_raise_stays_located(tmp_path, capsys):
     assert cli.main([str(path)]) == 1
     assert f"{path}:39:13: error: 'pto.initialize_l2g2l_pipe' op is PTOAS's internal pipe form with its consumer " \
         "slot buffer at %consumer, a kernel argument" in capsys.readouterr().err
+
+
+def _mx_kernel(op: str) -> str:
+    """An MX matmul on f16 tiles (PTOAS's ptobc round-trip input has this form)."""
+    scale_a = "!pto.tile_buf<scaling, 16x32xf16, slayout=row_major>"
+    scale_b = "!pto.tile_buf<scaling, 32x16xf16, slayout=row_major>"
+    acc, acc_t = ("%d, ", f"{ACC}, ") if op.endswith(".acc") else ("", "")
+    return f"""func.func @k() {{
+  %l = pto.alloc_tile : {LEFT}
+  %sa = pto.alloc_tile : {scale_a}
+  %r = pto.alloc_tile : {RIGHT}
+  %sb = pto.alloc_tile : {scale_b}
+  %d = pto.alloc_tile : {ACC}
+  pto.{op} ins({acc}%l, %sa, %r, %sb : {acc_t}{LEFT}, {scale_a}, {RIGHT}, {scale_b}) outs(%d : {ACC})
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("op, target, rule", [
+    ("tgemv.mx", "a2a3", "tgemv.mx is only supported on A5 targets"),
+    ("tgemv.mx.acc", "a2a3", "tgemv.mx.acc is only supported on A5 targets"),
+    ("tgemv.mx", "ascend950", "expects A5 mx operands a and b to use fp8 element types"),
+    ("tgemv.mx.acc", "ascend950", "expects A5 mx operands a and b to use fp8 element types"),
+    ("tmatmul.mx", "ascend950", "expects A5 mx operands a and b to use fp8 element types")])
+def test_mx_matmul_follows_ptoas_verifier(op, target, rule, tmp_path, capsys):
+    """PTOAS's TGemvMxOp/TMatmulMxOp verifiers: tgemv.mx* only on A5, and A5 MX operands of fp8."""
+    path = tmp_path / "mx.pto"
+    path.write_text(_mx_kernel(op))
+    assert cli.main([str(path), "--emit", "pto", "--target", target]) == 1
+    assert f"{path}:7:3: error: 'pto.{op}' op {rule}" in capsys.readouterr().err
+
+
+def test_tmatmul_mx_is_not_target_restricted_on_a2a3(tmp_path, capsys):
+    """PTOAS's TMatmulMxOp verifier on A2/A3 checks only the tiles (no arch or fp8 rule)."""
+    path = tmp_path / "mx.pto"
+    path.write_text(_mx_kernel("tmatmul.mx"))
+    assert cli.main([str(path), "--emit", "pto", "--target", "a2a3", "-o", str(tmp_path / "o.pto")]) == 0, \
+        capsys.readouterr().err

@@ -50,6 +50,9 @@ NEGATIVE = {
     "test__basic__tassign_level3_missing_alloc_addr.pto": [
         (("--pto-level=level3", "--pto-arch=a5"), "'pto.alloc_tile' op requires 'addr' operand when "
                                                    "--pto-level=level3")],
+    "tools__ptobc__testdata__recent_ops_v0_roundtrip.pto": [
+        ((), "'pto.tgemv.mx' op tgemv.mx is only supported on A5 targets"),
+        (("--pto-arch=a5",), "'pto.tgemv.mx' op expects A5 mx operands a and b to use fp8 element types")],
 }
 for _name in ("test__basic__tassign_level3_loop_rebind.pto", "tassign_level3_loop_rebind.pto"):
     NEGATIVE[_name] = [

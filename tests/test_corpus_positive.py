@@ -138,11 +138,9 @@ NOT_RUN = {
     "test__samples__TPushTPop__test5__kernel.pto": ((), 1, "overlaps %lhs_mat (line 41) at [0x4000, 0x5000) while both"),
     "test__basic__tpush_tpop_dir_both.pto": ((), 1, "pops a 2048-byte tile into a 1024-byte slot"),
     # no semantics: an ND GM tensor moved into a boxed (NZ) vec tile; a 2-D GM memref marked nz loaded into
-    # a boxed vec tile; a 16x16 block of a 32x32 tile bound as a tile (and tgemv.mx, whose scale tiles
-    # no page defines)
+    # a boxed vec tile
     "test__basic__plan_memory_bind_tile_alias_liveness.pto": ((), 1, "TLOAD/TSTORE move a Vec tile ND->ND"),
     "test__basic__tinsert_a5_vec_mat_mode_lowering.pto": ((), 1, "no semantics: pto-isa moves an NZ vec tile only with an NZ"),
-    "tools__ptobc__testdata__recent_ops_v0_roundtrip.pto": ((), 1, "block [0:16, 0:16] of a 32x32 tile is not contiguous"),
 }
 """Positive corpus files that do not run: (ptoc arguments, exit code, the reason its first located
 diagnostic gives)."""
