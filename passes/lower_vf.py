@@ -1754,12 +1754,28 @@ class _VfProgramLowering(A._FnLowering):
 
 class _VfBarrierPass(B._BarrierPass):
     """Same-pipe barriers of an ascend950 program: VF launches complete in order (a VF starts after
-    the previous one ends), so a ``vf_call`` needs no barrier; MTE2/MTE3 as on a2a3."""
+    the previous one ends), so a ``vf_call`` needs no barrier, and a barrier between two launches
+    orders nothing; but a VF's writes are not tracked, so the next V instruction that is no VF
+    launch (a tile op the a2a3 rules lower, TSORT32's ``vbitsort``, ...) waits for it behind a
+    barrier.  A launch since the V pipe's last barrier is recorded as all of the UB written with
+    nothing a barrier would order (``any`` False); MTE2/MTE3 as on a2a3."""
 
     def instr(self, ins: Instr, st):
         if ins.opcode == "vf_call":
             st.clear("V")
+            st.ub["V"] = [(0, self.nbytes)]
             return
+        launched = [(0, self.nbytes)]
+        if ins.pipe == "V" and not st.any["V"] and st.ub["V"] == launched:
+            if ins.opcode == "pipe_barrier":
+                if ins.args["pipe"] == "V":  # orders nothing yet: the instruction that needs one gets it
+                    return
+            else:
+                st.any["V"] = True  # an instruction touching UB bytes now needs the barrier
+                super().instr(ins, st)
+                if st.ub["V"] == launched:  # it touched none: the launch is still all that is pending
+                    st.any["V"] = False
+                return
         if ins.opcode == "print_ub":  # a VF's writes are not tracked: TPRINT waits for every V op
             self.need_before.add(id(ins))
         super().instr(ins, st)

@@ -143,6 +143,42 @@ def test_vf_launches_need_no_barrier_between_them():
     assert not any(i.opcode == "pipe_barrier" for i in prog.instructions())
 
 
+VF_THEN_SORT = """
+func.func @k(%x: !pto.ptr<f32>, %k: !pto.ptr<ui32>, %z: !pto.ptr<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c1, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c1, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x32xf32>
+  %kv = pto.make_tensor_view %k, shape = [%c1, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xui32>
+  %kp = pto.partition_view %kv, offsets = [%c0, %c0], sizes = [%c1, %c32] : !pto.tensor_view<?x?xui32> -> !pto.partition_tensor_view<1x32xui32>
+  %zv = pto.make_tensor_view %z, shape = [%c1, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c1, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x64xf32>
+  %s = pto.alloc_tile : !pto.tile_buf<vec, 1x32xf32>
+  %i = pto.alloc_tile : !pto.tile_buf<vec, 1x32xui32>
+  %d = pto.alloc_tile : !pto.tile_buf<vec, 1x64xf32>
+  pto.tload ins(%xp : !pto.partition_tensor_view<1x32xf32>) outs(%s : !pto.tile_buf<vec, 1x32xf32>)
+  pto.tload ins(%kp : !pto.partition_tensor_view<1x32xui32>) outs(%i : !pto.tile_buf<vec, 1x32xui32>)
+  pto.texpands ins(%zero : f32) outs(%d : !pto.tile_buf<vec, 1x64xf32>)
+  pto.tsort32 ins(%s, %i : !pto.tile_buf<vec, 1x32xf32>, !pto.tile_buf<vec, 1x32xui32>) outs(%d : !pto.tile_buf<vec, 1x64xf32>)
+  pto.tstore ins(%d : !pto.tile_buf<vec, 1x64xf32>) outs(%zp : !pto.partition_tensor_view<1x64xf32>)
+  return
+}
+"""
+
+
+def test_a_vector_op_after_a_vf_launch_waits_behind_a_barrier():
+    """A VF's writes are not tracked, so a V instruction that is no VF launch (TSORT32's vbitsort over
+    the bytes texpands' VF filled) gets a pipe_barrier V after it (without: a WAW race, exit 4)."""
+    m, prog = _compile(VF_THEN_SORT)
+    ops = [i.opcode for i in prog.instructions() if i.pipe == "V" and i.opcode != "wait_flag"]
+    assert ops[ops.index("vf_call"):ops.index("vbitsort") + 1] == ["vf_call", "pipe_barrier", "vbitsort"], ops
+    comparisons, _, _ = _run(m, prog, given={"x": np.arange(32, dtype=np.float32)[None, ::-1].copy()})
+    assert all(c.ok for c in comparisons), [c.line() for c in comparisons]
+
+
 def test_dynamic_valid_shapes_are_vf_parameters():
     text = """
 func.func @dyn(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index) {
