@@ -1544,7 +1544,7 @@ class _FnLowering:
         self._rows_aligned(s, ix, d)
         R, C = s.vr, s.vc
         coef = 8 // s.esize
-        err = op.dst_error(R, C, (d.vr, d.vc))
+        err = op.dst_error(R, (d.vr, d.vc))
         if err:
             self.fail(err)
         full, t = divmod(C, pto.SORT_BLOCK)

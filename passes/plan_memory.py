@@ -270,6 +270,9 @@ class _Planner:
                         if init is not None:
                             raise op_error(init, internal_pipe_error(init))
                         raise op_error(op, "defines a tile buffer that pto-plan-memory cannot place yet")
+        for op in self.fn.body.walk():
+            if isinstance(op, pto.Sort32Op) and self.mine(op.outs[0]):
+                self._keep_bytes_written(op, op.outs[0], op.dst_bytes_written())
         # link carried values
         for op in self.fn.body.walk():
             if isinstance(op, scf.ForOp):
@@ -288,6 +291,17 @@ class _Planner:
                         if isinstance(y, scf.YieldOp):
                             for k, r in enumerate(op.output):
                                 self._union(r, y.operands[k])
+
+    def _keep_bytes_written(self, op: Operation, dst: SSAValue, n: int) -> None:
+        """An op that writes ``n`` bytes from dst's first element, past dst's tile (Sort32Op
+        .dst_bytes_written): dst's buffer gets those bytes too, so no other tile live with it is there."""
+        if n <= dst.type.nbytes:
+            return
+        if dst in self.offset_of or dst in self.partial:
+            raise op_error(op, f"writes {n} bytes from its dst, past the {dst.type.nbytes}-byte tile, which is a "
+                               "view of another tile's bytes")
+        var = self.vars[self.var_of[dst]]
+        var.size = max(var.size, n)
 
     def _moved(self, op: pto.TAssignOp) -> None:
         """``%r = pto.tassign %t, %a`` with %a computed at run time: %r is a tile of its own at the

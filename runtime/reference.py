@@ -1152,13 +1152,29 @@ class Evaluator:
                   f"idx's valid region {idx.valid[0]}x{idx.valid[1]} is neither src's {r}x{c} nor one row of it at run time")
         self.need(op, len(op.ins) == 3 or c % pto.SORT_BLOCK == 0,
                   f"without a tmp tile src's valid cols must be a multiple of {pto.SORT_BLOCK} (got {c} at run time)")
-        err = op.dst_error(r, c, dst.valid)
+        err = op.dst_error(r, dst.valid)
         self.need(op, err is None, err)
-        out = dst.data[:r].view(np.uint8)
+        pairs = np.empty((r, 8 * c), dtype=np.uint8)
         for b0 in range(0, c, pto.SORT_BLOCK):
             b1 = min(c, b0 + pto.SORT_BLOCK)
             keys = np.broadcast_to(idx.data[:idx.valid[0], b0:b1], (r, b1 - b0))
-            out[:, 8 * b0:8 * b1] = E.sort_pairs(src.data[:r, b0:b1], keys)
+            pairs[:, 8 * b0:8 * b1] = E.sort_pairs(src.data[:r, b0:b1], keys)
+        row = dst.data.shape[1] * dst.dtype.itemsize
+        if 8 * c <= row or r == 0:
+            dst.data[:r].view(np.uint8)[:, :8 * c] = pairs
+            return
+        # rows narrower than their pairs (Sort32Op.dst_bytes_written): row i at byte i * row, in order
+        self.need(op, dst.base is None and dst.data.flags.c_contiguous,
+                  f"writes {8 * c}-byte rows of value-index pairs into {row}-byte rows of a view of another tile")
+        flat = dst.data.reshape(-1).view(np.uint8)
+        for i in range(r):
+            n = min(8 * c, flat.size - i * row)
+            flat[i * row:i * row + n] = pairs[i, :n]
+        if dst.ub_at is not None:  # the last row's rest lands in the UB bytes past the tile
+            past = slice(dst.ub_at[1], dst.ub_at[1] + 8 * c - n)
+            self.need(op, past.stop <= self.ub.size, "writes value-index pairs past the end of the UB")
+            self.ub[past] = pairs[r - 1, n:]
+            self.ub_written[past] = True
 
     def family_mrgsort(self, op, env):
         dst = self.dst(op, env, None)

@@ -539,3 +539,67 @@ def test_tmatmul_mx_is_not_target_restricted_on_a2a3(tmp_path, capsys):
     path.write_text(_mx_kernel("tmatmul.mx"))
     assert cli.main([str(path), "--emit", "pto", "--target", "a2a3", "-o", str(tmp_path / "o.pto")]) == 0, \
         capsys.readouterr().err
+
+
+def _sort32_narrow_dst(src_rows: int, dst_rows: int) -> str:
+    """tsort32 of src_rows x 32 f16 into a dst_rows x 64 f16 tile (4 f16 a pair: 128 a row), as in
+    PTOAS's test/basic/tsort32_emitc.pto.  %w, loaded after dst is first written (so placed after its
+    tile) and stored after the sort, is live across it."""
+    src, idx = f"!pto.tile_buf<vec, {src_rows}x32xf16>", f"!pto.tile_buf<vec, {src_rows}x32xui32>"
+    dst, w = f"!pto.tile_buf<vec, {dst_rows}x64xf16>", "!pto.tile_buf<vec, 16x16xf32>"
+
+    def view(name, rows, cols, dtype):
+        pv = f"!pto.partition_tensor_view<{rows}x{cols}x{dtype}>"
+        return (f"%{name}v = pto.make_tensor_view %{name}, shape = [%c{rows}, %c{cols}], strides = [%c{cols}, %c1] "
+                f": !pto.tensor_view<?x?x{dtype}>\n    %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], "
+                f"sizes = [%c{rows}, %c{cols}] : !pto.tensor_view<?x?x{dtype}> -> {pv}"), pv
+
+    (xv, xp), (kv, kp), (zv, zp), (wv, wp) = (view("x", src_rows, 32, "f16"), view("k", src_rows, 32, "ui32"),
+                                              view("z", dst_rows, 64, "f16"), view("w", 16, 16, "f32"))
+    consts = "\n    ".join(f"%c{n} = arith.constant {n} : index" for n in sorted({0, 1, 16, 32, 64, src_rows, dst_rows}))
+    return f"""func.func @k(%x: !pto.ptr<f16>, %k: !pto.ptr<ui32>, %w: !pto.ptr<f32>, %z: !pto.ptr<f16>) {{
+    {consts}
+    {xv}
+    {kv}
+    {zv}
+    {wv}
+    %s = pto.alloc_tile : {src}
+    %i = pto.alloc_tile : {idx}
+    %d = pto.alloc_tile : {dst}
+    %t = pto.alloc_tile : {w}
+    %zero = arith.constant 0.0 : f16
+    pto.tload ins(%xp : {xp}) outs(%s : {src})
+    pto.tload ins(%kp : {kp}) outs(%i : {idx})
+    pto.texpands ins(%zero : f16) outs(%d : {dst})
+    pto.tload ins(%wp : {wp}) outs(%t : {w})
+    pto.tsort32 ins(%s, %i : {src}, {idx}) outs(%d : {dst})
+    pto.tstore ins(%d : {dst}) outs(%zp : {zp})
+    pto.tstore ins(%t : {w}) outs(%wp : {wp})
+    return
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("src_rows, dst_rows", [(1, 1), (2, 2), (1, 2)])
+def test_tsort32_into_a_dst_narrower_than_its_pairs(target, src_rows, dst_rows, tmp_path, capsys):
+    """TSort32.hpp writes row i's 8 C bytes of pairs at i * dst's row stride, in row order, whatever
+    dst's size: a 64-column f16 dst row holds the first 16 of its row's 32 pairs, a later row
+    overwrites the rest, and the last row's run past the tile, into bytes no other tile has."""
+    rng = np.random.default_rng(12)
+    x = rng.permutation(np.arange(-64, 64, dtype=np.float16))[:32 * src_rows].reshape(src_rows, 32) / 4
+    k = rng.integers(0, 2**32, (src_rows, 32), dtype=np.uint32)
+    w = rng.standard_normal((16, 16)).astype(np.float32)
+    rc, out, err = _run(tmp_path, capsys, _sort32_narrow_dst(src_rows, dst_rows), target, {"x": x, "k": k, "w": w})
+    assert rc == 0 and out.count("PASS") == 2, out + err
+    pairs = np.zeros((src_rows, 32, 4), np.uint16)  # [value f16, 0x0000, index u32] per pair
+    for r in range(src_rows):
+        order = np.argsort(-x[r].astype(np.float32), kind="stable")
+        pairs[r, :, 0] = x[r, order].view(np.uint16)
+        pairs[r, :, 2:] = k[r, order].view(np.uint16).reshape(32, 2)
+    flat = np.zeros(dst_rows * 64, np.uint16)
+    for r in range(src_rows):  # row r's 128 elements at r * 64, later rows over earlier ones, clipped at the tile
+        n = min(128, flat.size - r * 64)
+        flat[r * 64:r * 64 + n] = pairs[r].reshape(-1)[:n]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy").view(np.uint16), flat.reshape(dst_rows, 64))
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "w.npy"), w)

@@ -654,15 +654,15 @@ def test_tsort32_matches_the_page(target, dt, R, cols, C, idx_rows, tmp):
 
 
 def test_tsort32_rules_are_located():
-    """A dst row too short for the pairs (the corpus's tsort32_emitc gives a 1x64 f16 dst for 32 values,
-    which PTOAS accepts: the page needs 4 C = 128) is located where the golden model and each lowering
-    write; a NaN value is rejected at run time (the page gives NaN no place in the order); without a
-    tmp the valid cols must be whole blocks of 32."""
-    a, i, d = "!pto.tile<1x32xf16>", "!pto.tile<1x32xui32>", "!pto.tile<1x64xf16>"
+    """A dst with fewer valid rows than src is located where the golden model and each lowering write
+    (a dst row too short for its pairs is no error: test_constructs.py
+    test_tsort32_into_a_dst_narrower_than_its_pairs); a NaN value is rejected at run time (the page
+    gives NaN no place in the order); without a tmp the valid cols must be whole blocks of 32."""
+    a, i, d = "!pto.tile<2x32xf16>", "!pto.tile<2x32xui32>", "!pto.tile<1x128xf16>"
     text = (f"func.func @k(%a: {a}, %i: {i}) -> {d} {{\n  %d = pto.tsort32 %a, %i : ({a}, {i}) -> {d}\n"
             f"  return %d : {d}\n}}\n")
-    inputs = {"a": np.zeros((1, 32), np.float16), "i": np.arange(32, dtype=np.uint32).reshape(1, 32)}
-    msg = "k.pto:2:8: error: 'pto.tsort32' op dst's valid region 1x64 does not hold the 1x32 value-index pairs"
+    inputs = {"a": np.zeros((2, 32), np.float16), "i": np.arange(64, dtype=np.uint32).reshape(2, 32)}
+    msg = "k.pto:2:8: error: 'pto.tsort32' op dst's valid rows (1) do not cover src's 2 rows of value-index pairs"
     with pytest.raises(PtocError) as e:
         api.reference(api.parse(text, "k.pto"), inputs)
     assert msg in str(e.value)
@@ -672,8 +672,8 @@ def test_tsort32_rules_are_located():
         assert msg in str(e.value)
     inputs["a"][0, 5] = np.nan
     with pytest.raises(PtocError, match="a NaN among the values to sort"):
-        api.reference(api.parse(text.replace("1x64xf16", "1x128xf16"), "k.pto"), inputs)
-    odd = text.replace("1x32xf16", "1x32xf16, valid=1x31").replace("1x32xui32", "1x32xui32, valid=1x31")
+        api.reference(api.parse(text.replace("1x128xf16", "2x128xf16"), "k.pto"), inputs)
+    odd = text.replace("2x32xf16", "2x32xf16, valid=2x31").replace("2x32xui32", "2x32xui32, valid=2x31")
     with pytest.raises(PtocError, match="without a tmp tile src's valid cols must be a multiple of 32 "
                                         r"\(got 31\)"):
         api.verify(api.parse(odd, "k.pto"), A2A3)
