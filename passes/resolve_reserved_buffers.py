@@ -129,7 +129,9 @@ class _Function:
                                 f"{slot_size} x {slots} = {slot_size * slots}")
         t = op.res[0].type
         if t.nbytes > slot_size:
-            raise op_error(op, f"pops a {t.nbytes}-byte tile into a {slot_size}-byte slot")
+            raise op_error(op, f"pops a {t.nbytes}-byte tile into a {slot_size}-byte slot: no semantics: TPUSH.md: "
+                               "'SlotSize must be large enough for one logical FIFO entry' (PTOAS does not check it; "
+                               "the entry would run into the next slot)")
         addr = self.bases[buf] + (n % slots) * slot_size
         alloc = pto.AllocTileOp(t, attributes={UB_ADDR: IntegerAttr(addr, 64)})
         dps = type(op)(outs=[alloc.result], attributes=dict(op.attributes))
