@@ -199,14 +199,129 @@ def function_listing(fn, target, scalars: dict | None = None) -> str:
     out += [f".scalar %{s.name} {s.dtype}" for s in p.scalar_args]
     calls = [op for op in fn.walk() if isinstance(op, a2a3.OPS["vf_call"])]
     if calls:
-        from io import StringIO
-
         from pto_compiler.dialects import vf
 
         symbols = vf.VfSymbols(fn.parent_op() or fn)
+        texts = _VfTexts()
         for name in dict.fromkeys(op.field_value("callee") for op in calls):
-            buf = StringIO()
-            vf.VfPrinter(stream=buf).print_op(symbols.lookup(calls[0], name))
             out.append(f".vf @{name}")
-            out.extend("  " + line for line in buf.getvalue().splitlines())
+            out.extend("  " + line for line in texts.text(symbols.lookup(calls[0], name)).splitlines())
     return "\n".join(out + p.lines) + "\n"
+
+
+class _VfTexts:
+    """The MLIR text of launched ``vf.func`` s, printed once per structure (:func:`_structure`): a
+    kernel's VFs are mostly copies of a few (one per chain of tile ops, on other tiles) that differ
+    only in their names and their parameters' names, and printing costs several times what
+    reading the structure does.  The text of a copy is its first's, with its own names in it."""
+
+    def __init__(self):
+        self.templates: dict[tuple, list[str]] = {}
+        """Structure -> the first's text split at its name and parameter names (:meth:`_template`)."""
+
+    def text(self, fn) -> str:
+        key = _structure(fn)
+        if key is None:
+            return _printed(fn)
+        parts = self.templates.get(key)
+        if parts is None:
+            parts = self.templates[key] = self._template(fn)
+        names = [_printed_name(fn.sym_name.data), *_param_names(fn)]
+        return "".join(names[int(p)] if i % 2 else p for i, p in enumerate(parts))
+
+    @staticmethod
+    def _template(fn) -> list[str]:
+        """``fn``'s text split at ``\\0``: literal text, then alternately the index of the name (0:
+        ``@name``) or of a parameter (1 + its position: the name after its ``%``) and literal text.  (Printed with markers for those names,
+        which the text does not otherwise hold: every other value is numbered.)"""
+        from pto_compiler.dialects import vf
+
+        class Marking(vf.VfPrinter):
+            def print_symbol_name(self, sym_name: str) -> None:
+                if sym_name == fn.sym_name.data and not self.marked:
+                    self.marked = True
+                    self.print_string("\0" "0" "\0")
+                else:
+                    super().print_symbol_name(sym_name)
+
+        buf = _stream()
+        printer = Marking(stream=buf)
+        printer.marked = False
+        for i, a in enumerate(fn.body.blocks[0].args):
+            printer._ssa_values[a] = f"\0{i + 1}\0"  # printed after its '%'
+        printer.print_op(fn)
+        return buf.getvalue().split("\0")
+
+
+def _stream():
+    from io import StringIO
+
+    return StringIO()
+
+
+def _printed(op) -> str:
+    from pto_compiler.dialects import vf
+
+    buf = _stream()
+    vf.VfPrinter(stream=buf).print_op(op)
+    return buf.getvalue()
+
+
+def _printed_name(sym_name: str) -> str:
+    """``@name`` as the printer spells it (quoted when not an identifier)."""
+    from xdsl.printer import Printer
+
+    buf = _stream()
+    Printer(stream=buf).print_symbol_name(sym_name)
+    return buf.getvalue()
+
+
+def _param_names(fn) -> list[str]:
+    """The names the printer gives ``fn``'s parameters (it names them first, from their hints)."""
+    from xdsl.printer import Printer
+
+    printer = Printer(stream=_stream())
+    return [printer.print_ssa_value(a) for a in fn.body.blocks[0].args]
+
+
+def _structure(fn) -> tuple | None:
+    """All that printing a ``vf.func`` reads but its name and its parameters' names: the op classes
+    and names, which value each operand is, the types, properties and attributes (as objects: copies
+    share them), the nesting of regions and blocks.  None when another value or a block is named, a
+    parameter is not or an op has successors (then the names in its text interlock).  (xDSL's
+    operand tuples are read directly: its ``operands`` view costs more than the rest.)"""
+    block = fn.body.blocks[0]
+    if not all(a.name_hint for a in block.args):
+        return None
+    number = {a: i for i, a in enumerate(block.args)}
+    key: list = [tuple(map(id, fn.attributes.values())), tuple(fn.attributes), tuple(id(a.type) for a in block.args)]
+    return tuple(key) if _add_block(block, number, key) else None
+
+
+def _add_block(block, number: dict, key: list) -> bool:
+    """:func:`_structure` of ``block``'s ops onto ``key``; False when there is none."""
+    for op in block.ops:
+        try:
+            operands = tuple(number[v] for v in op._operands)
+        except KeyError:  # a value from outside, or used before it is defined
+            return False
+        if op._successors:
+            return False
+        for r in op.results:
+            if r.name_hint:
+                return False
+            number[r] = len(number)
+        key.append((type(op), op.name, operands, tuple(id(r.type) for r in op.results),
+                    tuple(op.properties), tuple(map(id, op.properties.values())),
+                    tuple(op.attributes), tuple(map(id, op.attributes.values())), len(op.regions)))
+        for region in op.regions:
+            key.append(len(region.blocks))
+            for b in region.blocks:
+                if b.name_hint or any(a.name_hint for a in b.args):
+                    return False
+                number.update((a, len(number) + i) for i, a in enumerate(b.args))
+                key.append(tuple(id(a.type) for a in b.args))
+                if not _add_block(b, number, key):
+                    return False
+                key.append(None)  # the block's end
+    return True

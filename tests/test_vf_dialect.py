@@ -461,3 +461,33 @@ def test_vf_printer_prints_what_xdsl_prints():
         for op in lowered.body.blocks[0].ops:
             if isinstance(op, vf.VfFuncOp):
                 assert _printed(vf.VfPrinter, op) == _printed(Printer, op), path.name
+
+
+def test_listing_prints_every_vf_as_xdsl_prints_it():
+    """The listing prints one VF of each structure and the others from its text with their own names
+    (runtime/listing.py ``_VfTexts``): every ``.vf`` section of a kernel of alike VFs on other tiles
+    -- some given one tile twice, some with a name that must be quoted -- is what xDSL prints for
+    that vf.func."""
+    from xdsl.printer import Printer
+
+    tile, part, view = ("!pto.tile_buf<vec, 16x16xf32>", "!pto.partition_tensor_view<16x16xf32>",
+                        "!pto.tensor_view<?x?xf32>")
+    lines = ['  func.func @"k 1"(%x: !pto.ptr<f32>) {', "    %c0 = arith.constant 0 : index",
+             "    %c1 = arith.constant 1 : index", "    %c16 = arith.constant 16 : index",
+             f"    %v = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : {view}",
+             f"    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : {view} -> {part}",
+             *(f"    %t{k} = pto.alloc_tile : {tile}" for k in range(3))]
+    for i in range(6):
+        a, b = i % 3, (i + 1) % 3
+        c = a if i % 2 else (i + 2) % 3  # odd steps pass one tile twice
+        lines += [f"    pto.tload ins(%p : {part}) outs(%t{a} : {tile})",
+                  f"    pto.tadd ins(%t{a}, %t{b} : {tile}, {tile}) outs(%t{c} : {tile})",
+                  f"    pto.tmul ins(%t{c}, %t{b} : {tile}, {tile}) outs(%t{b} : {tile})",
+                  f"    pto.tstore ins(%t{b} : {tile}) outs(%p : {part})"]
+    prog = api.compile(api.parse("\n".join(["module {", *lines, "    return", "  }", "}"]), "k.pto"), ASCEND950)
+    sections = prog.to_text().split("\n.vf @")[1:]
+    assert len(sections) == len(prog.vf_funcs) == 6
+    for section in sections:
+        name, *body = section.split("\n")
+        body = "\n".join(line[2:] for line in body if line.startswith("  "))
+        assert body == _printed(Printer, prog.vf_funcs[name.strip('"')]).rstrip("\n"), name
