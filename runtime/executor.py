@@ -309,17 +309,15 @@ class _SV:
         elif len(outer) == 1 and 0 <= outer[0][1] <= run:
             n, st = outer[0]
             fp = Footprint.span(self.base, self.base + (n - 1) * st + run)
-        elif len(outer) == 1:  # disjoint runs in ascending order
+        elif len(outer) == 1 and outer[0][1] > 0:  # disjoint runs in ascending order
             n, st = outer[0]
-            los = self.base + np.arange(n, dtype=np.int64) * st
-            fp = Footprint(los, los + run)
+            los = tuple(range(self.base, self.base + n * st, st))
+            fp = Footprint(los, tuple(lo + run for lo in los))
         else:
-            starts = np.full([n for n, _ in outer], self.base, np.int64)
-            for j, (n, st) in enumerate(outer):
-                sh = [1] * len(outer)
-                sh[j] = n
-                starts = starts + (np.arange(n, dtype=np.int64) * st).reshape(sh)
-            fp = Footprint.of_starts(starts.reshape(-1), run)
+            starts = [self.base]
+            for n, st in outer:
+                starts = [s + k * st for s in starts for k in range(n)]
+            fp = Footprint.runs(starts, run)
         return fp
 
     def distinct(self) -> bool:
@@ -462,19 +460,17 @@ class _Machine:
         """The on-chip memories by name (targets.py Space): the UB and the cube memories."""
         self.log = HazardLog(len(_PIPE_NAMES))
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
-        cap = 1 << 12
-        self.tok_pipe = np.zeros(cap, np.int64)
-        self.tok_epoch = np.zeros(cap, np.int64)
-        self.tok_epoch[0] = -1
-        self.tok_block = np.zeros(cap, np.int64)
-        self.tok_info: list = [None]
-        self.ntok = 1  # token 0: "never accessed", always ordered
+        # per token (token 0: "never accessed", always ordered): its pipe, epoch, block and issue;
+        # the clocks and these are Python lists: NumPy's first call of each path costs more than
+        # a whole short run's Python (only a run that may race turns them into arrays, _conflicts)
+        self.tok_pipe, self.tok_epoch, self.tok_block, self.tok_info = [0], [-1], [0], [None]
+        self.ntok = 1
         self.pipe_toks: list = [[] for _ in range(_NP)]
         self.pipe_epochs: list = [[] for _ in range(_NP)]
         """Per pipe, its tokens and their epochs in issue order (both ascending)."""
         self.first_unordered = 0
-        self.epoch = np.zeros(_NP, np.int64)
-        self.known = np.zeros((_NP, _NP), np.int64)
+        self.epoch = [0] * _NP
+        self.known = [[0] * _NP for _ in range(_NP)]
         self.block = 0
         self.plan = plan_of(program) if program is not None else Plan(None)
         self.sizes = (ub_bytes, tuple(sp.bytes for sp in cube_spaces), tuple((k, v.size) for k, v in gm.items()))
@@ -685,7 +681,7 @@ class _Machine:
         op = ins.opcode
         self.counts[op] = self.counts.get(op, 0) + 1
         if p == _S or p in _IN_ORDER:  # in order: each sees what its pipe's previous one did
-            self.known[p, p] = self.epoch[p]
+            self.known[p][p] = self.epoch[p]
         self.epoch[p] += 1
         fam = ins.spec.family
         te = None
@@ -714,10 +710,10 @@ class _Machine:
             if pipe == "ALL":
                 self._drain_or_deadlock(d)
                 for q in range(_NP):
-                    self.known[q] = np.maximum(self.known[q], self.epoch)
+                    _merge_clock(self.known[q], self.epoch)
             else:
                 q = _PIPE_IDX[pipe]
-                self.known[q, q] = self.epoch[q]
+                self.known[q][q] = self.epoch[q]
             return
         key = _flag_key(a)
         if not (0 <= key[2] < 8):
@@ -725,7 +721,7 @@ class _Machine:
         if te is not None:
             te.flag = key
         if op == "set_flag":
-            snap = self.known[p].copy()
+            snap = list(self.known[p])
             snap[p] = self.epoch[p]
             self.flags.setdefault(key, deque()).append((snap, d))
         else:  # wait_flag
@@ -742,7 +738,7 @@ class _Machine:
                         (d.ins,)))
                     raise _Abort()
             snap, _ = q.popleft()
-            np.maximum(self.known[p], snap, out=self.known[p])
+            _merge_clock(self.known[p], snap)
 
     def _mask(self, d: _Dyn):
         op = d.ins.opcode
@@ -759,19 +755,13 @@ class _Machine:
     # -- hazard checking -------------------------------------------------------------------------
     def _token(self, p: int, d: _Dyn) -> int:
         t = self.ntok
-        if t >= self.tok_pipe.size:
-            for name in ("tok_pipe", "tok_epoch", "tok_block"):
-                old = getattr(self, name)
-                new = np.zeros(old.size * 2, old.dtype)
-                new[: old.size] = old
-                setattr(self, name, new)
-        self.tok_pipe[t] = p
-        self.tok_epoch[t] = self.epoch[p]
-        self.tok_block[t] = self.block
+        self.tok_pipe.append(p)
+        self.tok_epoch.append(self.epoch[p])
+        self.tok_block.append(self.block)
         self.tok_info.append(d)
         self.ntok = t + 1
         self.pipe_toks[p].append(t)
-        self.pipe_epochs[p].append(int(self.epoch[p]))
+        self.pipe_epochs[p].append(self.epoch[p])
         return t
 
     def _first_unordered(self, p: int) -> int:
@@ -780,7 +770,7 @@ class _Machine:
         krow = self.known[p]
         first = self.ntok
         for q in range(_NP):
-            i = bisect_right(self.pipe_epochs[q], int(krow[q]))
+            i = bisect_right(self.pipe_epochs[q], krow[q])
             if i < len(self.pipe_toks[q]):
                 first = min(first, self.pipe_toks[q][i])
         return first
@@ -802,9 +792,9 @@ class _Machine:
         tok = self._token(p, d)
         if self.tape is not None:
             self.tape[-1][4] = tok
-        cands = self.log.unordered(self.known[p].tolist())
+        cands = self.log.unordered(self.known[p])
         self.first_unordered = None
-        epoch = int(self.epoch[p])
+        epoch = self.epoch[p]
         add = self.log.add
         for write in (False, True):
             for acc in accs:
@@ -865,9 +855,10 @@ class _Machine:
     def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block):
         if not cross_block and toks.max() < self.first_unordered:
             return  # every token is ordered before this access (the usual case)
-        bad = self.tok_epoch[toks] > krow[self.tok_pipe[toks]]
+        tok_pipe, tok_block = np.asarray(self.tok_pipe), np.asarray(self.tok_block)
+        bad = np.asarray(self.tok_epoch)[toks] > np.asarray(krow)[tok_pipe[toks]]
         if cross_block:
-            bad |= (self.tok_block[toks] != self.block) & (toks != 0)
+            bad |= (tok_block[toks] != self.block) & (toks != 0)
         if not bad.any():
             return
         atomic = _atomic(d) and acc.space in self.gm
@@ -878,8 +869,7 @@ class _Machine:
                 continue  # two atomic adds to GM commute: whichever lands first, the sum is the same
             units = sel[np.nonzero(bad & (toks == t))[0]]
             first, last = int(units.min()), int(units.max())
-            self._race(d, other, p, int(self.tok_pipe[t]), kind, acc, first, last,
-                       int(self.tok_block[t]))
+            self._race(d, other, p, self.tok_pipe[t], kind, acc, first, last, self.tok_block[t])
 
     def _race(self, d, other, p, q, kind, acc, first, last, other_block):
         key = (id(other.ins), id(d.ins), acc.space)  # one finding per pair (RAW wins: reads go first)
@@ -993,6 +983,13 @@ class _Machine:
             res = compute([m.view(dt)[i] for i, (_, _, dt, _) in zip(gidx, sidx)], slice(0, nrep))
             m.view(out_dt)[dsel] = res if dact is None else res[dact]
         return _Prep(accs, run, vectorised=False)
+
+
+def _merge_clock(row: list, other) -> None:
+    """``row`` = the element-wise max of ``row`` and ``other`` (vector clocks), in place."""
+    for q, v in enumerate(other):
+        if v > row[q]:
+            row[q] = v
 
 
 def _rows(sv: "_SV") -> bool:

@@ -34,6 +34,23 @@ class Footprint:
         return cls((lo,), (hi,)) if hi > lo else cls((), ())
 
     @classmethod
+    def runs(cls, starts: list, length: int) -> "Footprint":
+        """The union of ``[s, s + length)`` over the Python ints ``starts`` (any order, overlaps
+        allowed), kept as tuples: an instruction's few hundred runs cost less in Python than a
+        NumPy sort, and far less in a fresh process, where each NumPy path runs for the first time."""
+        if length <= 0 or not starts:
+            return cls((), ())
+        starts.sort()
+        los, his = [starts[0]], [starts[0] + length]
+        for s in starts:
+            if s <= his[-1]:
+                his[-1] = s + length
+            else:
+                los.append(s)
+                his.append(s + length)
+        return cls(tuple(los), tuple(his))
+
+    @classmethod
     def of_starts(cls, starts: np.ndarray, length: int) -> "Footprint":
         """The union of ``[s, s + length)`` over ``starts`` (any order, overlaps allowed)."""
         if length <= 0 or starts.size == 0:
@@ -100,6 +117,14 @@ class Footprint:
             i = bisect_right(b.his, a.lo) if isinstance(b.his, tuple) else \
                 int(np.searchsorted(b.his, a.lo, side="right"))
             return i < len(b.los) and b.los[i] < a.hi
+        if isinstance(self.los, tuple) and isinstance(other.los, tuple):
+            a, b = (self, other) if len(self.los) <= len(other.los) else (other, self)
+            blos, bhis, nb = b.los, b.his, len(b.los)
+            for lo, hi in zip(a.los, a.his):
+                i = bisect_right(bhis, lo)
+                if i < nb and blos[i] < hi:
+                    return True
+            return False
         i = np.searchsorted(other.his, self.los, side="right")
         ok = i < len(other.los)
         return bool((np.asarray(other.los)[i[ok]] < np.asarray(self.his)[ok]).any())

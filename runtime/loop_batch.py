@@ -109,9 +109,9 @@ def _instr_ok(ins, var: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 def _state(m):
-    flags = {k: [s.copy() for s, _ in q] for k, q in m.flags.items() if q}  # (snapshot, its set_flag)
+    flags = {k: [np.array(s) for s, _ in q] for k, q in m.flags.items() if q}  # (snapshot, its set_flag)
     busy = any(m.queues.values())
-    return (m.epoch.copy(), m.known.copy(), flags, (m.mask_mode, m.mask_hi, m.mask_lo), busy)
+    return (np.array(m.epoch), np.array(m.known), flags, (m.mask_mode, m.mask_hi, m.mask_lo), busy)
 
 
 def _periodic(states) -> np.ndarray | None:
@@ -273,11 +273,12 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
 
     (_, k1, f1, _, _), (_, k2, f2, _, _) = states
     dk = k2 - k1
-    m.epoch += T * d
-    m.known += T * dk
+    m.epoch[:] = (np.array(m.epoch) + T * d).tolist()
+    for row, step in zip(m.known, dk):
+        row[:] = (np.array(row) + T * step).tolist()
     for key, q in m.flags.items():
         for (s, _), a, b in zip(q, f1.get(key, []), f2.get(key, [])):
-            s += T * (b - a)
+            s[:] = (np.array(s) + T * (b - a)).tolist()
     per_seq = m.seq - seq0
     if m.want_trace:  # the last exact trip's entries stand for the batched trips (TraceRepeat)
         m.trace.append(TraceRepeat(m.seq + 0.5, trace0, len(m.trace) - trace0, T, per_seq, m.block))
@@ -295,7 +296,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
             if not accs:
                 continue
             info = _Dyn(dy.ins, m.args_of(dy.ins), ctx, dy.seq + T * per_seq)
-            epoch = int(m.tok_epoch[tok]) + T * int(d[p])
+            epoch = m.tok_epoch[tok] + T * int(d[p])
             last_tok = _new_token(m, p, epoch, info)
             for a in accs:
                 fp = a.fp
@@ -306,7 +307,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
 
 
 def _new_token(m, p: int, epoch: int, info) -> int:
-    save = int(m.epoch[p])
+    save = m.epoch[p]
     m.epoch[p] = epoch
     try:
         return m._token(p, info)

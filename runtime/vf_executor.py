@@ -905,7 +905,7 @@ class _PipeChecker:
         ex = self.ex
         p = ex._PIPE_IDX[pipe]
         if p == ex._V:
-            self.m.known[p, p] = self.m.epoch[p]  # VF launches complete in order
+            self.m.known[p][p] = self.m.epoch[p]  # VF launches complete in order
         self.m.epoch[p] += 1
         accs = []
         if reads is not None and reads.size:
@@ -1216,7 +1216,7 @@ def exec_vf_call(m, d, p: int, te) -> None:
         te.vf_counts = dict(res.counts)
         te.vf_log = res.log
         te.vf_callee = name
-    m.known[p, p] = m.epoch[p] - 1  # every earlier VF is complete
+    m.known[p][p] = m.epoch[p] - 1  # every earlier VF is complete
     m._accesses(d, p, [_Acc("UB", False, res.reads.footprint(inside), what="its source"),
                        _Acc("UB", True, res.writes.footprint(), what="its destination")])
     if m.tape is not None:  # runtime/loop_batch.py: the VF batches, and the UB bytes it reads
