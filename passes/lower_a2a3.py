@@ -728,6 +728,10 @@ class _FnLowering:
     def min(self, a, b):
         return self.arith("min", a, b)
 
+    def equal(self, a, b):
+        """1 when the counts a and b are equal, else 0 (``1 - min(|a - b|, 1)``)."""
+        return self.sub(1, self.min(self.arith("max", self.sub(a, b), self.sub(b, a)), 1))
+
     def packed(self, reg):
         """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg & 255) * 257``
         (the low byte of a negative i8 too, which ``remsi`` would keep negative)."""
@@ -1137,13 +1141,31 @@ class _FnLowering:
     def tile_part(self, op):
         """TPART*: the source valid on all of dst's region copied to dst, then the binary vector op
         over the other source's region."""
-        d = self.tile(op.outs[0])
+        a, b, d = (self.tile(v) for v in (*op.ins[:2], op.outs[0]))
+        if not all(_is_int(x) for x in (a.vr, a.vc, b.vr, b.vc, d.vr, d.vc)):
+            return self._part_run_time(op, a, b, d)
         if 0 in (d.vr, d.vc):
             return
         full, (sr, sc) = op.part_split()
         if op.ins[full] is not op.outs[0]:
             self.copy_tile(self.tile(op.ins[full]), d)
         self._binary_vec(op, sr, sc)
+
+    def _part_run_time(self, op, a: TileRef, b: TileRef, d: TileRef):
+        """TPART* with valid shapes known only at run time: src0 copied to dst when its valid region
+        is dst's, else src1 (loops of 0 or 1 trips, none for an empty dst), then the binary op over
+        the sources' common region inside dst's: the smaller source's under the page's pattern,
+        which the golden model checks at run time.  (A dst that is a source or shares its bytes is
+        refused before: TPART* cannot work in place, passes/tile_reads_check.py.)"""
+        R, C = d.vr, d.vc
+        nonempty = self.mul(self.min(R, 1), self.min(C, 1))
+        f0 = self.mul(nonempty, self.mul(self.equal(a.vr, R), self.equal(a.vc, C)))
+        for src, trips in ((a, f0), (b, self.sub(nonempty, f0))):
+            node, _ = self.loop("p", 0, trips, bound=1)
+            outer = self.in_body(node.body)
+            self.copy_tile(src, d)
+            self.end_loop(outer)
+        self._binary_vec(op, self.min(self.min(a.vr, b.vr), R), self.min(self.min(a.vc, b.vc), C))
 
     def tile_unary(self, op):
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])

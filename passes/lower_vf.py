@@ -211,6 +211,25 @@ class _B:
             a, b = b, a
         return self._memo("mul", a, b, arith.MuliOp)
 
+    def min(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        return self._memo("min", a, b, arith.MinSIOp)
+
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if isinstance(b, int) and b == 0:
+            return a
+        return self._memo("sub", a, b, arith.SubiOp)
+
+    def equal(self, a, b):
+        """1 when the counts a and b are equal, else 0 (``1 - min(|a - b|, 1)``)."""
+        if isinstance(a, int) and isinstance(b, int):
+            return int(a == b)
+        d = self._memo("max", self.sub(a, b), self.sub(b, a), arith.MaxSIOp)
+        return self.sub(1, self.min(d, 1))
+
     def ceildiv(self, a, k: int):
         if isinstance(a, int):
             return -(-a // k)
@@ -559,24 +578,43 @@ class _OpLowering:
 
     def f_part(self):
         """TPART*: the source valid on all of dst's region copied to dst, then the binary op over the
-        other source's region (one VF: its stores land in program order)."""
+        other source's region (one VF: its stores land in program order).  Valid shapes known only
+        at run time: as the a2a3 rule (:meth:`A._FnLowering._part_run_time`), the copies in loops of
+        0 or 1 trips."""
         a, bb = self.op.ins[0], self.op.ins[1]
         d = self.op.outs[0]
         self._same_layout(a, bb, d)
         R, C = self.valid(d)
-        full, (sr, sc) = self.op.part_split()
         for v in (a, bb, d):
             self.arg(v)
         cls = _BIN[type(self.op).A2A3_VOP]
+        dims = (R, C, *self.valid(a), *self.valid(bb))
+        if any(isinstance(x, tuple) for x in dims):
+            return self._part_run_time(cls, a, bb, d, dims)
+        if 0 in (R, C):  # "If dst has a zero valid region, the instruction returns early"
+            return lambda: None
+        full, (sr, sc) = self.op.part_split()
         src = (a, bb)[full]
 
         def plan():
             self._aligned((self.tile(a), sr), (self.tile(bb), sr), (self.tile(d), R), (self.tile(src), R))
-            if 0 in (R, C):
-                return
             if src is not d:
                 self._copy_region(src, d, R, C)
             self._binary_region(cls, a, bb, d, sr, sc)
+        return plan
+
+    def _part_run_time(self, cls, a, bb, d, dims):
+        self.dyn_args(*dims)
+
+        def plan():
+            b = self.b
+            R, C, r0, c0, r1, c1 = (self.dims(x) for x in dims)
+            self._aligned((self.tile(a), 2), (self.tile(bb), 2), (self.tile(d), 2))
+            nonempty = b.mul(b.min(R, 1), b.min(C, 1))
+            f0 = b.mul(nonempty, b.mul(b.equal(r0, R), b.equal(c0, C)))
+            for src, trips in ((a, f0), (bb, b.sub(nonempty, f0))):
+                b.loop(trips, lambda _, src=src: self._copy_region(src, d, R, C) or [])
+            self._binary_region(cls, a, bb, d, b.min(b.min(r0, r1), R), b.min(b.min(c0, c1), C))
         return plan
 
     def f_unary(self):

@@ -600,7 +600,8 @@ def evaluate_agents(module, inputs, kernel, block_idx: int, block_num: int, max_
                                 f"@{entry_fn.sym_name.data} has not: the cores share their arguments by name")
         args = [shared[s.name] for s in own]
         stored |= {own[i].name for i in R._stored_params(fn)}
-        ev = R.Evaluator(plan.module, block_idx, block_num, max_steps, lookup_target(target_name).ub_bytes)
+        ev = R.Evaluator(plan.module, block_idx, block_num, max_steps, lookup_target(target_name).ub_bytes,
+                         target=target_name)
         ev.pipe = AgentPipe(group, name)
         ev.subblock = (sub, group.n_vector if plan.kind == "vector" else 1)
         bodies[name] = (lambda ev=ev, fn=fn, args=args: ev.call(fn, args))

@@ -479,12 +479,15 @@ class Evaluator:
     module's, shared by every instance)."""
 
     def __init__(self, module: ModuleOp, block_idx: int = 0, block_num: int = 1, max_steps: int | None = None,
-                 ub_bytes: int = DEFAULT_TARGET.ub_bytes, sum_order: str = "exact"):
+                 ub_bytes: int = DEFAULT_TARGET.ub_bytes, sum_order: str = "exact",
+                 target: str = DEFAULT_TARGET.name):
         self.module = module
         self.sum_order = sum_order
         """How TROWSUM/TCOLSUM sum floats (``E.SUM_ORDERS``; the golden model's rule is ``exact``)."""
         self.ub_bytes = ub_bytes
         """The block's UB size: the target's (targets.py)."""
+        self.target = target
+        """The target's name: the few rules that differ per target at run time read it."""
         self.steps_left = max_steps
         self.max_steps = max_steps
         """Ops evaluated plus loop trips the run may take (``--max-steps``, as the executor counts)."""
@@ -970,13 +973,23 @@ class Evaluator:
         self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c]))
 
     def family_part(self, op, env):
-        """TPARTADD.md's cases: the source valid on all of dst's region, fn over the other's region."""
+        """TPARTADD.md's cases: the source valid on all of dst's region, fn over the other's region
+        (the page's pattern checked here when a valid shape is known only at run time)."""
         a, b = (self.tile(op, v, env) for v in op.ins[:2])
         dst = self.dst(op, env, None)
         r, c = dst.valid
         if r == 0 or c == 0:
-            return
-        full, (sr, sc) = op.part_split()
+            return  # "If dst has a zero valid region, the instruction returns early"
+        found = pto.partial_regions((r, c), a.valid, b.valid)
+        self.need(op, found is not None,
+                  f"needs one source's valid region equal to dst's and the other's no larger at run time "
+                  f"(TPARTADD.md; got src0 {a.valid[0]}x{a.valid[1]}, src1 {b.valid[0]}x{b.valid[1]}, "
+                  f"dst {r}x{c})")
+        if pto.TARGET_RULES.get(op.name) is pto.tpart_a5_early_return:
+            self.need(op, self.target != "ascend950" or (0 not in a.valid and 0 not in b.valid),
+                      "with a source of zero valid region at run time returns early on A5 (dst left as it "
+                      "was, unlike on A2A3); not supported by ptoc")
+        full, (sr, sc) = found
         out = (a, b)[full].data[:r, :c].copy()
         out[:sr, :sc] = self.fn(op)(a.data[:sr, :sc], b.data[:sr, :sc])
         self._store(dst, r, c, out)
@@ -1571,8 +1584,8 @@ class _Kernel:
     """The tile arguments only read (as a tile op's source or returned): the run uses the input itself."""
     names: frozenset = frozenset()
     """The arguments' names (what ``inputs`` must hold, and nothing else)."""
-    ub_bytes: dict = field(default_factory=dict)
-    """``target`` argument of :func:`evaluate` -> the UB size the run has (api.target_of, once)."""
+    targets: dict = field(default_factory=dict)
+    """``target`` argument of :func:`evaluate` -> the Target the run has (api.target_of, once)."""
 
 
 _KERNELS_ATTR = "_ptoc_golden_kernels"
@@ -1678,12 +1691,12 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
         return pipes.evaluate_agents(module, inputs, kernel, block_idx, block_num, max_steps,
                                      target_of(module, target).name)
     key = target.name if isinstance(target, Target) else target
-    ub_bytes = kernel.ub_bytes.get(key)
-    if ub_bytes is None:
+    found = kernel.targets.get(key)
+    if found is None:
         from pto_compiler.api import target_of
 
-        ub_bytes = kernel.ub_bytes[key] = target_of(module, target).ub_bytes
-    ev = Evaluator(module, block_idx, block_num, max_steps, ub_bytes, sum_order)
+        found = kernel.targets[key] = target_of(module, target)
+    ev = Evaluator(module, block_idx, block_num, max_steps, found.ub_bytes, sum_order, found.name)
     results = ev.call(fn, args)
     outputs: dict[str, np.ndarray] = {}
     for s in specs:

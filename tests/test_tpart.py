@@ -123,3 +123,40 @@ def test_a5_early_return_on_a_zero_source_is_a_located_error(op):
     with pytest.raises(PtocError) as e:
         D5.compile_text(text)
     assert "<test>:2:8: error:" in str(e.value) and "returns early on A5" in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dvalid", [(0, 13), (9, 0)])
+def test_an_empty_dst_writes_nothing(target, op, dvalid):
+    """TPARTADD.md: "If dst has a zero valid region, the instruction returns early": dst's tile keeps
+    what was loaded into it, on both backends and in the golden model (sources 9 x 13 and 4 x 5)."""
+    t0, t1 = "!pto.tile_buf<vec, 12x16xf32, valid=9x13>", "!pto.tile_buf<vec, 12x16xf32, valid=4x5>"
+    td = f"!pto.tile_buf<vec, 12x16xf32, valid={dvalid[0]}x{dvalid[1]}>"
+    whole = "!pto.tile_buf<vec, 12x16xf32>"
+    part = "!pto.partition_tensor_view<12x16xf32>"
+    lines = ["func.func @k(%x0: !pto.ptr<f32>, %x1: !pto.ptr<f32>, %y: !pto.ptr<f32>) {",
+             "  %z = arith.constant 0 : index", "  %one = arith.constant 1 : index",
+             "  %c12 = arith.constant 12 : index", "  %c16 = arith.constant 16 : index",
+             "  %a = arith.constant 4096 : i64"]
+    for name, (r, c) in (("x0", (9, 13)), ("x1", (4, 5)), ("y", (12, 16))):
+        lines += [f"  %{name}v = pto.make_tensor_view %{name}, shape = [%c12, %c16], strides = [%c16, %one] : !pto.tensor_view<?x?xf32>",
+                  f"  %{name}p = pto.partition_view %{name}v, offsets = [%z, %z], sizes = [%c{r}, %c{c}] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<{r}x{c}xf32>"]
+    lines[4:4] = [f"  %c{n} = arith.constant {n} : index" for n in (4, 5, 9, 13)]
+    lines += [f"  %tx0 = pto.alloc_tile : {t0}", f"  %tx1 = pto.alloc_tile : {t1}",
+              f"  %ty = pto.alloc_tile addr = %a : {whole}", f"  %td = pto.alloc_tile addr = %a : {td}",
+              f"  pto.tload ins(%x0p : !pto.partition_tensor_view<9x13xf32>) outs(%tx0 : {t0})",
+              f"  pto.tload ins(%x1p : !pto.partition_tensor_view<4x5xf32>) outs(%tx1 : {t1})",
+              f"  pto.tload ins(%yp : {part}) outs(%ty : {whole})",
+              f"  pto.{op} ins(%tx0, %tx1 : {t0}, {t1}) outs(%td : {td})",
+              f"  pto.tstore ins(%ty : {whole}) outs(%yp : {part})", "  return", "}"]
+    text = "\n".join(lines) + "\n"
+    rng = np.random.default_rng(len(op))
+    x0, x1, y = (rng.standard_normal((12, 16)).astype(np.float32) for _ in range(3))
+    inputs = {"x0": x0, "x1": x1, "y": y}
+    got = golden.evaluate(api.parse(text, "k.pto"), inputs, target=target)["y"]
+    np.testing.assert_array_equal(got.reshape(12, 16), y, err_msg="golden model")
+    program = api.compile(api.parse(text, "k.pto"), target)
+    res = api.run(program, inputs)
+    assert not res.findings, [str(f) for f in res.findings]
+    np.testing.assert_array_equal(res.outputs["y"].reshape(12, 16), y, err_msg=target)
