@@ -715,6 +715,11 @@ def _known(*dims: int) -> bool:
     return all(d != DYNAMIC for d in dims)
 
 
+def _may_equal(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Valid shapes a and b can be equal at run time: every dim known on both sides is equal."""
+    return all(x == y or DYNAMIC in (x, y) for x, y in zip(a, b))
+
+
 def _same_valid(a: TileLikeType, b: TileLikeType, rule: str) -> None:
     if _known(*a.valid_shape, *b.valid_shape) and a.valid_shape != b.valid_shape:
         raise VerifyException(f"{rule} ({_dims_text(a.valid_shape)} vs {_dims_text(b.valid_shape)})")
@@ -877,9 +882,10 @@ class RowExpandBinaryOp(TileOp):
         tiles = _tiles(self, 2, "two source tiles (src0, src1) and an optional tmp")
         a, b = tiles[0], tiles[1]
         if not _known(*dst.valid_shape, *a.valid_shape, *b.valid_shape):
-            # Dynamic valid shapes: a ColMajor operand is the expanded one; otherwise src0 is taken
-            # as the full operand first, as the CPU simulator and A5 do.
-            expanded = 0 if not a.is_row_major else 1
+            # Dynamic valid shapes: a ColMajor operand is the expanded one; else one whose known valid
+            # dims differ from dst's known ones; otherwise src0 is taken as the full operand first,
+            # as the CPU simulator and A5 do (the golden model checks that choice at run time).
+            expanded = 0 if not a.is_row_major or not _may_equal(a.valid_shape, dst.valid_shape) else 1
         else:
             a_full = a.valid_shape == dst.valid_shape
             b_full = b.valid_shape == dst.valid_shape
@@ -1284,6 +1290,9 @@ class MrgSortOp(TileOp):
         else:
             if any(c % coef for c in src_cols):
                 return f"a list's valid cols {src_cols} are not whole {coef}-element (value, index) pairs"
+            if self.exhausted and 0 in src_cols:
+                return (f"with exhausted = true, a list of no pairs (valid cols {src_cols}) has no meaning: "
+                        "TMRGSORT.md does not say whether it stops the merge before its first pair")
             need = sum(src_cols)
         if dst_cols < need:
             return f"dst's valid cols ({dst_cols}) do not hold the {need} elements merged"

@@ -7,8 +7,9 @@ valid shape (the full-size operand, RowMajor); the other is the expanded operand
 * **Mode 2**: RowMajor, valid cols == 32 / sizeof(T) (one 32-byte block per row),
 
 with valid rows == dst valid rows in both modes.  With dynamic valid shapes the ColMajor
-operand is the expanded one, else src0 is taken as full first (CPU simulator and A5 order;
-``RowExpandBinaryOp.expand_analysis``).
+operand is the expanded one, else one whose known valid dims differ from dst's, else src0 is
+taken as full first (CPU simulator and A5 order; ``RowExpandBinaryOp.expand_analysis``; the
+golden model checks that choice at run time).
 
 Attributes set (printed in the op's attribute dictionary):
 

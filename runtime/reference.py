@@ -1017,33 +1017,20 @@ class Evaluator:
         r, c = dst.valid
         dst.data[:r, :c] = E.scalar_to(env[op.ins[0]], dst.dtype)
 
-    def _expanded_operand(self, op, env) -> tuple[int, int]:
-        """(index of the expanded operand, mode).  Static valid shapes (and L1): the op's
-        ``expand_analysis()``.  Dynamic L2 ones: decided at run time by the ISA rule, the full
-        operand being the one whose valid shape equals dst's (src0 first, as the CPU
-        simulator and A5 check), and the mode by the expanded operand's layout."""
-        types = [v.type for v in (*op.ins[:2], op.dst)]
-        if not op.outs or all(pto.DYNAMIC not in t.valid_shape for t in types):
-            return op.expand_analysis()
-        a, b = (self.tile(op, v, env) for v in op.ins[:2])
-        want = self.tile(op, op.outs[0], env).valid
-        if a.valid == want:
-            expanded = 1
-        elif b.valid == want:
-            expanded = 0
-        else:
-            raise op_error(op, f"neither src0 ({a.valid[0]}x{a.valid[1]}) nor src1 ({b.valid[0]}x{b.valid[1]}) "
-                               f"has dst's valid shape ({want[0]}x{want[1]}) at run time")
-        ex = (a, b)[expanded]
-        return expanded, (2 if ex.type.is_row_major else 1)
-
     def family_rowexpand(self, op, env):
-        expanded, mode = self._expanded_operand(op, env)
+        """The expanded operand and mode are the op's ``expand_analysis()``, which the lowerings
+        follow too: with valid shapes known only at run time, the operand whose known dims cannot
+        be dst's is the expanded one, else src0 is taken as the full one (the CPU simulator's and
+        A5's order); a full operand whose valid shape differs from dst's at run time is a located
+        error, never another choice than the compiled one."""
+        expanded, mode = op.expand_analysis()
         full = self.tile(op, op.ins[1 - expanded], env)
         ex = self.tile(op, op.ins[expanded], env)
         dst = self.dst(op, env, full.valid)
         r, c = dst.valid
-        self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}")
+        self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}"
+                         + (" (the first that can be: its valid shape is known only at run time)"
+                            if pto.DYNAMIC in op.ins[1 - expanded].type.valid_shape else ""))
         self.need(op, ex.valid[0] == r,
                   f"src{expanded} valid rows {ex.valid[0]} differ from dst valid rows {r} at run time")
         x = full.data[:r, :c]

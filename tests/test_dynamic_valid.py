@@ -426,7 +426,8 @@ ROWEXPAND_FNS = {"trowexpandsub": np.subtract, "trowexpandmax": np.maximum, "tro
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op, mode, rows, first", [("trowexpandsub", 1, 512, False), ("trowexpandmax", 2, 512, False),
                                                   ("trowexpanddiv", 1, 300, True), ("trowexpandsub", 2, 264, False),
-                                                  ("trowexpandexpdif", 1, 256, False)])
+                                                  ("trowexpandexpdif", 1, 256, False), ("trowexpandsub", 2, 264, True),
+                                                  ("trowexpanddiv", 2, 256, True), ("trowexpandmax", 2, 300, True)])
 def test_rowexpand_of_tall_tiles_with_run_time_rows(target, op, mode, rows, first):
     """TROWEXPAND* (seeds/000) on tiles taller than one vbrcb pass (240 rows) or one repeat (255) with
     valid rows known only at run time (1, 239, 240, 241, 255, 256, all): Mode 1 ``op(src0[i, j], s_i)``,
@@ -624,21 +625,6 @@ def test_tgather_mask_form_of_run_time_valid_shapes(target, pattern, period, pos
             np.testing.assert_array_equal(got.reshape(-1)[:want.size], want, err_msg=f"{who}, valid {vr}x{vc}")
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tsort32_of_run_time_valid_shapes_is_a_located_error(target):
-    """TSORT32 (and TMRGSORT) still need static valid shapes: a located error, never a wrong result."""
-    src, idx = "!pto.tile_buf<vec, 8x32xf32, valid=?x?>", "!pto.tile_buf<vec, 8x32xui32, valid=?x?>"
-    dst = "!pto.tile_buf<vec, 8x64xf32, valid=?x?>"
-    text = (f"func.func @k(%vr: index, %vc: index) {{\n  %s = pto.alloc_tile valid_row = %vr valid_col = %vc : {src}\n"
-            f"  %i = pto.alloc_tile valid_row = %vr valid_col = %vc : {idx}\n"
-            f"  %d = pto.alloc_tile valid_row = %vr valid_col = %vc : {dst}\n"
-            f"  pto.tsort32 ins(%s, %i : {src}, {idx}) outs(%d : {dst})\n  return\n}}\n")
-    with pytest.raises(PtocError) as info:
-        api.compile(api.parse(text, "k.pto"), lookup_target(target))
-    assert "k.pto:5:3: error: " in str(info.value)
-    assert "valid shapes known only at run time are supported only by" in str(info.value)
-
-
 def _part_kernel(op: str, dt: str, rows: int, cols: int) -> str:
     """x0, x1 (rows x cols of dt) loaded into tiles of valid (%r0, %c0) and (%r1, %c1); op into dst
     of valid (%rd, %cd), stored into y's (%rd, %cd) corner (y starts random)."""
@@ -746,3 +732,164 @@ def test_tpart_in_place_with_run_time_valid_shapes_is_a_located_error(target):
     with pytest.raises(PtocError) as info:
         api.compile(api.parse(text, "k.pto"), lookup_target(target))
     assert "k.pto:17:3: error: " in str(info.value) and "cannot work in place" in str(info.value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rowexpand_whose_full_operand_only_run_time_tells_is_src0(target):
+    """Both operands RowMajor with every valid dim known only at run time: src0 is compiled as the
+    full operand (the CPU simulator's and A5's first choice); when at run time src0 is the 8-column
+    block (Mode 2, src0 expanded) the golden model stops, located, instead of computing another
+    choice than the compiled one."""
+    text = _rowexpand_kernel("trowexpandsub", 2, 16, True)
+    for old, new in (("16x8xf32, valid=?x8>", "16x8xf32, valid=?x?>"), ("16x16xf32, valid=?x16>", "16x16xf32, valid=?x?>"),
+                     ("%e = pto.alloc_tile valid_row = %vr :", "%e = pto.alloc_tile valid_row = %vr valid_col = %cb :"),
+                     ("%s = pto.alloc_tile valid_row = %vr :", "%s = pto.alloc_tile valid_row = %vr valid_col = %c16 :"),
+                     ("%d = pto.alloc_tile valid_row = %vr :", "%d = pto.alloc_tile valid_row = %vr valid_col = %c16 :")):
+        assert old in text
+        text = text.replace(old, new)
+    module = api.parse(text, "k.pto")
+    api.compile(module, lookup_target(target))
+    z = np.zeros((16, 16), np.float32)
+    with pytest.raises(PtocError) as info:
+        api.reference(api.parse(text, "k.pto"), {"x": z, "b": np.zeros((16, 8), np.float32), "y": z, "vr": 5},
+                      target=target)
+    assert "k.pto:" in str(info.value) and "the first that can be" in str(info.value)
+
+
+def _sort32_kernel(dt: str, R: int, cols: int, idx_rows: int, tmp: bool) -> str:
+    """x (R x cols, valid %vr x %vc) and indices k (idx_rows x cols ui32, valid %kr x %vc) ->
+    tsort32 [with a 1 x cols tmp] -> dst (R x coef cols, valid %vr x %dc) -> z."""
+    coef = 8 // np.dtype(NPD[dt]).itemsize
+    gm = [("x", dt, R, cols, "%vr, %vc"), ("k", "ui32", idx_rows, cols, "%kr, %vc"), ("z", dt, R, coef * cols, "%vr, %dc")]
+    lines = [f"func.func @k(%x: !pto.ptr<{dt}>, %k: !pto.ptr<ui32>, %z: !pto.ptr<{dt}>, %vr: index, %vc: index, "
+             "%kr: index, %dc: index) {", "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    types = {}
+    for n, t, r, c, sizes in gm:
+        types[n] = f"!pto.tile_buf<vec, {r}x{c}x{t}, valid=?x?>"
+        lines += [f"  %r{n} = arith.constant {r} : index", f"  %c{n} = arith.constant {c} : index",
+                  f"  %v{n} = pto.make_tensor_view %{n}, shape = [%r{n}, %c{n}], strides = [%c{n}, %c1] : !pto.tensor_view<?x?x{t}>",
+                  f"  %p{n} = pto.partition_view %v{n}, offsets = [%c0, %c0], sizes = [{sizes}] : !pto.tensor_view<?x?x{t}> -> !pto.partition_tensor_view<?x?x{t}>",
+                  f"  %t{n} = pto.alloc_tile valid_row = {sizes.split(', ')[0]} valid_col = {sizes.split(', ')[1]} : {types[n]}"]
+        if n != "z":
+            lines.append(f"  pto.tload ins(%p{n} : !pto.partition_tensor_view<?x?x{t}>) outs(%t{n} : {types[n]})")
+    ins, ts = ["%tx", "%tk"], [types["x"], types["k"]]
+    if tmp:
+        ts.append(f"!pto.tile_buf<vec, 1x{cols}x{dt}>")
+        lines.append(f"  %tt = pto.alloc_tile : {ts[-1]}")
+        ins.append("%tt")
+    lines += [f"  pto.tsort32 ins({', '.join(ins)} : {', '.join(ts)}) outs(%tz : {types['z']})",
+              f"  pto.tstore ins(%tz : {types['z']}) outs(%pz : !pto.partition_tensor_view<?x?x{dt}>)", "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dt, R, cols, idx_rows, tmp", [("f32", 4, 96, 4, True), ("f16", 3, 64, 1, True),
+                                                         ("f32", 2, 64, 1, False), ("f16", 1, 8224, 1, True)])
+def test_tsort32_of_run_time_valid_shapes(target, dt, R, cols, idx_rows, tmp):
+    """TSORT32.md with src's valid rows/cols and dst's known only at run time (one compiled kernel):
+    whole blocks, a tail block of 1..31 elements (tmp form), one index row for every row, no row,
+    more than 255 blocks a row (f16 8,217 cols: two vbitsort calls and a tail); each row == the plain
+    oracle (tests/test_vector_catalogue.py), from the executor and the golden model."""
+    import test_vector_catalogue as VC
+
+    coef = 8 // np.dtype(NPD[dt]).itemsize
+    text = _sort32_kernel(dt, R, cols, idx_rows, tmp)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(cols + R)
+    shapes = [(R, cols), (1, 32), (R, 0), (0, 32)] + ([(R, cols - 1), (R - 1, 33), (1, 7)] if tmp else [(R - 1, 32)])
+    if cols > 255 * 32:
+        shapes = [(1, cols - 7), (1, 255 * 32), (1, 255 * 32 + 31)]
+    for vr, vc in shapes:
+        x, k = VC.sort32_values(rng, dt, (R, cols))
+        kr = 1 if idx_rows == 1 else vr
+        z0 = np.zeros((R, coef * cols), NPD[dt])
+        inputs = {"x": x, "k": k[:idx_rows], "z": z0, "vr": vr, "vc": vc, "kr": kr, "dc": coef * vc}
+        want = z0.copy()
+        for i in range(vr):
+            keys = [int(v) for v in k[i if idx_rows > 1 else 0, :vc]]
+            want[i, :coef * vc] = np.frombuffer(VC.o_sort32([VC.py(v, dt) for v in x[i, :vc]], keys, dt), NPD[dt])
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["z"]), ("golden model", golden["z"])):
+            assert got.reshape(want.shape).tobytes() == want.tobytes(), f"{who}, valid {vr}x{vc}"
+
+
+def _mrgsort_kernel(dt: str, cols: list[int], dcols: int, exhausted: bool | None, block: int | None) -> str:
+    """Lists s0.. (1 x cols[k], valid 1 x %n<k>) and y (1 x dcols, valid 1 x %nd) loaded; tmrgsort
+    (multi-list with a tmp, or the single-list form of ``block``) into y's tile; stored to z."""
+    names = [f"s{k}" for k in range(len(cols))]
+    args = ", ".join([f"%{n}: !pto.ptr<{dt}>" for n in names + ["y", "z"]] + [f"%n{k}: index" for k in range(len(cols))])
+    lines = [f"func.func @k({args}, %nd: index) {{", "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    tb = {}
+    for n, c, size in [*((n, c, f"%n{k}") for k, (n, c) in enumerate(zip(names, cols))), ("y", dcols, "%nd"),
+                       ("z", dcols, "%nd")]:
+        tb[n] = f"!pto.tile_buf<vec, 1x{c}x{dt}, valid=1x?>"
+        lines += [f"  %c{n} = arith.constant {c} : index",
+                  f"  %v{n} = pto.make_tensor_view %{n}, shape = [%c1, %c{n}], strides = [%c{n}, %c1] : !pto.tensor_view<?x?x{dt}>",
+                  f"  %p{n} = pto.partition_view %v{n}, offsets = [%c0, %c0], sizes = [%c1, {size}] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<1x?x{dt}>"]
+        if n != "z":
+            lines += [f"  %t{n} = pto.alloc_tile valid_col = {size} : {tb[n]}",
+                      f"  pto.tload ins(%p{n} : !pto.partition_tensor_view<1x?x{dt}>) outs(%t{n} : {tb[n]})"]
+    if block is None:
+        tmp = f"!pto.tile_buf<vec, 1x{sum(cols)}x{dt}>"
+        lines.append(f"  %tmp = pto.alloc_tile : {tmp}")
+        ins = ", ".join([f"%t{n}" for n in names] + ["%tmp"])
+        types = ", ".join([tb[n] for n in names] + [tmp])
+        lines.append(f"  pto.tmrgsort ins({ins} {{exhausted = {str(exhausted).lower()}}} : {types}) outs(%ty : {tb['y']})")
+    else:
+        lines += [f"  %b = arith.constant {block} : i32", f"  pto.tmrgsort ins(%ts0, %b : {tb['s0']}, i32) outs(%ty : {tb['y']})"]
+    lines += [f"  pto.tstore ins(%ty : {tb['y']}) outs(%pz : !pto.partition_tensor_view<1x?x{dt}>)", "  return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dt, cols, exhausted, block, runs", [
+    ("f32", [64, 64, 32], False, None, [(64, 30, 32), (2, 0, 0), (0, 0, 0), (64, 64, 32)]),
+    ("f16", [64, 128], True, None, [(64, 32), (8, 128), (4, 4)]),
+    ("f32", [512], None, 64, [(512,), (256,)]), ("f16", [512], None, 128, [(512,)])])
+def test_tmrgsort_of_run_time_valid_shapes(target, dt, cols, exhausted, block, runs):
+    """TMRGSORT.md with the lists' and dst's valid cols known only at run time (one compiled kernel):
+    the multi-list merge (lists of no pairs among them; ``exhausted`` stops at the first list used up,
+    the rest of dst keeping y's bytes; an empty list with ``exhausted``: test below) and the single-list form over run-time groups of 4 blocks;
+    z == the plain oracle (tests/test_vector_catalogue.py), from the executor and the golden model."""
+    import test_vector_catalogue as VC
+
+    coef = 8 // np.dtype(NPD[dt]).itemsize
+    dcols = sum(cols)
+    text = _mrgsort_kernel(dt, cols, dcols, exhausted, block)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(dcols)
+    for ns in runs:
+        if block is None:
+            lists = [VC.pair_list(rng, dt, n // coef) for n in ns]
+            srcs = {f"s{k}": VC.as_tile(VC.pair_bytes(x, dt).ljust(c * np.dtype(NPD[dt]).itemsize, b"\0"), dt)
+                    for k, (x, c) in enumerate(zip(lists, cols))}
+            merged = VC.pair_bytes(VC.o_merge(lists, exhausted), dt)
+            nd = sum(ns)
+        else:
+            blocks = [VC.pair_list(rng, dt, block // coef) for _ in range(ns[0] // block)]
+            srcs = {"s0": VC.as_tile(b"".join(VC.pair_bytes(b, dt) for b in blocks).ljust(dcols * np.dtype(NPD[dt]).itemsize, b"\0"), dt)}
+            merged = b"".join(VC.pair_bytes(VC.o_merge(blocks[4 * g:4 * g + 4], False), dt) for g in range(len(blocks) // 4))
+            nd = ns[0]
+        y = VC.as_tile(VC.pair_bytes(VC.pair_list(rng, dt, dcols // coef, sort=False), dt), dt)
+        inputs = {**srcs, "y": y, "z": np.zeros_like(y), **{f"n{k}": n for k, n in enumerate(ns)}, "nd": nd}
+        want = np.zeros_like(y)
+        want.reshape(-1)[:nd] = np.frombuffer(merged + y.tobytes()[len(merged):], NPD[dt])[:nd]
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["z"]), ("golden model", golden["z"])):
+            assert got.reshape(-1).tobytes() == want.reshape(-1).tobytes(), f"{who}, valid cols {ns}"
+
+
+def test_tmrgsort_exhausted_with_an_empty_list_at_run_time_is_a_located_error():
+    """An empty list with ``exhausted = true``: the page does not say whether it stops the merge before
+    its first pair (VMS4's list counts cannot tell an empty list from an unused slot), so the golden
+    model stops, located."""
+    text = _mrgsort_kernel("f32", [64, 64], 128, True, None)
+    z = np.zeros((1, 128), np.float32)
+    with pytest.raises(PtocError) as info:
+        api.reference(api.parse(text, "k.pto"), {"s0": z[:, :64], "s1": z[:, :64], "y": z, "z": z, "n0": 0, "n1": 64,
+                                                 "nd": 64})
+    assert "k.pto:" in str(info.value) and "a list of no pairs" in str(info.value)
