@@ -864,6 +864,10 @@ def block_elems(t: TileLikeType) -> int:
     return 32 // t.elem_bytes
 
 
+AT_RUN_TIME = -1
+"""TROWEXPAND*'s expanded operand when only the run-time valid shapes tell it (``expand_analysis``)."""
+
+
 class RowExpandBinaryOp(TileOp):
     """TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF} (seeds/000 for MAX; reference/pto_isa.md §4.1).
 
@@ -877,14 +881,20 @@ class RowExpandBinaryOp(TileOp):
     HAS_SEMANTICS: ClassVar[bool] = True
 
     def expand_analysis(self) -> tuple[int, int]:
-        """(index of the expanded operand in ins: 0 or 1, mode: 1 or 2). Raises VerifyException."""
+        """(index of the expanded operand in ins: 0 or 1, or :data:`AT_RUN_TIME`; mode: 1 or 2).
+        Raises VerifyException."""
         dst = _need_dst(self)
         tiles = _tiles(self, 2, "two source tiles (src0, src1) and an optional tmp")
         a, b = tiles[0], tiles[1]
         if not _known(*dst.valid_shape, *a.valid_shape, *b.valid_shape):
             # Dynamic valid shapes: a ColMajor operand is the expanded one; else one whose known valid
-            # dims differ from dst's known ones; otherwise src0 is taken as the full operand first,
-            # as the CPU simulator and A5 do (the golden model checks that choice at run time).
+            # dims differ from dst's known ones; else both RowMajor operands may be dst's shape: the
+            # choice is made at run time, src0 full when its valid shape is dst's (the CPU simulator's
+            # and A5's order), in Mode 2.
+            if a.is_row_major and b.is_row_major and _may_equal(a.valid_shape, dst.valid_shape) \
+                    and _may_equal(b.valid_shape, dst.valid_shape):
+                _row_major(dst, "dst")
+                return AT_RUN_TIME, 2
             expanded = 0 if not a.is_row_major or not _may_equal(a.valid_shape, dst.valid_shape) else 1
         else:
             a_full = a.valid_shape == dst.valid_shape

@@ -1247,6 +1247,9 @@ class _FnLowering:
             self.vec("vexp", d.dtype, {"dst": self.opnd(d, L), "src": self.opnd(d, L)}, d.vr, d.vc)
 
     def tile_rowexpand(self, op):
+        """TROWEXPAND* (module doc); when only the run-time valid shapes tell the expanded operand
+        (``pto.AT_RUN_TIME``, Mode 2), both forms in loops of 0 or 1 trips: src0 full when its valid
+        shape is dst's, else src1."""
         expanded = _attr_int(op, "expanded_operand")
         mode = _attr_int(op, "expand_mode")
         if expanded is None or mode is None:
@@ -1254,6 +1257,17 @@ class _FnLowering:
                 expanded, mode = op.expand_analysis()
             except Exception as e:  # noqa: BLE001 - a VerifyException: the op is invalid
                 self.fail(str(e))
+        if expanded != pto.AT_RUN_TIME:
+            return self._rowexpand(op, expanded, mode)
+        a, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        full0 = self.mul(self.equal(a.vr, d.vr), self.equal(a.vc, d.vc))
+        for expanded, trips in ((1, full0), (0, self.sub(1, full0))):
+            node, _ = self.loop("x", 0, trips, bound=1)
+            outer = self.in_body(node.body)
+            self._rowexpand(op, expanded, mode)
+            self.end_loop(outer)
+
+    def _rowexpand(self, op, expanded: int, mode: int):
         d = self.tile(op.outs[0])
         full = self.tile(op.ins[1 - expanded])
         x = self.tile(op.ins[expanded])

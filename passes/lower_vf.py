@@ -742,13 +742,15 @@ class _OpLowering:
         return plan
 
     def f_rowexpand(self):
+        """TROWEXPAND* (module doc); when only the run-time valid shapes tell the expanded operand
+        (``pto.AT_RUN_TIME``, Mode 2), both forms in loops of 0 or 1 trips: src0 full when its valid
+        shape is dst's, else src1."""
         op = self.op
         expanded = _attr_int(op, "expanded_operand")
         mode = _attr_int(op, "expand_mode")
         if expanded is None or mode is None:
             expanded, mode = op.expand_analysis()
         d = op.outs[0]
-        full_v, x_v = op.ins[1 - expanded], op.ins[expanded]
         R, C = self.valid(d)
         for v in (op.ins[0], op.ins[1], d):
             self.arg(v)
@@ -756,9 +758,12 @@ class _OpLowering:
         vop = type(op).A2A3_VOP
         expdif = op.name.endswith("expdif")
         cls = _BIN[vop]
+        src0_valid = self.valid(op.ins[0]) if expanded == pto.AT_RUN_TIME else ()
+        self.dyn_args(*src0_valid)
 
-        def plan():
+        def region(expanded):
             b = self.b
+            full_v, x_v = op.ins[1 - expanded], op.ins[expanded]
             td, tf, tx = self.tile(d), self.tile(full_v), self.tile(x_v)
             self._aligned((td, R), (tf, R))
             rt = _reg(td.elt)
@@ -780,6 +785,16 @@ class _OpLowering:
                     r = b.op(vf.ExpOp([r], m, rt))
                 _store(b, td, _elem(b, td, i, k), r, m)
             self.map_region([full_v, d], d, self.dims(R), self.dims(C), td.elt, chunk, row_pre=row_pre)
+            return []
+
+        def plan():
+            if expanded != pto.AT_RUN_TIME:
+                return region(expanded)
+            b = self.b
+            r0, c0 = (self.dims(x) for x in src0_valid)
+            full0 = b.mul(b.equal(r0, self.dims(R)), b.equal(c0, self.dims(C)))
+            b.loop(full0, lambda _: region(1))
+            b.loop(b.sub(1, full0), lambda _: region(0))
         return plan
 
     def f_colexpand(self):

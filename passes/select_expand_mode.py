@@ -7,9 +7,9 @@ valid shape (the full-size operand, RowMajor); the other is the expanded operand
 * **Mode 2**: RowMajor, valid cols == 32 / sizeof(T) (one 32-byte block per row),
 
 with valid rows == dst valid rows in both modes.  With dynamic valid shapes the ColMajor
-operand is the expanded one, else one whose known valid dims differ from dst's, else src0 is
-taken as full first (CPU simulator and A5 order; ``RowExpandBinaryOp.expand_analysis``; the
-golden model checks that choice at run time).
+operand is the expanded one, else one whose known valid dims differ from dst's, else (both
+RowMajor, either may be dst's shape) the choice is made at run time, src0 full when its valid
+shape is dst's (CPU simulator and A5 order; ``RowExpandBinaryOp.expand_analysis``).
 
 Attributes set (printed in the op's attribute dictionary):
 
@@ -17,7 +17,8 @@ Attributes set (printed in the op's attribute dictionary):
     on every TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN,EXPDIF}: Mode 1 or Mode 2 as above.
 ``expanded_operand`` (i64, 0 or 1)
     on every TROWEXPAND{...}: the index in ``ins`` of the expanded operand (0 means src0 is
-    expanded, so the result is ``OP(s_i, src1[i, j])``; operand order is kept).  Also set to 1
+    expanded, so the result is ``OP(s_i, src1[i, j])``; operand order is kept), or -1
+    (``pto.AT_RUN_TIME``) when only the run-time valid shapes tell it.  Also set to 1
     on TCOLEXPAND{...} (only src1 is ever expanded there; no modes).
 
 Located errors: no or both operands full-size, a full-size operand that is not RowMajor, a

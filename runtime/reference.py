@@ -1019,18 +1019,18 @@ class Evaluator:
 
     def family_rowexpand(self, op, env):
         """The expanded operand and mode are the op's ``expand_analysis()``, which the lowerings
-        follow too: with valid shapes known only at run time, the operand whose known dims cannot
-        be dst's is the expanded one, else src0 is taken as the full one (the CPU simulator's and
-        A5's order); a full operand whose valid shape differs from dst's at run time is a located
-        error, never another choice than the compiled one."""
+        follow too; when only the run-time valid shapes tell it (``pto.AT_RUN_TIME``), src0 is
+        the full operand when its valid shape is dst's, else src1 (the CPU simulator's and A5's
+        order)."""
         expanded, mode = op.expand_analysis()
+        if expanded == pto.AT_RUN_TIME:
+            a = self.tile(op, op.ins[0], env)
+            expanded = 1 if a.valid == self.tile(op, op.outs[0], env).valid else 0
         full = self.tile(op, op.ins[1 - expanded], env)
         ex = self.tile(op, op.ins[expanded], env)
         dst = self.dst(op, env, full.valid)
         r, c = dst.valid
-        self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}"
-                         + (" (the first that can be: its valid shape is known only at run time)"
-                            if pto.DYNAMIC in op.ins[1 - expanded].type.valid_shape else ""))
+        self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}")
         self.need(op, ex.valid[0] == r,
                   f"src{expanded} valid rows {ex.valid[0]} differ from dst valid rows {r} at run time")
         x = full.data[:r, :c]

@@ -735,11 +735,10 @@ def test_tpart_in_place_with_run_time_valid_shapes_is_a_located_error(target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_rowexpand_whose_full_operand_only_run_time_tells_is_src0(target):
-    """Both operands RowMajor with every valid dim known only at run time: src0 is compiled as the
-    full operand (the CPU simulator's and A5's first choice); when at run time src0 is the 8-column
-    block (Mode 2, src0 expanded) the golden model stops, located, instead of computing another
-    choice than the compiled one."""
+def test_rowexpand_whose_full_operand_only_run_time_tells(target):
+    """Both operands RowMajor with every valid dim known only at run time: which one is expanded is
+    decided at run time (src0 full when its valid shape is dst's, the CPU simulator's and A5's
+    order); here src0 is the 8-column block (Mode 2, src0 expanded): y == NumPy of ``b_i - x``."""
     text = _rowexpand_kernel("trowexpandsub", 2, 16, True)
     for old, new in (("16x8xf32, valid=?x8>", "16x8xf32, valid=?x?>"), ("16x16xf32, valid=?x16>", "16x16xf32, valid=?x?>"),
                      ("%e = pto.alloc_tile valid_row = %vr :", "%e = pto.alloc_tile valid_row = %vr valid_col = %cb :"),
@@ -747,13 +746,18 @@ def test_rowexpand_whose_full_operand_only_run_time_tells_is_src0(target):
                      ("%d = pto.alloc_tile valid_row = %vr :", "%d = pto.alloc_tile valid_row = %vr valid_col = %c16 :")):
         assert old in text
         text = text.replace(old, new)
-    module = api.parse(text, "k.pto")
-    api.compile(module, lookup_target(target))
-    z = np.zeros((16, 16), np.float32)
-    with pytest.raises(PtocError) as info:
-        api.reference(api.parse(text, "k.pto"), {"x": z, "b": np.zeros((16, 8), np.float32), "y": z, "vr": 5},
-                      target=target)
-    assert "k.pto:" in str(info.value) and "the first that can be" in str(info.value)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(16)
+    for vr in (16, 5, 0):
+        x, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)
+        inputs = {"x": x, "b": b, "y": np.zeros((16, 16), np.float32), "vr": vr}
+        want = np.zeros((16, 16), np.float32)
+        want[:vr] = np.tile(b[:vr], (1, 2)) - x[:vr]
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            np.testing.assert_array_equal(got.reshape(16, 16), want, err_msg=f"{who}, {vr} rows")
 
 
 def _sort32_kernel(dt: str, R: int, cols: int, idx_rows: int, tmp: bool) -> str:

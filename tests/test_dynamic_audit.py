@@ -1,0 +1,334 @@
+"""Audit of run-time valid shapes (issue 12 item 1: "set_validshape, dynamic valid rows/cols, for every
+family"): each vector op family, on both targets, in every element type each target's page allows.
+
+One kernel per (family, target, dtype): the sources are loaded from GM through partitions of the
+run-time size into ``valid=?x?`` tiles (a column tile ``?x1``, a row tile ``1x?``, Mode 2's block
+tile ``?xB``), y is loaded into dst (what the op leaves unwritten keeps y's values), the op runs
+and dst's valid region is stored back into y.  From that
+one compiled kernel the valid region (vr, vc) runs over the whole tile, a smaller one with odd cols,
+one element, half the cols plus one, no rows and no cols (families whose page forbids an empty
+source skip the last two).  y == NumPy of the op over the valid region, from the executor and the
+golden model: bit for bit, float sums within ``eps * (sum |x| + 1)``.  Families whose run-time
+forms have their own tests are listed in :data:`ELSEWHERE`; :func:`test_every_family_is_audited`
+checks that the table and that list name every family with semantics.
+
+CI runs each (family, target) once, the element type rotating with a seeded choice; ``-m full``
+runs every element type.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pto_compiler import api
+from pto_compiler.dialects import pto
+from pto_compiler.targets import lookup_target
+
+TARGETS = ("a2a3", "ascend950")
+NPD = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i8": np.int8, "ui8": np.uint8,
+       "i16": np.int16, "ui16": np.uint16, "i32": np.int32, "ui32": np.uint32, "i64": np.int64, "ui64": np.uint64}
+EPS = {"f32": 2.0 ** -20, "f16": 2.0 ** -9, "bf16": 2.0 ** -6}
+"""Float sums: the executor's order of additions within ``EPS * (sum |x| + 1)`` of the exact sum."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """``line``: the op, with %s0.. the sources, %d the destination, %sc a scalar of the source type
+    (3), %f an f32 3.0, %n an i32 7 and {t0}.. {td} {sdt} the types; ``srcs``/``dst``: the tiles'
+    kinds ("full" R x C, "col" R x 1 ColMajor, "row" 1 x C, "blk" R x 32/sizeof(T), "tall" C x R);
+    ``want(xs, y, dt)``: NumPy of the op on the sources' valid regions (y: dst's region before, for
+    the ops that read it), giving dst's valid region."""
+    line: str
+    srcs: tuple[str, ...]
+    dst: str
+    want: object
+    out: str | None = None
+    """dst's element type when it is not the sources' ("i32": the index forms)."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    """(source, destination) element types instead of the op's dtype list (conversions)."""
+    empty: bool = True
+    """Run with empty valid regions too (a row reduction or index reduction of nothing is an error)."""
+    sums: bool = False
+    """A float sum: compared within EPS (integers bit for bit)."""
+    values: str = "any"
+    """"any": floats ~N(0, 16), integers over their whole range; "small": integers in -3..3 (products)."""
+
+    @property
+    def op(self) -> str:
+        return self.line.split("pto.", 1)[1].split(" ", 1)[0]
+
+
+def _left_to_right(f, axis):
+    def go(x):
+        x = np.moveaxis(x, axis, 0)
+        acc = x[0].copy()
+        for v in x[1:]:
+            acc = f(acc, v).astype(x.dtype)
+        return np.expand_dims(acc, axis)
+    return go
+
+
+def _pairs(x):
+    vr, vc = x.shape
+    p = np.concatenate([x, np.zeros((vr, 1), x.dtype)], axis=1) if vc % 2 else x
+    out = np.zeros_like(x)
+    out[:, :(vc + 1) // 2] = p[:, 0::2] + p[:, 1::2]
+    return out
+
+
+def _first_index(x, axis, is_max):
+    return (x.argmax if is_max else x.argmin)(axis=axis)
+
+
+def _relu_conv(xs, y, dt):
+    import test_vector_catalogue as VC
+    from test_reference_props import py
+
+    sdt = xs[0].dtype
+    name = next(k for k, v in NPD.items() if np.dtype(v) == sdt)
+    ddt = dict(pto.RELU_CONV_PAIRS)[name]
+    a, b = xs
+    return np.array([[VC.o_relu_conv(py(a[i, j], name), py(b[i, j], name), name, ddt, False)
+                      for j in range(a.shape[1])] for i in range(a.shape[0])], dtype=NPD[ddt]).reshape(a.shape)
+
+
+def _deq_relu(xs):
+    import test_vector_catalogue as VC
+
+    a, b = (x.astype(np.int64) for x in xs[:2])
+    return np.array([[VC.o_deq_relu(int(a[i, j]), int(b[i, j]), 2.0 ** -20) for j in range(a.shape[1])]
+                     for i in range(a.shape[0])], np.float16).reshape(a.shape)
+
+
+def _tile_blocks(b, vc):
+    return b[:, np.arange(vc) % b.shape[1]]
+
+
+FAMILIES = {
+    "binary": Spec("pto.tadd ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "full"), "full",
+                   lambda xs, y, dt: xs[0] + xs[1]),
+    "binary-max": Spec("pto.tmax ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "full"), "full",
+                       lambda xs, y, dt: np.maximum(xs[0], xs[1])),
+    "unary": Spec("pto.tabs ins(%s0 : {t0}) outs(%d : {td})", ("full",), "full", lambda xs, y, dt: np.abs(xs[0])),
+    "scalar": Spec("pto.tmuls ins(%s0, %sc : {t0}, {sdt}) outs(%d : {td})", ("full",), "full",
+                   lambda xs, y, dt: xs[0] * np.asarray(3).astype(dt)),
+    "expands": Spec("pto.texpands ins(%sc : {sdt}) outs(%d : {td})", (), "full",
+                    lambda xs, y, dt: np.full(y.shape, 3, dt)),
+    "rowexpand-m1": Spec("pto.trowexpandmul ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "col"), "full",
+                         lambda xs, y, dt: xs[0] * xs[1]),
+    "rowexpand-m2-src0": Spec("pto.trowexpandsub ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("blk", "full"), "full",
+                              lambda xs, y, dt: _tile_blocks(xs[0], xs[1].shape[1]) - xs[1]),
+    "colexpand": Spec("pto.tcolexpandmax ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "row"), "full",
+                      lambda xs, y, dt: np.maximum(xs[0], xs[1])),
+    "rowbroadcast": Spec("pto.trowexpand ins(%s0 : {t0}) outs(%d : {td})", ("col",), "full",
+                         lambda xs, y, dt: np.repeat(xs[0], y.shape[1], axis=1)),
+    "colbroadcast": Spec("pto.tcolexpand ins(%s0 : {t0}) outs(%d : {td})", ("row",), "full",
+                         lambda xs, y, dt: np.repeat(xs[0], y.shape[0], axis=0)),
+    "rowreduce": Spec("pto.trowmax ins(%s0 : {t0}) outs(%d : {td})", ("full",), "col",
+                      lambda xs, y, dt: xs[0].max(axis=1, keepdims=True), empty=False),
+    "rowsum": Spec("pto.trowsum ins(%s0 : {t0}) outs(%d : {td})", ("full",), "col",
+                   lambda xs, y, dt: xs[0].sum(axis=1, keepdims=True, dtype=np.float64 if xs[0].dtype.kind == "f"
+                                               or xs[0].dtype == ml_dtypes.bfloat16 else dt),
+                   empty=False, sums=True),
+    "colreduce": Spec("pto.tcolmin ins(%s0 : {t0}) outs(%d : {td})", ("full",), "row",
+                      lambda xs, y, dt: xs[0].min(axis=0, keepdims=True)),
+    "colsum": Spec("pto.tcolsum ins(%s0 : {t0}) outs(%d : {td})", ("full",), "row",
+                   lambda xs, y, dt: xs[0].sum(axis=0, keepdims=True, dtype=np.float64 if xs[0].dtype.kind == "f"
+                                               or xs[0].dtype == ml_dtypes.bfloat16 else dt), sums=True),
+    "rowprod": Spec("pto.trowprod ins(%s0 : {t0}) outs(%d : {td})", ("full",), "col",
+                    lambda xs, y, dt: _left_to_right(np.multiply, 1)(xs[0]), empty=False, values="small"),
+    "colprod": Spec("pto.tcolprod ins(%s0 : {t0}) outs(%d : {td})", ("full",), "row",
+                    lambda xs, y, dt: _left_to_right(np.multiply, 0)(xs[0]), values="small"),
+    "rowarg": Spec("pto.trowargmax ins(%s0 : {t0}) outs(%d : {td})", ("full",), "col",
+                   lambda xs, y, dt: _first_index(xs[0], 1, True)[:, None], out="i32", empty=False),
+    "colarg": Spec("pto.tcolargmin ins(%s0 : {t0}) outs(%d : {td})", ("full",), "row",
+                   lambda xs, y, dt: _first_index(xs[0], 0, False)[None, :], out="i32"),
+    "pairreduce": Spec("pto.tpairreducesum ins(%s0 : {t0}) outs(%d : {td})", ("full",), "full",
+                       lambda xs, y, dt: _pairs(xs[0])),
+    "composed": Spec("pto.taddc ins(%s0, %s1, %s2 : {t0}, {t1}, {t2}) outs(%d : {td})", ("full",) * 3, "full",
+                     lambda xs, y, dt: (xs[0] + xs[1]) + xs[2]),
+    "axpy": Spec("pto.taxpy ins(%s0, %sc : {t0}, {sdt}) outs(%d : {td})", ("full",), "full",
+                 lambda xs, y, dt: xs[0] * np.asarray(3).astype(dt) + y),
+    "tri": Spec("pto.ttri ins(%n : i32) outs(%d : {td}) {{upperOrLower = 0 : i32}}", (), "full",
+                lambda xs, y, dt: (np.arange(y.shape[1])[None, :] <= np.arange(y.shape[0])[:, None] + 7).astype(dt)),
+    "ci": Spec("pto.tci ins(%n : i32) outs(%d : {td}) {{descending = false}}", (), "full",
+               lambda xs, y, dt: (7 + np.arange(y.size)).reshape(y.shape).astype(dt)),
+    "cvt": Spec("pto.tcvt ins(%s0 {{rmode = #pto<round_mode CAST_RINT>}} : {t0}) outs(%d : {td})", ("full",), "full",
+                lambda xs, y, dt: xs[0].astype(dt),
+                pairs=(("f32", "f16"), ("f16", "f32"), ("i32", "f32"), ("i16", "f16"), ("f32", "bf16"))),
+    "mov": Spec("pto.tmov ins(%s0 : {t0}) outs(%d : {td})", ("full",), "full", lambda xs, y, dt: xs[0]),
+    "trans": Spec("pto.ttrans ins(%s0 : {t0}) outs(%d : {td})", ("full",), "tall", lambda xs, y, dt: xs[0].T),
+    "reluconv": Spec("pto.taddreluconv ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "full"), "full",
+                     _relu_conv, pairs=pto.RELU_CONV_PAIRS, empty=False),
+    "deqrelu": Spec("pto.tadddeqrelu ins(%s0, %s1, %g, %s2 : {t0}, {t1}, f32, {t2}) outs(%d : {td})", ("full",) * 3,
+                    "full", lambda xs, y, dt: _deq_relu(xs), pairs=(("i32", "f16"),), empty=False),
+}
+
+ELSEWHERE = {
+    "fillpad": "test_dynamic_valid.py::test_fillpad_forms_of_run_time_valid_shapes",
+    "part": "test_dynamic_valid.py::test_tpart_of_run_time_valid_shapes",
+    "sort32": "test_dynamic_valid.py::test_tsort32_of_run_time_valid_shapes",
+    "mrgsort": "test_dynamic_valid.py::test_tmrgsort_of_run_time_valid_shapes",
+    "scatter": "test_dynamic_valid.py::test_tscatter_of_run_time_valid_shapes",
+    "gather": "test_dynamic_valid.py::test_tgather_mask_form_of_run_time_valid_shapes, test_gather.py",
+    "interleave": "test_dynamic_valid.py::test_interleave_of_run_time_valid_shapes_on_ascend950",
+    "dequant": "test_dynamic_valid.py::test_tdequant_of_run_time_valid_shapes",
+    "concat": "test_vector_catalogue.py::test_tconcat_with_src1_inside_a_block_or_run_time_shapes",
+    "load": "every kernel here (partitions of run-time size)",
+    "store": "every kernel here (partitions of run-time size)",
+}
+"""Families whose run-time valid shapes are tested elsewhere (the test named)."""
+
+
+def _shape(kind, R, C, B):
+    return {"full": (R, C), "col": (R, 1), "row": (1, C), "blk": (R, B), "tall": (C, R)}[kind]
+
+
+def _valid(kind, vr, vc, B):
+    return {"full": (vr, vc), "col": (vr, 1), "row": (1, vc), "blk": (vr, B), "tall": (vc, vr)}[kind]
+
+
+def _type(kind, dt, R, C, B):
+    r, c = _shape(kind, R, C, B)
+    valid = {"full": "?x?", "col": "?x1", "row": "1x?", "blk": f"?x{B}", "tall": "?x?"}[kind]
+    return f"!pto.tile_buf<vec, {r}x{c}x{dt}, valid={valid}" + (", blayout=col_major>" if kind == "col" else ">")
+
+
+def _dims(kind):
+    """The partition's sizes (the valid region: the alloc_tile operands of its run-time dims)."""
+    return {"full": ("%vr", "%vc"), "col": ("%vr", "%c1"), "row": ("%c1", "%vc"), "blk": ("%vr", "%cb"),
+            "tall": ("%vc", "%vr")}[kind]
+
+
+def _alloc_valid(kind):
+    vr, vc = _dims(kind)
+    return " ".join(f"{k} = {v}" for k, v in (("valid_row", vr), ("valid_col", vc)) if v in ("%vr", "%vc"))
+
+
+def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int) -> str:
+    names = [f"x{i}" for i in range(len(spec.srcs))]
+    args = ", ".join([f"%{n}: !pto.ptr<{sdt}>" for n in names] + [f"%y: !pto.ptr<{ddt}>"]
+                     + ([f"%sc: {sdt}"] if "%sc" in spec.line else []))
+    lines = [f"func.func @k({args}, %vr: index, %vc: index) {{", "  %c0 = arith.constant 0 : index",
+             "  %c1 = arith.constant 1 : index", f"  %cb = arith.constant {B} : index",
+             "  %f = arith.constant 3.0 : f32", "  %g = arith.constant 9.5367431640625e-07 : f32",
+             "  %n = arith.constant 7 : i32"]
+    types = {}
+    for name, kind, dt in [*((n, k, sdt) for n, k in zip(names, spec.srcs)), ("y", spec.dst, ddt)]:
+        r, c = _shape(kind, R, C, B)
+        vr, vc = _dims(kind)
+        t = types[name] = _type(kind, dt, R, C, B)
+        ptype = f"!pto.partition_tensor_view<?x?x{dt}>"
+        lines += [f"  %{name}r = arith.constant {r} : index", f"  %{name}c = arith.constant {c} : index",
+                  f"  %{name}v = pto.make_tensor_view %{name}, shape = [%{name}r, %{name}c], strides = [%{name}c, %c1] "
+                  f": !pto.tensor_view<?x?x{dt}>",
+                  f"  %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], sizes = [{vr}, {vc}] "
+                  f": !pto.tensor_view<?x?x{dt}> -> {ptype}",
+                  f"  %{'d' if name == 'y' else 's' + name[1:]} = pto.alloc_tile {_alloc_valid(kind)} : {t}"]
+        lines.append(f"  pto.tload ins(%{name}p : {ptype}) outs(%{'d' if name == 'y' else 's' + name[1:]} : {t})")
+    fmt = {f"t{i}": types[n] for i, n in enumerate(names)}
+    lines.append("  " + spec.line.format(**fmt, td=types["y"], sdt=sdt))
+    lines.append(f"  pto.tstore ins(%d : {types['y']}) outs(%yp : !pto.partition_tensor_view<?x?x{ddt}>)")
+    return "\n".join(lines + ["  return", "}"]) + "\n"
+
+
+def _values(rng, dt, shape, how):
+    d = np.dtype(NPD[dt])
+    if d.kind in "iu":
+        if how == "small":
+            return rng.integers(0 if d.kind == "u" else -3, 4, size=shape).astype(d)
+        info = np.iinfo(d)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64 if d.itemsize < 8 else d).astype(d)
+    scale = 1.0 if how == "small" else 4.0
+    return (rng.standard_normal(shape) * scale).astype(d)
+
+
+def dtype_pairs(spec: Spec, target: str) -> list[tuple[str, str]]:
+    if spec.pairs:
+        allowed = pto.TILE_OPS[f"pto.{spec.op}"].DTYPES
+        return [p for p in spec.pairs if allowed is None or p[0] in allowed.get(target, ())
+                or p[1] in allowed.get(target, ())]
+    dts = sorted(pto.TILE_OPS[f"pto.{spec.op}"].DTYPES[target])
+    return [(dt, spec.out or dt) for dt in dts if dt not in ("i64", "ui64")]
+
+
+def all_cases():
+    return [(fam, target, s, d) for fam, spec in sorted(FAMILIES.items()) for target in TARGETS
+            for s, d in dtype_pairs(spec, target)]
+
+
+def sample_cases(seed=12):
+    """Each (family, target) once, its element type a seeded choice."""
+    rnd = random.Random(seed)
+    out = []
+    for fam, spec in sorted(FAMILIES.items()):
+        for target in TARGETS:
+            pairs = dtype_pairs(spec, target)
+            if pairs:
+                out.append((fam, target, *pairs[rnd.randrange(len(pairs))]))
+    return out
+
+
+def run_case(fam, target, sdt, ddt):
+    spec = FAMILIES[fam]
+    es = max(np.dtype(NPD[sdt]).itemsize, 1)
+    e_min = min(es, np.dtype(NPD[ddt]).itemsize)
+    R, C, B = max(16, 32 // e_min), 96 // e_min, 32 // es  # (a tall tile's rows are R elements)
+    text = kernel(spec, sdt, ddt, R, C, B)
+    program = api.compile(api.parse(text, f"{fam}.pto"), lookup_target(target))
+    rng = np.random.default_rng(C + len(fam))
+    shapes = [(R, C), (5, C - 3), (1, 1), (11, C // 2 + 1)] + ([(0, 7), (3, 0)] if spec.empty else [])
+    for vr, vc in shapes:
+        xs = [_values(rng, sdt, _shape(k, R, C, B), spec.values) for k in spec.srcs]
+        y0 = _values(rng, ddt, _shape(spec.dst, R, C, B), "any")
+        inputs = {f"x{i}": x for i, x in enumerate(xs)}
+        inputs.update(y=y0, vr=vr, vc=vc, **({"sc": 3} if "%sc" in spec.line else {}))
+        dr, dc = _valid(spec.dst, vr, vc, B)
+        want = y0.copy()
+        regions = [x[:_valid(k, vr, vc, B)[0], :_valid(k, vr, vc, B)[1]] for x, k in zip(xs, spec.srcs)]
+        if dr * dc and all(x.size for x in regions):
+            with np.errstate(all="ignore"):
+                want[:dr, :dc] = np.asarray(spec.want(regions, y0[:dr, :dc], NPD[ddt])).astype(NPD[ddt])
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, f"{fam}.pto"), inputs, target=target)
+        for who, got in (("executor", res.outputs["y"]), ("golden model", golden["y"])):
+            got = got.reshape(want.shape)
+            if spec.sums and ddt in EPS:
+                scale = np.zeros(want.shape)
+                axis = 1 if spec.dst == "col" else 0
+                if dr * dc:
+                    scale[:dr, :dc] = np.abs(regions[0].astype(np.float64)).sum(axis=axis, keepdims=True)
+                ok = np.abs(got.astype(np.float64) - want.astype(np.float64)) <= EPS[ddt] * (scale + 1)
+                assert ok.all(), f"{who}, valid {vr}x{vc}: {got[~ok][:4]} vs {want[~ok][:4]}"
+            else:
+                np.testing.assert_array_equal(got.view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}"),
+                                              err_msg=f"{who}, valid {vr}x{vc}")
+
+
+@pytest.mark.parametrize("fam, target, sdt, ddt", sample_cases())
+def test_family_with_run_time_valid_shapes(fam, target, sdt, ddt):
+    run_case(fam, target, sdt, ddt)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("fam, target, sdt, ddt", all_cases())
+def test_family_with_run_time_valid_shapes_every_dtype(fam, target, sdt, ddt):
+    run_case(fam, target, sdt, ddt)
+
+
+def test_every_family_is_audited():
+    """Every vector tile-op family with semantics is in the table or tested elsewhere (named)."""
+    families = {cls.FAMILY for cls in pto.TILE_OPS.values() if cls.HAS_SEMANTICS}
+    audited = {pto.TILE_OPS[f"pto.{s.op}"].FAMILY for s in FAMILIES.values()} | set(ELSEWHERE)
+    assert families - audited - NOT_VECTOR == set()
+
+
+NOT_VECTOR = {"matmul", "subtile", "print"}
+"""Cube ops (their valid shapes are the cube issue's), TEXTRACT/TINSERT (cube-space moves) and TPRINT."""
