@@ -1,10 +1,12 @@
 """Audit of run-time valid shapes (issue 12 item 1: "set_validshape, dynamic valid rows/cols, for every
 family"): each vector op family, on both targets, in every element type each target's page allows.
 
-One kernel per (family, target, dtype): the sources are loaded from GM through partitions of the
-run-time size into ``valid=?x?`` tiles (a column tile ``?x1``, a row tile ``1x?``, Mode 2's block
-tile ``?xB``), y is loaded into dst (what the op leaves unwritten keeps y's values), the op runs
-and dst's valid region is stored back into y.  From that
+One kernel per (family, target, dtype, form).  The alloc form: the sources are loaded from GM
+through partitions of the run-time size into ``valid=?x?`` tiles allocated with those dims (a column
+tile ``?x1``, a row tile ``1x?``, Mode 2's block tile ``?xB``), y is loaded into dst (what the op
+leaves unwritten keeps y's values), the op runs and dst's valid region is stored back into y.  The
+set_validshape form: every tile is loaded whole and ``pto.set_validshape`` gives it the run-time
+region just before the op (dst's set back to the whole tile after it, then stored whole).  From that
 one compiled kernel the valid region (vr, vc) runs over the whole tile, a smaller one with odd cols,
 one element, half the cols plus one, no rows and no cols (families whose page forbids an empty
 source skip the last two).  y == NumPy of the op over the valid region, from the executor and the
@@ -12,8 +14,9 @@ golden model: bit for bit, float sums within ``eps * (sum |x| + 1)``.  Families 
 forms have their own tests are listed in :data:`ELSEWHERE`; :func:`test_every_family_is_audited`
 checks that the table and that list name every family with semantics.
 
-CI runs each (family, target) once, the element type rotating with a seeded choice; ``-m full``
-runs every element type.
+CI runs each (family, target) once in the alloc form and each family once in the set_validshape
+form, the element type (and the latter's target) a seeded choice; ``-m full`` runs every element
+type in both forms.
 """
 
 from __future__ import annotations
@@ -194,24 +197,27 @@ def _valid(kind, vr, vc, B):
     return {"full": (vr, vc), "col": (vr, 1), "row": (1, vc), "blk": (vr, B), "tall": (vc, vr)}[kind]
 
 
-def _type(kind, dt, R, C, B):
+def _valid_text(kind, B, set_form):
+    return "?x?" if set_form else {"full": "?x?", "col": "?x1", "row": "1x?", "blk": f"?x{B}", "tall": "?x?"}[kind]
+
+
+def _type(kind, dt, R, C, B, set_form=False):
     r, c = _shape(kind, R, C, B)
-    valid = {"full": "?x?", "col": "?x1", "row": "1x?", "blk": f"?x{B}", "tall": "?x?"}[kind]
-    return f"!pto.tile_buf<vec, {r}x{c}x{dt}, valid={valid}" + (", blayout=col_major>" if kind == "col" else ">")
+    return (f"!pto.tile_buf<vec, {r}x{c}x{dt}, valid={_valid_text(kind, B, set_form)}"
+            + (", blayout=col_major>" if kind == "col" else ">"))
 
 
 def _dims(kind):
-    """The partition's sizes (the valid region: the alloc_tile operands of its run-time dims)."""
+    """The valid region's dims (the alloc_tile operands of its run-time ones)."""
     return {"full": ("%vr", "%vc"), "col": ("%vr", "%c1"), "row": ("%c1", "%vc"), "blk": ("%vr", "%cb"),
             "tall": ("%vc", "%vr")}[kind]
 
 
-def _alloc_valid(kind):
-    vr, vc = _dims(kind)
-    return " ".join(f"{k} = {v}" for k, v in (("valid_row", vr), ("valid_col", vc)) if v in ("%vr", "%vc"))
-
-
-def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int) -> str:
+def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int, set_form: bool = False) -> str:
+    """The kernel of one case.  ``set_form``: every tile allocated, loaded and stored whole, its
+    valid region set with ``pto.set_validshape`` just before the op (dst's set back to the whole
+    tile after it); else tiles allocated with the run-time valid dims and loaded/stored through
+    partitions of that size."""
     names = [f"x{i}" for i in range(len(spec.srcs))]
     args = ", ".join([f"%{n}: !pto.ptr<{sdt}>" for n in names] + [f"%y: !pto.ptr<{ddt}>"]
                      + ([f"%sc: {sdt}"] if "%sc" in spec.line else []))
@@ -219,21 +225,30 @@ def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int) -> str:
              "  %c1 = arith.constant 1 : index", f"  %cb = arith.constant {B} : index",
              "  %f = arith.constant 3.0 : f32", "  %g = arith.constant 9.5367431640625e-07 : f32",
              "  %n = arith.constant 7 : i32"]
-    types = {}
+    types, tiles, sets = {}, {}, []
     for name, kind, dt in [*((n, k, sdt) for n, k in zip(names, spec.srcs)), ("y", spec.dst, ddt)]:
         r, c = _shape(kind, R, C, B)
-        vr, vc = _dims(kind)
-        t = types[name] = _type(kind, dt, R, C, B)
+        t = types[name] = _type(kind, dt, R, C, B, set_form)
+        tile = tiles[name] = "%d" if name == "y" else "%s" + name[1:]
+        whole = (f"%{name}r", f"%{name}c")
+        vr, vc = whole if set_form else _dims(kind)
         ptype = f"!pto.partition_tensor_view<?x?x{dt}>"
+        vt = _valid_text(kind, B, set_form)
+        valid = " ".join(f"{k} = {v}" for k, v, dyn in (("valid_row", vr, vt.startswith("?")),
+                                                       ("valid_col", vc, vt.endswith("?"))) if dyn)
         lines += [f"  %{name}r = arith.constant {r} : index", f"  %{name}c = arith.constant {c} : index",
                   f"  %{name}v = pto.make_tensor_view %{name}, shape = [%{name}r, %{name}c], strides = [%{name}c, %c1] "
                   f": !pto.tensor_view<?x?x{dt}>",
                   f"  %{name}p = pto.partition_view %{name}v, offsets = [%c0, %c0], sizes = [{vr}, {vc}] "
                   f": !pto.tensor_view<?x?x{dt}> -> {ptype}",
-                  f"  %{'d' if name == 'y' else 's' + name[1:]} = pto.alloc_tile {_alloc_valid(kind)} : {t}"]
-        lines.append(f"  pto.tload ins(%{name}p : {ptype}) outs(%{'d' if name == 'y' else 's' + name[1:]} : {t})")
+                  f"  {tile} = pto.alloc_tile {valid} : {t}",
+                  f"  pto.tload ins(%{name}p : {ptype}) outs({tile} : {t})"]
+        if set_form:
+            sets.append(f"  pto.set_validshape {tile}, {', '.join(_dims(kind))} : {t}")
     fmt = {f"t{i}": types[n] for i, n in enumerate(names)}
-    lines.append("  " + spec.line.format(**fmt, td=types["y"], sdt=sdt))
+    lines += sets + ["  " + spec.line.format(**fmt, td=types["y"], sdt=sdt)]
+    if set_form:
+        lines.append(f"  pto.set_validshape %d, %yr, %yc : {types['y']}")
     lines.append(f"  pto.tstore ins(%d : {types['y']}) outs(%yp : !pto.partition_tensor_view<?x?x{ddt}>)")
     return "\n".join(lines + ["  return", "}"]) + "\n"
 
@@ -258,29 +273,35 @@ def dtype_pairs(spec: Spec, target: str) -> list[tuple[str, str]]:
     return [(dt, spec.out or dt) for dt in dts if dt not in ("i64", "ui64")]
 
 
+FORMS = ("alloc", "set_validshape")
+
+
 def all_cases():
-    return [(fam, target, s, d) for fam, spec in sorted(FAMILIES.items()) for target in TARGETS
-            for s, d in dtype_pairs(spec, target)]
+    return [(fam, target, s, d, form) for fam, spec in sorted(FAMILIES.items()) for target in TARGETS
+            for s, d in dtype_pairs(spec, target) for form in FORMS]
 
 
 def sample_cases(seed=12):
-    """Each (family, target) once, its element type a seeded choice."""
+    """Each (family, target) once in the alloc form, its element type a seeded choice, and each
+    family once in the set_validshape form (target and element type seeded)."""
     rnd = random.Random(seed)
     out = []
     for fam, spec in sorted(FAMILIES.items()):
         for target in TARGETS:
             pairs = dtype_pairs(spec, target)
-            if pairs:
-                out.append((fam, target, *pairs[rnd.randrange(len(pairs))]))
+            out.append((fam, target, *pairs[rnd.randrange(len(pairs))], "alloc"))
+        target = rnd.choice(TARGETS)
+        pairs = dtype_pairs(spec, target)
+        out.append((fam, target, *pairs[rnd.randrange(len(pairs))], "set_validshape"))
     return out
 
 
-def run_case(fam, target, sdt, ddt):
+def run_case(fam, target, sdt, ddt, form):
     spec = FAMILIES[fam]
     es = max(np.dtype(NPD[sdt]).itemsize, 1)
     e_min = min(es, np.dtype(NPD[ddt]).itemsize)
     R, C, B = max(16, 32 // e_min), 96 // e_min, 32 // es  # (a tall tile's rows are R elements)
-    text = kernel(spec, sdt, ddt, R, C, B)
+    text = kernel(spec, sdt, ddt, R, C, B, form == "set_validshape")
     program = api.compile(api.parse(text, f"{fam}.pto"), lookup_target(target))
     rng = np.random.default_rng(C + len(fam))
     shapes = [(R, C), (5, C - 3), (1, 1), (11, C // 2 + 1)] + ([(0, 7), (3, 0)] if spec.empty else [])
@@ -312,15 +333,15 @@ def run_case(fam, target, sdt, ddt):
                                               err_msg=f"{who}, valid {vr}x{vc}")
 
 
-@pytest.mark.parametrize("fam, target, sdt, ddt", sample_cases())
-def test_family_with_run_time_valid_shapes(fam, target, sdt, ddt):
-    run_case(fam, target, sdt, ddt)
+@pytest.mark.parametrize("fam, target, sdt, ddt, form", sample_cases())
+def test_family_with_run_time_valid_shapes(fam, target, sdt, ddt, form):
+    run_case(fam, target, sdt, ddt, form)
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("fam, target, sdt, ddt", all_cases())
-def test_family_with_run_time_valid_shapes_every_dtype(fam, target, sdt, ddt):
-    run_case(fam, target, sdt, ddt)
+@pytest.mark.parametrize("fam, target, sdt, ddt, form", all_cases())
+def test_family_with_run_time_valid_shapes_every_dtype(fam, target, sdt, ddt, form):
+    run_case(fam, target, sdt, ddt, form)
 
 
 def test_every_family_is_audited():
