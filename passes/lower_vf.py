@@ -63,8 +63,10 @@ headers' 1-D path).  Per family:
   vcvt PART_EVEN + pack-store pattern); rounding per ``rmode``.
 
 Results equal the golden model bit for bit except float sums (TROWSUM/TCOLSUM, issue 4's
-tolerance).  Valid shapes known only at run time are passed to the VF as index parameters for
-the elementwise families; the other families need static valid shapes (located error).
+tolerance).  Valid shapes known only at run time are passed to the VF as index parameters (the
+families run on the scalar unit, :data:`NOT_VF`, take them as the a2a3 rules do); where a choice
+depends on them (TPART*'s full source, TROWEXPAND*'s expanded operand when both are RowMajor),
+each form runs in a loop of 0 or 1 trips.
 
 :func:`lower_module_to_a2a3` lowers the module after this pass in place with the a2a3 rules
 (copies, cube core, syncs, TPRINT), each ``vf.call`` becoming an ``a2a3.vf_call`` on the V pipe that
@@ -494,14 +496,6 @@ class _OpLowering:
         for d in dims:
             if isinstance(d, tuple):
                 self.arg(d[1])
-
-    @staticmethod
-    def _static(*dims):
-        for d in dims:
-            if isinstance(d, tuple):
-                raise _Unsupported("valid shapes known only at run time are supported only by the "
-                                   "elementwise, expand, ttri, row-, pair- and column-reduction (index forms too), "
-                                   "fillpad, concat and tdequant families on ascend950")
 
     @staticmethod
     def _aligned(*tiles_and_lines):
@@ -1348,8 +1342,7 @@ class _OpLowering:
         (``vf.load_unalign`` when that is inside a 32-byte block)."""
         op = self.op
         srcs, dsts = list(op.ins), list(op.outs)
-        R, VC = self.valid(srcs[0])
-        self._static(R, VC)
+        R, VC = self.valid(srcs[0])  # (static: run-time ones go to the scalar unit, on_scalar_unit)
         for v in (*srcs, *dsts):
             self.arg(v)
 
