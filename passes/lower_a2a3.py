@@ -162,6 +162,13 @@ def _xdsl_type(dtype: str):
 # Expressions
 # --------------------------------------------------------------------------------------------
 
+def equal_flag(b, x, y):
+    """1 when the counts x and y are equal, else 0 (``1 - min(|x - y|, 1)``), in ``b``'s index
+    arithmetic (an a2a3 rule's, or a VF builder's: the trip count of a loop that runs a form only
+    when the run-time valid shapes choose it)."""
+    return b.sub(1, b.min(b.max(b.sub(x, y), b.sub(y, x)), 1))
+
+
 def _is_int(x) -> bool:
     return type(x) is int or (isinstance(x, int) and not isinstance(x, bool))
 
@@ -728,9 +735,8 @@ class _FnLowering:
     def min(self, a, b):
         return self.arith("min", a, b)
 
-    def equal(self, a, b):
-        """1 when the counts a and b are equal, else 0 (``1 - min(|a - b|, 1)``)."""
-        return self.sub(1, self.min(self.arith("max", self.sub(a, b), self.sub(b, a)), 1))
+    def max(self, a, b):
+        return self.arith("max", a, b)
 
     def packed(self, reg):
         """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg & 255) * 257``
@@ -1151,7 +1157,7 @@ class _FnLowering:
         refused before: TPART* cannot work in place, passes/tile_reads_check.py.)"""
         R, C = d.vr, d.vc
         nonempty = self.mul(self.min(R, 1), self.min(C, 1))
-        f0 = self.mul(nonempty, self.mul(self.equal(a.vr, R), self.equal(a.vc, C)))
+        f0 = self.mul(nonempty, self.mul(equal_flag(self, a.vr, R), equal_flag(self, a.vc, C)))
         for src, trips in ((a, f0), (b, self.sub(nonempty, f0))):
             node, _ = self.loop("p", 0, trips, bound=1)
             outer = self.in_body(node.body)
@@ -1252,7 +1258,7 @@ class _FnLowering:
         if expanded != pto.AT_RUN_TIME:
             return self._rowexpand(op, expanded, mode)
         a, d = self.tile(op.ins[0]), self.tile(op.outs[0])
-        full0 = self.mul(self.equal(a.vr, d.vr), self.equal(a.vc, d.vc))
+        full0 = self.mul(equal_flag(self, a.vr, d.vr), equal_flag(self, a.vc, d.vc))
         for expanded, trips in ((1, full0), (0, self.sub(1, full0))):
             node, _ = self.loop("x", 0, trips, bound=1)
             outer = self.in_body(node.body)
@@ -1641,7 +1647,7 @@ class _FnLowering:
             c0 = self.mul(full, pto.SORT_BLOCK)
             self.emit("copy_ubuf_to_ubuf", dst=vals, src=self.elem(s, i, c0), len_burst=self.div(v_end, 32 // s.esize))
             self.emit("copy_ubuf_to_ubuf", dst=keys, src=self.elem(ix, k_row, c0), len_burst=self.div(k_end, 8))
-            self.pad_sort_block(vals, keys, s, t, self.arith("max", v_end, k_end))
+            self.pad_sort_block(vals, keys, s, t, self.max(v_end, k_end))
             self.emit("vbitsort", s.dtype, dst=pairs, src0=vals, src1=keys, repeat=1)
             at = self.elem(d, i, self.mul(c0, coef))
             quads, _ = self.loop("q", 0, self.min(self.div(t, 4), 1), bound=1)

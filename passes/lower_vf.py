@@ -225,12 +225,10 @@ class _B:
             return a
         return self._memo("sub", a, b, arith.SubiOp)
 
-    def equal(self, a, b):
-        """1 when the counts a and b are equal, else 0 (``1 - min(|a - b|, 1)``)."""
+    def max(self, a, b):
         if isinstance(a, int) and isinstance(b, int):
-            return int(a == b)
-        d = self._memo("max", self.sub(a, b), self.sub(b, a), arith.MaxSIOp)
-        return self.sub(1, self.min(d, 1))
+            return max(a, b)
+        return self._memo("max", a, b, arith.MaxSIOp)
 
     def ceildiv(self, a, k: int):
         if isinstance(a, int):
@@ -605,7 +603,7 @@ class _OpLowering:
             R, C, r0, c0, r1, c1 = (self.dims(x) for x in dims)
             self._aligned((self.tile(a), 2), (self.tile(bb), 2), (self.tile(d), 2))
             nonempty = b.mul(b.min(R, 1), b.min(C, 1))
-            f0 = b.mul(nonempty, b.mul(b.equal(r0, R), b.equal(c0, C)))
+            f0 = b.mul(nonempty, b.mul(A.equal_flag(b, r0, R), A.equal_flag(b, c0, C)))
             for src, trips in ((a, f0), (bb, b.sub(nonempty, f0))):
                 b.loop(trips, lambda _, src=src: self._copy_region(src, d, R, C) or [])
             self._binary_region(cls, a, bb, d, b.min(b.min(r0, r1), R), b.min(b.min(c0, c1), C))
@@ -786,7 +784,7 @@ class _OpLowering:
                 return region(expanded)
             b = self.b
             r0, c0 = (self.dims(x) for x in src0_valid)
-            full0 = b.mul(b.equal(r0, self.dims(R)), b.equal(c0, self.dims(C)))
+            full0 = b.mul(A.equal_flag(b, r0, self.dims(R)), A.equal_flag(b, c0, self.dims(C)))
             b.loop(full0, lambda _: region(1))
             b.loop(b.sub(1, full0), lambda _: region(0))
         return plan
