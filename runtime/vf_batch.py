@@ -34,6 +34,94 @@ class NoBatch(Exception):
     """The loop cannot run batched: run it trip by trip."""
 
 
+class _Affine:
+    """An index value of the batched loops as ``base + sum(coefs[i] * trip_i)``: what an array of
+    ``shape`` (a trip axis per loop it depends on, 1 for the others) would hold, kept as numbers so
+    that address checks, strided views and footprints are computed without the array."""
+    __slots__ = ("base", "coefs", "shape")
+
+    def __init__(self, base: int, coefs: tuple, shape: tuple):
+        self.base, self.coefs, self.shape = base, coefs, shape
+
+    def array(self) -> np.ndarray:
+        v = np.full(self.shape, self.base, np.int64)
+        for i, (k, size) in enumerate(zip(self.coefs, self.shape)):
+            if size > 1 and k:
+                v = v + k * np.arange(size, dtype=np.int64).reshape((-1,) + (1,) * (len(self.shape) - i - 1))
+        return v
+
+    def at(self, depth: int) -> "_Affine":
+        """Padded to ``depth`` trip axes (as :func:`_at` pads an array)."""
+        extra = depth - len(self.shape)
+        return self if extra <= 0 else _Affine(self.base, self.coefs + (0,) * extra, self.shape + (1,) * extra)
+
+    def combine(self, other, sign: int) -> "_Affine":
+        """``self + sign * other`` (other an _Affine or a number)."""
+        if not isinstance(other, _Affine):
+            return _Affine(self.base + sign * int(other), self.coefs, self.shape)
+        d = max(len(self.shape), len(other.shape))
+        a, b = self.at(d), other.at(d)
+        return _Affine(a.base + sign * b.base, tuple(x + sign * y for x, y in zip(a.coefs, b.coefs)),
+                       tuple(max(x, y) for x, y in zip(a.shape, b.shape)))
+
+    def scaled(self, f: int, add: int = 0) -> "_Affine":
+        return _Affine(self.base * f + add, tuple(k * f for k in self.coefs), self.shape)
+
+    def bounds(self) -> tuple[int, int]:
+        """(smallest, largest) value over the trips."""
+        lo = hi = self.base
+        for k, size in zip(self.coefs, self.shape):
+            span = k * (size - 1)
+            if span < 0:
+                lo += span
+            else:
+                hi += span
+        return lo, hi
+
+    def axes(self) -> list:
+        """(coefficient, size) of every axis along which the value moves."""
+        return [(k, size) for k, size in zip(self.coefs, self.shape) if size > 1 and k]
+
+    def broadcast(self, shape: tuple) -> "_Affine":
+        """Broadcast to ``shape`` (as np.broadcast_to: an axis of size 1 repeats its value)."""
+        v = self.at(len(shape))
+        return _Affine(v.base, tuple(k if size > 1 else 0 for k, size in zip(v.coefs, v.shape)), shape)
+
+    def disjoint_trips(self, n: int) -> bool:
+        """Do the spans ``[v, v + n)`` of any two trips (every axis) share no byte?  (A sufficient
+        test: each axis, by coefficient size, steps past the whole span of the axes inside it.)"""
+        extent = n
+        for k, size in sorted((abs(k), size) for k, size in zip(self.coefs, self.shape) if size > 1):
+            if k < extent:
+                return False
+            extent += k * (size - 1)
+        return True
+
+    def view(self, n: int) -> tuple | None:
+        """The spans ``[v, v + n)`` as one strided view of the UB bytes (as :func:`_strided`)."""
+        ks = tuple(k if size > 1 else 0 for k, size in zip(self.coefs, self.shape))
+        return None if any(k < 0 for k in ks) else (self.shape + (n,), self.base, ks + (1,))
+
+    def run(self, n: int) -> tuple[int, int] | None:
+        """The spans ``[v, v + n)`` of every trip as one ascending run of bytes ``[lo, hi)``, if
+        they tile it exactly (each span once)."""
+        step, lo = n, self.base
+        for k, size in sorted(self.axes()):
+            if k != step:
+                return None
+            step *= size
+        if len(self.axes()) != sum(1 for _, s in zip(self.coefs, self.shape) if s > 1):
+            return None  # a trip axis the value does not move along: spans repeat
+        return lo, lo + step
+
+
+def _value(v, depth: int | None = None):
+    """``v`` as the array path holds it (an _Affine becomes its array)."""
+    if isinstance(v, _Affine):
+        return (v if depth is None else v.at(depth)).array()
+    return v
+
+
 def run_batched(r, op: scf.ForOp, env: dict) -> bool:
     """Run the top-level hardware loop ``op`` of VfRunner ``r`` over all trips at once.
 
@@ -80,11 +168,13 @@ class _Batch:
         """(is_store, start address per trip, bytes, loop chain) of every memory op run."""
         self.shape: tuple = ()
         """The trips of the loops around the op running (one axis per loop)."""
+        self.chain: tuple = ()
+        """Those loops, outermost first."""
 
     # ---- structure -------------------------------------------------------------------------
     def loop(self, op: scf.ForOp, env: dict, shape: tuple, chain: tuple) -> list:
         bounds = [env[v] for v in (op.lb, op.ub, op.step)]
-        if any(isinstance(v, np.ndarray) for v in bounds):
+        if any(isinstance(v, (np.ndarray, _Affine)) for v in bounds):
             raise NoBatch
         lb, ub, step = (int(v) for v in bounds)
         trips = max(0, -(-(ub - lb) // step)) if step > 0 else -1
@@ -93,12 +183,12 @@ class _Batch:
         body = op.body.blocks[0]
         depth = len(shape) + 1
         inner = shape + (trips,)
-        env[body.args[0]] = np.arange(lb, ub, step, dtype=np.int64).reshape((1,) * len(shape) + (trips,))
+        env[body.args[0]] = _Affine(lb, (0,) * len(shape) + (step,), (1,) * len(shape) + (trips,))
         finals = []
         yld = body.last_op
         for k, (barg, init) in enumerate(zip(body.args[1:], op.iter_args)):
             um = _count_chain(barg, yld, k)
-            c0 = np.asarray(_at(env[init], len(shape), 0), np.int64)
+            c0 = np.asarray(_at(_value(env[init]), len(shape), 0), np.int64)
             if um is None or (c0 < 0).any() or (c0 >= 1 << 31).any():
                 raise NoBatch
             lanes = um.res[0].type.nlanes
@@ -120,7 +210,7 @@ class _Batch:
         n = int(np.prod(shape))
         log = []
         for op in body.ops:
-            self.shape = shape
+            self.shape, self.chain = shape, chain
             log.append((LOG_OP, op))
             if isinstance(op, scf.YieldOp):
                 return log
@@ -143,6 +233,12 @@ class _Batch:
 
     def arith(self, op, env: dict, depth: int) -> None:
         vals = [env[o] for o in op.operands]
+        if any(isinstance(v, _Affine) for v in vals):
+            got = _affine_arith(op, vals)
+            if got is not None:
+                env[op.results[0]] = got
+                return
+            vals = [_value(v) for v in vals]
         if not any(isinstance(v, np.ndarray) for v in vals):
             from .vf_executor import VfFault, run_arith
 
@@ -177,13 +273,26 @@ class _Batch:
 
     # ---- memory -----------------------------------------------------------------------------
     def addr(self, op, env: dict, depth: int):
+        """(tile, byte address per trip, element bytes): an _Affine when the offset is one (or
+        a number) and the VF does not run for a batched scalar loop, else an array."""
         tile = env[op.tile]
         e = op.tile_type.elem_bytes
-        off = op.static_offset + (_at(env[op.dyn_offset], depth, 0) if op.dyn_offset is not None else 0)
+        dyn = env[op.dyn_offset] if op.dyn_offset is not None else 0
+        if not self.r.outer and not isinstance(dyn, np.ndarray):
+            if not isinstance(dyn, _Affine):
+                dyn = _Affine(int(dyn), (), ())
+            return tile, dyn.at(depth).scaled(e, tile.addr + op.static_offset * e), e
+        off = op.static_offset + _at(_value(dyn), depth, 0)
         return tile, np.asarray(tile.addr + np.asarray(off, np.int64) * e), e
 
-    def span(self, addr: np.ndarray, nbytes: int, align: int) -> None:
-        if (addr % align).any() or addr.min() < 0 or addr.max() + nbytes > self.r.ub.size:
+    def span(self, addr, nbytes: int, align: int) -> None:
+        if isinstance(addr, _Affine):
+            lo, hi = addr.bounds()
+            bad = lo % align or any(k % align for k, _ in addr.axes())
+        else:
+            lo, hi = addr.min(), addr.max()
+            bad = (addr % align).any()
+        if bad or lo < 0 or hi + nbytes > self.r.ub.size:
             raise NoBatch  # the per-trip run reports the fault where it happens
 
     def load(self, op, env: dict, depth: int) -> None:
@@ -212,17 +321,17 @@ class _Batch:
                 def read(ub):
                     return ubs[_trips(ubs, idx), idx - lo]
         else:
-            view = _strided(addr, n)
+            view = addr.view(n) if isinstance(addr, _Affine) else _strided(addr, n)
             if view is not None:
                 def read(ub):
                     return np.ndarray(view[0], np.uint8, ub, view[1], view[2]).copy()
             else:
-                idx = _bytes(addr, n)
+                idx = _bytes(_value(addr), n)
 
                 def read(ub):
                     return ub[idx]
-            self.r.reads.add_starts(addr, n)
-            self.event(False, addr, n, op)
+            self.touch(self.r.reads, addr, n)
+            self.event(False, addr, n)
         key = op.res[0]
         if n < REG:  # the n bytes repeated over the register, copied in units of up to 8 bytes
             unit = np.dtype(f"<u{8 if n % 8 == 0 else n}")
@@ -270,9 +379,12 @@ class _Batch:
                     ubs[sel] = np.broadcast_to(data(regs), shape)[keep]
             self.r.emit(step)
             return
-        view = _strided(addr, n) if shape == addr.shape + (n,) and keep.all() else None
+        view = None
+        if shape == addr.shape + (n,) and keep.all():
+            view = addr.view(n) if isinstance(addr, _Affine) else _strided(addr, n)
         if view is not None:  # every byte of every span: one strided assignment
-            lo, hi = int(addr.min()), int(addr.max()) + n
+            lo, hi = addr.bounds() if isinstance(addr, _Affine) else (int(addr.min()), int(addr.max()))
+            hi += n
             if lo < tile.addr or hi > tile.addr + tile.nbytes:
                 raise NoBatch  # outside its tile buffer: a bounds finding of the per-trip run
             self.undo.append((slice(lo, hi), self.r.ub[lo:hi].copy()))
@@ -280,9 +392,10 @@ class _Batch:
             def step(ub, regs):
                 np.ndarray(view[0], np.uint8, ub, view[1], view[2])[...] = data(regs)
             self.r.emit(step)
-            self.r.writes.add_starts(addr, n)
-            self.event(True, addr, n, op)
+            self.touch(self.r.writes, addr, n)
+            self.event(True, addr, n)
             return
+        addr = _value(addr)
         idx, keep = (np.broadcast_to(x, shape) for x in (_bytes(addr, n), keep))
         sel = idx[keep]
         if sel.size:
@@ -294,34 +407,44 @@ class _Batch:
                 ub[sel] = np.broadcast_to(data(regs), shape)[keep]
             self.r.emit(step)
             self.r.writes.add_bytes(sel)
-        self.event(True, addr, n, op)
+        self.event(True, addr, n)
 
-    def event(self, store: bool, addr: np.ndarray, nbytes: int, op) -> None:
-        chain = []
-        p = op.parent_op()
-        while isinstance(p, scf.ForOp):
-            chain.append(p)
-            p = p.parent_op()
-        self.events.append((store, np.broadcast_to(addr, self.shape), nbytes, tuple(reversed(chain))))
+    @staticmethod
+    def touch(touched, addr, n: int) -> None:
+        """Note the spans ``[addr, addr + n)`` in ``touched`` (runtime/vf_executor.py Touched)."""
+        run = addr.run(n) if isinstance(addr, _Affine) else None
+        if run is not None:
+            touched.add(*run)
+        else:
+            touched.add_starts(_value(addr), n)
+
+    def event(self, store: bool, addr, nbytes: int) -> None:
+        addr = addr.broadcast(self.shape) if isinstance(addr, _Affine) else np.broadcast_to(addr, self.shape)
+        self.events.append((store, addr, nbytes, self.chain))
 
     def check_trips(self) -> None:
         """No byte stored in one trip is touched by another trip (module docstring); each op's
         bytes in a trip are taken as its whole span (masked-off lanes too: at worst the loop
         runs trip by trip)."""
         ev = self.events
+        spans = [addr.bounds() if isinstance(addr, _Affine) else (addr.min(), addr.max()) for _, addr, _, _ in ev]
         for i, (st, addr, n, chain) in enumerate(ev):
             if not st:
                 continue
             for j, (st2, addr2, n2, chain2) in enumerate(ev):
                 if j < i and st2:
                     continue  # that pair was checked from the other side
+                if spans[j][0] >= spans[i][1] + n or spans[i][0] >= spans[j][1] + n2:
+                    continue  # no byte in common
+                if isinstance(addr, _Affine) and addr.disjoint_trips(n) and (j == i or (
+                        chain2 == chain and n2 == n and isinstance(addr2, _Affine) and
+                        (addr2.base, addr2.coefs, addr2.shape) == (addr.base, addr.coefs, addr.shape))):
+                    continue  # trips store apart, and the other op touches its own trip's bytes only
                 m = 0
                 while m < min(len(chain), len(chain2)) and chain[m] is chain2[m]:
                     m += 1
-                a1, t1 = _spans(addr, m)
-                a2, t2 = (a1, t1) if j == i else _spans(addr2, m)
-                if a2.min() >= a1.max() + n or a1.min() >= a2.max() + n2:
-                    continue
+                a1, t1 = _spans(_value(addr), m)
+                a2, t2 = (a1, t1) if j == i else _spans(_value(addr2), m)
                 o = np.argsort(a1, kind="stable")
                 s1, id1 = a1[o], t1[o]
                 if j == i:
@@ -339,6 +462,34 @@ class _Batch:
                     if (id1[k[live]] != t2[live]).any():
                         raise NoBatch
                     k = k + 1
+
+
+def _affine_arith(op, vals: list):
+    """``op`` on operands of which one at least is an _Affine, as an _Affine (None: the array
+    path computes it): ``addi``/``subi``, ``muli`` by a number and the casts
+    :meth:`_Batch.arith` batches, when the result fits its integer type (so nothing wraps)."""
+    if any(isinstance(v, np.ndarray) for v in vals):
+        return None
+    name = op.name.split(".", 1)[1]
+    a, b = (vals + [None])[:2]
+    if name == "addi":
+        v = a.combine(b, 1) if isinstance(a, _Affine) else b.combine(a, 1)
+    elif name == "subi":
+        v = a.combine(b, -1) if isinstance(a, _Affine) else b.scaled(-1, int(a))
+    elif name == "muli" and not (isinstance(a, _Affine) and isinstance(b, _Affine)):
+        v = a.scaled(int(b)) if isinstance(a, _Affine) else b.scaled(int(a))
+    elif name in ("index_cast", "extsi", "trunci"):
+        v = a
+    else:
+        return None
+    t = op.results[0].type
+    if isinstance(t, IndexType):
+        return v
+    if not isinstance(t, IntegerType) or t.width.data == 1 or t.signedness.data.name != "SIGNLESS":
+        return None
+    w = t.width.data
+    lo, hi = v.bounds()
+    return v if -(1 << (w - 1)) <= lo and hi < 1 << (w - 1) else None
 
 
 def _bytes(addr: np.ndarray, n: int) -> np.ndarray:
@@ -443,9 +594,9 @@ def _emit(b, op, env, depth, compute, act) -> None:
 
 
 def _scalar(v):
-    if isinstance(v, np.ndarray) and v.ndim:
+    if isinstance(v, (np.ndarray, _Affine)) and v.shape:
         raise NoBatch  # a per-trip scalar operand
-    return v
+    return v.base if isinstance(v, _Affine) else v
 
 
 def _h_binary(b, op, env, depth):
@@ -540,7 +691,7 @@ def _h_create_mask(b, op, env, depth):
 
 
 def _h_update_mask(b, op, env, depth):
-    count = env[op.count_in]
+    count = _value(env[op.count_in])
     nl = op.res[0].type.nlanes
     u = np.asarray(count, np.int64) & 0xFFFFFFFF
     env[op.res[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]

@@ -114,7 +114,7 @@ from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pto_compiler.diagnostics import PtocError, op_error
@@ -325,6 +325,19 @@ class Touched:
 
     def footprint(self, within: Sequence[tuple[int, int]] | None = None) -> Footprint:
         """The bytes touched (only those inside one of the ``within`` spans, if given)."""
+        if not self.runs:  # byte ranges only (the usual VF): one merged range, found in Python
+            spans = sorted((max(lo, a), min(hi, b)) for lo, hi in self.spans
+                           for a, b in (((lo, hi),) if within is None else within))
+            spans = [(a, b) for a, b in spans if b > a]
+            if not spans:
+                return Footprint((), ())
+            lo, hi = spans[0]
+            for a, b in spans[1:]:
+                if a > hi:
+                    break  # a gap: several ranges, merged below
+                hi = max(hi, b)
+            else:
+                return Footprint.span(lo, hi)
         los = [s for s, _ in self.runs]
         his = [s + n for s, n in self.runs]
         if self.spans:
@@ -556,11 +569,21 @@ def run_arith(op: Operation, env: dict) -> None:
     """A scalar ``arith`` op with the golden model's semantics (decoded once per op)."""
     run = getattr(op, "_vfa", None)
     if run is None:
-        run = op._vfa = golden.decode_arith(op) or (lambda env: env.update(zip(op.results, golden._eval_arith(op, env))))
+        run = op._vfa = _index_constant(op) or golden.decode_arith(op) or (
+            lambda env: env.update(zip(op.results, golden._eval_arith(op, env))))
     try:
         run(env)
     except (NotImplementedError, ZeroDivisionError) as e:
         raise _fault("invalid", op, str(e) or "has no semantics in ptoc") from None
+
+
+def _index_constant(op: Operation):
+    """An ``index`` constant as a closure of ``env`` (its value is the attribute's: no width to
+    wrap to), else None; the most common op of a VF's decode, cheaper than the general one."""
+    if type(op) is arith.ConstantOp and isinstance(op.result.type, IndexType):
+        v, r = op.value.value.data, op.result
+        return lambda env: env.__setitem__(r, v)
+    return None
 
 
 # ---- handlers ----------------------------------------------------------------------------------
