@@ -349,8 +349,24 @@ class _VfTimer:
             self.trip(op)
             self._run(body)
             if snaps is not None:
+                self._forget()
                 snaps.append(self._clocks(values))
         self.exit(op)
+
+    def _forget(self) -> None:
+        """Once a unit holds more than ``window`` busy intervals (a unit that is the bottleneck
+        runs ever further ahead of the front, so they pile up and no two trips look alike), drop
+        those no later instruction can meet: each issues no earlier than the front, nor than the
+        instruction ``window`` places before it, so no earlier than the oldest of the last
+        ``window`` issues, and an interval ending by then is passed over."""
+        issued, w = self.issued, self.window
+        if len(issued) < w or all(len(ends) <= w for _, ends in self.busy.values()):
+            return
+        horizon = max(self.front, min(issued[-w:]))
+        for starts, ends in self.busy.values():
+            i = bisect_right(ends, horizon)
+            if i:
+                del starts[:i], ends[:i]
 
     @staticmethod
     def _values(op, per_trip: list) -> list:

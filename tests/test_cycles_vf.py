@@ -108,6 +108,29 @@ def _log(res):
     return e.vf_log
 
 
+def test_a_unit_bound_loop_extrapolates_as_every_trip_scheduled():
+    """softmax's row max and row sum loops are EX-bound: EX runs ever further ahead of the front,
+    so its busy intervals pile up until those no instruction can meet are dropped; then the
+    trips repeat and the rest are extrapolated.  The counters equal those of every trip
+    scheduled one by one (the written-out stream is never extrapolated)."""
+    from pathlib import Path
+
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.vf_executor import expand_log
+
+    text = (Path(__file__).resolve().parents[1] / "examples" / "softmax.pto").read_text()
+    module = api.parse(text, "softmax.pto")
+    prog = pipeline.compile_module(module, TARGETS["ascend950"])
+    res = pipeline.run_program(prog, pipeline.gm_inputs(golden.make_inputs(module, 0)))
+    logs = [t.vf_log for t in res.exec_result.trace if t.opcode == "vf_call"]
+    assert len(logs) == 5
+    for log in logs:
+        got, want = cycles.vf_timing(log), cycles.vf_timing(expand_log(log))
+        assert got.keys() == want.keys()
+        for k in want:
+            assert got[k] == pytest.approx(want[k], rel=1e-12, abs=1e-9), k
+
+
 def test_stats_json_and_trace():
     res = _stats(_CHAIN, blocks=2)
     d = res.stats.to_dict()
