@@ -250,7 +250,7 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _FREE, _NESTED = range(4)
+_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP = range(7)
 _VF_FREE = frozenset({"vf.bitcast"})
 """VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
 type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
@@ -285,6 +285,16 @@ class _Decoded:
             self.su_events = (innermost or top) + scalars
 
 
+def _entered(d: _Decoded, P: dict) -> tuple:
+    """A loop entered: the counters it adds, its front-end bubble, the values its trips carry."""
+    return _ENTER, d.key, d.ins, P["rveclp"], P["rvecsu"] * d.su_events, P["loop_entry"]
+
+
+def _tripped(d: _Decoded) -> tuple:
+    """A trip started: its induction variable and the values carried into it."""
+    return _TRIP, d.key, d.args[0], d.args[1:]
+
+
 def _decoded(op) -> _Decoded:
     d = getattr(op, "_vft", None)
     if d is None:
@@ -304,54 +314,31 @@ class _VfTimer:
         self.pend: dict = {}
         self.front = self.end = 0.0
         self.c = dict.fromkeys(VF_COUNTERS, 0.0)
-        from ..runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_LOOP, LOG_TRIP
-
-        self.handle = {LOG_ENTER: self.enter, LOG_TRIP: self.trip, LOG_EXIT: self.exit, LOG_LOOP: lambda x: self.loop(*x)}
-        """What each kind of stream entry (runtime/vf_executor.py LOG_*) but an op runs."""
-        self.loop_values: dict = {}
-        """id of a loop's per-trip stream -> the values whose ready times :meth:`_clocks` reads."""
+        self.loops: dict = {}
+        """id of a loop's per-trip stream -> the values whose ready times :meth:`_clocks` reads,
+        and the stream compiled with a trip's start in front."""
 
     def stream(self, log) -> None:
         self._run(self._compile(log))
 
-    def enter(self, op) -> None:
-        P, c = self.P, self.c
-        d = _decoded(op)
-        c["rveclp"] += P["rveclp"]
-        c["rvecsu"] += P["rvecsu"] * d.su_events
-        self.front += P["loop_entry"]
-        self.pend[d.key] = [self.ready.get(v, 0.0) for v in d.ins]
-
-    def trip(self, op) -> None:
-        d = _decoded(op)
-        ready = self.ready
-        ready[d.args[0]] = self.front
-        for a, t in zip(d.args[1:], self.pend[d.key]):
-            ready[a] = t
-
-    def exit(self, op) -> None:
-        d = _decoded(op)
-        for r, t in zip(d.outs, self.pend.pop(d.key)):
-            self.ready[r] = t
-
     def loop(self, op, per_trip: list, trips: int) -> None:
-        """A hardware loop whose every trip ran ``per_trip``."""
-        self.enter(op)
-        got = self.loop_values.get(id(per_trip))
+        """A hardware loop whose every trip ran ``per_trip`` (more trips than ever need
+        scheduling: the rest may be extrapolated)."""
+        d = _decoded(op)
+        self._run((_entered(d, self.P),))
+        got = self.loops.get(id(per_trip))
         if got is None:
-            got = self.loop_values[id(per_trip)] = (self._values(op, per_trip), self._compile(per_trip))
+            got = self.loops[id(per_trip)] = (self._values(op, per_trip), [_tripped(d), *self._compile(per_trip)])
         values, body = got
-        snaps = [self._clocks(values)] if trips > STEADY_TRIPS + 1 else None
+        snaps = [self._clocks(values)]
         for k in range(trips):
-            if snaps is not None and len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
+            if len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
                 self._extrapolate(values, snaps[-2], snaps[-1], trips - k)
                 break
-            self.trip(op)
             self._run(body)
-            if snaps is not None:
-                self._forget()
-                snaps.append(self._clocks(values))
-        self.exit(op)
+            self._forget()
+            snaps.append(self._clocks(values))
+        self._run(((_EXIT, d.key, d.outs),))
 
     def _forget(self) -> None:
         """Once a unit holds more than ``window`` busy intervals (a unit that is the bottleneck
@@ -376,31 +363,43 @@ class _VfTimer:
         values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
         return values + [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
 
-    def _compile(self, per_trip: list) -> list:
+    def _compile(self, stream: list) -> list:
         """A stream as :meth:`_run` runs it: per op what its timing reads (operand and result
-        ids, unit, occupancy, latency, counter), looked up once (a loop's trips run it many times)."""
-        from ..runtime.vf_executor import LOG_OP
+        ids, unit, occupancy, latency, counter), looked up once (a loop's trips run it many
+        times); a loop of at most STEADY_TRIPS + 1 trips (never extrapolated) written out."""
+        from ..runtime.vf_executor import LOG_ENTER, LOG_LOOP, LOG_OP, LOG_TRIP
 
         P, body = self.P, []
-        for kind, x in per_trip:
-            if kind != LOG_OP:
-                body.append((_NESTED, kind, x))
-                continue
-            d = _decoded(x)
-            if d.kind == _VF:
-                body.append((_VF, d.ins, d.outs, d.unit, P[d.occ] if d.occ else 1.0, P[d.lat], d.counter, d.cycles))
-            elif d.kind == _YIELD:
-                body.append((_YIELD, d.loop, d.ins))
+        for kind, x in stream:
+            if kind == LOG_OP:
+                d = _decoded(x)
+                if d.kind == _VF:
+                    body.append((_VF, d.ins, d.outs, d.unit, P[d.occ] if d.occ else 1.0, P[d.lat], d.counter,
+                                 d.cycles))
+                elif d.kind == _YIELD:
+                    body.append((_YIELD, d.loop, d.ins))
+                else:
+                    body.append((_FREE, d.ins, d.outs))
+            elif kind == LOG_LOOP:
+                op, per_trip, trips = x
+                if trips > STEADY_TRIPS + 1:
+                    body.append((_LOOP, op, per_trip, trips))
+                else:
+                    d = _decoded(op)
+                    body += [_entered(d, P), *[_tripped(d), *self._compile(per_trip)] * trips, (_EXIT, d.key, d.outs)]
             else:
-                body.append((_FREE, d.ins, d.outs))
+                d = _decoded(x)
+                body.append(_entered(d, P) if kind == LOG_ENTER else _tripped(d) if kind == LOG_TRIP
+                            else (_EXIT, d.key, d.outs))
         return body
 
-    def _run(self, body: list) -> None:
+    def _run(self, body) -> None:
         """Time a compiled stream (:meth:`_compile`).  A VF op issues in the first free slot of its
         unit (:func:`vf_timing`); arith (address and count arithmetic) and reinterpretations are
-        ready with their operands; a yield hands its values to the loop's next trip.  The clocks
-        live in local variables between nested loops (this is the hot loop of the model)."""
-        ready, busy, c, window, step = self.ready, self.busy, self.c, self.window, self.step
+        ready with their operands; a yield hands its values to the loop's next trip; a loop
+        entered costs ``loop_entry`` front-end cycles and a trip starts at the front.  The clocks
+        live in local variables between extrapolated loops (this is the hot loop of the model)."""
+        ready, busy, c, pend, window, step = self.ready, self.busy, self.c, self.pend, self.window, self.step
         get = ready.get
         front, end, issued = self.front, self.end, self.issued
         for e in body:
@@ -417,7 +416,7 @@ class _VfTimer:
                     r = issued[-window]
                     if r > t:
                         t = r
-                starts, ends = busy[unit]  # _first_free, inline
+                starts, ends = busy[unit]  # the first free slot of the unit
                 i = bisect_right(ends, front)
                 if i:
                     del starts[:i], ends[:i]
@@ -444,11 +443,24 @@ class _VfTimer:
                 for r in e[2]:
                     ready[r] = t
             elif kind == _YIELD:
-                if e[1] in self.pend:
-                    self.pend[e[1]] = [get(v, 0.0) for v in e[2]]
-            else:  # a nested loop or trip marker: the general handlers, on the timer's own state
+                if e[1] in pend:
+                    pend[e[1]] = [get(v, 0.0) for v in e[2]]
+            elif kind == _TRIP:
+                ready[e[2]] = front
+                for a, t in zip(e[3], pend[e[1]]):
+                    ready[a] = t
+            elif kind == _ENTER:
+                _, key, ins, lp, su, entry = e
+                c["rveclp"] += lp
+                c["rvecsu"] += su
+                front += entry
+                pend[key] = [get(v, 0.0) for v in ins]
+            elif kind == _EXIT:
+                for r, t in zip(e[2], pend.pop(e[1])):
+                    ready[r] = t
+            else:  # a loop whose trips may be extrapolated
                 self.front, self.end = front, end
-                self.handle[e[1]](e[2])
+                self.loop(*e[1:])
                 front, end, issued = self.front, self.end, self.issued
         self.front, self.end = front, end
 

@@ -19,6 +19,8 @@ When a condition fails the stores are undone and the loop runs trip by trip.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IndexType, IntegerType
@@ -207,7 +209,7 @@ class _Batch:
     def block(self, body, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
         from .vf_executor import LOG_OP
 
-        n = int(np.prod(shape))
+        n = math.prod(shape)
         log = []
         for op in body.ops:
             self.shape, self.chain = shape, chain

@@ -114,7 +114,7 @@ from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pto_compiler.diagnostics import PtocError, op_error
@@ -569,7 +569,7 @@ def run_arith(op: Operation, env: dict) -> None:
     """A scalar ``arith`` op with the golden model's semantics (decoded once per op)."""
     run = getattr(op, "_vfa", None)
     if run is None:
-        run = op._vfa = _index_constant(op) or golden.decode_arith(op) or (
+        run = op._vfa = _int_constant(op) or golden.decode_arith(op) or (
             lambda env: env.update(zip(op.results, golden._eval_arith(op, env))))
     try:
         run(env)
@@ -577,12 +577,15 @@ def run_arith(op: Operation, env: dict) -> None:
         raise _fault("invalid", op, str(e) or "has no semantics in ptoc") from None
 
 
-def _index_constant(op: Operation):
-    """An ``index`` constant as a closure of ``env`` (its value is the attribute's: no width to
-    wrap to), else None; the most common op of a VF's decode, cheaper than the general one."""
-    if type(op) is arith.ConstantOp and isinstance(op.result.type, IndexType):
-        v, r = op.value.value.data, op.result
-        return lambda env: env.__setitem__(r, v)
+def _int_constant(op: Operation):
+    """An integer constant as a closure of ``env`` (its value wrapped to its type, as the golden
+    model's), else None: the most common op of a VF, decoded here without the general path."""
+    if type(op) is arith.ConstantOp:
+        attr = op.properties.get("value")
+        if isinstance(attr, IntegerAttr):
+            r = op.results[0]
+            v = golden._norm_int(attr.value.data, r.type)
+            return lambda env: env.__setitem__(r, v)
     return None
 
 
