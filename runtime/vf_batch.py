@@ -172,6 +172,15 @@ class _Batch:
         """The trips of the loops around the op running (one axis per loop)."""
         self.chain: tuple = ()
         """Those loops, outermost first."""
+        self.on: dict = {}
+        """id of a mask -> (the mask, is every lane of it on?)."""
+
+    def all_on(self, act) -> bool:
+        """Is every lane of the mask ``act`` on (looked up once per mask)?"""
+        got = self.on.get(id(act))
+        if got is None:
+            got = self.on[id(act)] = (act, bool(act.all()))
+        return got[1]
 
     # ---- structure -------------------------------------------------------------------------
     def loop(self, op: scf.ForOp, env: dict, shape: tuple, chain: tuple) -> list:
@@ -190,9 +199,11 @@ class _Batch:
         yld = body.last_op
         for k, (barg, init) in enumerate(zip(body.args[1:], op.iter_args)):
             um = _count_chain(barg, yld, k)
-            c0 = np.asarray(_at(_value(env[init]), len(shape), 0), np.int64)
-            if um is None or (c0 < 0).any() or (c0 >= 1 << 31).any():
+            c0 = _value(env[init])
+            lo, hi = (c0.min(), c0.max()) if isinstance(c0, np.ndarray) else (c0, c0)
+            if um is None or lo < 0 or hi >= 1 << 31:
                 raise NoBatch
+            c0 = np.asarray(_at(c0, len(shape), 0), np.int64)
             lanes = um.res[0].type.nlanes
             c0 = c0.reshape(c0.shape + (1,) * (len(shape) - c0.ndim))[..., None]
             env[barg] = np.maximum(c0 - np.arange(trips, dtype=np.int64) * lanes, 0)
@@ -358,8 +369,9 @@ class _Batch:
         else:
             raise NoBatch
         self.span(addr, n, align)
-        keep = np.repeat(act, n // act.shape[-1], axis=-1)
-        shape = np.broadcast_shapes(addr.shape + (n,), keep.shape, reg.shape)
+        every = self.all_on(act)
+        keep = act if every else np.repeat(act, n // act.shape[-1], axis=-1)  # (all on: only its shape counts)
+        shape = _bshape(addr.shape + (n,), act.shape[:-1] + (n,), reg.shape)
         value, lanes = op.value, slice(0, n)  # (ONEPT: lane 0's bytes)
 
         def data(regs):
@@ -369,11 +381,12 @@ class _Batch:
             ubs, lo = self.r.outer
             run = _run(idx, ubs, lo)
             if run is not None:  # one run of bytes, the same in every scalar-loop trip
-                where = True if keep.all() else keep
+                where = True if every else keep
 
                 def step(ub, regs):
                     np.copyto(ubs[:, run].reshape(shape), data(regs), where=where)
             else:
+                keep = np.repeat(act, n // act.shape[-1], axis=-1)
                 idx, keep = (np.broadcast_to(x, shape) for x in (idx, keep))
                 sel = (np.broadcast_to(_trips(ubs, idx), shape)[keep], idx[keep] - lo)
 
@@ -382,7 +395,7 @@ class _Batch:
             self.r.emit(step)
             return
         view = None
-        if shape == addr.shape + (n,) and keep.all():
+        if shape == addr.shape + (n,) and every:
             view = addr.view(n) if isinstance(addr, _Affine) else _strided(addr, n)
         if view is not None:  # every byte of every span: one strided assignment
             lo, hi = addr.bounds() if isinstance(addr, _Affine) else (int(addr.min()), int(addr.max()))
@@ -398,6 +411,7 @@ class _Batch:
             self.event(True, addr, n)
             return
         addr = _value(addr)
+        keep = np.repeat(act, n // act.shape[-1], axis=-1)
         idx, keep = (np.broadcast_to(x, shape) for x in (_bytes(addr, n), keep))
         sel = idx[keep]
         if sel.size:
@@ -561,9 +575,9 @@ def _to_reg(values: np.ndarray) -> np.ndarray:
     return v.view(np.uint8).reshape(v.shape[:-1] + (REG,))
 
 
-def _on(act, depth):
+def _on(b, act, depth):
     """The lanes a compute step replaces (ew.on_active): None when every lane is on."""
-    return None if act is None or act.all() else _at(act, depth, 1)
+    return None if act is None or b.all_on(act) else _at(act, depth, 1)
 
 
 def _emit(b, op, env, depth, compute, act) -> None:
@@ -572,14 +586,14 @@ def _emit(b, op, env, depth, compute, act) -> None:
     if act is None:
         def step(ub, regs):
             regs[key] = compute(regs)
-    elif act.all():  # every lane active (the usual case): nothing to merge
+    elif b.all_on(act):  # every lane active (the usual case): nothing to merge
         full, shape = _at(act, depth, 1).shape[:-1] + (REG,), None
 
         def step(ub, regs):
             nonlocal shape
             res = compute(regs)
             if shape is None:  # the same every run: the shapes are the loops'
-                shape = np.broadcast_shapes(res.shape, full)
+                shape = _bshape(res.shape, full)
             regs[key] = res if res.shape == shape else np.broadcast_to(res, shape)
     else:
         act = _at(act, depth, 1)
@@ -595,6 +609,15 @@ def _emit(b, op, env, depth, compute, act) -> None:
     b.r.emit(step)
 
 
+def _bshape(*shapes: tuple) -> tuple:
+    """np.broadcast_shapes of shapes that broadcast (the batch's: trip axes and lanes), in Python."""
+    n = max(len(x) for x in shapes)
+    out = []
+    for dims in zip(*((1,) * (n - len(x)) + tuple(x) for x in shapes)):
+        out.append(0 if 0 in dims else max(dims))
+    return tuple(out)
+
+
 def _scalar(v):
     if isinstance(v, (np.ndarray, _Affine)) and v.shape:
         raise NoBatch  # a per-trip scalar operand
@@ -606,7 +629,7 @@ def _h_binary(b, op, env, depth):
 
     dt, fn, (x, y) = _dtype_of(op), _FN[op.FN], op.sources
     act = env[op.mask_operand]
-    on = _on(act, depth)
+    on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(
         fn, on, _at(regs[x], depth, 1).view(dt), _at(regs[y], depth, 1).view(dt))), act)
 
@@ -617,7 +640,7 @@ def _h_scalar(b, op, env, depth):
     dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
     s = ew.scalar_to(_scalar(env[op.scalar]), dt)
     act = env[op.mask_operand]
-    on = _on(act, depth)
+    on = _on(b, act, depth)
 
     def compute(regs):
         xv = _at(regs[x], depth, 1).view(dt)
@@ -630,7 +653,7 @@ def _h_unary(b, op, env, depth):
 
     dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
     act = env[op.mask_operand]
-    on = _on(act, depth)
+    on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(fn, on, _at(regs[x], depth, 1).view(dt))), act)
 
 
@@ -663,7 +686,7 @@ def _h_reduce(b, op, env, depth):
 
     def step(ub, regs):
         x = _at(regs[src], depth, 1).view(dt)
-        shape = np.broadcast_shapes(x.shape, act.shape)
+        shape = _bshape(x.shape, act.shape)
         lead = shape[:-1]
         xg, ag = np.broadcast_to(x, shape).reshape(-1, s), np.broadcast_to(act, shape).reshape(-1, s)
         if kind == "sum":
