@@ -265,24 +265,35 @@ class _Decoded:
     def __init__(self, op):
         name = op.name
         self.key = id(op)
-        self.ins = tuple(id(v) for v in op.operands)
-        self.outs = tuple(id(r) for r in op.results)
-        self.kind = (_YIELD if name == "scf.yield" else _FREE if name in _VF_FREE
-                     else _VF if name.startswith("vf.") else _FREE)
-        self.unit = _VF_UNIT.get(name, "EX")
-        self.occ = _VF_OCC.get(name)
-        self.lat = _VF_LAT.get(name, "lat_other")
-        self.counter = "rvec" + {"MSK": "ex"}.get(self.unit, self.unit.lower())
-        self.cycles = VF_EVENT_CYCLES.get(name, 1)
+        self.ins = tuple(map(id, op.operands))
+        self.outs = tuple(map(id, op.results))
+        self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
         self.loop = id(op.parent_op()) if self.kind == _YIELD else None
         if name == "scf.for":
             body = op.body.blocks[0]
-            self.ins = tuple(id(v) for v in op.iter_args)
-            self.args = tuple(id(a) for a in body.args)
+            carried = op.operands[3:]  # (lb, ub, step, iter_args...)
+            self.ins = tuple(map(id, carried))
+            self.args = tuple(map(id, body.args))
             innermost = not any(o.name == "scf.for" for o in body.ops)
             top = op.parent_op() is not None and op.parent_op().name == "vf.func"
-            scalars = sum(1 for v in op.iter_args if not v.type.name.startswith("vf."))
+            scalars = sum(1 for v in carried if not v.type.name.startswith("vf."))
             self.su_events = (innermost or top) + scalars
+
+
+_BY_NAME: dict = {}
+"""Op name -> :func:`_by_name` (the tables above, read once per name)."""
+
+
+def _by_name(name: str) -> tuple:
+    """(kind, unit, occupancy parameter, latency parameter, counter, event cycles) of an op name."""
+    got = _BY_NAME.get(name)
+    if got is None:
+        kind = (_YIELD if name == "scf.yield" else _FREE if name in _VF_FREE
+                else _VF if name.startswith("vf.") else _FREE)
+        unit = _VF_UNIT.get(name, "EX")
+        got = _BY_NAME[name] = (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
+                             "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1))
+    return got
 
 
 def _entered(d: _Decoded, P: dict) -> tuple:
