@@ -2,8 +2,10 @@
 
 A top-level ``scf.for`` of a ``vf.func`` (and the loops nested in it) runs each op once over
 every trip: a value defined in a loop carries the loop's trips as leading axes (a register
-``(..., 256)`` bytes, a mask ``(..., lanes)``, an index ``(...)``), loop-invariant values
-broadcast.  This is the per-trip interpretation exactly when the trips do not feed each other:
+``(..., 256)`` bytes, a mask ``(..., lanes)``, an index ``(...)``; an index that is affine in
+the trips is kept as its coefficients, :class:`_Affine`, so address checks, strided views and
+footprints are closed forms), loop-invariant values broadcast.  This is the per-trip
+interpretation exactly when the trips do not feed each other:
 
 * the only value a loop carries is an ``update_mask`` count (its trips' counts are
   ``max(count - t * lanes, 0)``, vector_isa.md §2.2); nothing else is carried, and the index
