@@ -713,3 +713,42 @@ def test_planned_ub_addr_is_honoured():
     r = vx.run_vf_kernel_result(m, {"a": np.arange(64, 0, -1, dtype=np.float32)})
     assert r.ub[0x2000:0x2004].view(np.float32)[0] == 1.0  # the result tile sits at 0x2000
     assert r.outputs["out"].reshape(-1)[0] == 1.0
+
+
+_RELAUNCH = """
+module {
+  func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c32 = arith.constant 32 : index
+    %xv = pto.make_tensor_view %x, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %zv = pto.make_tensor_view %z, shape = [%c32, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<32x32xf32>
+    %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c32, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<32x32xf32>
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 32x32xf32>
+    pto.tload ins(%xp : !pto.partition_tensor_view<32x32xf32>) outs(%a : !pto.tile_buf<vec, 32x32xf32>)
+    scf.for %i = %c0 to %c3 step %c1 {
+      pto.tadd ins(%a, %a : !pto.tile_buf<vec, 32x32xf32>, !pto.tile_buf<vec, 32x32xf32>) outs(%a : !pto.tile_buf<vec, 32x32xf32>)
+    }
+    pto.tstore ins(%a : !pto.tile_buf<vec, 32x32xf32>) outs(%zp : !pto.partition_tensor_view<32x32xf32>)
+    return
+  }
+}
+"""
+
+
+def test_a_relaunch_with_the_same_arguments_runs_on_the_new_data(monkeypatch):
+    """The same VF launched three times on the same tile (a = a + a): decoded at its first launch,
+    the later ones run its kept data steps on what the UB holds then, so z = 8x."""
+    from pto_compiler import pipeline
+
+    decodes = []
+    call = vx.VfRunner.call
+    monkeypatch.setattr(vx.VfRunner, "call", lambda self, *a: decodes.append(1) or call(self, *a))
+    prog = pipeline.compile_module(api.parse(_RELAUNCH, "relaunch.pto"), ASCEND950)
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32) / 7
+    res = pipeline.run_program(prog, {"x": x, "z": np.zeros((32, 32), np.float32)})
+    assert not res.findings
+    assert np.array_equal(res.outputs["z"], x * np.float32(8))
+    assert res.stats.vf["vf_count"] == 3 and len(decodes) == 1
