@@ -199,12 +199,23 @@ def pb_pushes(fn, pb_regs: float) -> int:
         return 1
     strides: set = set()
     memo: dict = {}
-    for op in fn.walk():
+    for op in _nested_ops(fn, []):
         off = getattr(op, "dyn_offset", None) if op.name.startswith("vf.") else None
         if off is not None:
             strides.update(c for c in _linear(off, memo).values() if c[0])
     regs = sum(1 for a in fn.args if not _offset_only(a)) + len(strides)
     return max(1, math.ceil(regs / pb_regs))
+
+
+def _nested_ops(op, out: list) -> list:
+    """The ops inside ``op``'s regions, at every depth (xDSL's walk, without its generators)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.ops:
+                out.append(o)
+                if o.regions:
+                    _nested_ops(o, out)
+    return out
 
 
 def _offset_only(v) -> bool:
@@ -216,36 +227,42 @@ def _offset_only(v) -> bool:
 
 
 def _linear(v, memo: dict) -> dict:
-    """{loop induction variable: coefficient} of an index expression (+, * of constants, loop
-    variables and parameters); a coefficient is (integer factor, ids of the symbolic factors)."""
-    if v in memo:
-        return memo[v]
+    """{id of a loop induction variable: coefficient} of an index expression (+, * of constants,
+    loop variables and parameters); a coefficient is (integer factor, ids of the symbolic factors)."""
+    got = memo.get(id(v))
+    if got is not None:
+        return got
     op = v.owner
+    name = getattr(op, "name", None)
     out: dict = {}
-    if not hasattr(op, "name"):  # a block argument: a loop's induction variable
+    if name is None:  # a block argument: a loop's induction variable
         parent = op.parent_op()
         if parent is not None and parent.name == "scf.for" and v.index == 0:
-            out = {v: (1, ())}
-    elif op.name == "arith.addi":
-        out = dict(_linear(op.lhs, memo))
-        for k, c in _linear(op.rhs, memo).items():
+            out = {id(v): (1, ())}
+    elif name == "arith.addi":
+        lhs, rhs = op.operands
+        out = dict(_linear(lhs, memo))
+        for k, c in _linear(rhs, memo).items():
             out[k] = (out[k][0] + c[0], c[1]) if k in out and out[k][1] == c[1] else c
-    elif op.name == "arith.muli":
-        a, b = _linear(op.lhs, memo), _linear(op.rhs, memo)
-        lin, other = (a, op.rhs) if a else (b, op.lhs)
+    elif name == "arith.muli":
+        lhs, rhs = op.operands
+        a, b = _linear(lhs, memo), _linear(rhs, memo)
+        lin, other = (a, rhs) if a else (b, lhs)
         f, syms = _factor(other)
         out = {k: (c[0] * f, tuple(sorted(c[1] + syms))) for k, c in lin.items()}
-    memo[v] = out
+    memo[id(v)] = out
     return out
 
 
 def _factor(v) -> tuple:
     """A loop-invariant index value as a coefficient factor: its constant, else itself."""
     op = v.owner
-    if getattr(op, "name", None) == "arith.constant":
-        return op.value.value.data, ()
-    if getattr(op, "name", None) == "arith.muli":
-        a, b = _factor(op.lhs), _factor(op.rhs)
+    name = getattr(op, "name", None)
+    if name == "arith.constant":
+        return op.properties["value"].value.data, ()
+    if name == "arith.muli":
+        lhs, rhs = op.operands
+        a, b = _factor(lhs), _factor(rhs)
         return a[0] * b[0], tuple(sorted(a[1] + b[1]))
     return 1, (id(v),)
 
