@@ -539,3 +539,40 @@ def test_random_mutations_give_only_ptocerror_or_success() -> None:
             diag = exc.diagnostics[0]
             assert diag.line >= 1 and diag.column >= 1 and diag.filename == "mutant.pto"
     assert outcomes["ok"] > 0 and outcomes["error"] > 0
+
+
+def test_saved_lexer_patterns_lex_as_re_does(tmp_path):
+    """The lexers build their patterns from a file of compiled programs (``syntax._SavedPatterns``):
+    each is the pattern ``re.compile`` makes, the trees are those of lexers compiling with ``re``,
+    and a damaged file changes nothing."""
+    import marshal
+
+    contextual = syntax.get_parser().parser.lexer.lexer
+    lexers = list({id(lx): lx for lx in (*contextual.lexers.values(), contextual.root_lexer)}.values())
+    text = (Path(__file__).resolve().parents[1] / "examples" / "softmax.pto").read_text()
+
+    def parse_with(re_module):
+        kept = [(lx, lx.re, lx._scanner) for lx in lexers]
+        try:
+            for lx in lexers:
+                lx.re, lx._scanner = re_module, None  # (the scanner is built again, with re_module)
+            return parse_tree(text, "softmax.pto")
+        finally:
+            for lx, r, scanner in kept:
+                lx.re, lx._scanner = r, scanner
+
+    want = parse_with(re)
+    path = tmp_path / "patterns"
+    first = syntax._SavedPatterns(str(path))
+    assert parse_with(first) == want and first.new
+    first.save()
+    second = syntax._SavedPatterns(str(path))
+    assert second.saved == first.saved and len(second.saved) > 10
+    for pattern, flags in second.saved:
+        got, ref = second.compile(pattern, flags), re.compile(pattern, flags)
+        assert (got.pattern, got.flags, got.groups, got.groupindex) == (ref.pattern, ref.flags, ref.groups,
+                                                                         ref.groupindex)
+    assert parse_with(second) == want and not second.new
+    for damaged in (b"garbage", marshal.dumps({key: (0, b"\0\0\0\0", 0, {}, ()) for key in second.saved})):
+        path.write_bytes(damaged)
+        assert parse_with(syntax._SavedPatterns(str(path))) == want
