@@ -338,17 +338,23 @@ class VfFuseLaunchesPass(ModulePass):
     name = "vf-fuse-launches"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuser = _Fuser(op)
         kernel_loops = [o for o in vf.kernel_walk(op) if isinstance(o, scf.ForOp)]
+        if not kernel_loops and all(next_after(o, _is_launch)[0] is None for o in vf.kernel_walk(op) if _is_launch(o)):
+            return  # no launch loop and no two launches next to each other (the fused pto-lower-vf's output)
+        fuser = _Fuser(op)
         for loop in reversed(kernel_loops):  # inner loops first: a nest of launches folds level by level
             fuser.inline_row_loop(loop)
-        fuser.run([o for o in vf.kernel_walk(op) if isinstance(o, vf.VfCallOp)])
+        fuser.run([o for o in vf.kernel_walk(op) if _is_launch(o)])
         if fuser.moved_reads:
             # a tile the S pipe read is now read by a launch on V: order its producer before that
             # launch too (pto-insert-sync keeps the syncs already there and adds what is missing)
             from pto_compiler.passes.insert_sync import InsertSyncPass
 
             InsertSyncPass("ascend950").apply(ctx, op)
+
+
+def _is_launch(op: Operation) -> bool:
+    return isinstance(op, vf.VfCallOp)
 
 
 def _broadcastable(get: Operation, call: vf.VfCallOp, fn: vf.VfFuncOp) -> bool:
@@ -587,7 +593,7 @@ class _Fuser:
         chain, gaps = [first], []
         a = None  # (a launch with no launch next to it: its VF is not analysed)
         while True:
-            second, between = next_after(chain[-1], lambda o: isinstance(o, vf.VfCallOp))
+            second, between = next_after(chain[-1], _is_launch)
             if second is None:
                 break
             if a is None:
