@@ -24,6 +24,8 @@ Assembly format (readable back by xDSL's parser)::
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -589,9 +591,43 @@ def _make_op(spec: OpSpec) -> type[A2A3Op]:
     return irdl_op_definition(type(ns["__qualname__"], (A2A3Op,), ns))
 
 
-OPS: dict[str, type[A2A3Op]] = {name: _make_op(spec) for name, spec in OPCODES.items()}
+class _Ops(Mapping):
+    """opcode -> op class, each made the first time it is asked for: a compile uses a few of the
+    ~100 (making them all is 15 ms of every run)."""
+
+    def __init__(self):
+        self._made: dict[str, type[A2A3Op]] = {}
+        self._lock = threading.Lock()  # (two threads must not make two classes of one opcode)
+
+    def __getitem__(self, opcode: str) -> type[A2A3Op]:
+        cls = self._made.get(opcode)
+        if cls is None:
+            with self._lock:
+                cls = self._made.get(opcode) or self._made.setdefault(opcode, _make_op(OPCODES[opcode]))
+        return cls
+
+    def __contains__(self, opcode) -> bool:
+        return opcode in OPCODES
+
+    def __iter__(self):
+        return iter(OPCODES)
+
+    def __len__(self) -> int:
+        return len(OPCODES)
+
+
+OPS: Mapping[str, type[A2A3Op]] = _Ops()
 """opcode -> op class."""
 
-globals().update({cls.__qualname__: cls for cls in OPS.values()})
+_OPCODE_OF_CLASS = {_class_name(opcode): opcode for opcode in OPCODES}
 
-A2A3 = Dialect("a2a3", list(OPS.values()), [])
+
+def __getattr__(name: str):
+    """The op classes by class name (``a2a3.VaddOp``) and the dialect (``A2A3``, every op), made when
+    first asked for (see :class:`_Ops`)."""
+    if name == "A2A3":
+        dialect = globals()["A2A3"] = Dialect("a2a3", list(OPS.values()), [])
+        return dialect
+    if name in _OPCODE_OF_CLASS:
+        return OPS[_OPCODE_OF_CLASS[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
