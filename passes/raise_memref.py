@@ -105,17 +105,41 @@ def _boxed_config(op: Operation) -> bool:
     return m is not None and int(m.group(1)) != 0
 
 
+def ptoas_gm_layout(t: MemRefType) -> str:
+    """The layout PTOAS's pto-infer-layout gives a static GM memref (lib/PTO/Transforms/
+    InferPTOLayout.cpp inferLayout5D): its shape and strides right-aligned to 5-D are NZ when
+    dims 2 and 3 are 16 rows of 32 bytes (``sh2 == 16``, ``sh2 * sh3 * sizeof(T) == 512``) with
+    unit stride in dim 4 and ``st3 == sh4``; otherwise ND (a rank-3 16x16x16 f16 memref is NZ)."""
+    shape, strides = _static_shape(t), _strides(t)
+    if shape is None or strides is None or len(shape) > 5:
+        return "nd"
+    sh, st = [1] * (5 - len(shape)) + shape, [1] * (5 - len(shape)) + strides
+    esize = pto.element_bytes(t.element_type)
+    nz = sh[2] == 16 and sh[2] * sh[3] * esize == 512 and st[4] == 1 and st[3] == sh[4]
+    return "nz" if nz else "nd"
+
+
 def _boxed_bind_error(op: Operation) -> str:
-    """Why a boxed vec tile bound by ``op`` cannot run: a move from or to a GM memref of rank < 5 is
-    ND on the GM side (PTOAS's pto-infer-layout gives NZ to rank-5 views only), and TLOAD/TSTORE
-    define no ND <-> NZ move for Vec tiles; an NZ <-> NZ move is not modelled."""
+    """Why a boxed (NZ) vec tile bound by ``op`` cannot run: TLOAD/TSTORE move a Vec tile ND->ND,
+    DN->DN or NZ->NZ only (pto-isa tload_common.hpp: "TLOAD(VecTile, GlobalTensor) only support
+    ND2ND/DN2DN/NZ2NZ!"), and an NZ GM view must be 16-row fractals whose rows are the tile's
+    valid rows (CheckNzFormat: validRow == shape2 * shape3); an NZ <-> NZ move ptoc does not model."""
     for move in sorted({u.operation for u in op.results[0].uses}, key=lambda o: location_of(o)[1:]):
         gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
-        if move.name in ("pto.tload", "pto.tstore") and gm and len(gm[0].shape) < 5:
-            return (f"binds a boxed vec tile (a fractal slayout in its config) that the {move.name} at line "
-                    f"{location_of(move)[1]} moves from or to a rank-{len(gm[0].shape)} GM memref, an ND tensor "
-                    "(PTOAS's pto-infer-layout makes only rank-5 views NZ): TLOAD/TSTORE move a Vec tile ND->ND, "
-                    "DN->DN or NZ->NZ only (pto_isa.md §4.8), so the move has no semantics")
+        if move.name not in ("pto.tload", "pto.tstore") or not gm:
+            continue
+        at = f"the {move.name} at line {location_of(move)[1]}"
+        shape = "x".join(map(str, gm[0].get_shape()))
+        if ptoas_gm_layout(gm[0]) == "nd":
+            return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} "
+                    "GM memref PTOAS's pto-infer-layout tags ND: TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or "
+                    "NZ->NZ only (pto-isa tload_common.hpp), so the move has no semantics")
+        sh = [1] * (5 - len(gm[0].get_shape())) + list(gm[0].get_shape())
+        return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} GM "
+                f"memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: right-aligned to 5-D "
+                f"{'x'.join(map(str, sh))}): pto-isa's NZ move needs the tile's valid rows to be shape2 x shape3 = "
+                f"{sh[2] * sh[3]} (tload_common.hpp CheckNzFormat), and ptoc does not model an NZ GM view; "
+                "no semantics")
     return ("binds a boxed vec tile (a fractal slayout in its config): its NZ->NZ tload/tstore is not modelled "
             "(ptoc's vector tload/tstore move ND rows or DN columns)")
 

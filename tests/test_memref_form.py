@@ -107,9 +107,26 @@ def test_a_boxed_bind_tile_is_located_with_its_reason(tmp_path, capsys):
     path.write_text(src)
     assert cli.main([str(path)]) == 1
     assert (f"{path}:4:8: error: 'pto.bind_tile' op binds a boxed vec tile (a fractal slayout in its config) that "
-            "the pto.tload at line 5 moves from or to a rank-3 GM memref, an ND tensor (PTOAS's pto-infer-layout "
-            "makes only rank-5 views NZ): TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or NZ->NZ only") \
-        in capsys.readouterr().err
+            "the pto.tload at line 5 moves from or to a 4x8x16 GM memref PTOAS's pto-infer-layout tags ND: "
+            "TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or NZ->NZ only") in capsys.readouterr().err
+    path.write_text(src.replace("4x8x16xf32", "16x16x16xf16"))
+    assert cli.main([str(path)]) == 1
+    assert ("the pto.tload at line 5 moves from or to a 16x16x16 GM memref PTOAS's pto-infer-layout tags NZ "
+            "(InferPTOLayout.cpp: right-aligned to 5-D 1x1x16x16x16): pto-isa's NZ move needs the tile's valid rows "
+            "to be shape2 x shape3 = 256") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape, dtype, layout", [
+    ([16, 16, 16], "f16", "nz"), ([2, 16, 8, 8], "f32", "nz"), ([256, 16], "f16", "nd"), ([32, 32], "f16", "nd"),
+    ([8, 16, 16], "f32", "nd"), ([16, 16, 8], "f16", "nz"), ([16, 8, 16], "f16", "nd")])
+def test_gm_memref_layout_is_ptoas_inferred_one(shape, dtype, layout):
+    """PTOAS's InferPTOLayout.cpp inferLayout5D on a contiguous static memref: right-aligned to 5-D, NZ
+    when dims 2 and 3 are 16 rows of 32 bytes (16 x 16 f16, 16 x 8 f32) over a contiguous last dim."""
+    from xdsl.dialects.builtin import MemRefType, f16, f32
+
+    from pto_compiler.passes.raise_memref import ptoas_gm_layout
+
+    assert ptoas_gm_layout(MemRefType({"f16": f16, "f32": f32}[dtype], shape)) == layout
 
 
 def test_async_comm_ops_are_located_as_having_no_semantics(tmp_path, capsys):
