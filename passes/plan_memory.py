@@ -60,7 +60,10 @@ alias), and a destination partially overlapping its own source, are located erro
 Located errors: an address that is not an ``arith.constant`` (e.g. a loop-dependent
 ``pto.tassign %t, %addr``: not supported by pto-plan-memory yet), two different addresses for
 one buffer, a misaligned address, a tile past the end of UB, a fixed tile overlapping another
-fixed tile live at the same time (both lines named), a fixed tile overlapping the scratch
+fixed tile live at the same time (both lines named; with ``manual=true``, PTOAS's level 3,
+which leaves the addresses to the kernel and checks none, a located warning: the later write
+replaces the other's bytes, and the golden model and the executor both compute with the bytes
+the hardware holds), a fixed tile overlapping the scratch
 while a Mode-1 op uses it, carried tiles that cannot share a buffer, more live bytes than UB
 holds (the peak, its line and the capacity named), an L1 (unbufferized) tile op, a tile value
 from an op the planner does not know, and with ``manual=true`` (``ptoc --manual``) a vec
@@ -77,7 +80,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from pto_compiler.diagnostics import location_of, op_error
+from pto_compiler.diagnostics import location_of, op_error, warn
 from pto_compiler.dialects import pto
 from pto_compiler.runtime.pipes import PIPE_OPS, internal_pipe_error, internal_pipe_init
 from pto_compiler.passes.int_range import IntRange, int_range
@@ -161,10 +164,12 @@ class _Node:
 
 
 class _Planner:
-    def __init__(self, fn: func.FuncOp, target: Target, manual: bool, space: Space):
+    def __init__(self, fn: func.FuncOp, target: Target, manual: bool, space: Space, warned: set | None = None):
         self.fn = fn
         self.target = target
         self.manual = manual
+        self.warned = set() if warned is None else warned
+        """Located warnings already given (manual placement), as (file, line, column, message)."""
         self.space = space
         self.scratch = (target.scratch_offset, target.scratch_bytes) if space.locs == ("vec",) else (0, 0)
         """The a2a3 TMP_UB_OFFSET scratch (offset, bytes): UB only."""
@@ -648,8 +653,11 @@ class _Planner:
                     continue  # the same bytes: one buffer under two names (an alias, as PyPTO writes a phi)
                 if lo < hi2 and lo2 < hi and self.relaxed[g] >> h & 1:
                     name2, line2 = self._group_name(h, roots)
-                    raise op_error(src, f"{name} (line {line}) at [{lo:#x}, {hi:#x}) overlaps {name2} (line {line2}) "
-                                        f"at [{lo2:#x}, {hi2:#x}) while both are live")
+                    why = f"{name} (line {line}) at [{lo:#x}, {hi:#x}) overlaps {name2} (line {line2}) " \
+                          f"at [{lo2:#x}, {hi2:#x}) while both are live"
+                    if not self.manual:
+                        raise op_error(src, why)
+                    warn(src, why, self.warned)
             s_lo, s_n = self.scratch
             s_hi = s_lo + s_n
             if s_n and lo < s_hi and s_lo < hi and g in self.scratch_node_of:
@@ -755,12 +763,13 @@ class PlanMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = resolve_target(self.target)
+        warned: set = set()  # a callee's body is planned in it and in each caller it is inlined into: warn once
         for fn in op.walk():
             if isinstance(fn, func.FuncOp) and fn.body.blocks:
                 locs = _buffer_locs(fn)
                 for k, space in enumerate(target.spaces):
                     if k == 0 or locs.intersection(space.locs):
-                        _Planner(fn, target, self.manual, space).run()
+                        _Planner(fn, target, self.manual, space, warned).run()
 
 
 def _buffer_locs(fn: func.FuncOp) -> set[str]:

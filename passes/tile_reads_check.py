@@ -9,7 +9,9 @@ branches as the planner builds them) tracks, per tile variable:
   the same bytes before anything read them.
 
 A tile op reading a tile is a located error when on some path its bytes are a tmp's leftovers, or
-when what its own name last wrote was lost.  (A read of a tile nothing wrote is legal code, as
+when what its own name last wrote was lost (with manual placement, PTOAS's level 3, which checks
+no address, a lost write is a located warning: the bytes the hardware then holds are defined, and
+the golden model and the executor both read them).  (A read of a tile nothing wrote is legal code, as
 PTOAS's own codegen tests show; the golden model locates it when such a kernel is run.)  The last rule
 separates a clobber from intended aliasing: manual code reinterprets bytes (a 16x1 tile read as
 1x16) or updates a loop-carried value through a second name (PyPTO's level-3 output), and in both
@@ -24,7 +26,7 @@ tiles placed by hand can overlap this way; the planner keeps the others apart.
 
 from __future__ import annotations
 
-from pto_compiler.diagnostics import location_of, op_error
+from pto_compiler.diagnostics import location_of, op_error, warn
 from pto_compiler.dialects import pto
 from pto_compiler.passes.tile_access import in_place_safe, tile_reads, tmp_operands
 
@@ -165,10 +167,12 @@ class TileReadsCheck:
         for v, w, c, d in sorted(lost):
             if v == u:
                 lo, hi = self.range[d]
-                raise op_error(op, f"reads {self.var_name(u)}, but what line {_line(nodes[w].op)} wrote to it was "
-                                   f"overwritten unread at line {_line(nodes[c].op)} through {self.var_name(d)}, "
-                                   f"placed at the same UB bytes [{lo:#x}, {hi:#x}); two live tiles need "
-                                   "different addresses")
+                why = (f"reads {self.var_name(u)}, but what line {_line(nodes[w].op)} wrote to it was overwritten "
+                       f"unread at line {_line(nodes[c].op)} through {self.var_name(d)}, placed at the same "
+                       f"{self.p.space.name} bytes [{lo:#x}, {hi:#x}); two live tiles need different addresses")
+                if not self.p.manual:
+                    raise op_error(op, why)
+                warn(op, why, self.p.warned)
 
     def check_overlap(self, op, reads: list[int], defs: list[int], tmps: set[int]) -> None:
         for d in defs:

@@ -59,6 +59,19 @@ class PtocError(DiagnosticException):
         return self
 
 
+def warn(op, message: str, given: set) -> None:
+    """A located warning at ``op`` on stderr, quoting its source line (legal code PTOAS accepts
+    whose result is likely not what was meant), unless ``given`` holds it already."""
+    import sys
+
+    filename, line, col = location_of(op)
+    if (filename, line, col, message) in given:
+        return
+    given.add((filename, line, col, message))
+    diag, = quote_from_files([Diagnostic(f"'{op.name}' op {message}", filename, line, col, severity="warning")])
+    sys.stderr.write(format_diagnostic(diag) + "\n")
+
+
 def error_at(message: str, filename: str = "<unknown>", line: int = 0, column: int = 0) -> PtocError:
     return PtocError([Diagnostic(message, filename, line, column)])
 

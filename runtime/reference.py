@@ -23,7 +23,9 @@ Data model
   name, not the data.  The UB starts as zeros.  Tiles the planner places stay separate arrays:
   pto-plan-memory gives them disjoint bytes while they are live, so sharing is unobservable;
   a tile of a cube memory (mat, left, right, acc, ...) placed by hand is the tile of the same
-  type last placed at that address, else a fresh array (cube bytes are not reinterpreted).
+  type last placed at that address, else a fresh array, and its elements are the memory's bytes
+  where the executor puts them (runtime/cube.py ``tile_offsets``: fractals): an op on it first
+  takes the bytes another tile wrote over it, and writes its own back after.
 * **GM arguments** (``!pto.ptr<T>``) are flat 1-D arrays; a tensor view adds a shape and
   element strides, a partition view offsets and sizes.  The partition's elements, in C
   order, are the tile's valid elements in row-major order: for the usual
@@ -161,6 +163,8 @@ class Tile:
     ub_at: tuple[int, int] | None = None
     """The UB bytes ``[lo, hi)`` of a tile placed by hand (whether it holds data is a property of
     those bytes, which other tiles may write)."""
+    cube_at: tuple[str, int] | None = None
+    """(cube memory, address) of a cube-memory tile placed by hand (:meth:`Evaluator.cube_tile`)."""
 
     @property
     def dtype(self) -> np.dtype:
@@ -222,7 +226,8 @@ class PartitionView:
 
 
 def _in_ub(t: pto.TileLikeType) -> bool:
-    """A vec tile: its address is a UB address (the cube memories are not modelled as bytes)."""
+    """A vec tile: its address is a UB address (:meth:`Evaluator.ub_view`; a cube-memory tile's bytes:
+    :meth:`Evaluator.cube_sync_in`)."""
     return t.loc.data == "vec"
 
 
@@ -502,6 +507,13 @@ class Evaluator:
         """Per UB byte: some tile op wrote it."""
         self.cube: dict[str, list[tuple[int, Tile]]] = {}
         """Per cube memory: the tiles placed by hand, by address (:meth:`cube_tile`)."""
+        self.cube_mem: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """Per cube memory: its bytes and, per byte, whether a tile placed by hand wrote it."""
+        self.cube_index: dict[tuple, tuple[np.ndarray, int]] = {}
+        """(tile geometry, address) -> each element's byte index and the end of the span (:meth:`_cube_bytes`)."""
+        self.cube_writers: dict[str, list[tuple[int, int, np.ndarray]]] = {}
+        """Per cube memory: ``(lo, hi, data)``, the tile data whose bytes ``[lo, hi)`` last were
+        (the memory's bytes equal them there), latest last (:meth:`cube_sync_in`)."""
         self.pipe = None
         """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
         self.subblock = (pto.SUBBLOCK["pto.get_subblock_idx"], pto.SUBBLOCK["pto.get_subblock_num"])
@@ -755,17 +767,63 @@ class Evaluator:
     def cube_tile(self, t: pto.TileLikeType, addr: int, valid: tuple[int, int]) -> Tile:
         """A cube-memory tile placed by hand at ``addr``: the tile of the same type last bound
         there (PTOAS's kernels re-declare an acc tile at its address and accumulate into it), else
-        a fresh one, which drops every tile it overlaps (their bytes are not reinterpreted:
-        the cube memories' fractal layouts are not modelled as bytes)."""
+        a fresh one.  Its bytes are the memory's (:meth:`cube_sync_in`), so a tile written over
+        another's bytes (a clobber PTOAS's level 3 does not check, as in its TPushTPop test5) or
+        reinterpreting them reads what the hardware holds."""
         bound = self.cube.setdefault(t.loc.data, [])
         hi = addr + t.nbytes
         for lo, old in bound:
             if lo == addr and old.type.with_valid(valid) == t.with_valid(valid):
-                return old if old.valid == valid else Tile(t, old.data, valid, written=old.written)
+                return old if old.valid == valid else Tile(t, old.data, valid, written=old.written,
+                                                           cube_at=old.cube_at)
         fresh = new_tile(t, valid)
         fresh.written = False
+        fresh.cube_at = (t.loc.data, addr)
         bound[:] = [(lo, old) for lo, old in bound if lo + old.type.nbytes <= addr or hi <= lo] + [(addr, fresh)]
         return fresh
+
+    def _cube_bytes(self, t: Tile) -> tuple[str, int, int, np.ndarray]:
+        """(memory, lo, hi, index): the byte span of a tile placed by hand in a cube memory and the
+        byte index of each element's bytes, shape ``(rows, cols, sizeof(T))``, where the executor
+        puts them (runtime/cube.py ``tile_offsets``); the memory grows to hold it."""
+        loc, addr = t.cube_at
+        tt = t.type
+        key = (tt.rows, tt.cols, tt.blayout.data, tt.slayout.data, tt.fractal.data, tt.elem_bytes, addr)
+        got = self.cube_index.get(key)
+        if got is None:
+            off = cube.tile_offsets(tt.rows, tt.cols, cube.layout_name(tt.blayout.data, tt.slayout.data),
+                                    tt.fractal.data, tt.elem_bytes)
+            idx = addr + off[..., None] + np.arange(tt.elem_bytes)
+            got = self.cube_index[key] = (idx, int(idx.max()) + 1)
+        idx, hi = got
+        mem = self.cube_mem.get(loc)
+        if mem is None or mem[0].size < hi:
+            n = max(hi, 2 * mem[0].size if mem else 0)
+            grown = (np.zeros(n, np.uint8), np.zeros(n, bool))
+            if mem is not None:
+                grown[0][:mem[0].size], grown[1][:mem[1].size] = mem
+            self.cube_mem[loc] = grown
+        return loc, addr, hi, idx
+
+    def _cube_wrote(self, loc: str, lo: int, hi: int, data: np.ndarray) -> None:
+        writers = self.cube_writers.setdefault(loc, [])
+        writers[:] = [w for w in writers if not (lo <= w[0] and w[1] <= hi)] + [(lo, hi, data)]
+
+    def cube_sync_in(self, t: Tile) -> None:
+        """Before an op reads or writes ``t``: where another tile's data last wrote some of its bytes,
+        ``t`` takes the memory's bytes (its own writes are already its data)."""
+        loc, lo, hi, idx = self._cube_bytes(t)
+        if any(a < hi and lo < b and d is not t.data for a, b, d in self.cube_writers.get(loc, ())):
+            t.data[...] = self.cube_mem[loc][0][idx].view(t.data.dtype).reshape(t.data.shape)
+            self._cube_wrote(loc, lo, hi, t.data)
+
+    def cube_sync_out(self, t: Tile) -> None:
+        """After an op wrote ``t``: its data becomes the memory's bytes."""
+        loc, lo, hi, idx = self._cube_bytes(t)
+        mem, written = self.cube_mem[loc]
+        mem[idx] = np.ascontiguousarray(t.data).view(np.uint8).reshape(idx.shape)
+        written[idx] = True
+        self._cube_wrote(loc, lo, hi, t.data)
 
     def eval_eventid_array(self, op: Operation, env: dict) -> None:
         """``pto.declare_eventid_array`` (N event ids, 0 initially), ``eventid_array_set %a[%i], %v``,
@@ -914,8 +972,14 @@ class Evaluator:
                 raise op_error(op, why or "has no semantics in ptoc yet")
             return fail
         reads, res, outs = tile_reads(op), list(op.res), list(op.outs)
+        in_cube = [v for v in dict.fromkeys((*reads, *outs)) if isinstance(v.type, pto.TileBufType)
+                   and not _in_ub(v.type)]
 
         def run(ev, env: dict) -> None:
+            for v in in_cube:
+                t = env.get(v)
+                if isinstance(t, Tile) and t.cube_at is not None:
+                    ev.cube_sync_in(t)
             ev.warn_unwritten(op, reads, env)
             handler(ev, op, env)
             for r in res:
@@ -930,6 +994,8 @@ class Evaluator:
                         t.base.written = True
                     if t.ub_at is not None:
                         ev.ub_written[t.ub_at[0]:t.ub_at[1]] = True
+                    if t.cube_at is not None:
+                        ev.cube_sync_out(t)
         return run
 
     def warn_unwritten(self, op: Operation, values, env: dict) -> None:
@@ -946,6 +1012,9 @@ class Evaluator:
         """Something wrote the tile (a tile placed by hand: some of its bytes, through any name)."""
         if t.ub_at is not None:
             return bool(self.ub_written[t.ub_at[0]:t.ub_at[1]].any())
+        if t.cube_at is not None and not t.written:
+            loc, _, _, idx = self._cube_bytes(t)
+            return bool(self.cube_mem[loc][1][idx].any())
         return t.written or (t.base is not None and self.holds_data(t.base))
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:

@@ -603,3 +603,65 @@ def test_tsort32_into_a_dst_narrower_than_its_pairs(target, src_rows, dst_rows, 
         flat[r * 64:r * 64 + n] = pairs[r].reshape(-1)[:n]
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy").view(np.uint16), flat.reshape(dst_rows, 64))
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "w.npy"), w)
+
+
+CLOBBERED_L1 = f"""
+module {{
+  func.func @k(%a: !pto.ptr<f16>, %b: !pto.ptr<f16>, %c: !pto.ptr<f16>, %o: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %x0 = arith.constant 0 : i64
+    %x1k = arith.constant 1024 : i64
+    %x2k = arith.constant 2048 : i64
+    {_gm("a", 16, 32, "f16")}
+    {_gm("b", 32, 16, "f16")}
+    {_gm("c", 32, 32, "f16")}
+    {_gm("o", 16, 16, "f32")}
+    %am = pto.alloc_tile addr = %x1k : {MAT_A}
+    %bm = pto.alloc_tile addr = %x2k : {MAT_B}
+    %cm = pto.alloc_tile addr = %x0 : {_cube_t("mat", "32x32", "f16")}
+    %l = pto.alloc_tile addr = %x0 : {LEFT}
+    %r = pto.alloc_tile addr = %x0 : {RIGHT}
+    %acc = pto.alloc_tile addr = %x0 : {ACC}
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x32xf16>) outs(%am : {MAT_A})
+    pto.tload ins(%bp : !pto.partition_tensor_view<32x16xf16>) outs(%bm : {MAT_B})
+    pto.tload ins(%cp : !pto.partition_tensor_view<32x32xf16>) outs(%cm : {_cube_t("mat", "32x32", "f16")})
+    pto.tmov ins(%am : {MAT_A}) outs(%l : {LEFT})
+    pto.tmov ins(%bm : {MAT_B}) outs(%r : {RIGHT})
+    pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})
+    pto.tstore ins(%acc : {ACC}) outs(%op : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_l1_tile_loaded_over_a_live_one_is_a_clobber_error_by_default(target, tmp_path, capsys):
+    """%cm (L1 [0, 0x800)) is loaded over %am's bytes [0x400, 0x800) before the tmov reads %am."""
+    path = tmp_path / "k.pto"
+    path.write_text(CLOBBERED_L1)
+    assert cli.main([str(path), "--target", target]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:21:11: error: 'pto.alloc_tile' op %cm (line 21) at [0x0, 0x800) overlaps %am (line 19) at " \
+        "[0x400, 0x800) while both are live" in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_l1_clobber_at_level3_warns_and_runs_on_the_bytes_the_hardware_holds(target, tmp_path, capsys):
+    """PTOAS's level 3 checks no address (its TPushTPop test5 loads one L1 tile over another live
+    one): ptoc warns, located, and the golden model reads %am's bytes as the memory holds them, as
+    the executor does: in Nz (16x16 f16 fractals, column-major), %cm's fractals 2 and 3 (its right
+    half, top then bottom) are %am's fractals 0 and 1 (its left and right halves)."""
+    rng = np.random.default_rng(15)
+    a, c = rng.integers(-3, 4, (16, 32)).astype(np.float16), rng.integers(-3, 4, (32, 32)).astype(np.float16)
+    b = rng.integers(-3, 4, (32, 16)).astype(np.float16)
+    rc, out, err = _run(tmp_path, capsys, CLOBBERED_L1, target, {"a": a, "b": b, "c": c}, ("--pto-level=level3",))
+    assert rc == 0 and out.startswith("PASS o"), out + err
+    assert "k.pto:21:11: warning: 'pto.alloc_tile' op %cm (line 21) at [0x0, 0x800) overlaps %am (line 19)" in err, err
+    assert "k.pto:28:5: warning: 'pto.tmov' op reads %am (line 19), but what line 25 wrote to it was overwritten " \
+        "unread at line 27 through %cm (line 21), placed at the same L1 bytes [0x0, 0x800)" in err, err
+    held = np.hstack([c[:16, 16:], c[16:, 16:]]).astype(np.float32)
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "o.npy"), held @ b.astype(np.float32))

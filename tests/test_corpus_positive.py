@@ -107,6 +107,9 @@ RUNS = {
     # 32 f16 values sorted into a 1x64 dst: 128 elements of pairs a row, the last 64 past the tile (kept
     # for it by pto-plan-memory, Sort32Op.dst_bytes_written); the harness seeds src/idx, compares dst
     "test__basic__tsort32_emitc.pto": ((), COMPARED),
+    # its RUN line's level 3 (addresses by hand, none checked): %rhs_mat is loaded over live %lhs_mat's L1 bytes
+    # before the tmov reads %lhs_mat; ptoc warns and both the golden model and the executor read those bytes
+    "test__samples__TPushTPop__test5__kernel.pto": (("--pto-level=level3",), COMPARED),
 }
 
 
@@ -134,10 +137,8 @@ NOT_RUN = {
     # a genuine deadlock of the file (PTOAS compiles it, as ptoc does): eventid_array_set changes slot 0
     # between the two gets, so the set_flag raises event 1 and the wait_flag waits for event 2
     "test__basic__eventid_array_get_set_get.pto": (("--run",), 4, "deadlock: 'MTE3 wait_flag MTE2->MTE3 id=2'"),
-    # faulty samples: %rhs_mat is loaded over %lhs_mat's bytes before the tmov reads %lhs_mat; a 32x16 f32
-    # tile (2 KiB) popped into the 1 KiB slots its own pipe init declares (PTOAS does not check the slot size;
-    # pto-isa's TPUSH.md requires it to hold one entry)
-    "test__samples__TPushTPop__test5__kernel.pto": ((), 1, "overlaps %lhs_mat (line 41) at [0x4000, 0x5000) while both"),
+    # a faulty sample: a 32x16 f32 tile (2 KiB) popped into the 1 KiB slots its own pipe init declares (PTOAS
+    # does not check the slot size; pto-isa's TPUSH.md requires it to hold one entry)
     "test__basic__tpush_tpop_dir_both.pto": ((), 1, "pops a 2048-byte tile into a 1024-byte slot: no semantics: "
                                                     "TPUSH.md: 'SlotSize must be large enough"),
     # no semantics: a 16x16 NZ vec tile moved from or to a 16x16x16 GM memref PTOAS tags NZ (pto-isa's NZ load

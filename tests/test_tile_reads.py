@@ -4,6 +4,7 @@ set_flag never waited for is reported.  Each kernel here was accepted before its
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.test_reliability import located, run
@@ -30,6 +31,20 @@ def test_two_live_tiles_at_one_address_are_a_clobber(tmp_path, target):
     rc, _, err = run(tmp_path, k16(CLOBBER), "--target", target, "--run")
     assert rc == 1 and located(err, 24, 5), err
     assert "reads %xt (line 19), but what line 20 wrote to it was overwritten unread at line 22 through %b" in err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_clobber_at_level3_warns_and_runs_on_the_bytes_the_hardware_holds(tmp_path, target):
+    """PTOAS's level 3 checks no address: the same kernel compiles with a located warning, and the
+    tadd reads %xt's bytes as %b's texpands left them (golden model and executor alike): y = 7 + 7."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    np.save(tmp_path / "x.npy", x)
+    rc, out, err = run(tmp_path, k16(CLOBBER), "--target", target, "--run", "--pto-level=level3",
+                       "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs", str(tmp_path / "o"))
+    assert rc == 0 and out.startswith("PASS y"), out + err
+    assert "k.pto:24:5: warning: 'pto.tadd' op reads %xt (line 19), but what line 20 wrote to it was overwritten " \
+        "unread at line 22 through %b" in err, err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "y.npy"), np.full((16, 16), 14, np.float32))
 
 
 @pytest.mark.parametrize("target", TARGETS)
