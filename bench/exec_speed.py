@@ -14,24 +14,26 @@ and the ``warm`` ratio for the golden model):
   in a fresh process (hazard checking, trace and cycle model on), the median of ``--repeat``
   processes.  "Bare NumPy of the same math" is measured the same way: the NumPy expression run
   once, timed around that one call, in a fresh process brought to the state ptoc's execute phase
-  starts in (imports, kernel parsed, inputs made, compiled with ``decode=True``).  Both pay
-  their first calls once (NumPy's loop dispatch, fresh pages), so the ratio is like for like.
+  starts in (imports, kernel parsed, inputs made, compiled), without the decode: what NumPy
+  paths the executor's decode calls first is no business of NumPy's figure.  Both pay their
+  first calls once (NumPy's loop dispatch, fresh pages), so the ratio is like for like.
 * ``decode``: what ptoc does once per compiled program for the executor (``executor.plan_of``:
   each instruction's operands and footprints, static: nothing runs, no hazard is checked and
   nothing is timed; the first checked run does that, inside ``execute``).  ptoc charges it to the
   compile (``host_seconds.emit``), not to ``execute``, and keeps it with the program for every
-  later run; it is timed here in the cold NumPy process (fresh, wall time, as ptoc would pay it),
+  later run; it is timed here in a fresh process of its own (wall time, as ptoc would pay it),
   printed per element so nothing is hidden, and the ``dec+exec`` ratio counts it.
 * ``warm``: CPU seconds in this process (the machine is shared), the median of ``--repeat``
-  runs after a first one: the executor as ``ptoc --stats`` runs it (hazards, trace, cycle
-  model), with hazard checking only, with neither, the golden model (``reference.evaluate``),
-  all against warm NumPy.  ``cold/warm`` puts the cold executor against warm NumPy (NumPy's
+  runs after a first one, the cyclic collector off as in ``timeit``: the executor as ``ptoc
+  --stats`` runs it (hazards, trace, cycle model), with hazard checking only, with neither, the
+  golden model (``reference.evaluate``), all against warm NumPy.  ``cold/warm`` puts the cold executor against warm NumPy (NumPy's
   own first call costs it several times its later ones; see the NumPy columns).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -47,11 +49,22 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def median_s(fn, repeat: int) -> float:
+    """The median CPU time of ``repeat`` calls after a first, untimed one, with the cyclic
+    collector off as ``timeit`` has it (this process holds every case's modules and golden-model
+    garbage: a collection walking them would land on whichever call it interrupts; ptoc freezes
+    its own heap, cli.py)."""
+    fn()
     times = []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.process_time()
+            fn()
+            times.append(time.process_time() - t0)
+    finally:
+        if enabled:
+            gc.enable()
     return statistics.median(times)
 
 
@@ -73,15 +86,19 @@ def cold_execute_s(text: str, target: str, repeat: int) -> float:
 
 def cold_numpy_s(case: int, target: str, quick: bool, repeat: int) -> tuple[float, float]:
     """(the executor's decode, the first call of case ``case``'s NumPy math), each timed in a fresh
-    process that parsed the kernel, made its inputs and compiled it for ``target`` as ``ptoc
-    --run`` does, the decode being the part of that compile a run needs (the medians of
-    ``repeat`` processes)."""
-    cmd = [sys.executable, __file__, "--cold-numpy", str(case), "--target", target, *(["--quick"] if quick else [])]
-    runs = [subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split() for _ in range(repeat)]
-    return statistics.median(float(r[0]) for r in runs), statistics.median(float(r[1]) for r in runs)
+    process of its own that parsed the kernel, made its inputs and compiled it for ``target`` as
+    ``ptoc --run`` does, the decode being the part of that compile a run needs (the medians of
+    ``repeat`` processes).  Not both in one process: whatever NumPy paths the decode happened to
+    call first would make NumPy's own first call look cheaper or dearer."""
+    def median_of(part: str) -> float:
+        cmd = [sys.executable, __file__, "--cold-numpy", str(case), "--target", target, "--part", part,
+               *(["--quick"] if quick else [])]
+        return statistics.median(float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+                                 for _ in range(repeat))
+    return median_of("decode"), median_of("numpy")
 
 
-def _cold_numpy_child(case: int, target: str, quick: bool) -> None:
+def _cold_numpy_child(case: int, target: str, quick: bool, part: str) -> None:
     from pto_compiler import api
     from pto_compiler.runtime import reference as golden
     from pto_compiler.runtime import cycles, vf_executor  # noqa: F401  (ptoc --run loads them first too)
@@ -92,10 +109,11 @@ def _cold_numpy_child(case: int, target: str, quick: bool) -> None:
     values = golden.make_inputs(module, 0)
     program = api.compile(module, target)
     t0 = time.perf_counter()
-    plan_of(program)  # what compile(decode=True) adds
-    t1 = time.perf_counter()
-    np_fn(values)
-    print(t1 - t0, time.perf_counter() - t1)
+    if part == "decode":
+        plan_of(program)  # what compile(decode=True) adds
+    else:
+        np_fn(values)
+    print(time.perf_counter() - t0)
 
 
 def _l1(name: str, args: str, body: str, result: str) -> str:
@@ -169,9 +187,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cold-numpy", type=int, help=argparse.SUPPRESS)  # the child of cold_numpy_s
     ap.add_argument("--target", help=argparse.SUPPRESS)
+    ap.add_argument("--part", choices=("decode", "numpy"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.cold_numpy is not None:
-        _cold_numpy_child(args.cold_numpy, args.target, args.quick)
+        _cold_numpy_child(args.cold_numpy, args.target, args.quick, args.part)
         return 0
 
     from pto_compiler import api, pipeline
