@@ -44,6 +44,7 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import attrgetter
 
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
 
@@ -672,18 +673,22 @@ class CycleStats:
                 "otherData": {"clock_ghz": self.clock_ghz, "timestamps": "microseconds"}}
 
 
+_NO_COST = OpCost(issue=1, unit="none")
+"""An opcode the table has no row for."""
+_SYNC_OPS = frozenset({"wait_flag", "set_flag", "pipe_barrier", "ld_ub"})
+"""The opcodes :meth:`_Scheduler.exec` times specially (ld_ub: on ascend950)."""
+
 _VF_LABEL = {"vf_count": "VF count", "pushq_vf": "PUSHQ VF", "push_pb": "PUSH_PB", "rvecsu": "RVECSU",
              "rveclp": "RVECLP", "rvecld": "RVECLD", "rvecex": "RVECEX", "rvecst": "RVECST"}
 
 
+_UNITS = {"repeat": attrgetter("repeats"), "byte": attrgetter("nbytes"), "burst": attrgetter("bursts")}
+"""OpCost.unit -> the trace entry's count of them (other units: none)."""
+
+
 def _units(cost: OpCost, e) -> float:
-    if cost.unit == "repeat":
-        return e.repeats
-    if cost.unit == "byte":
-        return e.nbytes
-    if cost.unit == "burst":
-        return e.bursts
-    return 0
+    got = _UNITS.get(cost.unit)
+    return 0 if got is None else got(e)
 
 
 def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores: list | None = None) -> CycleStats:
@@ -702,12 +707,12 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores:
     flows: list = []
     repeats: list = []
     waits: dict = {}
-    blocks = sorted({e.block for e in trace}) or [0]
+    blocks = sorted(set(map(_BLOCK, trace))) or [0]
     n = len(cores) if cores else 1
     for g in range(0, len(blocks), n):
         group, done_at = {}, {}
         for b in blocks[g:g + n]:
-            entries = sorted((e for e in trace if e.block == b), key=lambda e: e.seq)
+            entries = sorted(trace if len(blocks) == 1 else [e for e in trace if e.block == b], key=_SEQ)
             sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats,
                                done_at)
             group[b] = (sched, sched.feed(entries, trace))
@@ -720,6 +725,9 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores:
     pipes = {p: s for p, s in pipes.items() if s.instructions or p not in IN_ORDER_PIPES}  # cube pipes: if used
     return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
                       per_block, events, table.clock_ghz, vfc, flows, repeats, waits)
+
+
+_BLOCK, _SEQ = attrgetter("block"), attrgetter("seq")
 
 
 def _run_together(group: dict) -> None:
@@ -768,6 +776,8 @@ class _Scheduler:
         self.signals: dict = {}
         self.queues = {p: [] for p in PIPE_ORDER if p != "S"}
         self.heads = dict.fromkeys(self.queues, 0)
+        self.queued = 0
+        """Entries queued to a pipe and not run yet."""
         self.s_clock = 0.0
         self.end = 0.0
         self.vf_times: dict = {}
@@ -779,7 +789,7 @@ class _Scheduler:
 
         for e in entries:
             if isinstance(e, TraceRepeat):
-                while not self.stuck and any(self.heads[p] < len(q) for p, q in self.queues.items()):
+                while not self.stuck and self.queued:
                     yield False  # a period starts from settled queues (_clocks)
                 self.repeat(sorted(trace[e.start:e.start + e.length], key=lambda x: x.seq), e.times)
             else:
@@ -804,13 +814,10 @@ class _Scheduler:
             t = max(t, got[0])
         return t
 
-    def cost_of(self, e) -> OpCost:
-        c = self.table.ops.get(e.opcode)
-        return c if c is not None else OpCost(issue=1, unit="none")
-
     def exec(self, e, pipe, t_issue) -> bool:
         table, free, complete, signals = self.table, self.free, self.complete, self.signals
-        c = self.cost_of(e)
+        op = e.opcode
+        c = table.ops.get(op) or _NO_COST
         start = max(t_issue, free[pipe])
         setter = None
         deps = getattr(e, "deps", None)
@@ -825,20 +832,22 @@ class _Scheduler:
             if self.events is not None:
                 self.flows += [(self.done_at[id(x)][1], len(self.events)) for x in deps
                                if x is not None and id(x) in self.done_at and kind == "pop"]
-        if e.opcode == "wait_flag":
-            q = signals.get(e.flag)
-            if not q:
-                return False
-            t_sig, setter = q.pop(0)
-            start = max(start, t_sig + table.flag_latency)
-        elif e.opcode == "ld_ub" and "vf_call" in table.ops:
-            start = max(start, complete["V"])  # ascend950: a scalar UB read waits for the VF in flight
-        elif e.opcode == "pipe_barrier":
-            target = e.flag[0] if e.flag else pipe
-            if target == "ALL":
-                start = max([start] + list(complete.values()))
-            else:
-                start = max(start, complete[target])
+        sync = op in _SYNC_OPS
+        if sync:
+            if op == "wait_flag":
+                q = signals.get(e.flag)
+                if not q:
+                    return False
+                t_sig, setter = q.pop(0)
+                start = max(start, t_sig + table.flag_latency)
+            elif op == "ld_ub" and "vf_call" in table.ops:
+                start = max(start, complete["V"])  # ascend950: a scalar UB read waits for the VF in flight
+            elif op == "pipe_barrier":
+                target = e.flag[0] if e.flag else pipe
+                if target == "ALL":
+                    start = max([start] + list(complete.values()))
+                else:
+                    start = max(start, complete[target])
         busy = c.issue + c.per_unit * _units(c, e) + c.per_burst * (e.bursts if c.unit == "byte" else 0)
         name = e.opcode
         log = getattr(e, "vf_log", None)
@@ -858,19 +867,19 @@ class _Scheduler:
         events = self.events
         if events is not None and setter is not None:
             self.flows.append((setter, len(events)))
-        if e.opcode == "set_flag":
+        if sync and op == "set_flag":
             signals.setdefault(e.flag, []).append((max(stop, complete[pipe]),
                                                    len(events) if events is not None else 0))
-        if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
+        elif sync and op == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             for p in PIPE_ORDER:
                 free[p] = max(free[p], stop)
         free[pipe] = stop
         complete[pipe] = max(complete[pipe], done)
         ps = self.pipes[pipe]
         ps.busy += busy
-        if e.opcode != "loop_trip":
+        if op != "loop_trip":
             ps.instructions += 1
-        self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
+        self.counts[op] = self.counts.get(op, 0) + 1
         self.end = max(self.end, done)
         if deps is not None:
             self.done_at[id(e)] = (done, len(events) if events is not None else None)
@@ -881,7 +890,7 @@ class _Scheduler:
     def pump(self) -> bool:
         """Run what the queued pipes can; True when something ran."""
         progress, any_run = True, False
-        while progress:
+        while progress and self.queued:
             progress = False
             for p, q in self.queues.items():
                 while self.heads[p] < len(q):
@@ -889,6 +898,7 @@ class _Scheduler:
                     if not self.exec(e, p, t):
                         break
                     self.heads[p] += 1
+                    self.queued -= 1
                     progress = any_run = True
         return any_run
 
@@ -900,7 +910,7 @@ class _Scheduler:
             return not self.signals.get(e.flag)
         if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             self.pump()
-            return any(self.heads[p] < len(q) for p, q in self.queues.items())
+            return self.queued > 0
         return getattr(e, "deps", None) is not None and self._ready(e) is None
 
     def issue(self, e) -> bool:
@@ -921,8 +931,9 @@ class _Scheduler:
                 self.s_clock = max(self.s_clock, self.free["S"])
             else:  # the executor reported this deadlock; skip the wait
                 self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
-        else:
+        elif self.queued or not self.exec(e, pipe, t_issue):  # (nothing queued: it runs now or waits)
             self.queues[pipe].append((e, t_issue))
+            self.queued += 1
             self.pump()
         return True
 
@@ -930,7 +941,7 @@ class _Scheduler:
     def _clocks(self):
         """Every clock of the schedule and every accumulated figure, or None while an
         instruction waits in a queue (then the trip is not a period of the schedule)."""
-        if any(self.heads[p] < len(q) for p, q in self.queues.items()):
+        if self.queued:
             return None
         sig = {k: [t for t, _ in q] for k, q in self.signals.items() if q}
         return ([self.s_clock, self.end, *self.free.values(), *self.complete.values()], sig,

@@ -67,13 +67,14 @@ import math
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import cube_exec, pipes
 from . import elementwise as ew
-from .hazards import Footprint, HazardLog, Record
+from .hazards import Footprint, HazardLog
 from .kernel_interface import DEFAULT_MAX_STEPS
 from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, operands
@@ -151,9 +152,10 @@ class ExecutionError(PtocError):
         return {f.kind for f in self.findings}
 
 
-@dataclass
+@dataclass(init=False)
 class TraceEntry:
-    """One executed instruction, for the cycle model."""
+    """One executed instruction, for the cycle model (its own ``__init__``: the fields most
+    entries leave at their defaults are the class's, not set per entry)."""
     seq: int
     pipe: str
     opcode: str
@@ -170,6 +172,9 @@ class TraceEntry:
     deps: list | None = None
     """Pipe ops of a mixed kernel: the other cores' entries it waits for (a pop: the pushes that
     filled its slot; a push into a full FIFO: the frees that made room; runtime/pipes.py)."""
+
+    def __init__(self, seq: int, pipe: str, opcode: str, dtype: str | None, origin=None, block: int = 0):
+        self.seq, self.pipe, self.opcode, self.dtype, self.origin, self.block = seq, pipe, opcode, dtype, origin, block
 
 
 @dataclass
@@ -270,10 +275,7 @@ class _SV:
 
     @property
     def size(self) -> int:
-        n = 1
-        for k in self.shape:
-            n *= k
-        return n
+        return math.prod(self.shape)
 
     def idx(self) -> np.ndarray:
         """Element indices, shape ``(shape[0], rest)``."""
@@ -287,14 +289,15 @@ class _SV:
 
     def footprint(self) -> Footprint:
         """The UB bytes it covers (computed once per operand shape: loops repeat them)."""
-        if self._fp is None:
+        fp = self._fp
+        if fp is None:
             key = (self.base, self.esize, self.shape, self.strides)
-            self._fp = _FOOTPRINTS.get(key)
-            if self._fp is None:
+            fp = self._fp = _FOOTPRINTS.get(key)
+            if fp is None:
                 if len(_FOOTPRINTS) > 4096:
                     _FOOTPRINTS.clear()
-                self._fp = _FOOTPRINTS[key] = self._footprint()
-        return self._fp
+                fp = self._fp = _FOOTPRINTS[key] = self._footprint()
+        return fp
 
     def _footprint(self) -> Footprint:
         if self.size == 0:
@@ -311,8 +314,8 @@ class _SV:
             fp = Footprint.span(self.base, self.base + (n - 1) * st + run)
         elif len(outer) == 1 and outer[0][1] > 0:  # disjoint runs in ascending order
             n, st = outer[0]
-            los = tuple(range(self.base, self.base + n * st, st))
-            fp = Footprint(los, tuple(lo + run for lo in los))
+            fp = Footprint(tuple(range(self.base, self.base + n * st, st)),
+                           tuple(range(self.base + run, self.base + run + n * st, st)))
         else:
             starts = [self.base]
             for n, st in outer:
@@ -361,6 +364,9 @@ class _Prep:
     def counting(self, repeats: int, nbytes: int = 0, bursts: int = 0) -> "_Prep":
         self.repeats, self.nbytes, self.bursts = repeats, nbytes, bursts
         return self
+
+
+_WRITES = attrgetter("write")
 
 
 def _nothing(m, d):
@@ -473,7 +479,10 @@ class _Machine:
         self.known = [[0] * _NP for _ in range(_NP)]
         self.block = 0
         self.plan = plan_of(program) if program is not None else Plan(None)
-        self.sizes = (ub_bytes, tuple(sp.bytes for sp in cube_spaces), tuple((k, v.size) for k, v in gm.items()))
+        self.space_sizes = {"UB": ub_bytes, **{sp.name: sp.bytes for sp in cube_spaces},
+                            **{k: v.size for k, v in gm.items()}}
+        """Units (bytes, GM elements) per memory."""
+        self.sizes = tuple(self.space_sizes.items())
         """The memory sizes: an access inside them once is inside them again."""
         self.ub_image = None
         self.batch = None
@@ -625,8 +634,10 @@ class _Machine:
             raise _Abort() from None
 
     def _issue(self, ins: Instr):
-        self._step()
-        args = self.args_of(ins)
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            self._step()  # reports it
+        args = self.args_of(ins) if ins.dyn else ins.args
         self.seq += 1
         dyn = _Dyn(ins, args, self.ctx, self.seq)
         p = _PIPE_IDX[ins.pipe]
@@ -647,7 +658,7 @@ class _Machine:
     def _pump(self) -> bool:
         """Run every queued instruction that can run; True if any ran."""
         any_ran = False
-        progress = True
+        progress = any(self.queues.values())
         while progress:
             progress = False
             for p, q in self.queues.items():
@@ -783,8 +794,11 @@ class _Machine:
         if self.tape is not None:
             self.tape[-1][2].extend(accs)
         if not bounded:
+            sizes = self.space_sizes
             for acc in accs:
-                self._bounds(d, acc)
+                fp = acc.fp
+                if not (fp.lo >= 0 and fp.hi <= sizes.get(acc.space, -1)) and fp.hi > fp.lo:
+                    self._bounds(d, acc)
         if not self.check:
             return
         if self.agent_pipe is not None:
@@ -796,17 +810,16 @@ class _Machine:
         self.first_unordered = None
         epoch = self.epoch[p]
         add = self.log.add
-        for write in (False, True):
-            for acc in accs:
-                if acc.write == write and acc.fp.hi > acc.fp.lo:
-                    if cands or self.gm_shadow:
-                        self._hazard(d, p, tok, acc, cands)
-                    add(Record(tok, epoch, p, write, acc.space, acc.fp))
+        check = cands or self.gm_shadow
+        for acc in sorted(accs, key=_WRITES):  # reads first
+            if acc.fp.hi > acc.fp.lo:
+                if check:
+                    self._hazard(d, p, tok, acc, cands)
+                add(tok, epoch, p, acc.write, acc.space, acc.fp)
 
     def _bounds(self, d: _Dyn, acc: _Acc):
+        """Report ``acc`` (non-empty) if it leaves its memory."""
         lo, hi = acc.fp.lo, acc.fp.hi
-        if hi <= lo:
-            return
         mem = self.local.get(acc.space)
         if mem is not None:
             if lo < 0 or hi > mem.size:
@@ -1116,6 +1129,8 @@ def _scalar_value(m: _Machine, d: _Dyn, v, dt: str) -> np.ndarray:
 
 def _ub_addr(m: _Machine, d: _Dyn, a: dict, name: str, align: int) -> int:
     v = a[name]
+    if type(v) is int and not v % align:
+        return v  # the usual case
     if isinstance(v, GmAddr):
         m.fail("invalid", f"{_desc(d)}: operand {name} must be a UB address", d)
     try:
@@ -1127,6 +1142,9 @@ def _ub_addr(m: _Machine, d: _Dyn, a: dict, name: str, align: int) -> int:
 
 
 def _ints(m, d, a, names):
+    out = list(map(a.__getitem__, names))
+    if set(map(type, out)) == {int} and min(out) >= 0:
+        return out  # the usual case, without a Python loop
     out = []
     for n in names:
         try:

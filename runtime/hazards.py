@@ -16,6 +16,8 @@ so all are painted), and the per-unit rule runs there: same findings as a shadow
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from itertools import repeat
+from operator import lt
 
 import numpy as np
 
@@ -102,7 +104,7 @@ class Footprint:
     def total(self) -> int:
         """How many units."""
         if isinstance(self.los, tuple):
-            return sum(b - a for a, b in zip(self.los, self.his))
+            return sum(self.his) - sum(self.los)
         return int((self.his - self.los).sum())
 
     @property
@@ -118,13 +120,10 @@ class Footprint:
                 int(np.searchsorted(b.his, a.lo, side="right"))
             return i < len(b.los) and b.los[i] < a.hi
         if isinstance(self.los, tuple) and isinstance(other.los, tuple):
-            a, b = (self, other) if len(self.los) <= len(other.los) else (other, self)
-            blos, bhis, nb = b.los, b.his, len(b.los)
-            for lo, hi in zip(a.los, a.his):
-                i = bisect_right(bhis, lo)
-                if i < nb and blos[i] < hi:
-                    return True
-            return False
+            # per interval of self, the first of other's ending after its start begins before its end
+            # (map over C functions: a Python loop costs several times more in a fresh process)
+            first = map(bisect_right, repeat(other.his), self.los)
+            return any(map(lt, map((*other.los, self.hi).__getitem__, first), self.his))
         i = np.searchsorted(other.his, self.los, side="right")
         ok = i < len(other.los)
         return bool((np.asarray(other.los)[i[ok]] < np.asarray(self.his)[ok]).any())
@@ -155,21 +154,29 @@ class HazardLog:
         self.epochs: list[list[int]] = [[] for _ in range(npipes)]
         self.all: list[Record] = []
         self.toks: list[int] = []
+        self.used: list[int] = []
+        """The pipes with records, in order of their first."""
 
     def reset(self):
         self.__init__(self.npipes)
 
-    def add(self, rec: Record):
-        self.by_pipe[rec.pipe].append(rec)
-        self.epochs[rec.pipe].append(rec.epoch)
+    def add(self, tok: int, epoch: int, pipe: int, write: bool, space: str, fp: Footprint):
+        """Record an access (a :class:`Record` of these fields)."""
+        rec = Record(tok, epoch, pipe, write, space, fp)
+        ep = self.epochs[pipe]
+        if not ep:
+            self.used.append(pipe)
+        self.by_pipe[pipe].append(rec)
+        ep.append(epoch)
         self.all.append(rec)
-        self.toks.append(rec.tok)
+        self.toks.append(tok)
 
     def unordered(self, krow) -> list[Record]:
         """The records of every pipe whose epoch is past what ``krow`` (a pipe's clock) knows."""
         out = []
-        for q, ep in enumerate(self.epochs):
-            if ep and ep[-1] > krow[q]:
+        for q in self.used:
+            ep = self.epochs[q]
+            if ep[-1] > krow[q]:
                 out.extend(self.by_pipe[q][bisect_right(ep, krow[q]):])
         return out
 

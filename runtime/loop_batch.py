@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hazards import Footprint, Record
+from .hazards import Footprint
 from .program import GmAddr, Instr, depends
 
 EXACT_TRIPS = 3
@@ -302,7 +302,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
                 fp = a.fp
                 if a.space != "UB":
                     fp = _shifted(a.fp, deltas.get(id(dy.ins), 0) // m.gm_esize[a.space], 1, T)
-                m.log.add(Record(last_tok, epoch, p, a.write, a.space, fp))
+                m.log.add(last_tok, epoch, p, a.write, a.space, fp)
     m.ctx = outer
 
 

@@ -204,8 +204,9 @@ class Instr:
     dyn: tuple = ()
     steps: tuple = ()
 
-    @property
+    @functools.cached_property
     def spec(self) -> OpSpec:
+        """The opcode's row (kept: the executor asks for it several times per issue)."""
         return OPCODES[self.opcode]
 
     @property
@@ -362,6 +363,9 @@ class Program:
         yield from _walk(self.body, 0)
 
     def instructions(self) -> list[Instr]:
+        """Every instruction in program order (a straight-line body is its own list)."""
+        if all(type(n) is Instr for n in self.body):
+            return list(self.body)
         return [n for n, _ in self.walk() if isinstance(n, Instr)]
 
     def gm_arg(self, name: str) -> GmArg:
