@@ -2112,38 +2112,53 @@ OPAQUE_TILE_OP_NAMES = (
 for _name in OPAQUE_TILE_OP_NAMES:
     _define(_name, OpaqueTileOp)
 
+_ISA = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
+"""The public pto-isa tree the reasons below were checked against (pages docs/isa/, CPU simulator
+include/pto/cpu/, NPU headers include/pto/npu/)."""
 _MASK_LAYOUT = ("the mask is 'packed predicate bits in a target-defined layout' (TCMP.md, TCMPS.md, TSEL.md, "
                 "TSELS.md); the implementations disagree: A5's TCmp.hpp packs the valid region as one flat "
                 "stream ignoring the row stride, the CPU simulator packs per row and its TSEL reads one flat "
                 "stream (pto_isa.md §6, §9.13)")
+_NOT_YET = "not implemented in ptoc yet, although "
 NO_SEMANTICS = {
-    "pto.trandom": "a random fill: no page gives its generator, seed or distribution",
-    **{f"pto.tpart{k}": "no TPART{K}.md page in pto-isa's docs/isa: no math for it".replace("{K}", k.upper())
+    "pto.trandom": "a random fill: " + _ISA + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
+                   "generator without the rounds' math, while include/pto/cpu/TRandom.hpp computes a "
+                   "Philox-style multiply-xor round; the PTO-AS form's key and counter tiles have no layout",
+    **{f"pto.tpart{k}": _NOT_YET + _ISA + f"docs/isa/TPART{k.upper()}.md gives the math (the larger/smaller "
+       "value and its index where both sources are valid, ties to src1; the one valid source elsewhere)"
        for k in ("argmax", "argmin")},
     "pto.tcmp": _MASK_LAYOUT, "pto.tcmps": _MASK_LAYOUT, "pto.tsel": _MASK_LAYOUT,
     "pto.tsels": _MASK_LAYOUT,
-    "pto.tquant": "TQUANT.md gives no formula: 'quantize an FP32 tile into a lower-precision format (e.g. FP8)', "
-                  "its types and outputs 'mode/target-dependent'; no rounding or saturation",
-    "pto.thistogram": "no page gives its bins or output layout",
-    "pto.tpack": "A5 narrowing: no page says whether it truncates or saturates",
-    "pto.timg2col": "no page gives its window, stride and padding parameters",
-    "pto.mgather": "MGATHER.md: 'Index interpretation is target-defined' (only the CPU simulator's linear "
-                   "element index is stated)",
-    "pto.mscatter": "MSCATTER.md: 'Index interpretation is target-defined', and which of several writers to one "
-                    "index wins is 'implementation-defined'",
+    "pto.tquant": _ISA + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
+                  "rounding', and the INT8 forms' q = round(x / scale) + offset names no rounding mode",
+    "pto.thistogram": _ISA + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "
+                      "counts (N0/N1 dual banks, even/odd split) is implementation-defined'",
+    "pto.tpack": _ISA + "docs/isa/tile/ops/layout-and-rearrangement/tpack.md: 'Semantics are "
+                 "instruction-specific', constraints 'Refer to backend-specific legality checks'; no TPACK "
+                 "implementation in include/pto (cpu, npu/a2a3, npu/a5): neither truncation nor saturation is given",
+    "pto.timg2col": _ISA + "docs/isa/TIMG2COL.md: 'This instruction is target/implementation-specific' "
+                    "(window, stride and padding come from an Img2colTileConfig the PTO-AS form does not carry)",
+    "pto.mgather": _NOT_YET + _ISA + "docs/isa/MGATHER.md now gives the row and element coalesce math and the "
+                   "out-of-bounds modes (Undefined, Clamp, Wrap, Zero)",
+    "pto.mscatter": _NOT_YET + _ISA + "docs/isa/MSCATTER.md now gives the row and element coalesce math, the "
+                    "atomic modes and the conflict rule (last writer in row-major order wins)",
     "pto.tprefetch": "TPREFETCH.md: 'Semantics and caching behavior are target/implementation-defined' (a hint "
                      "into a 'tile-local cache/buffer (implementation-defined)')",
     "pto.tprefetch_async": "TPREFETCH_ASYNC.md: an L2 warm-up through SDMA with a host-prepared workspace and an "
                            "async event; the page gives no PTO-AS form and no effect on tile data",
 }
-"""Catalogue instructions whose pages give no exact semantics: the golden model and both lowerings
-reject them located, with the reason (issue 12: never guess silently)."""
+"""Catalogue instructions ptoc does not run: those whose pages give no exact semantics, and those whose
+pages do but ptoc has not modelled yet (``_NOT_YET``).  The golden model and both lowerings reject them
+located, with the reason (issue 12: never guess silently)."""
 
 
 def no_semantics(op: Operation) -> str | None:
-    """``"no semantics: REASON"`` for an op of :data:`NO_SEMANTICS`, else None."""
+    """``"no semantics: REASON"`` for an op of :data:`NO_SEMANTICS` (the reason alone when its page
+    does give the math and ptoc has not modelled it yet), else None."""
     reason = NO_SEMANTICS.get(op.name)
-    return None if reason is None else f"no semantics: {reason}"
+    if reason is None or reason.startswith(_NOT_YET):
+        return reason
+    return f"no semantics: {reason}"
 
 
 # --------------------------------------------------------------------------------------

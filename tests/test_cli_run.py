@@ -193,11 +193,11 @@ def test_race_or_deadlock_exits_4(monkeypatch, capsys, drop, kind):
 def test_no_a2a3_lowering_is_a_located_error(tmp_path, capsys):
     src = tmp_path / "k.pto"
     src.write_text("func.func @k(%a: !pto.tile<8x64xf32>, %b: !pto.tile<8x64xf32>) -> !pto.tile<8x64xf32> {\n"
-                   "  %d = pto.tcmp %a, %b : !pto.tile<8x64xf32>, !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>\n"
+                   "  %d = pto.tpack %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>\n"
                    "  return %d : !pto.tile<8x64xf32>\n}\n")
     assert cli.main([str(src), "--run"]) == 1
     err = capsys.readouterr().err
-    assert f"{src}:2:8: error: 'pto.tcmp' op has no a2a3 lowering" in err
+    assert f"{src}:2:8: error: 'pto.tpack' op has no a2a3 lowering" in err
     assert "Traceback" not in err
 
 

@@ -242,12 +242,12 @@ def test_loop_carried_tile_at_another_address_is_an_error():
 
 def test_unsupported_op_error_is_located():
     with pytest.raises(PtocError) as info:
-        H.compile_text(_k("%d = pto.tcmp %a, %b : !pto.tile<8x64xf32>, !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
+        H.compile_text(_k("%d = pto.tpack %a : !pto.tile<8x64xf32> -> !pto.tile<8x64xf32>",
                           "%a: !pto.tile<8x64xf32>, %b: !pto.tile<8x64xf32>", "!pto.tile<8x64xf32>"),
                        filename="t.pto")
     d = info.value.diagnostics[0]
     assert (d.filename, d.line, d.column) == ("t.pto", 2, 8)
-    assert d.message.startswith("'pto.tcmp' op has no a2a3 lowering: no semantics: the mask is 'packed predicate")
+    assert d.message.startswith("'pto.tpack' op has no a2a3 lowering: no semantics: pto-isa (github.com/hw-native-sys/pto-isa")
 
 
 def test_every_instruction_has_an_origin():

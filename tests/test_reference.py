@@ -805,9 +805,10 @@ func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %r: index, %c: index) {{
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op, why", [("tcmp", "no semantics: the mask is 'packed predicate bits in a target-defined"),
+@pytest.mark.parametrize("op, why", [("tpack", "no semantics: pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
+                                                "docs/isa/tile/ops/layout-and-rearrangement/tpack.md"),
                                      ("tmatmul.mx", "has no semantics in ptoc yet"),
-                                     ("tpartargmax", "no semantics: no TPARTARGMAX.md page in pto-isa's docs/isa")])
+                                     ("tpartargmax", "not implemented in ptoc yet, although pto-isa")])
 def test_opaque_ops_raise_located_no_semantics(op, why):
     m = parse(l1(op, [T(2, 2), T(2, 2)], T(2, 2)))
     with pytest.raises(PtocError) as e:
