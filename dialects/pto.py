@@ -115,6 +115,7 @@ A5_ARITH = A2A3_ARITH | {"ui16", "ui32", "bf16", "i8", "ui8"}
 A5_ARITH64 = A5_ARITH | {"i64", "ui64"}
 B8_B16_B32 = frozenset({"i8", "ui8", "i16", "ui16", "i32", "ui32", "f16", "bf16", "f32"})
 ALL_DTYPES = frozenset(DTYPE_NAMES)
+INT_DTYPES = frozenset(n for n in DTYPE_NAMES if n[0] in "iu")
 
 # --------------------------------------------------------------------------------------
 # Types
@@ -1091,6 +1092,120 @@ class ArgReduceOp(TileOp):
         if isinstance(src, TileLikeType) and src.dtype not in allowed:
             raise VerifyException(f"src element type {src.dtype} is not supported on {target_name} "
                                   f"(supported: {', '.join(sorted(allowed)) or 'none'})")
+
+
+CMP_MODES = ("EQ", "NE", "LT", "GT", "GE", "LE")
+PREDICATE_DTYPES = {"a2a3": ("i8", "ui8"), "ascend950": ("i8", "ui8", "i32", "ui32")}
+"""The element types of a predicate tile (TCMP/TCMPS dst) per target: TCMP.md gives ``uint8_t``
+(A2A3) and ``uint32_t`` (A5), PTOAS's verifier (lib/PTO/IR/PTO.cpp TCmpOp) an 8-bit one on both;
+the bytes are the same either way (:class:`CompareOp`)."""
+
+
+class CompareOp(TileOp):
+    """TCMP ``ins(src0, src1) outs(dst)`` and TCMPS ``ins(src, s) outs(dst)`` (``s`` a scalar, or a
+    tile whose element (0, 0) is compared: TCMPS.md's tile form), ``{cmpMode = #pto.cmp<GT>}``
+    (EQ when absent, as PTOAS: TCmpSOp's DefaultValuedAttr, PTOToEmitC's TCMP default).
+
+    ``p[i, j] = src0[i, j] cmpMode src1[i, j]`` (IEEE: only NE holds for a NaN) over src0's valid
+    region ``R x C``, packed: bit ``j % 8`` of byte ``j // 8`` of dst's row ``i`` (at dst's row
+    stride) is ``p[i, j]``, bits past ``C`` are 0, as are the other bytes of dst's valid columns.
+    The pages call the packing 'target-defined'; every public definition of it in pto-isa
+    (github.com/hw-native-sys/pto-isa @3186c38) is this one: include/pto/npu/a2a3/TCmp.hpp (vcmpv per
+    row at dst's Cols), include/pto/npu/a5/TCmp.hpp (psts per row at dst's RowStride),
+    include/pto/cpu/TCmp.h, and the NPU tests' goldens tests/npu/{a2a3,a5}/src/st/testcase/tcmp/
+    gen_data.py (per row ``packbits(bitorder='little')``, zeros past the valid columns).  A u32 dst
+    holds the same bytes (little-endian words).  On A2A3 the pages say i32 compares with EQ whatever
+    cmpMode is; ptoc rejects the other modes there instead of running a different compare."""
+
+    FAMILY: ClassVar[str] = "cmp"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    SCALAR: ClassVar[bool] = False
+
+    @property
+    def mode(self) -> str:
+        a = self.attributes.get("cmpMode", self.attributes.get("cmp_mode"))
+        if a is None:
+            return "EQ"
+        m = re.search(r"\b(eq|ne|lt|gt|ge|le)\b", str(a), re.IGNORECASE)
+        if m is None:
+            raise VerifyException(f"cmpMode must be one of {', '.join(CMP_MODES)} (got {a})")
+        return m.group(1).upper()
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        if len(self.ins) != 2:
+            raise VerifyException(f"expects ins({'src, scalar' if self.SCALAR else 'src0, src1'}), "
+                                  f"got {len(self.ins)} operands")
+        src = _tiles(self, 1, "a source tile")[0]
+        other = self.ins[1].type
+        if is_tile(other):
+            _same_dtype(src, other, rule="src0 and src1 must have the same element type")
+            if not self.SCALAR:
+                _same_valid(src, other, "src1 valid shape must equal src0's")
+        elif not self.SCALAR:
+            raise VerifyException("expects two source tiles (tcmps compares with a scalar)")
+        _row_major(src, "src")
+        _row_major(dst, "dst")
+        if not any(dst.dtype in names for names in PREDICATE_DTYPES.values()):
+            raise VerifyException(f"dst (the packed predicate) must be an 8- or 32-bit integer tile, got {dst.dtype}")
+        if _known(src.valid_row, dst.valid_row) and src.valid_row != dst.valid_row:
+            raise VerifyException(f"src valid rows must equal dst valid rows ({src.valid_row} vs {dst.valid_row})")
+        if _known(src.valid_col, dst.valid_col) and dst.valid_col * dst.elem_bytes * 8 < src.valid_col:
+            raise VerifyException(f"dst's {dst.valid_col} valid columns of {dst.dtype} hold fewer than the "
+                                  f"{src.valid_col} predicate bits of a row")
+        self.mode
+
+    def check_dtype_for_target(self, target_name: str) -> None:
+        src, dst = self.ins[0].type, self.dst_type
+        allowed = self.DTYPES.get(target_name, frozenset())
+        if isinstance(src, TileLikeType) and src.dtype not in allowed:
+            raise VerifyException(f"src element type {src.dtype} is not supported on {target_name} "
+                                  f"(supported: {', '.join(sorted(allowed)) or 'none'})")
+        if dst is not None and dst.dtype not in PREDICATE_DTYPES[target_name]:
+            raise VerifyException(f"dst (the packed predicate) must be {'/'.join(PREDICATE_DTYPES[target_name])} "
+                                  f"on {target_name}, got {dst.dtype}")
+        if target_name == "a2a3" and isinstance(src, TileLikeType) and src.dtype == "i32" and self.mode != "EQ":
+            raise VerifyException(f"i32 compares only with EQ on A2/A3 (cmpMode {self.mode}): the page says "
+                                  "'For int32_t input, only CmpMode::EQ is supported; other comparison modes fall "
+                                  "back to EQ'")
+
+
+class SelectOp(TileOp):
+    """TSEL ``ins(mask, src0, src1[, tmp]) outs(dst)``: ``dst[i, j] = src0[i, j]`` where the mask bit
+    of (i, j) is 1, else ``src1[i, j]``; TSELS ``ins(mask, src[, tmp], s) outs(dst)``: ``src[i, j]``
+    or the scalar ``s`` (TSEL.md, TSELS.md), over dst's valid region.  The mask bit of (i, j) is bit
+    ``j % 8`` of byte ``j // 8`` of the mask's row ``i`` (at its row stride), whatever the mask's
+    integer type: the packing :class:`CompareOp` writes, as include/pto/npu/{a2a3,a5}/TSel.hpp read it
+    (a2a3: ``vsel`` in tensor-tensor mode per row from ``mask + i * RowStride``; a5: ``plds`` per row)
+    and the NPU tests' goldens tests/npu/{a2a3,a5}/src/st/testcase/tsel/gen_data.py build it (pto-isa
+    @3186c38).  The tmp the A2A3 header uses for its cmpmask address is not needed."""
+
+    FAMILY: ClassVar[str] = "sel"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    SCALAR: ClassVar[bool] = False
+    TMP_AT: ClassVar[int | None] = 3
+
+    def verify_family(self) -> None:
+        dst = _need_dst(self)
+        tiles, scalars = self.tile_ins(), self.scalar_ins()
+        want = (2, 3) if self.SCALAR else (3, 4)
+        if len(tiles) not in want or len(scalars) != int(self.SCALAR):
+            raise VerifyException(f"expects ins({'mask, src[, tmp], scalar' if self.SCALAR else 'mask, src0, src1[, tmp]'})"
+                                  f", got {len(self.ins)} operands")
+        mask, sources = tiles[0].type, [v.type for v in tiles[1:2 if self.SCALAR else 3]]
+        _same_dtype(dst, *sources, rule="dst and the sources must have the same element type")
+        for s in sources:
+            _same_valid(s, dst, "a source's valid shape must equal dst's")
+            _row_major(s, "src")
+        _row_major(dst, "dst")
+        _row_major(mask, "mask")
+        if mask.dtype not in INT_DTYPES:
+            raise VerifyException(f"mask (packed predicate bits) must be an integer tile, got {mask.dtype}")
+        if _known(mask.valid_row, dst.valid_row) and mask.valid_row < dst.valid_row:
+            raise VerifyException(f"mask valid rows {mask.valid_row} are fewer than dst's {dst.valid_row}")
+        if _known(mask.valid_col, dst.valid_col) and mask.valid_col * mask.elem_bytes * 8 < dst.valid_col:
+            raise VerifyException(f"mask's {mask.valid_col} valid columns of {mask.dtype} hold fewer than the "
+                                  f"{dst.valid_col} bits of a dst row")
 
 
 class PairReduceOp(TileOp):
@@ -2071,6 +2186,16 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
+TCmpOp = _define("tcmp", CompareOp, _per_target({"i32", "f16", "f32"}, B8_B16_B32 | {"i64", "ui64"}),
+                 "TCMP: the packed predicate of src0 cmpMode src1 (TCMP.md; A5 64-bit: include/pto/npu/a5/TCmp.hpp).")
+TCmpsOp = _define("tcmps", CompareOp, _per_target({"i16", "ui16", "i32", "f16", "f32"}, B8_B16_B32),
+                  "TCMPS: the packed predicate of src cmpMode s (TCMPS.md).", SCALAR=True)
+SEL_A2A3 = ("i16", "i32", "f16", "f32")
+"""TSEL/TSELS element types on A2/A3: PTOAS's verifier (lib/PTO/IR/PTO.cpp, narrower than TSEL.md's list)."""
+TSelOp = _define("tsel", SelectOp, _per_target(SEL_A2A3, ALL_DTYPES),
+                 "TSEL: src0 where the mask bit is 1, else src1 (TSEL.md).")
+TSelsOp = _define("tsels", SelectOp, _per_target(SEL_A2A3, ALL_DTYPES - {"bf16"}),
+                  "TSELS: src where the mask bit is 1, else the scalar (TSELS.md).", SCALAR=True, TMP_AT=2)
 TGatherbOp = _define("tgatherb", GatherOp, BYTES_1_2_4, BYTE_OFFSETS=True)  # "element size 1, 2, or 4 bytes"
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
@@ -2099,7 +2224,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
-    "tcmp", "tsel", "tpartargmax", "tpartargmin", "tcmps", "tsels",
+    "tpartargmax", "tpartargmin",
     "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
@@ -2115,10 +2240,6 @@ for _name in OPAQUE_TILE_OP_NAMES:
 _ISA = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
 """The public pto-isa tree the reasons below were checked against (pages docs/isa/, CPU simulator
 include/pto/cpu/, NPU headers include/pto/npu/)."""
-_MASK_LAYOUT = ("the mask is 'packed predicate bits in a target-defined layout' (TCMP.md, TCMPS.md, TSEL.md, "
-                "TSELS.md); the implementations disagree: A5's TCmp.hpp packs the valid region as one flat "
-                "stream ignoring the row stride, the CPU simulator packs per row and its TSEL reads one flat "
-                "stream (pto_isa.md §6, §9.13)")
 _NOT_YET = "not implemented in ptoc yet, although "
 NO_SEMANTICS = {
     "pto.trandom": "a random fill: " + _ISA + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
@@ -2127,8 +2248,6 @@ NO_SEMANTICS = {
     **{f"pto.tpart{k}": _NOT_YET + _ISA + f"docs/isa/TPART{k.upper()}.md gives the math (the larger/smaller "
        "value and its index where both sources are valid, ties to src1; the one valid source elsewhere)"
        for k in ("argmax", "argmin")},
-    "pto.tcmp": _MASK_LAYOUT, "pto.tcmps": _MASK_LAYOUT, "pto.tsel": _MASK_LAYOUT,
-    "pto.tsels": _MASK_LAYOUT,
     "pto.tquant": _ISA + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
                   "rounding', and the INT8 forms' q = round(x / scale) + offset names no rounding mode",
     "pto.thistogram": _ISA + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "
@@ -2749,8 +2868,8 @@ def _tgather_index_a2a3(op: TileOp, target_name: str) -> None:
 
 def _tsel_a2a3(op: TileOp, target_name: str) -> None:
     dst = op.dst_type
-    if target_name == "a2a3" and dst is not None and dst.dtype not in ("i16", "i32", "f16", "f32"):
-        raise VerifyException("expects A2/A3 tsel src0, src1, and dst element type to be i16/i32/f16/f32 "
+    if target_name == "a2a3" and dst is not None and dst.dtype not in SEL_A2A3:
+        raise VerifyException(f"expects A2/A3 tsel src0, src1, and dst element type to be {'/'.join(SEL_A2A3)} "
                               f"(got {dst.dtype})")
 
 

@@ -1544,6 +1544,99 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    _CMPF = {"EQ": "oeq", "NE": "une", "LT": "olt", "GT": "ogt", "GE": "oge", "LE": "ole"}
+    """cmpMode -> arith.cmpf predicate: ordered, but NE unordered (a NaN operand: only NE holds)."""
+    _CMPI = {"EQ": "eq", "NE": "ne", "LT": "slt", "GT": "sgt", "GE": "sge", "LE": "sle"}
+
+    def _register_of(self, v: SSAValue, dtype: str):
+        """A scalar operand as a number or a register of ``dtype`` (``smov`` converts another type)."""
+        e = self.scalar_operand(v, dtype)
+        if _is_num(e) or e.type == _xdsl_type(canonical_dtype(dtype)):
+            return e
+        return self.emit("smov", dtype, dst=self.fresh("s"), src=e)
+
+    def _compare(self, x, y, mode: str, dtype: str):
+        """The scalar unit's ``x mode y`` (an i1): floats by arith.cmpf, integers as index values."""
+        if dtype in ("f16", "bf16", "f32"):
+            t = _xdsl_type(dtype)
+            return self.insert(arith.CmpfOp(self.value(x, t), self.value(y, t), self._CMPF[mode]))
+        return self.insert(arith.CmpiOp(self.value(x, _INDEX), self.value(y, _INDEX), self._CMPI[mode]))
+
+    def tile_cmp(self, op):
+        """TCMP/TCMPS on the scalar unit (vector_isa.md describes no compare into a mask): per valid
+        row, per byte k of dst's valid columns, the compares of columns ``c = 8k + b`` (b < 8; both
+        operands ``ld_ub``'d at column ``min(c, C - 1)``, the bit of a column past C masked to 0),
+        each bit ``2^b`` summed into the byte (the packing of dialects/pto.py ``CompareOp``),
+        ``st_ub``'d.  Bracketed by V->S / S->V flags (also on ascend950)."""
+        s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
+        other = op.ins[1]
+        o = self.tile(other) if pto.is_tile(other.type) else None
+        self.flag("V", "S")
+        y = None
+        if op.SCALAR:
+            y = self._register_of(other, s.dtype) if o is None else \
+                self.emit("ld_ub", s.dtype, dst=self.fresh("y"), addr=o.addr)  # TCMPS's tile form: (0, 0)
+        rows, r = self.loop("r", 0, s.vr, bound=s.t.rows)
+        outer = self.in_body(rows.body)
+        nbytes = self.mul(d.vc, d.esize)
+        cols, k = self.loop("k", 0, nbytes, bound=d.t.cols * d.esize)
+        inner = self.in_body(cols.body)
+        last = self.arith("max", self.sub(s.vc, 1), 0)
+        byte = 0
+        for b in range(8):
+            c = self.add(self.mul(k, 8), b)
+            at = self.min(c, last)
+            x = self.emit("ld_ub", s.dtype, dst=self.fresh("x"), addr=self.elem(s, r, at))
+            yb = y if y is not None else self.emit("ld_ub", s.dtype, dst=self.fresh("y"), addr=self.elem(o, r, at))
+            live = self.insert(arith.CmpiOp(self.value(c, _INDEX), self.value(s.vc, _INDEX), "slt"))
+            hit = self.insert(arith.AndIOp(self._compare(x, yb, op.mode, s.dtype), live))
+            byte = self.add(byte, self.insert(arith.SelectOp(hit, self.value(1 << b, _INDEX), self.value(0, _INDEX))))
+        self.emit("st_ub", "u8", addr=self.add(d.addr, self.mul(r, d.row_bytes), k), src=byte)
+        self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
+    def tile_sel(self, op):
+        """TSEL/TSELS on the scalar unit (vector_isa.md describes no select by a mask in UB): per
+        valid row and per bit b < 8, the columns ``c = 8k + b < C``: the mask row's byte k
+        ``ld_ub``'d, its bit b (``(byte / 2^b) & 1``) selecting src0's element or src1's (TSELS: the
+        scalar's, stored once to free UB as dst's type), ``st_ub``'d to dst.  The elements move as
+        unsigned integers of their size: a select copies bits (a NaN's sign and payload too).
+        Bracketed by V->S / S->V flags (also on ascend950)."""
+        tiles = op.tile_ins()
+        m, d, a = self.tile(tiles[0]), self.tile(op.outs[0]), self.tile(tiles[1])
+        b_src = None if op.SCALAR else self.tile(tiles[2])
+        bits = f"u{8 * d.esize}"
+        self.flag("V", "S")
+        y = None
+        if op.SCALAR:
+            e = self.scalar_operand(op.scalar_ins()[0], d.dtype)
+            if _is_num(e):
+                y = int(np.asarray(E.scalar_to(e, E.np_dtype(d.dtype))).view(E.np_dtype(bits)))
+            else:
+                at = self.free_ub(32)
+                self.emit("st_ub", d.dtype, addr=at, src=e)
+                y = self.emit("ld_ub", bits, dst=self.fresh("s"), addr=at)
+        rows, r = self.loop("r", 0, d.vr, bound=d.t.rows)
+        outer = self.in_body(rows.body)
+        row = self.add(m.addr, self.mul(r, m.row_bytes))
+        t = _xdsl_type(bits)
+        for b in range(8):
+            n = ceil_div(max(d.vc - b, 0), 8) if _is_int(d.vc) else self.div(self.arith("max", self.add(d.vc, 7 - b), 0), 8)
+            cols, k = self.loop("k", 0, n, bound=ceil_div(d.t.cols, 8))
+            inner = self.in_body(cols.body)
+            c = self.add(self.mul(k, 8), b)
+            byte = self.emit("ld_ub", "u8", dst=self.fresh("m"), addr=self.add(row, k))
+            on = self.insert(arith.CmpiOp(self.value(self.arith("&", self.div(byte, 1 << b), 1), _INDEX),
+                                          self.value(0, _INDEX), "ne"))
+            x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(a, r, c))
+            yc = y if b_src is None else self.emit("ld_ub", bits, dst=self.fresh("y"), addr=self.elem(b_src, r, c))
+            self.emit("st_ub", bits, addr=self.elem(d, r, c),
+                      src=self.insert(arith.SelectOp(on, self.value(x, t), self.value(yc, t))))
+            self.end_loop(inner)
+        self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_scatter(self, op):
         """TSCATTER on the scalar unit, as TScatter.hpp's loop: dst's whole tile zeroed (``st_ub`` 0;
         the header's vector_dup), then per (i, j) of the indices' valid region, row-major,
@@ -2704,6 +2797,7 @@ _FAMILY_RULES = {
     pto.DequantOp: _FnLowering.tile_dequant, pto.InterleaveOp: _FnLowering.tile_interleave,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
+    pto.CompareOp: _FnLowering.tile_cmp, pto.SelectOp: _FnLowering.tile_sel,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,

@@ -970,6 +970,32 @@ def add_deq_relu(a, b, scale):
     return saturating_convert(relu(x), np.float16)
 
 
+_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "GT": np.greater, "GE": np.greater_equal,
+            "LE": np.less_equal}
+
+
+def compare(a, b, mode: str) -> np.ndarray:
+    """TCMP/TCMPS's predicate ``a mode b`` (``mode`` one of EQ NE LT GT GE LE), booleans: IEEE
+    comparisons (a NaN operand: only NE holds; ``-0 == +0``), exact for every integer type."""
+    with np.errstate(invalid="ignore"):
+        return _COMPARE[mode](_arr(a), _arr(b))
+
+
+def pack_predicate(p, nbytes: int) -> np.ndarray:
+    """Rows of predicate bits as ``nbytes`` bytes a row (dialects/pto.py ``CompareOp``): bit
+    ``j % 8`` of byte ``j // 8`` is ``p[i, j]``, zeros past the bits."""
+    p = np.asarray(p, bool)
+    out = np.zeros((p.shape[0], nbytes), np.uint8)
+    packed = np.packbits(p, axis=1, bitorder="little")[:, :nbytes]
+    out[:, :packed.shape[1]] = packed
+    return out
+
+
+def predicate_bits(rows, count: int) -> np.ndarray:
+    """The first ``count`` predicate bits of each row of bytes (the inverse of :func:`pack_predicate`)."""
+    return np.unpackbits(np.asarray(rows, np.uint8), axis=1, count=count, bitorder="little").astype(bool)
+
+
 def scalar_to(value, dtype) -> np.ndarray:
     """A kernel scalar (Python or NumPy number) as a 0-d array of the element type.
 

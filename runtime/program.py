@@ -104,6 +104,10 @@ CMPI = {"eq": (_cmp(operator.eq), "=="), "ne": (_cmp(operator.ne), "!="), "slt":
         "sle": (_cmp(operator.le), "<="), "sgt": (_cmp(operator.gt), ">"), "sge": (_cmp(operator.ge), ">="),
         "ult": (_cmp(operator.lt), "<"), "ule": (_cmp(operator.le), "<="), "ugt": (_cmp(operator.gt), ">"),
         "uge": (_cmp(operator.ge), ">=")}
+CMPF = {"oeq": (_cmp(operator.eq), "=="), "une": (_cmp(operator.ne), "!="), "olt": (_cmp(operator.lt), "<"),
+        "ole": (_cmp(operator.le), "<="), "ogt": (_cmp(operator.gt), ">"), "oge": (_cmp(operator.ge), ">=")}
+"""The float compares of the scalar unit (TCMP/TCMPS): Python's on floats, IEEE (a NaN operand: only
+``!=`` holds, as ``une``; the ordered ones false)."""
 CASTS = ("index_cast", "index_castui", "extsi", "extui", "trunci")
 """Casts the scalar unit's arithmetic on Python integers sees through."""
 SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax", "minimumf": "smin",
@@ -116,6 +120,8 @@ def arith_entry(op):
     name = op.name[6:]
     if name == "cmpi":
         return CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]
+    if name == "cmpf":
+        return CMPF.get(arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data])
     if name in ARITH_I1 and getattr(op.results[0].type, "width", None) == _I1_WIDTH:
         return ARITH_I1[name]
     return ARITH.get(name)

@@ -1197,6 +1197,40 @@ class Evaluator:
                   f"the {out.size} selected elements do not fit dst's {dst.data.shape[0]}x{dst.data.shape[1]} tile")
         dst.data[np.unravel_index(np.arange(out.size), dst.data.shape)] = out
 
+    def family_cmp(self, op, env):
+        src = self.tile(op, op.ins[0], env)
+        r, c = src.valid
+        other = env[op.ins[1]]
+        if not isinstance(other, Tile):
+            y = E.scalar_to(other, src.dtype)
+        elif op.SCALAR:  # TCMPS's tile form: element (0, 0)
+            y = other.data[0, 0]
+        else:
+            self._same_valid(op, other, src.valid, "src1")
+            y = other.data[:r, :c]
+        dst = self.dst(op, env, (r, -(-c // (8 * op.dst_type.elem_bytes))))
+        words = dst.valid[1]
+        nbytes = words * dst.dtype.itemsize
+        self.need(op, dst.valid[0] == r, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
+        self.need(op, nbytes * 8 >= c, f"dst's {words} valid columns hold fewer than the {c} predicate bits of a row")
+        dst.data[:r, :words].view(np.uint8)[...] = E.pack_predicate(E.compare(src.data[:r, :c], y, op.mode), nbytes)
+        dst.fresh = False
+
+    def family_sel(self, op, env):
+        tiles = op.tile_ins()
+        mask = self.tile(op, tiles[0], env)
+        srcs = [self.tile(op, v, env) for v in tiles[1:2 if op.SCALAR else 3]]
+        dst = self.dst(op, env, srcs[0].valid)
+        r, c = dst.valid
+        for s in srcs:
+            self._same_valid(op, s, dst.valid, "src")
+        nbytes = -(-c // 8)
+        self.need(op, mask.valid[0] >= r and mask.valid[1] * mask.dtype.itemsize >= nbytes,
+                  f"mask valid region {mask.valid[0]}x{mask.valid[1]} does not hold the bits of dst's {r}x{c}")
+        bits = E.predicate_bits(np.ascontiguousarray(mask.data[:r]).view(np.uint8)[:, :nbytes], c)
+        other = E.scalar_to(env[op.scalar_ins()[0]], dst.dtype) if op.SCALAR else srcs[1].data[:r, :c]
+        self._store(dst, r, c, np.where(bits, srcs[0].data[:r, :c], other))
+
     def family_scatter(self, op, env):
         src, idx = (self.tile(op, v, env) for v in op.ins)
         dst = self.dst(op, env, src.valid)
@@ -1608,6 +1642,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
+    pto.CompareOp: Evaluator.family_cmp, pto.SelectOp: Evaluator.family_sel,
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
     pto.ConvertOp: Evaluator.family_cvt, pto.ReluConvOp: Evaluator.family_reluconv,
     pto.DeqReluOp: Evaluator.family_reluconv,

@@ -97,6 +97,7 @@ RUNS = {
     "test__basic__tmrgsort_executed_constant_emitc.pto": ((), COMPARED),
     "test__basic__tmrgsort_variants_emitc.pto": ((), COMPARED),
     "test__basic__ttri_emitc.pto": (("--input", "diag=3"), COMPARED),
+    "test__basic__issue487_tsel_i8_parser_arch_scope.pto": (("--entry", "f0"), COMPARED),  # A5 (its A3 RUN: negative)
     "test__basic__issue454_loop_if_else_loop_carried_sync_regression.pto": ((), COMPARED),
     "test__basic__issue454_nested_loop_same_pipe_pair_regression.pto": ((), COMPARED),
     # their only result is in an L0A / L1 tile, which no instruction moves to GM, and the acc tile

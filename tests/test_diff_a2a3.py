@@ -130,6 +130,12 @@ def variants():
         for src, dst in pto.RELU_CONV_PAIRS:  # variant: the source type; dtypes: the destination's
             out.append((op, f"{src}-relu", [dst]))
     out.append(("tadddeqrelu", "i32-deq", ["f16"]))
+    # the scalar unit's compares and selects (slow to execute): two modes and forms here, every mode,
+    # form and dtype in tests/test_catalogue_pages.py; A2/A3 compares i32 with EQ only (TCMP.md)
+    for op, variant in (("tcmp", "eq"), ("tcmp", "lt"), ("tcmps", "eq-arg"), ("tcmps", "le-const")):
+        out.append((op, variant, [d for d in a2a3_dtypes(op) if variant.startswith("eq") or d != "i32"]))
+    out.append(("tsel", "", a2a3_dtypes("tsel")))
+    out.append(("tsels", "const", a2a3_dtypes("tsels")))
     for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
         # oracle test covers it with a loaded dst); single: the blockLen form
         out.append(("tmrgsort", v, a2a3_dtypes("tmrgsort")))
@@ -343,6 +349,34 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         p = _t(R, 1, "f32", cm=True) if variant.endswith("col") else _t(R, 8, "f32", R, 1)
         args = [f"%a: {src}", f"%s: {p}", f"%o: {p}"]
         body = f"%d = pto.tdequant %a, %s, %o : ({src}, {p}, {p}) -> {full}"
+    elif op in ("tcmp", "tcmps"):  # a packed-predicate dst of ceil(C / 8) valid bytes a row
+        mode, _, form = variant.partition("-")
+        rt = _t(R, -(-cols // 256) * 32, "ui8", R, -(-C // 8))
+        attr = f"{{cmpMode = #pto.cmp<{mode.upper()}>}}"
+        if op == "tcmp":
+            args = [f"%a: {full}", f"%b: {full}"]
+            body = f"%d = pto.tcmp %a, %b {attr} : ({full}, {full}) -> {rt}"
+        else:
+            args = [f"%a: {full}"]
+            if form == "const":
+                st = dt[1:] if dt.startswith("ui") else dt  # arith constants are signless
+                pre = f"%s = arith.constant {'0.5' if dt.startswith(('f', 'b')) else '3'} : {st}\n  "
+            else:
+                args.append(f"%s: {st}")
+            body = f"%d = pto.tcmps %a, %s {attr} : ({full}, {st}) -> {rt}"
+    elif op in ("tsel", "tsels"):  # a mask of random bytes, ceil(cols / 8) rounded to 32 a row
+        mt = _t(R, -(-cols // 256) * 32, "ui8")
+        if op == "tsel":
+            args = [f"%m: {mt}", f"%a: {full}", f"%b: {full}"]
+            body = f"%d = pto.tsel %m, %a, %b : ({mt}, {full}, {full}) -> {full}"
+        else:
+            args = [f"%m: {mt}", f"%a: {full}"]
+            if variant == "const":
+                st = dt[1:] if dt.startswith("ui") else dt
+                pre = f"%s = arith.constant {'-0.0' if dt.startswith(('f', 'b')) else '3'} : {st}\n  "
+            else:
+                args.append(f"%s: {st}")
+            body = f"%d = pto.tsels %m, %a, %s : ({mt}, {full}, {st}) -> {full}"
     elif op == "tpairreducesum":
         args = [f"%a: {full}"]
         body = f"%d = pto.tpairreducesum %a : {full} -> {full}"

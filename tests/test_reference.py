@@ -953,9 +953,9 @@ def test_op_definitions_name_their_element_functions():
     for cls in pto.TILE_OPS.values():
         if cls.HAS_SEMANTICS and cls.FAMILY not in ("load", "store", "mov", "expands", "rowbroadcast", "concat",
                                                     "colbroadcast", "subtile", "matmul", "print", "axpy",
-                                                    "composed", "trans", "gather", "scatter"):
+                                                    "composed", "trans", "gather", "scatter", "cmp", "sel"):
             # matmul: runtime/cube.py; axpy, composed: the golden model composes element functions;
-            # gather, scatter: data movement
+            # gather, scatter, sel: data movement; cmp: elementwise.compare by cmpMode, then packed
             assert isinstance(getattr(E, cls.FN), E.ElementFn), cls.name
 
 
