@@ -794,6 +794,65 @@ class PartialBinaryOp(TileOp):
                 f"{_dims_text(a.valid_shape)}, src1 {_dims_text(b.valid_shape)}, dst {_dims_text(dst.valid_shape)})")
 
 
+PART_ARG_INDEX = {"f16": ("i16", "ui16", "i32", "ui32"), "f32": ("i32", "ui32")}
+"""TPARTARGMAX.md: the index types of each value type (a static_assert on A2A3; A5 lists int16..uint32)."""
+
+
+class PartialArgOp(TileOp):
+    """TPARTARGMAX/TPARTARGMIN ``ins(src0Val, src1Val, src0Idx, src1Idx) outs(dstVal, dstIdx)``
+    (TPARTARGMAX.md, TPARTARGMIN.md, pto-isa @3186c38): over dst's valid region, where both sources
+    are valid ``(src0Val, src0Idx)`` if ``src0Val > src1Val`` (TPARTARGMIN: ``<``), else
+    ``(src1Val, src1Idx)`` -- ties go to src1, as the pages' second case (``src1Val >= src0Val``)
+    and include/pto/cpu/TPartArgMax.hpp; include/pto/npu/a5/TPartArgBinOps.hpp sends ties to src0
+    (``vcmp_gt(src1, src0)``), and the page wins.  A NaN value satisfies neither of the pages'
+    cases; ptoc takes src1 then, as the CPU simulator's if/else does (the A5 header takes src0).
+    Where only one source is valid: its value and index.  Static valid shapes, one source pair's
+    valid region equal to dst's and the other's inside it (:func:`partial_regions`); each value
+    tile's valid region equals its index tile's."""
+
+    FAMILY: ClassVar[str] = "partarg"
+    HAS_SEMANTICS: ClassVar[bool] = True
+    IS_MAX: ClassVar[bool] = True
+
+    def part_split(self) -> tuple[int, tuple[int, int]]:
+        """(the source pair valid on all of dst's valid region, the valid region where both are)."""
+        found = partial_regions(self.dst_type.valid_shape, self.ins[0].type.valid_shape, self.ins[1].type.valid_shape)
+        assert found is not None, "verified"
+        return found
+
+    def verify_family(self) -> None:
+        if len(self.ins) != 4 or len(self.outs) + len(self.res) != 2:
+            raise VerifyException("expects ins(src0Val, src1Val, src0Idx, src1Idx) and two destinations "
+                                  f"(dstVal, dstIdx), got {len(self.ins)} operands")
+        v0, v1, i0, i1 = _tiles(self, 4, "four source tiles")
+        dv, di = (v.type for v in (self.outs or self.res))
+        if not all(is_tile(t) for t in (dv, di)):
+            raise VerifyException("expects two destination tiles (dstVal, dstIdx)")
+        _same_dtype(dv, v0, v1, rule="dstVal, src0Val and src1Val must have the same element type")
+        _same_dtype(di, i0, i1, rule="dstIdx, src0Idx and src1Idx must have the same element type")
+        if di.dtype not in PART_ARG_INDEX["f16"]:
+            raise VerifyException(f"the indices must be i16, ui16, i32 or ui32, got {di.dtype}")
+        for t, who in ((v0, "src0Val"), (v1, "src1Val"), (i0, "src0Idx"), (i1, "src1Idx"), (dv, "dstVal"),
+                       (di, "dstIdx")):
+            _row_major(t, who)
+        for a, b, who in ((v0, i0, "src0"), (v1, i1, "src1"), (dv, di, "dst")):
+            _same_valid(a, b, f"{who}Val and {who}Idx must have the same valid shape")
+        if not _known(*dv.valid_shape, *v0.valid_shape, *v1.valid_shape):
+            raise VerifyException("needs static valid shapes: ptoc checks the page's valid-region pattern at compile time")
+        if partial_regions(dv.valid_shape, v0.valid_shape, v1.valid_shape) is None and 0 not in dv.valid_shape:
+            raise VerifyException(
+                "needs one source's valid region equal to dst's and the other's no larger in rows and cols "
+                f"(got src0 {_dims_text(v0.valid_shape)}, src1 {_dims_text(v1.valid_shape)}, "
+                f"dst {_dims_text(dv.valid_shape)})")
+
+    def check_dtype_for_target(self, target_name: str) -> None:
+        super().check_dtype_for_target(target_name)
+        val, idx = self.ins[0].type.dtype, self.ins[2].type.dtype
+        if target_name == "a2a3" and idx not in PART_ARG_INDEX.get(val, ()):
+            raise VerifyException(f"a {val} value takes {'/'.join(PART_ARG_INDEX.get(val, ()))} indices on A2/A3 "
+                                  f"(TPARTARGMAX.md), got {idx}")
+
+
 class UnaryOp(TileOp):
     """``dst = fn(src)``; TRSQRT takes an optional tmp."""
 
@@ -2186,6 +2245,10 @@ TTriOp = _define("ttri", FillOp, _per_target(A2A3_ARITH, A5_ARITH),
 TTransOp = _define("ttrans", TransposeOp, BROADCAST)
 TScatterOp = _define("tscatter", ScatterOp, _per_target(B8_B16_B32, B8_B16_B32))
 TGatherOp = _define("tgather", GatherOp, _per_target(B8_B16_B32 - {"i8", "ui8"}, ALL_DTYPES))
+TPartArgMaxOp = _define("tpartargmax", PartialArgOp, EXPAND_FLOAT,
+                        "TPARTARGMAX: the larger value and its index where both sources are valid.")
+TPartArgMinOp = _define("tpartargmin", PartialArgOp, EXPAND_FLOAT,
+                        "TPARTARGMIN: the smaller value and its index where both sources are valid.", IS_MAX=False)
 TCmpOp = _define("tcmp", CompareOp, _per_target({"i32", "f16", "f32"}, B8_B16_B32 | {"i64", "ui64"}),
                  "TCMP: the packed predicate of src0 cmpMode src1 (TCMP.md; A5 64-bit: include/pto/npu/a5/TCmp.hpp).")
 TCmpsOp = _define("tcmps", CompareOp, _per_target({"i16", "ui16", "i32", "f16", "f32"}, B8_B16_B32),
@@ -2224,7 +2287,6 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # Instructions ptoc parses and verifies structurally but does not run (yet): the rest of the
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
-    "tpartargmax", "tpartargmin",
     "thistogram",
     "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async", "mgather", "mscatter",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
@@ -2245,9 +2307,6 @@ NO_SEMANTICS = {
     "pto.trandom": "a random fill: " + _ISA + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
                    "generator without the rounds' math, while include/pto/cpu/TRandom.hpp computes a "
                    "Philox-style multiply-xor round; the PTO-AS form's key and counter tiles have no layout",
-    **{f"pto.tpart{k}": _NOT_YET + _ISA + f"docs/isa/TPART{k.upper()}.md gives the math (the larger/smaller "
-       "value and its index where both sources are valid, ties to src1; the one valid source elsewhere)"
-       for k in ("argmax", "argmin")},
     "pto.tquant": _ISA + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
                   "rounding', and the INT8 forms' q = round(x / scale) + offset names no rounding mode",
     "pto.thistogram": _ISA + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "

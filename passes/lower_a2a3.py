@@ -1637,7 +1637,51 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    def tile_partarg(self, op):
+        """TPARTARGMAX/TPARTARGMIN on the scalar unit (vector_isa.md describes no compare into a
+        select mask): the covering source pair's values and indices copied to dst over dst's valid
+        region outside the other pair's, then over the other pair's region both values ``ld_ub``'d,
+        compared (``ogt`` / ``olt``: a NaN takes src1) and the chosen value and index ``st_ub``'d (as
+        unsigned bits: a select copies them).
+        Bracketed by V->S / S->V flags (also on ascend950)."""
+        v0, v1, i0, i1 = (self.tile(v) for v in op.ins)
+        dv, di = (self.tile(v) for v in op.outs)
+        full, (sr, sc) = op.part_split()
+        fv, fi = ((v0, i0), (v1, i1))[full]
+        vbits, ibits = f"u{8 * dv.esize}", f"u{8 * di.esize}"
+        self.flag("V", "S")
+        R, C = dv.vr, dv.vc
+        # rows [0, sr) x cols [sc, C) and rows [sr, R) x cols [0, C) copied, then [0, sr) x [0, sc) chosen
+        # (every element read before its own dst element is written: dst may be a source's buffer)
+        for (r0, r1, c0, c1), pairs in (((0, sr, sc, C), ((fv, dv), (fi, di))), ((sr, R, 0, C), ((fv, dv), (fi, di))),
+                                        ((0, sr, 0, sc), None)):
+            if r1 <= r0 or c1 <= c0:
+                continue
+            rows, r = self.loop("r", r0, r1, bound=dv.t.rows)
+            outer = self.in_body(rows.body)
+            cols, c = self.loop("c", c0, c1, bound=dv.t.cols)
+            inner = self.in_body(cols.body)
+            if pairs is not None:
+                for s, d in pairs:
+                    bits = vbits if d is dv else ibits
+                    x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(s, r, c))
+                    self.emit("st_ub", bits, addr=self.elem(d, r, c), src=x)
+            else:
+                a = self.emit("ld_ub", dv.dtype, dst=self.fresh("a"), addr=self.elem(v0, r, c))
+                b = self.emit("ld_ub", dv.dtype, dst=self.fresh("b"), addr=self.elem(v1, r, c))
+                take0 = self._compare(a, b, "GT" if op.IS_MAX else "LT", dv.dtype)
+                for (s0, s1, d), bits in (((v0, v1, dv), vbits), ((i0, i1, di), ibits)):
+                    t = _xdsl_type(bits)
+                    x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(s0, r, c))
+                    y = self.emit("ld_ub", bits, dst=self.fresh("y"), addr=self.elem(s1, r, c))
+                    self.emit("st_ub", bits, addr=self.elem(d, r, c),
+                              src=self.insert(arith.SelectOp(take0, self.value(x, t), self.value(y, t))))
+            self.end_loop(inner)
+            self.end_loop(outer)
+        self.flag("S", "V")
+
     def tile_scatter(self, op):
+
         """TSCATTER on the scalar unit, as TScatter.hpp's loop: dst's whole tile zeroed (``st_ub`` 0;
         the header's vector_dup), then per (i, j) of the indices' valid region, row-major,
         ``ld_ub`` the index and src's element and ``st_ub`` it at ``dst + index * sizeof(T)`` (a
@@ -2798,6 +2842,7 @@ _FAMILY_RULES = {
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
     pto.CompareOp: _FnLowering.tile_cmp, pto.SelectOp: _FnLowering.tile_sel,
+    pto.PartialArgOp: _FnLowering.tile_partarg,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,
     pto.FillOp: _FnLowering.tile_fill,
     pto.AxpyOp: _FnLowering.tile_axpy,

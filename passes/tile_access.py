@@ -66,7 +66,7 @@ _TMP_AT = {"rowexpand": 2, "rowreduce": 1, "colreduce": 1, "unary": 1, "cvt": 1,
 
 # families whose dst valid region is written completely (a "full write" when valid == shape)
 _FULL_WRITE = {"binary", "part", "unary", "scalar", "expands", "rowexpand", "colexpand", "rowbroadcast", "concat", "axpy",
-               "cmp", "sel",
+               "cmp", "sel", "partarg",
                "composed", "trans", "scatter",
                "colbroadcast", "cvt", "mov", "load"}
 

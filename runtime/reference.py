@@ -1231,7 +1231,23 @@ class Evaluator:
         other = E.scalar_to(env[op.scalar_ins()[0]], dst.dtype) if op.SCALAR else srcs[1].data[:r, :c]
         self._store(dst, r, c, np.where(bits, srcs[0].data[:r, :c], other))
 
+    def family_partarg(self, op, env):
+        """TPARTARGMAX/TPARTARGMIN (dialects/pto.py ``PartialArgOp``): the covering source pair
+        copied, then the compare and select where both pairs are valid."""
+        v0, v1, i0, i1 = (self.tile(op, v, env) for v in op.ins)
+        dsts = [self.tile(op, v, env) for v in op.outs] or [self.result_tile(op, k, v0.valid, env) for k in range(2)]
+        full, (r, c) = op.part_split()
+        (fv, fi), (R, C) = ((v0, i0), (v1, i1))[full], dsts[0].valid
+        a, b = v0.data[:r, :c], v1.data[:r, :c]
+        with np.errstate(invalid="ignore"):
+            take0 = a > b if op.IS_MAX else a < b
+        both = np.where(take0, a, b), np.where(take0, i0.data[:r, :c], i1.data[:r, :c])  # before dst is written
+        for d, s, x in zip(dsts, (fv, fi), both):
+            d.data[:R, :C] = s.data[:R, :C]
+            d.data[:r, :c] = x
+
     def family_scatter(self, op, env):
+
         src, idx = (self.tile(op, v, env) for v in op.ins)
         dst = self.dst(op, env, src.valid)
         r, c = idx.valid
@@ -1643,6 +1659,7 @@ _FAMILIES = {
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
     pto.CompareOp: Evaluator.family_cmp, pto.SelectOp: Evaluator.family_sel,
+    pto.PartialArgOp: Evaluator.family_partarg,
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,
     pto.ConvertOp: Evaluator.family_cvt, pto.ReluConvOp: Evaluator.family_reluconv,
     pto.DeqReluOp: Evaluator.family_reluconv,

@@ -290,3 +290,116 @@ def test_tsel_i8_is_a5_only():
     text = sel_kernel("tsel", "i8", 2, 128, 2, 128, "i8")
     api.compile(api.parse(text, "k.pto"), "ascend950")
     assert "expects A2/A3 tsel src0, src1, and dst element type to be i16/i32/f16/f32 (got i8)" in rejected(text, "a2a3")
+
+
+# ---- TPARTARGMAX / TPARTARGMIN ---------------------------------------------------------------------
+# TPARTARGMAX.md / TPARTARGMIN.md (pto-isa @3186c38): where both sources are valid, src0's value and
+# index if src0Val > src1Val (min: <), else src1's (ties to src1; a NaN satisfies neither of the
+# page's cases: src1, as the CPU simulator's if/else); where only one is valid, that one's.
+
+PART_SHAPES = {  # pattern -> (src0 valid, src1 valid) for a dst valid region of R x C
+    "src1-smaller": lambda R, C: ((R, C), (R - 2, C - 5)),
+    "src0-smaller-cols": lambda R, C: ((R, C - 4), (R, C)),
+    "src0-smaller-rows": lambda R, C: ((R - 3, C), (R, C)),
+    "equal": lambda R, C: ((R, C), (R, C)),
+}
+PART_INDEX = {"a2a3": {"f16": ("i16", "ui16", "i32", "ui32"), "f32": ("i32", "ui32")},
+              "ascend950": {"f16": ("i16", "ui16", "i32", "ui32"), "f32": ("i16", "ui16", "i32", "ui32")}}
+
+
+def part_oracle(op, vdt, x, y, ix, iy):
+    """(values' bits, indices) over dst's valid region, element by element."""
+    R, C = max(x.shape[0], y.shape[0]), max(x.shape[1], y.shape[1])
+    ux, uy = x.view(UINT[x.itemsize]), y.view(UINT[y.itemsize])
+    vals, idx = np.zeros((R, C), ux.dtype), np.zeros((R, C), ix.dtype)
+    for i in range(R):
+        for j in range(C):
+            in_x, in_y = i < x.shape[0] and j < x.shape[1], i < y.shape[0] and j < y.shape[1]
+            if in_x and in_y:
+                a, b = py(x[i, j], vdt), py(y[i, j], vdt)
+                take_x = a > b if op == "tpartargmax" else a < b
+            else:
+                take_x = in_x
+            vals[i, j], idx[i, j] = (ux[i, j], ix[i, j]) if take_x else (uy[i, j], iy[i, j])
+    return vals, idx
+
+
+def part_kernel(op, vdt, idt, rows, cols, v0, v1, vd):
+    t = [tile(rows, cols, d, v) for d, v in ((vdt, v0), (vdt, v1), (idt, v0), (idt, v1), (vdt, vd), (idt, vd))]
+    return (f"func.func @k(%a: {t[0]}, %b: {t[1]}, %i: {t[2]}, %j: {t[3]}) -> ({t[4]}, {t[5]}) {{\n"
+            f"  %v, %x = pto.{op} %a, %b, %i, %j : ({', '.join(t[:4])}) -> ({t[4]}, {t[5]})\n"
+            f"  func.return %v, %x : {t[4]}, {t[5]}\n}}\n")
+
+
+def part_case(target, op, vdt, idt, pattern):
+    R, C = 9, 29
+    v0, v1 = PART_SHAPES[pattern](R, C)
+    rng = np.random.default_rng(hash((op, vdt, idt, pattern)) % 983)
+    x, y = values(rng, vdt, v0, 0.3), values(rng, vdt, v1, 0.3)
+    n = min(v0[0], v1[0]), min(v0[1], v1[1])
+    y[:n[0]:2, :n[1]] = x[:n[0]:2, :n[1]]  # ties (and -0 against +0 where x holds a zero)
+    y[1, :n[1]:3] = -x[1, :n[1]:3]
+    ix, iy = values(rng, idt, v0, 0.5), values(rng, idt, v1, 0.5)
+    text = part_kernel(op, vdt, idt, 12, 32, v0, v1, (R, C))
+    inputs = {"a": x, "b": y, "i": ix, "j": iy}
+    if target == "golden":
+        out = golden.evaluate(api.parse(text), inputs)
+        got_v, got_i = out["result0"], out["result1"]
+    else:
+        m, prog = H.compile_text(text) if target == "a2a3" else (lambda t: (t[0], t[2]))(D5.compile_text(text))
+        res = pipeline.run_program(prog, pipeline.gm_inputs(inputs), {}, stats=False)
+        assert not res.findings, res.findings
+        got_v, got_i = res.outputs["result0"], res.outputs["result1"]
+    want_v, want_i = part_oracle(op, vdt, x, y, ix, iy)
+    got_v = np.ascontiguousarray(np.asarray(got_v)[:R, :C])
+    assert np.array_equal(got_v.view(want_v.dtype), want_v)
+    assert np.array_equal(np.asarray(got_i)[:R, :C], want_i)
+
+
+def part_cases(full: bool):
+    for target in TARGETS:
+        for op in ("tpartargmax", "tpartargmin"):
+            for vdt, idts in PART_INDEX[target].items():
+                for idt in idts:
+                    patterns = sorted(PART_SHAPES)
+                    yield from ((target, op, vdt, idt, p) for p in patterns if full or
+                                p == patterns[hash((target, op, vdt, idt)) % len(patterns)])
+
+
+@pytest.mark.parametrize("pattern", sorted(PART_SHAPES))
+@pytest.mark.parametrize("vdt, idt", [("f16", "i16"), ("f16", "ui32"), ("f32", "i32"), ("f32", "ui16")])
+@pytest.mark.parametrize("op", ["tpartargmax", "tpartargmin"])
+def test_golden_partarg_matches_the_page(op, vdt, idt, pattern):
+    part_case("golden", op, vdt, idt, pattern)
+
+
+@pytest.mark.parametrize("target, op, vdt, idt, pattern", list(part_cases(False)))
+def test_backends_partarg(target, op, vdt, idt, pattern):
+    part_case(target, op, vdt, idt, pattern)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("target, op, vdt, idt, pattern",
+                         [c for c in part_cases(True) if c not in set(part_cases(False))])
+def test_backends_partarg_every_pattern(target, op, vdt, idt, pattern):
+    part_case(target, op, vdt, idt, pattern)
+
+
+def test_partarg_f32_values_take_32_bit_indices_on_a2a3():
+    text = part_kernel("tpartargmax", "f32", "i16", 8, 32, (8, 32), (8, 32), (8, 32))
+    assert ("k.pto:2:12: error: 'pto.tpartargmax' op a f32 value takes i32/ui32 indices on A2/A3 "
+            "(TPARTARGMAX.md), got i16") in rejected(text, "a2a3")
+    api.compile(api.parse(text, "k.pto"), "ascend950")
+
+
+@pytest.mark.parametrize("v0, v1, why", [
+    ((8, 20), (6, 32), "needs one source's valid region equal to dst's and the other's no larger"),
+    ((8, 32), (8, 32), "src0Val and src0Idx must have the same valid shape")])
+def test_partarg_valid_region_rules_are_located(v0, v1, why):
+    text = part_kernel("tpartargmin", "f16", "i32", 8, 32, v0, v1, (8, 32))
+    if "Idx" in why:
+        text = text.replace("%i: !pto.tile<8x32xi32, valid=8x32>", "%i: !pto.tile<8x32xi32, valid=8x16>")
+        text = text.replace("(!pto.tile<8x32xf16, valid=8x32>, !pto.tile<8x32xf16, valid=8x32>, "
+                            "!pto.tile<8x32xi32, valid=8x32>", "(!pto.tile<8x32xf16, valid=8x32>, "
+                            "!pto.tile<8x32xf16, valid=8x32>, !pto.tile<8x32xi32, valid=8x16>")
+    assert f"k.pto:2:12: error: 'pto.tpartargmin' op {why}" in rejected(text, "ascend950")

@@ -135,6 +135,8 @@ def variants():
     for op, variant in (("tcmp", "eq"), ("tcmp", "lt"), ("tcmps", "eq-arg"), ("tcmps", "le-const")):
         out.append((op, variant, [d for d in a2a3_dtypes(op) if variant.startswith("eq") or d != "i32"]))
     out.append(("tsel", "", a2a3_dtypes("tsel")))
+    for op, variant in (("tpartargmax", "src1-both"), ("tpartargmin", "src0-cols")):  # i32 / ui32 indices
+        out.append((op, variant, a2a3_dtypes(op)))
     out.append(("tsels", "const", a2a3_dtypes("tsels")))
     for v in ("2", "3", "4", "single"):  # lists merged (exhausted: dst's rest is data-dependent, so the
         # oracle test covers it with a loaded dst); single: the blockLen form
@@ -151,7 +153,8 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
-    budget_e = 8 if op == "tsort32" else e  # an 8-byte (value, index) pair a dst element
+    # tsort32: an 8-byte (value, index) pair a dst element; tpartarg*: six tiles, indices of 4 bytes
+    budget_e = 8 if op == "tsort32" else 2 * e if op.startswith("tpartarg") else e
     maxc = max(epb, TILE_BUDGET // (R * budget_e) // epb * epb)
     cols = min(maxc, 512 // e)  # two repeats
     out = [(cols, cols)]
@@ -349,6 +352,14 @@ def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
         p = _t(R, 1, "f32", cm=True) if variant.endswith("col") else _t(R, 8, "f32", R, 1)
         args = [f"%a: {src}", f"%s: {p}", f"%o: {p}"]
         body = f"%d = pto.tdequant %a, %s, %o : ({src}, {p}, {p}) -> {full}"
+    elif op in ("tpartargmax", "tpartargmin"):  # the PART shapes; (value, index) pairs, two results
+        s0 = _t(R, cols, dt, R, max(1, C // 2)) if variant == "src0-cols" else full
+        s1 = _t(R, cols, dt, max(1, (R + 1) // 2), max(1, C - 3)) if variant == "src1-both" else full
+        it = "i32" if variant == "src1-both" else "ui32"
+        i0, i1, di = (t.replace(f"x{dt}", f"x{it}") for t in (s0, s1, full))
+        return (f"func.func @k(%a: {s0}, %b: {s1}, %i: {i0}, %j: {i1}) -> ({full}, {di}) {{\n"
+                f"  %v, %x = pto.{op} %a, %b, %i, %j : ({s0}, {s1}, {i0}, {i1}) -> ({full}, {di})\n"
+                f"  return %v, %x : {full}, {di}\n}}\n")
     elif op in ("tcmp", "tcmps"):  # a packed-predicate dst of ceil(C / 8) valid bytes a row
         mode, _, form = variant.partition("-")
         rt = _t(R, -(-cols // 256) * 32, "ui8", R, -(-C // 8))
