@@ -1291,6 +1291,17 @@ GATHER_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (
 the first of every two elements, P1000 the fourth of every four, P1111 all)."""
 
 
+_ISA = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
+"""The public pto-isa tree the "no semantics" reasons were checked against (pages docs/isa/, CPU
+simulator include/pto/cpu/, NPU headers include/pto/npu/)."""
+GATHER_COMPARE_NO_SEMANTICS = (
+    "no semantics: the compare form of tgather: " + _ISA + "docs/isa/tile/ops/irregular-and-complex/tgather.md "
+    "says only 'dst holds the matching indices and cdst holds the match count per row', and its two "
+    "implementations disagree: include/pto/npu/a2a3/TGather.hpp compares src with k converted from signed "
+    "integers and numbers the indices offset + r * Cols + c; include/pto/npu/a5/TGather.hpp rounds src to s32, "
+    "compares unsigned and numbers them on from offset across rows; no CPU simulator form")
+
+
 class GatherOp(TileOp):
     """TGATHER (TGATHER.md; pto_isa.md §3 "index tile or maskPattern"), told apart by its operands:
 
@@ -1300,7 +1311,8 @@ class GatherOp(TileOp):
     * mask ``ins(src) outs(dst) {maskPattern}``: the elements :data:`GATHER_PATTERNS` selects in each
       valid row of src, rows in turn, packed contiguously from dst's first element (vreducev2; the
       header asserts a contiguous dst);
-    * compare ``ins(src, k, tmp) outs(dst, cdst) {cmpMode, offset}``: parsed and verified only.
+    * compare ``ins(src, k, tmp) outs(dst, cdst) {cmpMode, offset}``: parsed and verified only
+      (:data:`GATHER_COMPARE_NO_SEMANTICS`).
     """
 
     FAMILY: ClassVar[str] = "gather"
@@ -2299,9 +2311,6 @@ OPAQUE_TILE_OP_NAMES = (
 for _name in OPAQUE_TILE_OP_NAMES:
     _define(_name, OpaqueTileOp)
 
-_ISA = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
-"""The public pto-isa tree the reasons below were checked against (pages docs/isa/, CPU simulator
-include/pto/cpu/, NPU headers include/pto/npu/)."""
 _NOT_YET = "not implemented in ptoc yet, although "
 NO_SEMANTICS = {
     "pto.trandom": "a random fill: " + _ISA + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "

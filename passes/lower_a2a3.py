@@ -1516,7 +1516,7 @@ class _FnLowering:
         ``st_ub``; mask form, per row the selected columns stored one after another from dst's
         first element.  Bracketed by V->S / S->V flags (also on ascend950)."""
         if op.form == "compare":
-            self.unsupported("the compare form of tgather is not modelled (vcmpvs + vreducev2)")
+            self.unsupported(pto.GATHER_COMPARE_NO_SEMANTICS)
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         self.flag("V", "S")
         v = self.fresh("v")

@@ -1164,8 +1164,7 @@ class Evaluator:
         src = self.tile(op, op.ins[0], env)
         flat = src.data.reshape(-1)
         if op.form == "compare":
-            raise op_error(op, "has no semantics in ptoc yet: the compare form (indices of the elements "
-                               "matching k per row, with counts) is not modelled")
+            raise op_error(op, pto.GATHER_COMPARE_NO_SEMANTICS)
         if op.form == "index":
             idx = self.tile(op, op.ins[1], env)
             dst = self.dst(op, env, idx.valid)
