@@ -1562,6 +1562,15 @@ class _FnLowering:
             return self.insert(arith.CmpfOp(self.value(x, t), self.value(y, t), self._CMPF[mode]))
         return self.insert(arith.CmpiOp(self.value(x, _INDEX), self.value(y, _INDEX), self._CMPI[mode]))
 
+    def _store_selected(self, on, a: TileRef, b: TileRef | None, d: TileRef, r, c, bits: str, other=None):
+        """``st_ub`` to d[r, c] of a[r, c] where the i1 ``on`` holds, else b[r, c] (or ``other``, a
+        number or register), moved as ``bits`` (unsigned: a select copies the bits, a NaN's too)."""
+        t = _xdsl_type(bits)
+        x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(a, r, c))
+        y = other if b is None else self.emit("ld_ub", bits, dst=self.fresh("y"), addr=self.elem(b, r, c))
+        self.emit("st_ub", bits, addr=self.elem(d, r, c),
+                  src=self.insert(arith.SelectOp(on, self.value(x, t), self.value(y, t))))
+
     def tile_cmp(self, op):
         """TCMP/TCMPS on the scalar unit (vector_isa.md describes no compare into a mask): per valid
         row, per byte k of dst's valid columns, the compares of columns ``c = 8k + b`` (b < 8; both
@@ -1620,7 +1629,6 @@ class _FnLowering:
         rows, r = self.loop("r", 0, d.vr, bound=d.t.rows)
         outer = self.in_body(rows.body)
         row = self.add(m.addr, self.mul(r, m.row_bytes))
-        t = _xdsl_type(bits)
         for b in range(8):
             n = ceil_div(max(d.vc - b, 0), 8) if _is_int(d.vc) else self.div(self.arith("max", self.add(d.vc, 7 - b), 0), 8)
             cols, k = self.loop("k", 0, n, bound=ceil_div(d.t.cols, 8))
@@ -1629,10 +1637,7 @@ class _FnLowering:
             byte = self.emit("ld_ub", "u8", dst=self.fresh("m"), addr=self.add(row, k))
             on = self.insert(arith.CmpiOp(self.value(self.arith("&", self.div(byte, 1 << b), 1), _INDEX),
                                           self.value(0, _INDEX), "ne"))
-            x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(a, r, c))
-            yc = y if b_src is None else self.emit("ld_ub", bits, dst=self.fresh("y"), addr=self.elem(b_src, r, c))
-            self.emit("st_ub", bits, addr=self.elem(d, r, c),
-                      src=self.insert(arith.SelectOp(on, self.value(x, t), self.value(yc, t))))
+            self._store_selected(on, a, b_src, d, r, c, bits, other=y)
             self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
@@ -1671,11 +1676,7 @@ class _FnLowering:
                 b = self.emit("ld_ub", dv.dtype, dst=self.fresh("b"), addr=self.elem(v1, r, c))
                 take0 = self._compare(a, b, "GT" if op.IS_MAX else "LT", dv.dtype)
                 for (s0, s1, d), bits in (((v0, v1, dv), vbits), ((i0, i1, di), ibits)):
-                    t = _xdsl_type(bits)
-                    x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(s0, r, c))
-                    y = self.emit("ld_ub", bits, dst=self.fresh("y"), addr=self.elem(s1, r, c))
-                    self.emit("st_ub", bits, addr=self.elem(d, r, c),
-                              src=self.insert(arith.SelectOp(take0, self.value(x, t), self.value(y, t))))
+                    self._store_selected(take0, s0, s1, d, r, c, bits)
             self.end_loop(inner)
             self.end_loop(outer)
         self.flag("S", "V")
