@@ -2317,7 +2317,9 @@ NO_SEMANTICS = {
                    "generator without the rounds' math, while include/pto/cpu/TRandom.hpp computes a "
                    "Philox-style multiply-xor round; the PTO-AS form's key and counter tiles have no layout",
     "pto.tquant": _ISA + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
-                  "rounding', and the INT8 forms' q = round(x / scale) + offset names no rounding mode",
+                  "rounding'; its INT8 forms give q = round(x / scale) + offset in [-128, 127], while "
+                  "include/pto/cpu/TQuant.hpp multiplies by the parameter (invScale) and clamps INT8_ASYM to "
+                  "[0, 255]",
     "pto.thistogram": _ISA + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "
                       "counts (N0/N1 dual banks, even/odd split) is implementation-defined'",
     "pto.tpack": _ISA + "docs/isa/tile/ops/layout-and-rearrangement/tpack.md: 'Semantics are "
