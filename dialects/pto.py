@@ -1291,11 +1291,11 @@ GATHER_PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (
 the first of every two elements, P1000 the fourth of every four, P1111 all)."""
 
 
-_ISA = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
+ISA_TREE = "pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
 """The public pto-isa tree the "no semantics" reasons were checked against (pages docs/isa/, CPU
 simulator include/pto/cpu/, NPU headers include/pto/npu/)."""
 GATHER_COMPARE_NO_SEMANTICS = (
-    "no semantics: the compare form of tgather: " + _ISA + "docs/isa/tile/ops/irregular-and-complex/tgather.md "
+    "no semantics: the compare form of tgather: " + ISA_TREE + "docs/isa/tile/ops/irregular-and-complex/tgather.md "
     "says only 'dst holds the matching indices and cdst holds the match count per row', and its two "
     "implementations disagree: include/pto/npu/a2a3/TGather.hpp compares src with k converted from signed "
     "integers and numbers the indices offset + r * Cols + c; include/pto/npu/a5/TGather.hpp rounds src to s32, "
@@ -2313,23 +2313,23 @@ for _name in OPAQUE_TILE_OP_NAMES:
 
 _NOT_YET = "not implemented in ptoc yet, although "
 NO_SEMANTICS = {
-    "pto.trandom": "a random fill: " + _ISA + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
+    "pto.trandom": "a random fill: " + ISA_TREE + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
                    "generator without the rounds' math, while include/pto/cpu/TRandom.hpp computes a "
                    "Philox-style multiply-xor round; the PTO-AS form's key and counter tiles have no layout",
-    "pto.tquant": _ISA + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
+    "pto.tquant": ISA_TREE + "docs/isa/TQUANT.md: the MX forms' stage 3 'uses hardware cast with stochastic "
                   "rounding'; its INT8 forms give q = round(x / scale) + offset in [-128, 127], while "
                   "include/pto/cpu/TQuant.hpp multiplies by the parameter (invScale) and clamps INT8_ASYM to "
                   "[0, 255]",
-    "pto.thistogram": _ISA + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "
+    "pto.thistogram": ISA_TREE + "docs/isa/THISTOGRAM.md: 'the exact in-memory interleaved layout of the bin "
                       "counts (N0/N1 dual banks, even/odd split) is implementation-defined'",
-    "pto.tpack": _ISA + "docs/isa/tile/ops/layout-and-rearrangement/tpack.md: 'Semantics are "
+    "pto.tpack": ISA_TREE + "docs/isa/tile/ops/layout-and-rearrangement/tpack.md: 'Semantics are "
                  "instruction-specific', constraints 'Refer to backend-specific legality checks'; no TPACK "
                  "implementation in include/pto (cpu, npu/a2a3, npu/a5): neither truncation nor saturation is given",
-    "pto.timg2col": _ISA + "docs/isa/TIMG2COL.md: 'This instruction is target/implementation-specific' "
+    "pto.timg2col": ISA_TREE + "docs/isa/TIMG2COL.md: 'This instruction is target/implementation-specific' "
                     "(window, stride and padding come from an Img2colTileConfig the PTO-AS form does not carry)",
-    "pto.mgather": _NOT_YET + _ISA + "docs/isa/MGATHER.md now gives the row and element coalesce math and the "
+    "pto.mgather": _NOT_YET + ISA_TREE + "docs/isa/MGATHER.md now gives the row and element coalesce math and the "
                    "out-of-bounds modes (Undefined, Clamp, Wrap, Zero)",
-    "pto.mscatter": _NOT_YET + _ISA + "docs/isa/MSCATTER.md now gives the row and element coalesce math, the "
+    "pto.mscatter": _NOT_YET + ISA_TREE + "docs/isa/MSCATTER.md now gives the row and element coalesce math, the "
                     "atomic modes and the conflict rule (last writer in row-major order wins)",
     "pto.tprefetch": "TPREFETCH.md: 'Semantics and caching behavior are target/implementation-defined' (a hint "
                      "into a 'tile-local cache/buffer (implementation-defined)')",

@@ -849,8 +849,11 @@ class _FnLowering:
         if name == "pto.tgetval":
             return self.lower_tgetval(op)
         if name in ("pto.get_buf", "pto.rls_buf"):
-            self.unsupported("no semantics: A5 buffer-id sync (get_buf/rls_buf); the pages name it but give no "
-                             "acquire/release rule to order pipes by")
+            self.unsupported("no semantics: A5 buffer-id sync (get_buf/rls_buf): " + pto.ISA_TREE + "docs/isa/scalar/ops/"
+                             "pipeline-sync/get-buf.md contradicts itself on a first acquire (its Constraints: it "
+                             "'succeeds immediately since all slots start free'; its Exceptions: illegal while 'the "
+                             "producer has not yet issued rls_buf'), and neither it nor rls-buf.md names the pipeline its implicit "
+                             "set_flag signals ('the producer')")
         if isinstance(op, func.CallOp):
             self.unsupported("function calls are not inlined yet (call the kernel's body directly)")
         if name in pto.SECTION_OPS and op.regions and op.regions[0].blocks:

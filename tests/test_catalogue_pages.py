@@ -403,3 +403,14 @@ def test_partarg_valid_region_rules_are_located(v0, v1, why):
                             "!pto.tile<8x32xi32, valid=8x32>", "(!pto.tile<8x32xf16, valid=8x32>, "
                             "!pto.tile<8x32xf16, valid=8x32>, !pto.tile<8x32xi32, valid=8x16>")
     assert f"k.pto:2:12: error: 'pto.tpartargmin' op {why}" in rejected(text, "ascend950")
+
+
+# ---- still rejected, with the public source's words ------------------------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_id_sync_is_rejected_with_the_pages_contradiction(target):
+    """get_buf/rls_buf: get-buf.md says a first acquire both succeeds and is illegal."""
+    text = "func.func @k() {\n  pto.get_buf[#pto.pipe_event_type<TLOAD>, 0]\n  return\n}\n"
+    err = rejected(text, target)
+    assert f"k.pto:2:3: error: 'pto.get_buf' op has no {target} lowering: no semantics: A5 buffer-id sync" in err
+    assert "get-buf.md contradicts itself on a first acquire" in err
