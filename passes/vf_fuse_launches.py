@@ -238,6 +238,7 @@ class Fusion:
         fn.attributes, fn.location = {}, UNKNOWN_LOC  # the fused VF is no one tile op's
         block = anchor.parent_block()
         call = last = vf.VfCallOp(name, list(self.params))
+        call.location = anchor.location  # the last fused op's: a race or deadlock names its line
         block.insert_op_before(call, anchor)
         for o in (o for gap in self.gaps for o in gap):
             if o.name == "pto.set_flag":

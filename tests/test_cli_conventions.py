@@ -85,6 +85,27 @@ def test_missing_wait_flag_is_a_located_race(tmp_path, capsys):
     assert out == "PASS z 0\n" and "data race" not in err and "is never waited for" in err, err
 
 
+def test_a_race_on_a_fused_vf_launch_is_located_at_the_last_fused_op(tmp_path, capsys):
+    """vadd_synced.pto with a tmul after the tadd in place of the V -> MTE3 flags: on ascend950 the two
+    launches fuse into one vf.call, whose write the store reads unordered; the race names the
+    tmul's line (where the fused call stands), not ``<unknown>:0:0``."""
+    text = (REPO / "examples" / "vadd_synced.pto").read_text()
+    tile = next(line.split(" : ")[1] for line in text.splitlines() if "%s = pto.alloc_tile" in line)
+    flags = "".join(f"    pto.{f}[<PIPE_V>, <PIPE_MTE3>, <EVENT_ID0>]\n" for f in ("set_flag", "wait_flag"))
+    assert flags in text
+    path = tmp_path / "fused_race.pto"
+    path.write_text(text.replace(flags, f"    pto.tmul ins(%s, %a : {tile}, {tile}) outs(%s : {tile})\n"))
+    lines = path.read_text().splitlines()
+    mul, store = (next(i for i, line in enumerate(lines, 1) if op in line) for op in ("pto.tmul", "pto.tstore"))
+    assert cli.main([str(path), "--target", "ascend950", "--no-insert-sync", "--run"]) == 4
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith(f"{path}:{store}:5: error: race: data race (RAW)"), err
+    assert "V vf_call callee=@vadd_synced_tadd_0_vadd_synced_tmul_1 " in first
+    assert f"(from {path}:{mul}:5 vf.call) wrote" in first
+    assert "<unknown>" not in err
+
+
 def test_ptoas_spellings(capsys):
     assert cli.main(["examples/vadd.pto", "--pto-arch=a5", "--emit", "vf"]) == 0
     assert "vf.func" in capsys.readouterr().out
