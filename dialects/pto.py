@@ -1850,6 +1850,11 @@ class DequantOp(TileOp):
                                       f"its readings of more columns disagree), got {t.valid_col}")
 
 
+ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
+"""The conversion rounding modes (TCVT's ``rmode``, vf.cvt's ``round``; their math and spellings:
+runtime/element_types.py, which reads them here: a dialect does not import the runtime)."""
+
+
 class ConvertOp(TileOp):
     """TCVT ``{rmode = #pto.round_mode<...>}``: element conversion with a rounding mode."""
 

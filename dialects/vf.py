@@ -177,7 +177,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from pto_compiler.dialects.pto import TileBufType, TileLikeType, dtype_name, element_bytes, is_float
+from pto_compiler.dialects.pto import ROUND_MODES, TileBufType, TileLikeType, dtype_name, element_bytes, is_float
 from pto_compiler.dialects.bare_ops import op_with_operands
 from pto_compiler.dialects.verify_tables import run_table
 
@@ -208,7 +208,6 @@ MASK_PATTERNS = ("ALL", "ALLF", "VL1", "VL2", "VL3", "VL4", "VL8", "VL16", "VL32
                  "H", "Q", "M3", "M4")
 LOAD_DISTS = ("NORM", "BRC_B8", "BRC_B16", "BRC_B32", "BLK", "UNPK_B8", "UNPK_B16", "UNPK_B32", "UNPK4_B8")
 STORE_DISTS = ("NORM", "ONEPT", "PK_B16", "PK_B32", "PK_B64")
-ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
 CVT_PARTS = ("EVEN", "ODD")
 MERGE_MODES = ("ZEROING", "MERGING")
 

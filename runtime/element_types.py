@@ -4,6 +4,8 @@ same tables."""
 
 from __future__ import annotations
 
+from pto_compiler.dialects.pto import ROUND_MODES
+
 NUMPY_NAMES: dict[str, str] = {
     "f16": "float16",
     "bf16": "bfloat16",
@@ -51,7 +53,6 @@ class ElementwiseError(ValueError):
     """An element function has no defined result (integer division by zero, unknown mode)."""
 
 
-ROUND_MODES = ("RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD", "NONE")
 _MODE_ALIASES = {
     "CAST_RINT": "RINT", "CAST_ROUND": "ROUND", "CAST_FLOOR": "FLOOR", "CAST_CEIL": "CEIL",
     "CAST_TRUNC": "TRUNC", "CAST_ODD": "ODD", "CAST_NONE": "NONE",
@@ -66,6 +67,5 @@ def round_mode(mode: str | None) -> str:
     m = str(mode).strip().upper()
     m = _MODE_ALIASES.get(m, m)
     if m not in ROUND_MODES:
-        raise ElementwiseError(f"unknown round mode '{mode}' (expected one of "
-                               "RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE, CAST_RINT)")
+        raise ElementwiseError(f"unknown round mode '{mode}' (expected one of {', '.join(ROUND_MODES)}, CAST_RINT)")
     return m

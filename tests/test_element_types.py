@@ -38,3 +38,32 @@ def test_a_value_held_exactly_is_its_own_rounding(name, value):
     if holds_exactly(value, name):
         rounded = float(E.scalar_to(value, E.np_dtype(name)).astype(np.float64))
         assert rounded == value and np.signbit(rounded) == np.signbit(value)
+
+
+CVT = """
+vf.func @k(%a: !pto.tile_buf<vec, 1x64xf32>) {
+  %m = vf.create_mask ALL : !vf.mask<b32>
+  %x = vf.load_align %a[0] : !pto.tile_buf<vec, 1x64xf32>
+  %w = vf.cvt %x, %m, round = MODE : !vf.reg<64xf32> -> !vf.reg<64xi32>
+}"""
+
+
+@pytest.mark.parametrize("spelling", ["RINT", "round", "CAST_FLOOR", "ceil", "rz", "ODD", "CAST_NONE", "HALF_UP"])
+def test_vf_cvt_takes_the_round_modes_the_conversions_define(spelling):
+    """One table of round modes (dialects/pto.ROUND_MODES): every spelling ``round_mode`` knows
+    normalises to a mode vf.cvt verifies; a mode it does not know is refused by both, naming the same modes."""
+    from pto_compiler import api
+    from pto_compiler.dialects import vf
+    from pto_compiler.runtime.element_types import ElementwiseError, round_mode
+
+    if spelling == "HALF_UP":
+        with pytest.raises(ElementwiseError, match="RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE"):
+            round_mode(spelling)
+        with pytest.raises(Exception, match="RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, NONE"):
+            api.parse_printed(CVT.replace("MODE", spelling)).verify()
+        return
+    mode = round_mode(spelling)
+    module = api.parse_printed(CVT.replace("MODE", mode))
+    module.verify()
+    (cvt,) = [o for o in module.walk() if isinstance(o, vf.CvtOp)]
+    assert cvt.round_name == mode
