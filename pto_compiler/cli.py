@@ -172,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="store_true", help="run the golden reference model only")
     p.add_argument("--seed", type=_seed, metavar="N", help="seed for random inputs")
     p.add_argument("--input", type=_named_input, action="append", metavar="NAME=FILE.npy",
-                   help="input array for argument NAME (repeatable)")
+                   help="input for argument NAME (repeatable): FILE.npy for a GM, tile or vector argument; "
+                        "NAME=NUMBER for a scalar; NAME=V0,V1,... (its lanes) for a vector")
     p.add_argument("--save-outputs", metavar="DIR", help="write each output as DIR/NAME.npy")
     p.add_argument("--stats", choices=("text", "json"), metavar="[json]",
                    help="print cycle-model counters (--stats or --stats json)")

@@ -1958,8 +1958,8 @@ def read_npy(path: str, spec: ArgSpec, shape: tuple[int, ...], limit: int | None
 
 def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str | None = None,
                 max_gm_bytes: int | None = None) -> dict[str, object]:
-    """``--input NAME=FILE.npy`` / ``--input NAME=3.5`` pairs -> input values (scalars first, since
-    GM shapes may depend on integer scalars)."""
+    """``--input NAME=FILE.npy`` / ``NAME=3.5`` (a scalar) / ``NAME=1,2,3,4`` (a vector's lanes) pairs
+    -> input values (scalars first, since GM shapes may depend on integer scalars)."""
     fn = select_entry(module, entry)
     args = {s.name: s for s in kernel_args(fn)}
     pairs = list(specs)
@@ -1990,8 +1990,21 @@ def load_inputs(module: ModuleOp, specs: Iterable[tuple[str, str]], entry: str |
             raw = _load_npy(text, name, max_gm_bytes)
             out[name] = check_array(s, raw, _tile_arg_shape(s, raw))
         elif s.kind == "vector":
-            out[name] = vector_value(s, _load_npy(text, name, max_gm_bytes))
+            out[name] = vector_value(s, _load_npy(text, name, max_gm_bytes) if text.endswith(".npy")
+                                     else _lanes(text, s))
     return out
+
+
+def _lanes(text: str, spec: ArgSpec) -> list[int]:
+    """``--input NAME=V0,V1,...``: a vector argument's lanes, integers of its element type."""
+    try:
+        lanes = [int(v, 0) for v in text.split(",")]
+    except ValueError:
+        lanes = None
+    if lanes is None or any(v != int(np.array(v).astype(spec.dtype)) for v in lanes):
+        raise usage_error(f"--input {spec.name}={text}: vector argument '{spec.name}' ({spec.type}) needs a "
+                          f"FILE.npy or its lanes as {E.dtype_name(spec.dtype)} integers V0,V1,...")
+    return lanes
 
 
 def prepare_inputs(module: ModuleOp, seed: int = 0, specs: Iterable[tuple[str, str]] = (),

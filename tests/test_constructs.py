@@ -405,6 +405,24 @@ def test_vector_argument_input_of_another_shape_is_refused(tmp_path, capsys):
     assert "input 'ex' has shape (3,) (3 elements), expected (4,) (4 elements)" in err, err
 
 
+def test_vector_argument_input_as_its_lanes(tmp_path, capsys):
+    """``--input ex=V0,V1,...`` gives a vector argument its lanes (as ``ptoc --help`` says), like a
+    ``.npy`` of its element type; lanes its element type does not hold, or no integers, are refused (exit 2)."""
+    from pto_compiler import api
+
+    module = api.parse(_merge_kernel("argument"), "m.pto")
+    assert api.load_inputs(module, [("ex", "1,2,3,-4")])["ex"] == (1, 2, 3, -4)
+    rng = np.random.default_rng(7)
+    inputs = {"x": np.sort(rng.standard_normal(64).astype(np.float32)), "y": rng.standard_normal(64).astype(np.float32)}
+    rc, out, err = _run(tmp_path, capsys, _merge_kernel("argument"), "a2a3", inputs, ["--input", "ex=32,32,0,0"])
+    assert rc == 0 and out.startswith("PASS z"), out + err
+    for bad in ("1,2,3,70000", "1,two,3,4"):
+        rc, out, err = _run(tmp_path, capsys, _merge_kernel("argument"), "a2a3", inputs, ["--input", f"ex={bad}"])
+        assert rc == 2, out + err
+        assert f"--input ex={bad}: vector argument 'ex' (vector<4xi16>) needs a FILE.npy or its lanes as i16 " \
+               "integers V0,V1,..." in err, err
+
+
 def _internal_pipe_pair(vec_slot_size: int = 1024, target: str = "a2a3") -> str:
     """PTOAS's internal pipe form, written by hand as corpus tpush_tpop_emitc writes it: the cube
     pushes a @ b (f16 in, f32 acc) through initialize_l2g2l_pipe, each vector sub-block pops its
