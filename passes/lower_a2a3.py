@@ -84,6 +84,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -103,9 +104,9 @@ from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import lower_cube
 from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import cube, pipes
-from pto_compiler.runtime.kernel_interface import kernel_args, select_entry
+from pto_compiler.runtime.kernel_interface import kernel_args, remsi, select_entry
 from pto_compiler.runtime.program import (
-    ARITH, DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, origin_of,
+    DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, origin_of,
     program_of, scalar_dtype,
 )
 from pto_compiler.targets import A2A3, Target
@@ -143,11 +144,17 @@ _INDEX = IndexType()
 """The index type of every address and count operand (one attribute, not one per operand)."""
 
 _word = functools.cache(StringAttr)
-
-_FOLD = {sym: ARITH[name][0] for sym, name in (("+", "addi"), ("-", "subi"), ("*", "muli"), ("/", "floordivsi"),
-                                               ("%", "remsi"), ("&", "andi"), ("min", "minsi"), ("max", "maxsi"))}
-"""The scalar unit's arithmetic on numbers (runtime/program.py), by the lowering's operator."""
 """The StringAttr of a pipe or enum word, op name or file name (a few dozen, each on many ops)."""
+
+
+def _floordiv(a, b):
+    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+
+
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _floordiv, "%": remsi, "&": operator.and_,
+         "min": min, "max": max}
+"""What the ops of ``_Lowering._ARITH_INT``/``_ARITH_FLOAT`` compute, folded on numbers (the lowering's
+addresses and counts: far from any integer wrap)."""
 
 
 @functools.cache
@@ -740,9 +747,11 @@ class _FnLowering:
 
     def packed(self, reg):
         """A byte twice in a u16 lane (``vector_dup.u16`` of an 8-bit value): ``(reg & 255) * 257``
-        (the low byte of a negative i8 too, which ``remsi`` would keep negative)."""
+        (the low byte of a negative i8 too, which ``remsi`` would keep negative), computed in u16
+        (zero-extended first: arith in the byte's own type wraps)."""
         u16 = _xdsl_type("u16")
-        return self.arith("*", self.arith("&", reg, 255, u16), 257, u16)
+        wide = self.insert(arith.ExtUIOp(reg, u16))
+        return self.arith("*", self.arith("&", wide, 255, u16), 257, u16)
 
     def elem(self, t: TileRef, i, j=0):
         """The UB address of element (i, j) of tile ``t``."""
@@ -1563,7 +1572,9 @@ class _FnLowering:
         if dtype in ("f16", "bf16", "f32"):
             t = _xdsl_type(dtype)
             return self.insert(arith.CmpfOp(self.value(x, t), self.value(y, t), self._CMPF[mode]))
-        return self.insert(arith.CmpiOp(self.value(x, _INDEX), self.value(y, _INDEX), self._CMPI[mode]))
+        pred = self._CMPI[mode]  # unsigned types compare as unsigned (a ui64 above 2**63 is no negative index)
+        return self.insert(arith.CmpiOp(self.value(x, _INDEX), self.value(y, _INDEX),
+                                        "u" + pred[1:] if dtype.startswith("u") and pred[0] == "s" else pred))
 
     def _store_selected(self, on, a: TileRef, b: TileRef | None, d: TileRef, r, c, bits: str, other=None):
         """``st_ub`` to d[r, c] of a[r, c] where the i1 ``on`` holds, else b[r, c] (or ``other``, a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -138,36 +139,65 @@ def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
 
 
 _CMPI = arith.CMPI_COMPARISON_OPERATIONS
+_CASTS = ("index_cast", "extsi", "trunci", "index_castui", "extui")
+_RING = {"addi": operator.add, "subi": operator.sub, "muli": operator.mul}
 
 
-def eval_int_arith(op: Operation, vals: list) -> list | None:
-    """The results of an integer ``arith`` op (an integer constant, binary op, ``cmpi``, ``select``,
-    integer cast) on the Python ints ``vals``; None for any other op."""
+def _wrapping(fn, t):
+    """``fn`` on ints of type ``t``, its result wrapped to ``t`` (the range test first: a wrap is
+    rare).  Operands need not be wrapped: the result modulo 2**width does not depend on them."""
+    w = _int_width(t)
+    lo, hi = (0, (1 << w) - 1) if w == 1 or _is_unsigned(t) else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+
+    def wrapped(a, b):
+        r = fn(a, b)
+        return r if lo <= r <= hi else _norm_int(r, t)
+
+    if w == 64:  # affine in a loop variable as fn is, over any offset a GM can hold (runtime/program.depends)
+        wrapped.__wrapped__ = fn
+    return wrapped
+
+
+def _select(c, a, b):
+    return a if c else b
+
+
+def int_arith_function(op: Operation):
+    """The function on Python ints of an integer ``arith`` op (binary, ``cmpi``, ``select``, cast),
+    as arith defines it: signed or unsigned operands as the op reads them, the result wrapped to
+    its type's width.  None for any other op.  The golden model and the a2a3 executor both run
+    kernel scalars through it."""
     name = op.name.split(".", 1)[1]
     rt = op.results[0].type if op.results else None
-    if name == "constant":
-        attr = op.properties.get("value", op.attributes.get("value"))
-        return [_norm_int(attr.value.data, rt)] if isinstance(attr, IntegerAttr) else None
+    if name in _RING and _int_width(rt) is not None:
+        return _wrapping(_RING[name], rt)
     if name in _INT_BINARY:
-        return [_int_binary(name, vals[0], vals[1], _int_width(rt), rt)]
+        w = _int_width(rt)
+        return None if w is None else lambda a, b: _int_binary(name, a, b, w, rt)
     if name == "cmpi":
         pred = _CMPI[op.predicate.value.data]
         ow = _int_width(op.operands[0].type)
-        a, b = vals
-        if pred in ("ult", "ule", "ugt", "uge"):
-            a, b = _as_unsigned(a, ow), _as_unsigned(b, ow)
-        else:
-            a, b = _as_signed(a, ow), _as_signed(b, ow)
-        rel = pred[1:] if pred[0] in "su" else pred
-        return [int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[rel])]
+        read = _as_unsigned if pred in ("ult", "ule", "ugt", "uge") else _as_signed
+        rel = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+               "ge": operator.ge}[pred[1:] if pred[0] in "su" else pred]
+        return lambda a, b: int(rel(read(a, ow), read(b, ow)))
     if name == "select":
-        c, a, b = vals
-        return [a if c else b]
-    if name in ("index_cast", "extsi", "trunci", "index_castui", "extui"):
+        return _select
+    if name in _CASTS:
         iw = _int_width(op.operands[0].type)
-        v = _as_unsigned(vals[0], iw) if name in ("index_castui", "extui") else _as_signed(vals[0], iw)
-        return [_norm_int(v, rt)]
+        read = _as_unsigned if name in ("index_castui", "extui") else _as_signed
+        return lambda v: _norm_int(read(v, iw), rt)
     return None
+
+
+def eval_int_arith(op: Operation, vals: list) -> list | None:
+    """The results of an integer ``arith`` op (an integer constant, :func:`int_arith_function`'s
+    ops) on the Python ints ``vals``; None for any other op."""
+    if op.name == "arith.constant":
+        attr = op.properties.get("value", op.attributes.get("value"))
+        return [_norm_int(attr.value.data, op.results[0].type)] if isinstance(attr, IntegerAttr) else None
+    fn = int_arith_function(op)
+    return None if fn is None else [fn(*vals)]
 
 
 # ---- entry selection and kernel arguments ------------------------------------------------

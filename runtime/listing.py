@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 from pto_compiler.dialects.a2a3 import OPCODES, OpSpec
-from pto_compiler.runtime.program import FunctionReader, GmAddr, arith_entry, complete
+from pto_compiler.runtime.program import CASTS, FunctionReader, GmAddr, arith_symbol, complete
 
 M64 = (1 << 64) - 1
 
@@ -142,7 +142,7 @@ class _Printer(FunctionReader):
 
     def arith_text(self, op, hexints: bool, prec: int) -> str:
         args = [self.vals[o] for o in op.operands]
-        sym = arith_entry(op)[1]
+        sym = arith_symbol(op)
         if sym not in _PREC:
             return f"{sym}(" + ",".join(self.text(x, hexints) for x in args) + ")"
         p = _PREC[sym]
@@ -153,7 +153,7 @@ class _Printer(FunctionReader):
         return f"({s})" if p < prec else s
 
     def computed(self, op, fn, values):
-        return op
+        return values[0] if op.name[6:] in CASTS else op
 
     def emit(self, opcode, dtype, args, op=None):
         pipe, _, full = complete(opcode, dtype, args)

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from pto_compiler.diagnostics import PtocError, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.dialects.a2a3 import OPCODES, PIPES, OpSpec
-from pto_compiler.runtime.kernel_interface import ceildivsi, divsi, remsi
+from pto_compiler.runtime.kernel_interface import _int_width, int_arith_function
 
 # ---------------------------------------------------------------------------------------------
 # Pipes, dtypes
@@ -73,66 +73,70 @@ def canonical_pipe(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The scalar unit's arithmetic: the functions of the steps, by arith op
+# The scalar unit's arithmetic: the integer arith ops it runs
 # ---------------------------------------------------------------------------------------------
 
-def _floordiv(a, b):
-    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
-
-
-def _select(c, a, b):
-    return a if c else b
+ARITH = {
+    "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "floordivsi": "/", "remsi": "%", "remui": "%",
+    "ceildivsi": "ceildiv", "ceildivui": "ceildiv", "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min",
+    "andi": "&", "select": "select",
+}
+"""The integer arith ops the scalar unit runs -> the listing's operator or function name."""
+_I1_WIDTH = IntegerType(1).width
+ARITH_I1 = {"andi": "*", "ori": "max", "xori": "!="}
+"""The listing's symbols of the logic ops on ``i1`` (0 or 1)."""
+CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<", "ule": "<=",
+        "ugt": ">", "uge": ">="}
 
 
 def _cmp(f):
     return lambda a, b: int(f(a, b))
 
 
-ARITH = {
-    "addi": (operator.add, "+"), "subi": (operator.sub, "-"), "muli": (operator.mul, "*"),
-    "divsi": (divsi, "/"), "divui": (_floordiv, "/"), "floordivsi": (_floordiv, "/"),
-    "remsi": (remsi, "%"), "remui": (operator.mod, "%"),
-    "ceildivsi": (ceildivsi, "ceildiv"), "ceildivui": (ceildivsi, "ceildiv"),
-    "maxsi": (max, "max"), "maxui": (max, "max"), "minsi": (min, "min"), "minui": (min, "min"),
-    "andi": (operator.and_, "&"), "select": (_select, "select"),
-}
-"""arith op -> (its function on Python numbers, the listing's operator or function name)."""
-_I1_WIDTH = IntegerType(1).width
-ARITH_I1 = {"andi": (operator.mul, "*"), "ori": (max, "max"), "xori": (_cmp(operator.ne), "!=")}
-"""The logic ops on ``i1`` (0 or 1)."""
-CMPI = {"eq": (_cmp(operator.eq), "=="), "ne": (_cmp(operator.ne), "!="), "slt": (_cmp(operator.lt), "<"),
-        "sle": (_cmp(operator.le), "<="), "sgt": (_cmp(operator.gt), ">"), "sge": (_cmp(operator.ge), ">="),
-        "ult": (_cmp(operator.lt), "<"), "ule": (_cmp(operator.le), "<="), "ugt": (_cmp(operator.gt), ">"),
-        "uge": (_cmp(operator.ge), ">=")}
 CMPF = {"oeq": (_cmp(operator.eq), "=="), "une": (_cmp(operator.ne), "!="), "olt": (_cmp(operator.lt), "<"),
         "ole": (_cmp(operator.le), "<="), "ogt": (_cmp(operator.gt), ">"), "oge": (_cmp(operator.ge), ">=")}
-"""The float compares of the scalar unit (TCMP/TCMPS): Python's on floats, IEEE (a NaN operand: only
-``!=`` holds, as ``une``; the ordered ones false)."""
+"""The float compares of the scalar unit (TCMP/TCMPS): (Python's on floats, IEEE: a NaN operand
+makes only ``!=`` hold, as ``une``; the ordered ones false; the listing's symbol)."""
 CASTS = ("index_cast", "index_castui", "extsi", "extui", "trunci")
-"""Casts the scalar unit's arithmetic on Python integers sees through."""
+"""Casts the scalar unit computes (the listing shows a cast as its operand: the instruction's type
+gives the width)."""
 SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax", "minimumf": "smin",
         "maxnumf": "smax", "minnumf": "smin"}
 """Float arith -> the scalar-unit ALU instruction that computes it (a register it writes)."""
 
 
-def arith_entry(op):
-    """(function on Python numbers, listing symbol) of an integer ``arith`` op, or None."""
+def arith_symbol(op) -> str | None:
+    """The listing's operator or function name of an integer ``arith`` op the scalar unit runs, or None."""
     name = op.name[6:]
     if name == "cmpi":
         return CMPI[arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]]
     if name == "cmpf":
-        return CMPF.get(arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data])
+        entry = CMPF.get(arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data])
+        return None if entry is None else entry[1]
     if name in ARITH_I1 and getattr(op.results[0].type, "width", None) == _I1_WIDTH:
         return ARITH_I1[name]
     return ARITH.get(name)
 
 
 def arith_function(op):
-    """The function of an integer ``arith`` op on Python numbers (a cast: the identity), or None."""
-    entry = arith_entry(op)
-    if entry is not None:
-        return entry[0]
-    return _identity if op.name[6:] in CASTS else None
+    """The function on Python numbers of an integer ``arith`` op the scalar unit runs, as arith
+    defines it (the result wrapped to its width: ``kernel_interface.int_arith_function``); the
+    identity for a cast that keeps every value; a float compare: ``CMPF``'s; None for another op."""
+    name = op.name[6:]
+    if name in CASTS:
+        return _identity if _keeps_value(op) else int_arith_function(op)
+    if name == "cmpf":
+        entry = CMPF.get(arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data])
+        return None if entry is None else entry[0]
+    return None if arith_symbol(op) is None else int_arith_function(op)
+
+
+def _keeps_value(op) -> bool:
+    """A cast whose result equals its (signed) operand: a sign extension, a widening index_cast,
+    a zero extension of an i1."""
+    name = op.name[6:]
+    src, dst = _int_width(op.operands[0].type), _int_width(op.results[0].type)
+    return name == "extsi" or (name == "index_cast" and dst >= src) or (name in ("extui", "index_castui") and src == 1)
 
 
 def _identity(x):
@@ -164,6 +168,7 @@ def depends(steps, slot, var: str) -> tuple[bool, bool]:
     for fn, dst, *xs in steps:
         a = [of(x) for x in xs]
         dep = any(d for d, _ in a)
+        fn = getattr(fn, "__wrapped__", fn)  # 64-bit arith wraps only beyond any GM offset
         if not dep or fn in (operator.add, operator.sub):
             aff = all(f for _, f in a)
         elif fn is operator.mul:

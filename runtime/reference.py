@@ -113,12 +113,12 @@ from pto_compiler.runtime.kernel_interface import (  # noqa: F401  (select_entry
     _as_unsigned,
     _functions,
     _fname,
-    _int_binary,
     _int_width,
     DEFAULT_MAX_STEPS,
     _lookup_func,
     _norm_int,
     eval_int_arith,
+    int_arith_function,
     float_name,
     gm_shape,
     kernel_args,
@@ -401,9 +401,8 @@ def decode_arith(op: Operation):
     name = op.name[6:] if op.name.startswith("arith.") else None
     if name in _INT_BINARY and len(op.operands) == 2 and len(op.results) == 1:
         (a, b), r = op.operands, op.results[0]
-        t = r.type
-        w = _int_width(t)
-        return lambda env: env.__setitem__(r, _int_binary(name, env[a], env[b], w, t))
+        fn = int_arith_function(op)
+        return None if fn is None else lambda env: env.__setitem__(r, fn(env[a], env[b]))
     return None
 
 

@@ -1,0 +1,86 @@
+"""Kernel scalar ``arith`` wraps at its integer width, as MLIR's arith defines (two's complement,
+the result modulo 2**width): the golden model, the a2a3 executor (runtime/program.py) and the
+lowering's folding of constants all compute it so.  Each kernel adds a scalar computed in i8,
+i16, i32 or i64 to an i32 tile; the expected tile is NumPy's, with NumPy's fixed-width ints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pto_compiler import api
+
+T = "!pto.tile_buf<vec, 1x8xi32>"
+PV = "!pto.partition_tensor_view<1x8xi32>"
+TV = "!pto.tensor_view<?x?xi32>"
+
+
+
+def _np(dtype, a: int, op: str, b: int) -> np.ndarray:
+    """``a op b`` in NumPy's fixed-width ``dtype`` (arrays wrap silently)."""
+    x, y = np.array([a], dtype), np.array([b], dtype)
+    return {"+": np.add, "-": np.subtract, "*": np.multiply}[op](x, y)
+
+
+# (name, n, the scalar's arith from %n : i32 to %s : i32, NumPy's value of it)
+CASES = [
+    ("i8_muli", 100, """%a = arith.trunci %n : i32 to i8
+    %c3 = arith.constant 3 : i8
+    %b = arith.muli %a, %c3 : i8
+    %s = arith.extsi %b : i8 to i32""", int(_np(np.int8, 100, "*", 3)[0])),
+    ("i8_trunci_extui", 300, """%a = arith.trunci %n : i32 to i8
+    %s = arith.extui %a : i8 to i32""", int(np.array([300], np.int32).astype(np.uint8)[0])),
+    ("i16_addi", 30000, """%a = arith.trunci %n : i32 to i16
+    %b = arith.addi %a, %a : i16
+    %s = arith.extsi %b : i16 to i32""", int(_np(np.int16, 30000, "+", 30000)[0])),
+    ("i32_muli", 65537, """%c = arith.constant 65536 : i32
+    %s = arith.muli %n, %c : i32""", int(_np(np.int32, 65537, "*", 65536)[0])),
+    ("i32_subi", -2147483647, """%c = arith.constant 5 : i32
+    %s = arith.subi %n, %c : i32""", int(_np(np.int32, -2147483647, "-", 5)[0])),
+    ("i64_muli_divsi", 5, """%w = arith.extsi %n : i32 to i64
+    %c = arith.constant 4611686018427387904 : i64
+    %c60 = arith.constant 1152921504606846976 : i64
+    %b = arith.muli %w, %c : i64
+    %d = arith.divsi %b, %c60 : i64
+    %s = arith.trunci %d : i64 to i32""", int(_np(np.int64, 5, "*", 2**62)[0] // 2**60)),
+    ("i32_cmpi_ult", -1, """%c = arith.constant 5 : i32
+    %lt = arith.cmpi ult, %n, %c : i32
+    %s = arith.extui %lt : i1 to i32""", int(np.array([-1], np.int32).view(np.uint32)[0] < 5)),
+]
+
+
+def kernel(body: str, n_arg: bool) -> str:
+    """y = x + s, s computed from %n: a kernel argument (run time) or a constant (folded)."""
+    arg = ", %n: i32" if n_arg else ""
+    return f"""
+func.func @k(%x: !pto.ptr<i32>, %y: !pto.ptr<i32>{arg}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    {body}
+    %xv = pto.make_tensor_view %x, shape = [%c1, %c8], strides = [%c8, %c1] : {TV}
+    %yv = pto.make_tensor_view %y, shape = [%c1, %c8], strides = [%c8, %c1] : {TV}
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c1, %c8] : {TV} -> {PV}
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c1, %c8] : {TV} -> {PV}
+    %t = pto.alloc_tile : {T}
+    pto.tload ins(%xp : {PV}) outs(%t : {T})
+    pto.tadds ins(%t, %s : {T}, i32) outs(%t : {T})
+    pto.tstore ins(%t : {T}) outs(%yp : {PV})
+    return
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+@pytest.mark.parametrize("n_arg", [True, False], ids=["run_time", "folded"])
+@pytest.mark.parametrize("name,n,body,s", CASES, ids=[c[0] for c in CASES])
+def test_scalar_arith_wraps_at_its_width(name, n, body, s, n_arg, target):
+    if not n_arg:
+        body = f"%n = arith.constant {n} : i32\n    " + body
+    module = api.parse(kernel(body, n_arg), f"{name}.pto")
+    x = np.arange(8, dtype=np.int32) * 3 - 7
+    res = api.check(module, target, {"x": x, **({"n": n} if n_arg else {})})
+    assert res.ok, [c.line() for c in res.comparisons] + [d.message for d in res.diagnostics]
+    want = (x + np.int32(s)).astype(np.int32)
+    np.testing.assert_array_equal(res.reference["y"].reshape(8), want)
+    np.testing.assert_array_equal(np.asarray(res.outputs["y"]).reshape(8), want)
