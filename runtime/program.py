@@ -77,11 +77,12 @@ def canonical_pipe(name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 ARITH = {
-    "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "floordivsi": "/", "remsi": "%", "remui": "%",
-    "ceildivsi": "ceildiv", "ceildivui": "ceildiv", "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min",
-    "andi": "&", "select": "select",
+    "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "remsi": "%", "remui": "%",
+    "floordivsi": "floordiv", "ceildivsi": "ceildiv", "ceildivui": "ceildiv",
+    "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min", "andi": "&", "select": "select",
 }
-"""The integer arith ops the scalar unit runs -> the listing's operator or function name."""
+"""The integer arith ops the scalar unit runs -> the listing's operator or function name (``/`` and
+``%`` as in C: the quotient rounded toward zero; ``floordiv`` rounds toward -inf)."""
 _I1_WIDTH = IntegerType(1).width
 ARITH_I1 = {"andi": "*", "ori": "max", "xori": "!="}
 """The listing's symbols of the logic ops on ``i1`` (0 or 1)."""

@@ -84,3 +84,17 @@ def test_scalar_arith_wraps_at_its_width(name, n, body, s, n_arg, target):
     want = (x + np.int32(s)).astype(np.int32)
     np.testing.assert_array_equal(res.reference["y"].reshape(8), want)
     np.testing.assert_array_equal(np.asarray(res.outputs["y"]).reshape(8), want)
+
+
+def test_the_listing_tells_truncating_from_floor_division():
+    """``arith.divsi`` (toward zero, C's ``/``) and ``arith.floordivsi`` (toward -inf) differ for a
+    negative quotient: the listing prints ``/`` for the first and ``floordiv(..)`` for the second."""
+    body = """%c2 = arith.constant 2 : i32
+    %q = arith.divsi %n, %c2 : i32
+    %f = arith.floordivsi %n, %c2 : i32
+    %s = arith.addi %q, %f : i32"""
+    listing = api.emit(api.parse(kernel(body, True), "div.pto"), "a2a3")
+    (line,) = [ln for ln in listing.splitlines() if "vadds" in ln]
+    assert " scalar=%n/2+floordiv(%n,2) " in line, line
+    res = api.check(api.parse(kernel(body, True), "div.pto"), "a2a3", {"x": np.zeros(8, np.int32), "n": -3})
+    assert res.ok and np.asarray(res.outputs["y"]).reshape(8).tolist() == [-1 + -2] * 8
