@@ -198,7 +198,8 @@ def _fuse_into(a: _Flat, b: _Flat, params: dict, b_args: list, copy: bool = Fals
         new.append(vf.copy_op(o, vm) if copy else o)
     lb.insert_ops_before(new, lb.last_op)
     a.stores.update((o.tile, o) for o in new if isinstance(o, vf.StoreAlignOp))
-    a.order.update((o, len(a.order) + k) for k, o in enumerate(new))
+    start = len(a.order)  # (not read inside the update: the dict grows as it is updated)
+    a.order.update((o, start + k) for k, o in enumerate(new))
     return forwarded
 
 

@@ -344,6 +344,47 @@ func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {
     np.testing.assert_allclose(np.asarray(got).reshape(16, 8), np.exp(x), rtol=2e-7)
 
 
+def test_a_fused_store_an_unforwarded_load_reads_two_launches_later_is_kept():
+    """tabs y -> t4, tadd y + y -> t3, tmov t3 -> t2, tmuls t3 -> t4, trelu t4 -> t0 fuse into one VF.
+    tmuls's load of t3 takes tadd's register and t3 is dead after the launch, yet tadd's store must
+    stay: tmov's load of t3 (not forwarded) reads it.  The fused body's op numbers, made while the
+    order table grew, collided, so that load looked earlier than the store and the store went.
+    Found by bench/fuzz.py --seed 11: z = t2 read the old t3 (0) where 2y belongs."""
+    tile = "!pto.tile_buf<vec, 4x64xi16>"
+    views = "".join(
+        f"  %{n}v = pto.make_tensor_view %{n}, shape = [%c4, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xi16>\n"
+        f"  %{n}p = pto.partition_view %{n}v, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xi16>"
+        " -> !pto.partition_tensor_view<4x64xi16>\n" for n in "yz")
+    pv = "!pto.partition_tensor_view<4x64xi16>"
+    text = f"""
+func.func @k(%y: !pto.ptr<i16>, %z: !pto.ptr<i16>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %s = arith.constant -3 : i16
+{views}  %t0 = pto.alloc_tile : {tile}
+  %t1 = pto.alloc_tile : {tile}
+  %t2 = pto.alloc_tile : {tile}
+  %t3 = pto.alloc_tile : {tile}
+  %t4 = pto.alloc_tile : {tile}
+  pto.tload ins(%yp : {pv}) outs(%t1 : {tile})
+  pto.tabs ins(%t1 : {tile}) outs(%t4 : {tile})
+  pto.tadd ins(%t1, %t1 : {tile}, {tile}) outs(%t3 : {tile})
+  pto.tmov ins(%t3 : {tile}) outs(%t2 : {tile})
+  pto.tmuls ins(%t3, %s : {tile}, i16) outs(%t4 : {tile})
+  pto.trelu ins(%t4 : {tile}) outs(%t0 : {tile})
+  pto.tstore ins(%t2 : {tile}) outs(%zp : {pv})
+  return
+}}
+"""
+    m, prog = _compile(text)
+    assert sum(1 for i in prog.instructions() if i.opcode == "vf_call") == 1
+    y = (np.arange(256, dtype=np.int16) - 100).reshape(4, 64)
+    got = pipeline.run_program(prog, {"y": y, "z": np.zeros((4, 64), np.int16)}, {}, stats=False).outputs["z"]
+    np.testing.assert_array_equal(np.asarray(got).reshape(4, 64), y * np.int16(2))
+
+
 def test_lowering_fused_gives_what_fusing_the_per_op_launches_gives():
     """pto-lower-vf{fuse=true} (the default pipeline) copies each launch vf-fuse-launches would fuse
     straight into the launch before it: after vf-fuse-launches the module prints as when pto-lower-vf
