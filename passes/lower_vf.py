@@ -534,15 +534,20 @@ class _OpLowering:
         if len(rm) > 1:
             raise _Unsupported("operands of different layouts (RowMajor and ColMajor)")
 
-    def f_binary(self):
+    def _binary_operands(self):
+        """The two sources, dst, dst's valid rows/cols and the vector op class of a binary op, its
+        tiles made arguments of the VF."""
         a, bb = self.op.ins[0], self.op.ins[1]
         d = self.op.outs[0]
         self._same_layout(a, bb, d)
         R, C = self.valid(d)
         for v in (a, bb, d):
             self.arg(v)
+        return a, bb, d, R, C, _BIN[type(self.op).A2A3_VOP]
+
+    def f_binary(self):
+        a, bb, d, R, C, cls = self._binary_operands()
         self.dyn_args(R, C)
-        cls = _BIN[type(self.op).A2A3_VOP]
 
         def plan():
             self._aligned((self.tile(a), R), (self.tile(bb), R), (self.tile(d), R))
@@ -573,13 +578,7 @@ class _OpLowering:
         other source's region (one VF: its stores land in program order).  Valid shapes known only
         at run time: as the a2a3 rule (:meth:`A._FnLowering._part_run_time`), the copies in loops of
         0 or 1 trips."""
-        a, bb = self.op.ins[0], self.op.ins[1]
-        d = self.op.outs[0]
-        self._same_layout(a, bb, d)
-        R, C = self.valid(d)
-        for v in (a, bb, d):
-            self.arg(v)
-        cls = _BIN[type(self.op).A2A3_VOP]
+        a, bb, d, R, C, cls = self._binary_operands()
         dims = (R, C, *self.valid(a), *self.valid(bb))
         if any(isinstance(x, tuple) for x in dims):
             return self._part_run_time(cls, a, bb, d, dims)
