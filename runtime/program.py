@@ -79,10 +79,12 @@ def canonical_pipe(name: str) -> str:
 ARITH = {
     "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "remsi": "%", "remui": "%",
     "floordivsi": "floordiv", "ceildivsi": "ceildiv", "ceildivui": "ceildiv",
-    "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min", "andi": "&", "select": "select",
+    "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min", "andi": "&", "ori": "or", "xori": "xor",
+    "shli": "shl", "shrsi": "ashr", "shrui": "lshr", "select": "select",
 }
 """The integer arith ops the scalar unit runs -> the listing's operator or function name (``/`` and
-``%`` as in C: the quotient rounded toward zero; ``floordiv`` rounds toward -inf)."""
+``%`` as in C: the quotient rounded toward zero; ``floordiv`` rounds toward -inf; ``ashr`` shifts
+the sign in, ``lshr`` zeros, as C's ``>>`` on a signed and an unsigned operand)."""
 _I1_WIDTH = IntegerType(1).width
 ARITH_I1 = {"andi": "*", "ori": "max", "xori": "!="}
 """The listing's symbols of the logic ops on ``i1`` (0 or 1)."""

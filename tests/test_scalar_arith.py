@@ -46,6 +46,35 @@ CASES = [
     ("i32_cmpi_ult", -1, """%c = arith.constant 5 : i32
     %lt = arith.cmpi ult, %n, %c : i32
     %s = arith.extui %lt : i1 to i32""", int(np.array([-1], np.int32).view(np.uint32)[0] < 5)),
+    # the bitwise ops and shifts, as C computes them on the operand's width (NumPy's fixed-width ints)
+    ("i32_ori_xori", -77, """%c = arith.constant 1450 : i32
+    %o = arith.ori %n, %c : i32
+    %s = arith.xori %o, %c : i32""", int((np.int32(-77) | np.int32(1450)) ^ np.int32(1450))),
+    ("i32_shli", -77, """%c = arith.constant 28 : i32
+    %s = arith.shli %n, %c : i32""", int(np.left_shift(np.int32(-77), np.int32(28)))),
+    ("i32_shrsi", -77, """%c = arith.constant 3 : i32
+    %s = arith.shrsi %n, %c : i32""", int(np.right_shift(np.int32(-77), np.int32(3)))),
+    ("i32_shrui", -77, """%c = arith.constant 3 : i32
+    %s = arith.shrui %n, %c : i32""", int(np.right_shift(np.uint32(2**32 - 77), np.uint32(3)).astype(np.int32))),
+    ("i8_shli_shrsi", 100, """%a = arith.trunci %n : i32 to i8
+    %c2 = arith.constant 2 : i8
+    %b = arith.shli %a, %c2 : i8
+    %d = arith.shrsi %b, %c2 : i8
+    %s = arith.extsi %d : i8 to i32""", int(np.right_shift(np.left_shift(np.int8(100), np.int8(2)), np.int8(2)))),
+    ("i16_shrui_xori", -2, """%a = arith.trunci %n : i32 to i16
+    %c = arith.constant 5 : i16
+    %m = arith.constant -1 : i16
+    %b = arith.shrui %a, %c : i16
+    %d = arith.xori %b, %m : i16
+    %s = arith.extsi %d : i16 to i32""", int(~np.right_shift(np.uint16(2**16 - 2), np.uint16(5)).astype(np.int16))),
+    ("i64_shli_ori", 3, """%w = arith.extsi %n : i32 to i64
+    %c = arith.constant 62 : i64
+    %c33 = arith.constant 33 : i64
+    %b = arith.shli %w, %c : i64
+    %d = arith.shrsi %b, %c33 : i64
+    %e = arith.ori %d, %w : i64
+    %s = arith.trunci %e : i64 to i32""",
+     int((np.right_shift(np.left_shift(np.int64(3), np.int64(62)), np.int64(33)) | np.int64(3)).astype(np.int32))),
 ]
 
 
@@ -98,3 +127,15 @@ def test_the_listing_tells_truncating_from_floor_division():
     assert " scalar=%n/2+floordiv(%n,2) " in line, line
     res = api.check(api.parse(kernel(body, True), "div.pto"), "a2a3", {"x": np.zeros(8, np.int32), "n": -3})
     assert res.ok and np.asarray(res.outputs["y"]).reshape(8).tolist() == [-1 + -2] * 8
+
+
+def test_the_listing_tells_arithmetic_from_logical_shift():
+    """``arith.shrsi`` shifts the sign in and ``arith.shrui`` zeros (they differ for a negative
+    operand): the listing prints ``ashr(..)`` for the first and ``lshr(..)`` for the second."""
+    body = """%c3 = arith.constant 3 : i32
+    %a = arith.shrsi %n, %c3 : i32
+    %b = arith.shrui %n, %c3 : i32
+    %s = arith.subi %b, %a : i32"""
+    listing = api.emit(api.parse(kernel(body, True), "shr.pto"), "a2a3")
+    (line,) = [ln for ln in listing.splitlines() if "vadds" in ln]
+    assert " scalar=lshr(%n,3)-ashr(%n,3) " in line, line
