@@ -359,14 +359,14 @@ class _VfTimer:
         if got is None:
             got = self.loops[id(per_trip)] = (self._values(op, per_trip), [_tripped(d), *self._compile(per_trip)])
         values, body = got
-        snaps = [self._clocks(values)]
+        steady = _SteadyTrips(self._clocks(values))
         for k in range(trips):
-            if len(snaps) > STEADY_TRIPS and _steady(snaps[-STEADY_TRIPS - 1:]) is not None:
-                self._extrapolate(values, snaps[-2], snaps[-1], trips - k)
+            if steady.settled():
+                self._extrapolate(values, steady.last, steady.deltas[-1], trips - k)
                 break
             self._run(body)
             self._forget()
-            snaps.append(self._clocks(values))
+            steady.add(self._clocks(values))
         self._run(((_EXIT, d.key, d.outs),))
 
     def _forget(self) -> None:
@@ -493,18 +493,28 @@ class _VfTimer:
                 front, end, issued = self.front, self.end, self.issued
         self.front, self.end = front, end
 
-    def _clocks(self, values):
-        """The timer's clocks and counters, in the form :func:`_steady` compares."""
+    def _clocks(self, values) -> tuple:
+        """The timer's clocks and counters as (their layout, one flat list): the front, the end,
+        the ready times of ``values``, the loops' carried values, the last ``window`` issues, each
+        unit's busy (starts, ends), the counters (the same keys always)."""
         w = self.window
-        pend = [t for ts in self.pend.values() for t in ts]
-        return ([self.front, self.end, *map(self.ready.get, values, repeat(0.0)), *pend,
-                 *self.issued[-w:]],
-                {u: starts + ends for u, (starts, ends) in self.busy.items()},
-                [], dict(self.c), {}, 0)
+        flat = [self.front, self.end, *map(self.ready.get, values, repeat(0.0))]
+        for ts in self.pend.values():
+            flat += ts
+        issued = self.issued[-w:]
+        flat += issued
+        lens = [len(self.pend), len(flat), len(issued)]
+        for starts, ends in self.busy.values():
+            flat += starts
+            flat += ends
+            lens.append(len(starts))
+        flat += self.c.values()
+        return tuple(lens), flat
 
-    def _extrapolate(self, values, a, b, n: int) -> None:
-        (ca, sa, _, na, _, _), (cb, sb, _, nb, _, _) = a, b
-        x = [y + n * (y - x) for x, y in zip(ca, cb)]
+    def _extrapolate(self, values, last: tuple, delta: list, n: int) -> None:
+        """Every clock and counter ``n`` more trips on from the snapshot ``last``, each moving by
+        its ``delta`` per trip."""
+        x = [y + n * d for y, d in zip(last[1], delta)]
         self.front, self.end = x[0], x[1]
         k = 2
         for v in values:
@@ -514,13 +524,41 @@ class _VfTimer:
         for key, ts in self.pend.items():
             self.pend[key] = x[k:k + len(ts)]
             k += len(ts)
-        self.issued = x[k:]
-        for u in self.busy:
-            flat = [y + n * (y - x) for x, y in zip(sa[u], sb[u])]
-            h = len(flat) // 2
-            self.busy[u] = (flat[:h], flat[h:])
-        for key, v in nb.items():
-            self.c[key] = v + n * (v - na[key])
+        h = last[0][2]
+        self.issued = x[k:k + h]
+        k += h
+        for u, h in zip(self.busy, last[0][3:]):
+            self.busy[u] = (x[k:k + h], x[k + h:k + 2 * h])
+            k += 2 * h
+        for key in self.c:
+            self.c[key] = x[k]
+            k += 1
+
+
+class _SteadyTrips:
+    """The snapshots (layout, flat list of clocks) after each trip of a loop, kept as what each
+    trip advanced every clock by: settled once the last STEADY_TRIPS trips advanced each alike
+    (:func:`_close`) from snapshots of one layout.  Each trip's deltas are taken once."""
+    __slots__ = ("last", "deltas")
+
+    def __init__(self, first: tuple):
+        self.last = first
+        self.deltas: list = []
+        """Per trip since the layout last changed, what it advanced every clock by."""
+
+    def add(self, snap: tuple) -> None:
+        if snap[0] != self.last[0]:
+            self.deltas = []
+        else:
+            self.deltas.append([y - x for x, y in zip(self.last[1], snap[1])])
+        self.last = snap
+
+    def settled(self) -> bool:
+        ds = self.deltas
+        if len(ds) < STEADY_TRIPS:
+            return False
+        first = ds[-STEADY_TRIPS]
+        return all(_close(first, d) for d in ds[1 - STEADY_TRIPS:])
 
 
 def vf_static_cycles(fn, known: dict | None = None) -> float | None:
@@ -1008,6 +1046,8 @@ def _close(a, b) -> bool:
         return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
     if len(a) != len(b):
         return False
+    if a == b:  # (the usual steady trip: one comparison in C)
+        return True
     for x, y in zip(a, b):
         if isinstance(x, (list, tuple)):
             if not _close(x, y):

@@ -119,10 +119,37 @@ class _Affine:
         return lo, lo + step
 
 
+class _TripCounts:
+    """The counts an ``update_mask`` chain hands through the trips of a loop (on trip axis
+    ``axis``) from a first count ``c0`` that is a number: ``max(c0 - t * lanes, 0)`` in trip
+    ``t`` (vector_isa.md §2.2), kept in closed form: the masks of the usual chain, every trip
+    a whole register, need no array."""
+    __slots__ = ("c0", "lanes", "axis", "trips")
+
+    def __init__(self, c0: int, lanes: int, axis: int, trips: int):
+        self.c0, self.lanes, self.axis, self.trips = c0, lanes, axis, trips
+
+    def array(self) -> np.ndarray:
+        t = np.arange(self.trips, dtype=np.int64).reshape((1,) * self.axis + (self.trips,))
+        return np.maximum(self.c0 - t * self.lanes, 0)
+
+    def update_mask(self, nlanes: int) -> tuple:
+        """(mask, next counts) of ``update_mask`` on these counts: the mask is loop-invariant
+        when every trip has a whole register left, and the next counts are these less ``nlanes``."""
+        rest = _TripCounts(self.c0 - nlanes, self.lanes, self.axis, self.trips)
+        if self.c0 - (self.trips - 1) * self.lanes >= nlanes:
+            from .vf_executor import first_lanes
+
+            return first_lanes(nlanes, nlanes), rest
+        return np.arange(nlanes) < np.minimum(self.array(), nlanes)[..., None], rest
+
+
 def _value(v, depth: int | None = None):
-    """``v`` as the array path holds it (an _Affine becomes its array)."""
+    """``v`` as the array path holds it (an _Affine or _TripCounts becomes its array)."""
     if isinstance(v, _Affine):
         return (v if depth is None else v.at(depth)).array()
+    if isinstance(v, _TripCounts):
+        return v.array()
     return v
 
 
@@ -181,7 +208,9 @@ class _Batch:
         """Is every lane of the mask ``act`` on (looked up once per mask)?"""
         got = self.on.get(id(act))
         if got is None:
-            got = self.on[id(act)] = (act, bool(act.all()))
+            from .vf_executor import all_lanes
+
+            got = self.on[id(act)] = (act, all_lanes(act))
         return got[1]
 
     # ---- structure -------------------------------------------------------------------------
@@ -205,14 +234,18 @@ class _Batch:
             lo, hi = (c0.min(), c0.max()) if isinstance(c0, np.ndarray) else (c0, c0)
             if um is None or lo < 0 or hi >= 1 << 31:
                 raise NoBatch
-            c0 = np.asarray(_at(c0, len(shape), 0), np.int64)
             lanes = um.res[0].type.nlanes
+            if not isinstance(c0, np.ndarray):  # the usual chain: its counts in closed form
+                env[barg] = _TripCounts(int(c0), lanes, len(shape), trips)
+                finals.append(max(int(c0) - trips * lanes, 0))
+                continue
+            c0 = np.asarray(_at(c0, len(shape), 0), np.int64)
             c0 = c0.reshape(c0.shape + (1,) * (len(shape) - c0.ndim))[..., None]
             env[barg] = np.maximum(c0 - np.arange(trips, dtype=np.int64) * lanes, 0)
             finals.append(np.maximum(c0[..., 0] - trips * lanes, 0))
         per_trip = self.block(body, env, inner, chain + (op,), depth) if trips else []
         for res, v in zip(op.results, finals):
-            env[res] = v if v.ndim else int(v)
+            env[res] = v if isinstance(v, np.ndarray) and v.ndim else int(v)
         if not self.r.want_log:
             return []
         from .vf_executor import LOG_LOOP
@@ -718,12 +751,26 @@ def _h_create_mask(b, op, env, depth):
 
 
 def _h_update_mask(b, op, env, depth):
-    count = _value(env[op.count_in])
+    count = env[op.count_in]
     nl = op.res[0].type.nlanes
+    if isinstance(count, _TripCounts):
+        env[op.res[0]], rest = count.update_mask(nl)
+        env[op.res[1]] = rest if _only_yielded(op.res[1]) else rest.array()
+        return
+    count = _value(count)
+    if not isinstance(count, np.ndarray):  # loop-invariant: as one trip runs it
+        from .vf_executor import _h_update_mask as one
+
+        return one(b.r, op, env)
     u = np.asarray(count, np.int64) & 0xFFFFFFFF
     env[op.res[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]
     rest = np.where(u < nl, 0, u - nl)
     env[op.res[1]] = rest if rest.ndim else int(rest)
+
+
+def _only_yielded(v) -> bool:
+    """Is ``v`` used by nothing but a loop's yield (so its array is never needed)?"""
+    return all(isinstance(u.operation, scf.YieldOp) for u in v.uses)
 
 
 _HANDLERS = {

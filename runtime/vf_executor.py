@@ -110,7 +110,7 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
@@ -198,17 +198,36 @@ def merge(result: np.ndarray, act: np.ndarray, mode: str, old: np.ndarray | None
     return np.where(keep, result, np.uint8(0))
 
 
+@lru_cache(maxsize=None)
+def first_lanes(n: int, nlanes: int) -> np.ndarray:
+    """The mask of the first ``n`` of ``nlanes`` lanes (made once per pair, read-only: masks are
+    values, never written in place)."""
+    act = np.zeros(nlanes, bool)
+    act[:n] = True  # (not arange < n: a cold process pays ~0.1 ms for that comparison's first call)
+    act.flags.writeable = False
+    if n >= nlanes:
+        _WHOLE.add(id(act))  # (kept alive by the cache: the id stays this mask's)
+    return act
+
+
+_WHOLE: set = set()
+"""ids of the masks :func:`first_lanes` made with every lane on."""
+
+
+def all_lanes(act: np.ndarray) -> bool:
+    """Is every lane of the mask ``act`` on (the usual mask: known without looking)?"""
+    return id(act) in _WHOLE or bool(act.all())
+
+
 def mask_of(pattern: str, nlanes: int) -> np.ndarray:
-    n = vf.pattern_lanes(pattern, nlanes)
-    return np.arange(nlanes) < n
+    return first_lanes(vf.pattern_lanes(pattern, nlanes), nlanes)
 
 
 def update_mask(count: int, nlanes: int) -> tuple[np.ndarray, int]:
     """UpdateMask/plt: (first min(count, lanes) lanes, count < lanes ? 0 : count - lanes); count is uint32."""
     u = int(count) & 0xFFFFFFFF
-    act = np.arange(nlanes) < min(u, nlanes)
     rest = 0 if u < nlanes else u - nlanes
-    return act, rest
+    return first_lanes(min(u, nlanes), nlanes), rest
 
 
 def type_extreme(dtype, largest: bool):
@@ -703,7 +722,7 @@ def _dtype_of(op: vf._ComputeOp) -> np.dtype:
 
 def _active(act: np.ndarray | None) -> np.ndarray | None:
     """The mask a compute step applies: None when every lane is on (nothing to merge or replace)."""
-    return None if act is None or act.all() else act
+    return None if act is None or all_lanes(act) else act
 
 
 def _emit(r: VfRunner, op, env: dict, compute, act: np.ndarray | None) -> None:
