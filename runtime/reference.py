@@ -1820,16 +1820,27 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     return outputs
 
 
+_RANDOM_CHUNK = 1 << 16
+"""Elements :func:`_random_array` draws and converts at a time: its float64 temporaries stay in
+cache whatever the GM size (drawn whole, a 128 MiB bf16 argument took 5 GB and 19 s)."""
+
+
 def _random_array(rng: np.random.Generator, dtype: np.dtype, shape) -> np.ndarray:
     """Floats uniform in [-2, 2) rounded to the element type; signed ints in [-8, 8);
-    unsigned ints in [0, 16)."""
+    unsigned ints in [0, 16).  Drawn in chunks of :data:`_RANDOM_CHUNK`: the generator's stream is
+    the same as one draw of the whole array."""
     if E.is_float_dtype(dtype):
-        return E.convert(rng.uniform(-2.0, 2.0, size=shape), dtype, "RINT")
-    if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if dtype.kind == "u":
-        return rng.integers(0, 16, size=shape).astype(dtype)
-    return rng.integers(-8, 8, size=shape).astype(dtype)
+        draw = lambda n: E.convert(rng.uniform(-2.0, 2.0, size=n), dtype, "RINT")  # noqa: E731
+    elif dtype == np.bool_:
+        draw = lambda n: rng.integers(0, 2, size=n).astype(np.bool_)  # noqa: E731
+    else:
+        lo, hi = (0, 16) if dtype.kind == "u" else (-8, 8)
+        draw = lambda n: rng.integers(lo, hi, size=n).astype(dtype)  # noqa: E731
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for k in range(0, flat.size, _RANDOM_CHUNK):
+        flat[k:k + _RANDOM_CHUNK] = draw(min(_RANDOM_CHUNK, flat.size - k))
+    return out
 
 
 MAX_GM_BYTES = 64 << 20
