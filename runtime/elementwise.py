@@ -200,7 +200,7 @@ def _arr(x) -> np.ndarray:
 
 def _work(x: np.ndarray) -> np.ndarray:
     """f16/bf16 -> f32 (exact); f32/f64 unchanged."""
-    if x.dtype == np.float16 or is_bf16(x.dtype):
+    if x.dtype.itemsize == 2 and _name(x.dtype) in ("float16", "bfloat16"):
         return x.astype(np.float32)
     return x
 

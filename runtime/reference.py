@@ -426,6 +426,10 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
     return None
 
 
+_LOCATED_BY_OP = (VerifyException, E.ElementwiseError, ZeroDivisionError)
+"""Errors an op's rule raises without a location: reported at the op."""
+
+
 def _generic(op: Operation):
     """The step that runs ``op`` through :meth:`Evaluator._eval_op` (looked up when it runs)."""
     return lambda ev, env: ev._eval_op(op, env)
@@ -522,16 +526,16 @@ class Evaluator:
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
-        if not fn.body.blocks:
+        if fn.body.first_block is None:
             raise op_error(fn, "is a declaration without a body; it cannot be run")
         self.depth += 1
         if self.depth > MAX_CALL_DEPTH:
             raise op_error(fn, f"call depth exceeds {MAX_CALL_DEPTH} (recursion?)")
         try:
             if self.depth > 1:
-                return self.run_block(fn.body.blocks[0], args, {})
+                return self.run_block(fn.body.first_block, args, {})
             with np.errstate(all="ignore"):  # IEEE results, no warnings (runtime/elementwise.py)
-                return self.run_block(fn.body.blocks[0], args, {})
+                return self.run_block(fn.body.first_block, args, {})
         finally:
             self.depth -= 1
 
@@ -543,8 +547,17 @@ class Evaluator:
         params, steps, term, results = plan
         env = dict(env)
         env.update(zip(params, args))
-        for op, run in steps:
-            self._run(op, run, env)
+        for op, run in steps:  # (self._run, inline: one call less per op)
+            if self.steps_left is not None:
+                self.steps_left -= 1
+                if self.steps_left < 0:
+                    self.out_of_steps()
+            try:
+                run(self, env)
+            except PtocError:
+                raise
+            except _LOCATED_BY_OP as e:
+                raise op_error(op, str(e)) from None
         if term is None:
             return []
         values = [env[o] for o in results]
@@ -595,7 +608,7 @@ class Evaluator:
             run(self, env)
         except PtocError:
             raise
-        except (VerifyException, E.ElementwiseError, ZeroDivisionError) as e:
+        except _LOCATED_BY_OP as e:
             raise op_error(op, str(e)) from None
 
     @classmethod
@@ -970,7 +983,7 @@ class Evaluator:
             def fail(ev, env):
                 raise op_error(op, why or "has no semantics in ptoc yet")
             return fail
-        reads, res, outs = tile_reads(op), list(op.res), list(op.outs)
+        reads, res, outs = tuple(tile_reads(op)), tuple(op.res), tuple(op.outs)
         in_cube = [v for v in dict.fromkeys((*reads, *outs)) if isinstance(v.type, pto.TileBufType)
                    and not _in_ub(v.type)]
 
@@ -1017,9 +1030,9 @@ class Evaluator:
         return t.written or (t.base is not None and self.holds_data(t.base))
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
-        self.need(op, tile.valid == tuple(valid),
-                  f"{who} valid region {tile.valid[0]}x{tile.valid[1]} differs from dst's "
-                  f"{valid[0]}x{valid[1]} at run time")
+        if tile.valid != tuple(valid):
+            raise op_error(op, f"{who} valid region {tile.valid[0]}x{tile.valid[1]} differs from dst's "
+                               f"{valid[0]}x{valid[1]} at run time")
 
     @staticmethod
     def _store(dst: Tile, r: int, c: int, values: np.ndarray) -> None:
@@ -1142,15 +1155,18 @@ class Evaluator:
         src = self.tile(op, op.ins[0], env)
         r, c = src.valid
         dst = self.dst(op, env, (r, 1))
-        self.need(op, r > 0 and c > 0, f"src valid region {r}x{c} is empty")
-        self.need(op, dst.valid[0] == r, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
+        if r <= 0 or c <= 0:
+            raise op_error(op, f"src valid region {r}x{c} is empty")
+        if dst.valid[0] != r:
+            raise op_error(op, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
         dst.data[:r, 0] = self.reducer(op)(src.data[:r, :c], 1)
 
     def family_colreduce(self, op, env):
         src = self.tile(op, op.ins[0], env)
         r, c = src.valid
         dst = self.dst(op, env, (1, c))
-        self.need(op, dst.valid[1] == c, f"dst valid cols {dst.valid[1]} differ from src valid cols {c}")
+        if dst.valid[1] != c:
+            raise op_error(op, f"dst valid cols {dst.valid[1]} differ from src valid cols {c}")
         if r == 0 or c == 0:
             return  # nothing to reduce: dst untouched
         dst.data[0, :c] = self.reducer(op)(src.data[:r, :c], 0)
