@@ -309,13 +309,8 @@ class _SV:
         outer = [(n, st) for n, st in zip(self.shape[:k], self.strides[:k]) if n > 1 and st]
         if not outer:
             fp = Footprint.span(self.base, self.base + run)
-        elif len(outer) == 1 and 0 <= outer[0][1] <= run:
-            n, st = outer[0]
-            fp = Footprint.span(self.base, self.base + (n - 1) * st + run)
-        elif len(outer) == 1 and outer[0][1] > 0:  # disjoint runs in ascending order
-            n, st = outer[0]
-            fp = Footprint(tuple(range(self.base, self.base + n * st, st)),
-                           tuple(range(self.base + run, self.base + run + n * st, st)))
+        elif len(outer) == 1 and outer[0][1] > 0:  # one run, or runs in ascending order
+            fp = Footprint.strided(self.base, outer[0][0], run, outer[0][1])
         else:
             starts = [self.base]
             for n, st in outer:
@@ -1214,6 +1209,13 @@ def _vbrcb(m: _Machine, d: _Dyn) -> "_Prep":
     if sidx.footprint().overlaps(didx.footprint()):
         m.fail("invalid", f"{_desc(d)}: vbrcb dst and src must not overlap [AC 0089]", d)
     udt = {2: "u16", 4: "u32"}[e]
+    if didx.distinct():  # each source element assigned to its block (a view of it per lane)
+        accs = [_Acc("UB", False, sidx.footprint(), what="src"), _Acc("UB", True, didx.footprint(), what="dst")]
+        npd = ew.np_dtype(udt)
+
+        def run(m, d):
+            m.ub_view(didx, npd)[...] = m.ub_view(sidx, npd)[..., None]
+        return _Prep(accs, run).counting(repeat)
     return m._vector(d, [(sidx, None, udt, "src")], (didx, None, "dst"),
                      lambda g, rs: np.repeat(g[0], epb, axis=1), udt).counting(repeat)
 
@@ -1387,6 +1389,8 @@ class _Bursts:
         if self.stride == self.length or self.n == 1:
             hi = self.base + (self.n - 1) * self.stride + self.length
             return Footprint.span(self.base // unit, -(-hi // unit))
+        if self.stride > 0 and not (self.base % unit or self.length % unit or self.stride % unit):
+            return Footprint.strided(self.base // unit, self.n, self.length // unit, self.stride // unit)
         starts = self.base + np.arange(self.n, dtype=np.int64) * self.stride
         if unit == 1:
             return Footprint.of_starts(starts, self.length)

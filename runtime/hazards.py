@@ -23,13 +23,28 @@ import numpy as np
 
 
 class Footprint:
-    """Sorted disjoint unit intervals ``[los[i], his[i])`` and their hull ``[lo, hi)``."""
-    __slots__ = ("los", "his", "lo", "hi")
+    """Sorted disjoint unit intervals ``[los[i], his[i])`` and their hull ``[lo, hi)``; ``stride``:
+    when not 0, the intervals are runs of one length that many units apart (:meth:`strided`), so
+    two of the same stride overlap by arithmetic, not by a search over their runs."""
+    __slots__ = ("los", "his", "lo", "hi", "stride")
 
     def __init__(self, los, his):
         self.los, self.his = los, his
         self.lo = int(los[0]) if len(los) else 0
         self.hi = int(his[-1]) if len(his) else 0
+        self.stride = 0
+
+    @classmethod
+    def strided(cls, lo: int, n: int, run: int, stride: int) -> "Footprint":
+        """``n`` runs of ``run`` units, the k-th from ``lo + k*stride`` (``stride`` >= 0)."""
+        if n <= 0 or run <= 0:
+            return cls((), ())
+        if n == 1 or stride <= run:
+            return cls.span(lo, lo + (n - 1) * stride + run)
+        end = lo + n * stride
+        fp = cls(tuple(range(lo, end, stride)), tuple(range(lo + run, end + run, stride)))
+        fp.stride = stride
+        return fp
 
     @classmethod
     def span(cls, lo: int, hi: int) -> "Footprint":
@@ -114,6 +129,8 @@ class Footprint:
     def overlaps(self, other: "Footprint") -> bool:
         if other.hi <= self.lo or other.lo >= self.hi or self.empty or other.empty:
             return False
+        if self.stride and self.stride == other.stride:
+            return self._strided_overlap(other)
         if len(self.los) == 1 or len(other.los) == 1:
             a, b = (self, other) if len(self.los) == 1 else (other, self)
             i = bisect_right(b.his, a.lo) if isinstance(b.his, tuple) else \
@@ -127,6 +144,18 @@ class Footprint:
         i = np.searchsorted(other.his, self.los, side="right")
         ok = i < len(other.los)
         return bool((np.asarray(other.los)[i[ok]] < np.asarray(self.his)[ok]).any())
+
+    def _strided_overlap(self, other: "Footprint") -> bool:
+        """Do runs ``i`` of ``self`` and ``j`` of ``other`` (both :meth:`strided`, one stride ``s``)
+        overlap: with ``k = j - i`` and ``d`` the distance of their first runs, ``-run_o < d + k*s
+        < run_s``, for some ``k`` that pairs a run of each."""
+        s, d = self.stride, other.lo - self.lo
+        ra, rb = self.his[0] - self.lo, other.his[0] - other.lo
+        na, nb = len(self.los), len(other.los)
+        for k in range(-((d + rb - 1) // s), (ra - 1 - d) // s + 1):  # ceil((1 - rb - d)/s) ..
+            if max(0, -k) < min(na, nb - k):
+                return True
+        return False
 
     def units(self) -> np.ndarray:
         """Every unit, ascending."""
