@@ -74,6 +74,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import cube_exec, pipes
 from . import elementwise as ew
+from .cycles import simulate
 from .hazards import Footprint, HazardLog
 from .kernel_interface import DEFAULT_MAX_STEPS
 from .loop_batch import BATCHED as _BATCHED, run_loop
@@ -172,6 +173,9 @@ class TraceEntry:
     deps: list | None = None
     """Pipe ops of a mixed kernel: the other cores' entries it waits for (a pop: the pushes that
     filled its slot; a push into a full FIFO: the frees that made room; runtime/pipes.py)."""
+    vf_log = None
+    """A ``vf_call``'s log for the VF cycle model (runtime/vf_executor.py sets it; not a field: the
+    class's None spares the cycle model a failed attribute lookup per entry)."""
 
     def __init__(self, seq: int, pipe: str, opcode: str, dtype: str | None, origin=None, block: int = 0):
         self.seq, self.pipe, self.opcode, self.dtype, self.origin, self.block = seq, pipe, opcode, dtype, origin, block
@@ -228,8 +232,6 @@ class ExecResult:
 
     def cycle_stats(self, target: str):
         """The cycle model's stats of the trace (computed once per replayed program)."""
-        from .cycles import simulate
-
         if self.replay is None:
             return simulate(self.trace, target, cores=self.cores)
         got = self.replay.stats.get(target)
@@ -1618,10 +1620,14 @@ class Plan:
         """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
         self.replayable = False
         """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
+        self.gm_written = None
+        """The GM arguments a straight-line program of decoded instructions writes (the others are
+        read-only views of the inputs, not copies); None: not known before a run."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
         self.replayable = _replayable(program)
         shim = _PlanMachine(program, self)
+        writes, complete = set(), all(isinstance(n, Instr) for n in program.body)
         for ins in program.instructions():
             const = not ins.dyn
             fam = ins.spec.family
@@ -1629,9 +1635,15 @@ class Plan:
                 _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
             elif fam in _PREPARE and const:
                 try:
-                    _prep_of(shim, _Dyn(ins, ins.args, (), 0))
+                    pr = _prep_of(shim, _Dyn(ins, ins.args, (), 0))
                 except (_Abort, ValueError, KeyError, TypeError):
-                    pass  # the issue reports it, with the machine's state
+                    complete = False  # the issue reports it, with the machine's state
+                    continue
+                writes.update(a.space for a in pr.accs if a.write and a.space in shim.gm)
+            elif fam != "sync":
+                complete = False
+        if complete:
+            self.gm_written = frozenset(writes)
 
 
 class _PlanMachine:
@@ -1670,12 +1682,9 @@ class _Replay:
     findings, trace and counts do not depend on the data, so its first checked run decides them
     and every later execution runs only the NumPy steps, in that run's order."""
 
-    def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int,
-                 gm_written: frozenset):
+    def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int):
         self.body, self.steps, self.trace, self.counts = body, steps, trace, counts
         self.nsteps, self.ub_bytes = nsteps, ub_bytes
-        self.gm_written = gm_written
-        """The GM arguments some step writes (the others are read-only views of the inputs)."""
         self.stats: dict = {}
         """target -> the cycle model's stats of ``trace``."""
 
@@ -1694,7 +1703,7 @@ def _recorded(program: Program, m: "_Machine", ub_bytes: int) -> "_Replay | None
     if m.findings:
         return None
     return _Replay(tuple(program.body), m.dry, list(m.trace), dict(m.counts), m.max_steps - m.steps_left,
-                   ub_bytes, frozenset(r.space for r in m.log.all if r.write and r.space in m.gm))
+                   ub_bytes)
 
 
 class _ReplayMachine:
@@ -1787,7 +1796,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         rp = None
     record = (rp is None and plain and plan.replayable and check and trace and ub_init == 0 and ub is None
               and plan.replay is None)
-    gm = make_inputs(program, inputs, rp.gm_written if rp is not None else None)
+    gm = make_inputs(program, inputs, plan.gm_written)
     sc = dict(scalars or {})
     missing = [s.name for s in program.scalar_args if s.name not in sc]
     if missing:
