@@ -609,7 +609,7 @@ def evaluate_agents(module, inputs, kernel, block_idx: int, block_num: int, max_
         group.run(bodies)
     if group.dead is not None:
         raise _deadlock_error(group.dead)
-    return {n: g.data.reshape(g.shape) for n, g in shared.items()
+    return {n: g.own().reshape(g.shape) for n, g in shared.items()
             if isinstance(g, R.GMArray) and (n in stored or g.written)}
 
 

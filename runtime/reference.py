@@ -177,12 +177,20 @@ class Tile:
 
 @dataclass(eq=False)
 class GMArray:
-    """A GM kernel argument: ``data`` is flat; ``shape`` is the I/O shape."""
+    """A GM kernel argument: ``data`` is flat; ``shape`` is the I/O shape.  Until something writes
+    it, ``data`` is a read-only view of the caller's input: a kernel that only reads a 128 MiB
+    weight does not copy it."""
 
     name: str
     data: np.ndarray
     shape: tuple[int, ...]
     written: bool = False
+
+    def own(self) -> np.ndarray:
+        """``data``, copied first while it is the caller's input: what a writer of GM calls."""
+        if not self.data.flags.writeable:
+            self.data = self.data.copy()
+        return self.data
 
 
 @dataclass(eq=False)
@@ -1562,9 +1570,10 @@ class Evaluator:
         if not isinstance(pv, PartitionView) or len(op.ins) > (1 if op.outs else 2):
             raise op_error(op, "with this destination or a pre-quant operand has no semantics in ptoc yet")
         r, c = tile.valid
-        view = self._gm_view(pv, r * c)  # assigned through; else the GM elements indexed
-        out, idx = (view, ...) if view is not None else (pv.view.gm.data, self._gm_indices(op, pv, r * c))
         gm = pv.view.gm
+        gm.own()
+        view = self._gm_view(pv, r * c)  # assigned through; else the GM elements indexed
+        out, idx = (view, ...) if view is not None else (gm.data, self._gm_indices(op, pv, r * c))
         vals = tile.data[:r, :c].reshape(-1)
         if tile.type.loc.data == "acc":
             why = cube.acc_store_error(tile.type.dtype, E.dtype_name(gm.data.dtype))
@@ -1761,7 +1770,9 @@ def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, d
         elif s.kind == "gm":
             shape = gm_shape(fn, s, scalars)
             arr = check_array(s, v, shape)
-            gm = GMArray(s.name, arr.reshape(-1).copy(), shape)
+            data = arr.reshape(-1).view()
+            data.flags.writeable = False  # (GMArray.own copies it before the first write)
+            gm = GMArray(s.name, data, shape)
             gms[s.index] = gm
             args.append(gm)
         elif s.kind == "vector":
@@ -1824,7 +1835,7 @@ def evaluate(module: ModuleOp, inputs: Mapping[str, object], entry: str | None =
     for s in specs:
         gm = gms.get(s.index)
         if gm is not None and (s.index in kernel.stored or gm.written):
-            outputs[s.name] = gm.data.reshape(gm.shape)  # our own copy of the input
+            outputs[s.name] = gm.own().reshape(gm.shape)  # our own copy of the input
     for i, v in enumerate(results):
         if isinstance(v, Tile):
             full = v.valid == v.data.shape and not any(v is a for a in args)

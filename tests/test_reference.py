@@ -581,6 +581,19 @@ def test_gm_input_of_same_element_count_any_shape():
     np.testing.assert_array_equal(out["y"], x.reshape(16, 16)[4:12, 8:16] + 1)
 
 
+def test_gm_inputs_stay_as_given_and_outputs_are_the_runs_own():
+    """The golden model reads a GM input in place and copies it only before its first store
+    (GMArray.own): the caller's arrays keep their values, and an output shares no memory with them."""
+    m = parse(gm_block_kernel())
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    y = np.full((8, 8), 7, np.float32)
+    out = R.evaluate(m, {"x": x, "y": y})
+    np.testing.assert_array_equal(x, np.arange(256, dtype=np.float32).reshape(16, 16))
+    np.testing.assert_array_equal(y, np.full((8, 8), 7, np.float32))
+    assert not np.shares_memory(out["y"], y) and out["y"].flags.writeable
+    np.testing.assert_array_equal(out["y"], x[4:12, 8:16] + 1)
+
+
 def test_wrong_gm_input_dtype_or_size_is_exit_2_naming_the_argument():
     m = parse(gm_block_kernel())
     with pytest.raises(PtocError) as e:
