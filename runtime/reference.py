@@ -793,7 +793,7 @@ class Evaluator:
         bound = self.cube.setdefault(t.loc.data, [])
         hi = addr + t.nbytes
         for lo, old in bound:
-            if lo == addr and old.type.with_valid(valid) == t.with_valid(valid):
+            if lo == addr and (old.type is t or old.type.with_valid(valid) == t.with_valid(valid)):
                 return old if old.valid == valid else Tile(t, old.data, valid, written=old.written,
                                                            cube_at=old.cube_at)
         fresh = new_tile(t, valid)
