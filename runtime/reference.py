@@ -11,10 +11,23 @@ Data model
   indexed ``[r, c]`` in logical row/column order *whatever the blayout*: a ColMajor
   ``16x1`` tile is a ``(16, 1)`` array holding ``s_i`` at ``[i, 0]``.  (Physical UB order is
   the executor's business.)  Each tile carries its run-time valid region ``(R, C)``.
-* Ops read and write only the valid region (reference/pto_isa.md §2: elements outside it
-  are unspecified), except where an ISA page says otherwise; what is outside is never an
-  output, since tstore and L1 results take the valid region only.  New tiles (``alloc_tile``,
-  L1 results) start as zeros.
+* Ops read and write only the valid region, except where an ISA page says otherwise (TLOAD's
+  and TFILLPAD's padding, TPAIRREDUCESUM's +0s).  New tiles (``alloc_tile``, L1 results) start
+  as zeros.
+* **Outside the valid region** a dst's elements are unspecified after an op (pto_isa.md §2:
+  "do not assume they are zeroed or preserved"; its open question 9 asks whether ptoc should
+  model block-granular writes).  The golden model leaves them as they were.  Both executors,
+  like the hardware, may write the rest of the 32-byte block each valid line ends in
+  (``copy_ubuf_to_ubuf`` moves whole blocks, vector_isa.md §1.10; VF NORM stores are
+  block-aligned), e.g. in TMOV, the first-row copy of TCOLMAX/TCOLSUM, TEXPANDS's paired byte
+  stores.  The golden model does not copy that on purpose: what lands there (another source's
+  bytes, a partial result) is each lowering's choice, not the ISA's, and an oracle reproducing
+  it would check the lowering against itself.  The two agree on every element the pages
+  specify: such a write stays in 32-byte blocks that hold valid elements of dst (tiles sit at
+  32-byte aligned addresses).  A kernel sees those elements only by widening the valid region
+  afterwards (``set_validshape``, a view, a tile bound at the same UB address): what it reads
+  there the ISA leaves open, so it checks neither side (tests/test_dynamic_audit.py compares
+  all but exactly those elements, its ``_block_tail``).
 * **UB aliasing** (issue 12): a tile the source places itself (``alloc_tile addr = %a``,
   ``pto.tassign``, at the address the run computes) is a typed view of the block's UB byte
   array at that address, in the physical order of its blayout; tiles bound to the same or
