@@ -447,10 +447,6 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
     return None
 
 
-_LOCATED_BY_OP = (VerifyException, E.ElementwiseError, ZeroDivisionError)
-"""Errors an op's rule raises without a location: reported at the op."""
-
-
 def _generic(op: Operation):
     """The step that runs ``op`` through :meth:`Evaluator._eval_op` (looked up when it runs)."""
     return lambda ev, env: ev._eval_op(op, env)
@@ -568,17 +564,8 @@ class Evaluator:
         params, steps, term, results = plan
         env = dict(env)
         env.update(zip(params, args))
-        for op, run in steps:  # (self._run, inline: one call less per op)
-            if self.steps_left is not None:
-                self.steps_left -= 1
-                if self.steps_left < 0:
-                    self.out_of_steps()
-            try:
-                run(self, env)
-            except PtocError:
-                raise
-            except _LOCATED_BY_OP as e:
-                raise op_error(op, str(e)) from None
+        for op, run in steps:
+            self._run(op, run, env)
         if term is None:
             return []
         values = [env[o] for o in results]
@@ -629,7 +616,7 @@ class Evaluator:
             run(self, env)
         except PtocError:
             raise
-        except _LOCATED_BY_OP as e:
+        except (VerifyException, E.ElementwiseError, ZeroDivisionError) as e:
             raise op_error(op, str(e)) from None
 
     @classmethod
