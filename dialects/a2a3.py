@@ -248,6 +248,11 @@ _add(OpSpec("ld_ub", "S", "sload", ("dst", "addr"), {"dst": "reg", "addr": "ub_e
             cost=OpCost(issue=10, unit="none")))
 _add(OpSpec("st_ub", "S", "sstore", ("addr", "src"), {"addr": "ub_elem", "src": "scalar"},
             cost=OpCost(issue=2, unit="none")))
+# MGATHER/MSCATTER's Elem mode (MGATHER.md, MSCATTER.md "Why Elem mode uses scalar GM reads/writes"):
+# the scalar unit reads or writes one element of GM (no 32-byte alignment).  [P] cost: a UB load's.
+_add(OpSpec("ld_gm", "S", "sload_gm", ("dst", "addr"), {"dst": "reg", "addr": "gm"}, cost=OpCost(issue=10, unit="none")))
+_add(OpSpec("st_gm", "S", "sstore_gm", ("addr", "src"), {"addr": "gm", "src": "scalar"},
+            cost=OpCost(issue=2, unit="none")))
 _add(OpSpec("smov", "S", "smov", ("dst", "src"), {"dst": "reg", "src": "expr"}, dtype="optional",
             cost=_ONE))
 for _n, _fn in (("sadd", "add"), ("ssub", "sub"), ("smul", "mul"), ("sdiv", "div"), ("smax", "maximum"),

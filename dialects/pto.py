@@ -432,6 +432,7 @@ RAW_ATTR_NAMES = (
     "tile_buf_config", "acc_to_vec_mode", "slayout", "blayout", "pad_value", "compact_mode", "mask_pattern",
     "round_mode", "cmp", "saturation_mode", "st_phase", "atomic_type", "relu_pre_mode", "inferred_layout",
     "device", "pad_mode", "cmp_mode", "fractal", "quant_type",
+    "gather_oob", "scatter_atomic_op", "scatter_oob", "scatter_conflict", "coalesce",
 )
 RAW_ATTRS = {n: _raw_attr(n) for n in RAW_ATTR_NAMES}
 RAW_TYPE_NAMES = ("async_session", "async_event", "eventid_array", "pipe", "event", "mask", "vreg", "memref", "global",
@@ -1522,6 +1523,206 @@ class ScatterOp(TileOp):
                                   f"{_dims_text(idx.valid_shape)}")
 
 
+MGATHER_PAGE = ISA_TREE + "docs/isa/MGATHER.md"
+MSCATTER_PAGE = ISA_TREE + "docs/isa/MSCATTER.md"
+COALESCE_MODES = ("row", "elem")
+"""``coalesce = #pto<coalesce row|elem>``: MGATHER.md/MSCATTER.md ``Coalesce`` (``Row``, the C++
+default, gathers/scatters whole rows ``table[idx[r], :]``; ``Elem`` elements of the flat table)."""
+
+
+def _option(op: Operation, key: str, words: Sequence[str], default: str) -> str:
+    """Which of ``words`` the option attribute ``key`` names (``#pto<gather_oob zero>``), else ``default``."""
+    a = op.attributes.get(key) or op.properties.get(key)
+    if a is None:
+        return default
+    found = [w for w in words if re.search(rf"\b{w}\b", str(a).lower())]
+    if len(found) != 1:
+        raise VerifyException(f"{key} must name one of {'/'.join(words)} (got {a})")
+    return found[0]
+
+
+class IndexedGmOp(TileOp):
+    """MGATHER / MSCATTER: a UB data tile moved from / to a GM table (a partition view) through a
+    UB index tile (i32 or ui32, read as uint32 as every NPU header does: ``static_cast<uint32_t>``,
+    so a negative index is out of bounds).  ``Coalesce::Row``: data row r is table row ``idx[r]``
+    (the index tile of valid shape [1, R], on A5 also [R, 1]; the table's last dim equals the data's
+    valid cols); ``Coalesce::Elem``: data element (r, c) is table element ``idx[r, c]`` of the
+    partition's elements in C order (the index tile of the data's valid shape).  Without a
+    ``coalesce`` attribute (PTOAS spells none) the mode is Row, the pages' default, unless the index
+    tile has the data's valid shape and is no Row index: then Elem (the PTOAS manual's
+    ``dst[i, j] = mem[idx[i, j]]``).  ``capacity`` is the table's rows (Row) or elements (Elem)."""
+
+    HAS_SEMANTICS: ClassVar[bool] = True
+    OOB_KEY: ClassVar[str] = ""
+    OOB_MODES: ClassVar[tuple[str, ...]] = ()
+    PAGE: ClassVar[str] = ""
+    FLAT_TABLE_RULE: ClassVar[str] = ("Coalesce::Elem reads a flat table (table[idx]; the kernels address tablePtr[idx]): "
+                                      "a partition whose elements are not contiguous in GM has no flat index")
+    A5_ROWS_RULE: ClassVar[str] = ("on A5 Coalesce::Row addresses the table as packed ND rows of the valid cols "
+                                   "('anything other than packed ND with row width = validCols produces wrong output')")
+
+    @property
+    def table(self) -> SSAValue:
+        raise NotImplementedError
+
+    @property
+    def data(self) -> SSAValue:
+        """The UB tile the table is read into (MGATHER dst) or written from (MSCATTER src)."""
+        raise NotImplementedError
+
+    @property
+    def index(self) -> SSAValue:
+        return self.ins[1]
+
+    @property
+    def oob(self) -> str:
+        return _option(self, self.OOB_KEY, self.OOB_MODES, "undefined")
+
+    @property
+    def coalesce(self) -> str:
+        """"row" or "elem": the attribute, else as the class docstring says."""
+        mode = _option(self, "coalesce", COALESCE_MODES, "")
+        if mode:
+            return mode
+        data, idx = self.data.type.valid_shape, self.index.type.valid_shape
+        if not _known(*data, *idx):
+            raise VerifyException("with a run-time valid shape needs coalesce = #pto<coalesce row|elem> "
+                                  f"({self.PAGE}: the mode is explicit, never auto-detected)")
+        row_index = idx in ((1, data[0]), (data[0], 1))
+        return "elem" if idx == data and not row_index else "row"
+
+    def verify_family(self) -> None:
+        if len(self.ins) != 2 or len(self.outs) != 1 or self.res:
+            raise VerifyException(f"expects {self.FORM}")
+        table, data, idx = self.table.type, self.data.type, self.index.type
+        if not isinstance(table, PartitionTensorViewType) or not is_tile(data) or not is_tile(idx):
+            raise VerifyException(f"expects {self.FORM}")
+        if dtype_name(table.element_type) != data.dtype:
+            raise VerifyException(f"the table's element type ({dtype_name(table.element_type)}) must be the "
+                                  f"{self.DATA_NAME}'s ({data.dtype})")
+        if idx.dtype not in ("i32", "ui32"):
+            raise VerifyException(f"indices must be i32 or ui32, got {idx.dtype}")
+        for t, who in ((data, self.DATA_NAME), (idx, "the index tile")):
+            if t.loc.data != "vec" or t.slayout.data != "none_box":
+                raise VerifyException(f"{who} must be a vec tile with slayout=none_box")
+        self.oob  # noqa: B018 (raises on an unknown mode)
+        mode = self.coalesce
+        R, C = data.valid_shape
+        if _known(R, C) and (R < 1 or C < 1):
+            raise VerifyException(f"{self.DATA_NAME} valid shape {_dims_text(data.valid_shape)}: both modes require "
+                                  f"ValidRow >= 1 and ValidCol >= 1 ({self.PAGE})")
+        if mode == "row":
+            if _known(*idx.valid_shape, R) and idx.valid_shape not in ((1, R), (R, 1)):
+                raise VerifyException(f"Coalesce::Row needs an index tile of valid shape [1, {R}] (or [{R}, 1] on "
+                                      f"A5), got {_dims_text(idx.valid_shape)}")
+            if idx.valid_row != 1 and idx.is_row_major and idx.cols != 1:
+                raise VerifyException(f"a Coalesce::Row index tile of valid shape [R, 1] must be ColMajor: the kernel "
+                                      f"reads idx[r] from 'a linear R-element layout in UB' ({self.PAGE})")
+            if table.dims and _known(table.dims[-1], C) and table.dims[-1] != C:
+                raise VerifyException(f"Coalesce::Row moves table rows of {self.DATA_NAME}'s {C} valid cols: the "
+                                      f"table's last dim is {table.dims[-1]} ({self.PAGE}: table[TableRows, C])")
+        else:
+            _same_valid(idx, data, f"Coalesce::Elem needs an index tile of the {self.DATA_NAME}'s valid shape")
+
+    def verify_target(self, target: str) -> None:
+        """The per-target rules of the page's A2/A3 and A5 constraint sections."""
+        data, idx = self.data.type, self.index.type
+        if target == "a2a3":
+            for t, who in ((data, self.DATA_NAME), (idx, "the index tile")):
+                if not t.is_row_major:
+                    raise VerifyException(f"on A2/A3 {who} must be RowMajor ({self.PAGE}, Tile Constraints (A2/A3))")
+            if self.coalesce == "row" and _known(*idx.valid_shape) and idx.valid_row != 1:
+                raise VerifyException(f"on A2/A3 Coalesce::Row needs an index tile of valid shape [1, R] "
+                                      f"({self.PAGE}), got {_dims_text(idx.valid_shape)}")
+        contiguous = data.cols if data.is_row_major else data.rows
+        if contiguous * data.elem_bytes % 32:
+            raise VerifyException(f"{self.DATA_NAME}'s padded {'Cols' if data.is_row_major else 'Rows'} * "
+                                  f"sizeof(T) must be a multiple of 32 bytes ({self.PAGE})")
+
+
+class MGatherOp(IndexedGmOp):
+    """MGATHER ``ins(%table, %idx) outs(%dst)`` (docs/isa/MGATHER.md): ``dst[r, :] = table[idx[r], :]``
+    (Row) or ``dst[r, c] = table[idx[r, c]]`` (Elem), out-of-bounds indices by ``gatherOob``:
+    Undefined (the caller guarantees idx < capacity: an index past it is a run-time error), Clamp
+    (``min(idx, capacity - 1)``), Wrap (``idx % capacity``), Zero (the row or element is 0)."""
+
+    FAMILY: ClassVar[str] = "mgather"
+    FORM: ClassVar[str] = "ins(%table, %idx) outs(%dst) (a partition view, an index tile, a vec tile)"
+    DATA_NAME: ClassVar[str] = "dst"
+    OOB_KEY: ClassVar[str] = "gatherOob"
+    OOB_MODES: ClassVar[tuple[str, ...]] = ("undefined", "clamp", "wrap", "zero")
+    PAGE: ClassVar[str] = MGATHER_PAGE
+
+    @property
+    def table(self) -> SSAValue:
+        return self.ins[0]
+
+    @property
+    def data(self) -> SSAValue:
+        return self.outs[0]
+
+
+SCATTER_ATOMIC_DTYPES = {
+    "a2a3": {"none": B8_B16_B32, "add": frozenset({"i8", "i16", "i32", "f16", "bf16", "f32"})},
+    "ascend950": {"none": B8_B16_B32, "add": frozenset({"i32", "ui32", "f32", "f16", "bf16"}),
+                  "max": frozenset({"i32", "ui32", "f32"}), "min": frozenset({"i32", "ui32", "f32"})},
+}
+"""MSCATTER.md "Atomic Type Support": the element types of each ``scatterAtomicOp`` per target
+(A2/A3 has no Max/Min: "rejected at compile time by MScatterCheck")."""
+
+
+class MScatterOp(IndexedGmOp):
+    """MSCATTER ``ins(%src, %idx) outs(%table)`` (docs/isa/MSCATTER.md): ``table[idx[r], :] (+)= src[r, :]``
+    (Row) or ``table[idx[r, c]] (+)= src[r, c]`` (Elem) in row-major order, ``scatterAtomicOp``
+    none (replace; with ``scatterConflict`` Last, the default, the last writer in row-major order
+    wins) / add / max / min; out-of-bounds indices by ``scatterOob``: Undefined (an index past the
+    capacity is a run-time error), Skip (not written), Clamp, Wrap.  ``scatterConflict = default``
+    (A5 only: "warp-scheduler dependent") with two writers of one slot is a run-time error."""
+
+    FAMILY: ClassVar[str] = "mscatter"
+    FORM: ClassVar[str] = "ins(%src, %idx) outs(%table) (a vec tile, an index tile, a partition view)"
+    DATA_NAME: ClassVar[str] = "src"
+    OOB_KEY: ClassVar[str] = "scatterOob"
+    OOB_MODES: ClassVar[tuple[str, ...]] = ("undefined", "skip", "clamp", "wrap")
+    PAGE: ClassVar[str] = MSCATTER_PAGE
+
+    @property
+    def dst_type(self):  # the destination is GM, not a tile
+        return None
+
+    @property
+    def table(self) -> SSAValue:
+        return self.outs[0]
+
+    @property
+    def data(self) -> SSAValue:
+        return self.ins[0]
+
+    @property
+    def atomic(self) -> str:
+        return _option(self, "scatterAtomicOp", ("none", "add", "max", "min"), "none")
+
+    @property
+    def conflict(self) -> str:
+        return _option(self, "scatterConflict", ("last", "default"), "last")
+
+    def verify_family(self) -> None:
+        super().verify_family()
+        self.atomic, self.conflict  # noqa: B018 (raise on unknown words)
+
+    def verify_target(self, target: str) -> None:
+        super().verify_target(target)
+        allowed = SCATTER_ATOMIC_DTYPES[target].get(self.atomic)
+        dtype = self.data.type.dtype
+        if allowed is None or dtype not in allowed:
+            names = ", ".join(sorted(allowed)) if allowed else "none"
+            raise VerifyException(f"scatterAtomicOp {self.atomic} on {target} takes {names}, not {dtype} "
+                                  f"({MSCATTER_PAGE}, Atomic Type Support)")
+        if target == "a2a3" and self.conflict != "last":
+            raise VerifyException(f"A2/A3 has no ScatterConflict parameter (its kernel is sequential: the last "
+                                  f"write wins; {MSCATTER_PAGE})")
+
+
 AXPY_TYPES = {("f16", "f16"), ("f32", "f32"), ("f16", "f32"), ("bf16", "bf16")}
 """(src, dst) element types of TAXPY: one float type, or f16 into an f32 dst (the PTOAS sample)."""
 
@@ -2276,6 +2477,8 @@ TSelOp = _define("tsel", SelectOp, _per_target(SEL_A2A3, ALL_DTYPES),
                  "TSEL: src0 where the mask bit is 1, else src1 (TSEL.md).")
 TSelsOp = _define("tsels", SelectOp, _per_target(SEL_A2A3, ALL_DTYPES - {"bf16"}),
                   "TSELS: src where the mask bit is 1, else the scalar (TSELS.md).", SCALAR=True, TMP_AT=2)
+TMGatherOp = _define("mgather", MGatherOp, BYTES_1_2_4)  # MGATHER.md: the same nine types on both
+TMScatterOp = _define("mscatter", MScatterOp, BYTES_1_2_4)
 TGatherbOp = _define("tgatherb", GatherOp, BYTES_1_2_4, BYTE_OFFSETS=True)  # "element size 1, 2, or 4 bytes"
 TSort32Op = _define("tsort32", Sort32Op, _per_target(F16_F32, F16_F32), FN="sort_pairs")
 TMrgSortOp = _define("tmrgsort", MrgSortOp, _per_target(F16_F32, F16_F32), FN="merge_pairs")
@@ -2305,7 +2508,7 @@ TStoreOp = _define("tstore", StoreOp, ANY)
 # catalogue (reference/pto_isa.md §3) and the PTOAS-specific ops of the corpus.
 OPAQUE_TILE_OP_NAMES = (
     "thistogram",
-    "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async", "mgather", "mscatter",
+    "tstore_fp", "tstore.fp", "tprefetch", "tprefetch_async",
     "tmatmul.mx", "tmatmul.mx.acc", "tmatmul.mx.bias", "tgemv.mx", "tgemv.mx.acc", "tgemv.mx.bias",
     "tmov.fp", "tmov_fp", "treshape", "textract_fp", "tinsert_fp",
     "timg2col", "tpack", "tsubview",
@@ -2316,7 +2519,6 @@ OPAQUE_TILE_OP_NAMES = (
 for _name in OPAQUE_TILE_OP_NAMES:
     _define(_name, OpaqueTileOp)
 
-_NOT_YET = "not implemented in ptoc yet, although "
 NO_SEMANTICS = {
     "pto.trandom": "a random fill: " + ISA_TREE + "docs/isa/TRANDOM.md calls it a 'ChaCha-like' counter-based "
                    "generator without the rounds' math, while include/pto/cpu/TRandom.hpp computes a "
@@ -2332,27 +2534,19 @@ NO_SEMANTICS = {
                  "implementation in include/pto (cpu, npu/a2a3, npu/a5): neither truncation nor saturation is given",
     "pto.timg2col": ISA_TREE + "docs/isa/TIMG2COL.md: 'This instruction is target/implementation-specific' "
                     "(window, stride and padding come from an Img2colTileConfig the PTO-AS form does not carry)",
-    "pto.mgather": _NOT_YET + ISA_TREE + "docs/isa/MGATHER.md now gives the row and element coalesce math and the "
-                   "out-of-bounds modes (Undefined, Clamp, Wrap, Zero)",
-    "pto.mscatter": _NOT_YET + ISA_TREE + "docs/isa/MSCATTER.md now gives the row and element coalesce math, the "
-                    "atomic modes and the conflict rule (last writer in row-major order wins)",
     "pto.tprefetch": "TPREFETCH.md: 'Semantics and caching behavior are target/implementation-defined' (a hint "
                      "into a 'tile-local cache/buffer (implementation-defined)')",
     "pto.tprefetch_async": "TPREFETCH_ASYNC.md: an L2 warm-up through SDMA with a host-prepared workspace and an "
                            "async event; the page gives no PTO-AS form and no effect on tile data",
 }
-"""Catalogue instructions ptoc does not run: those whose pages give no exact semantics, and those whose
-pages do but ptoc has not modelled yet (``_NOT_YET``).  The golden model and both lowerings reject them
-located, with the reason (issue 12: never guess silently)."""
+"""Catalogue instructions ptoc does not run because their pages give no exact semantics.  The golden
+model and both lowerings reject them located, with the reason (issue 12: never guess silently)."""
 
 
 def no_semantics(op: Operation) -> str | None:
-    """``"no semantics: REASON"`` for an op of :data:`NO_SEMANTICS` (the reason alone when its page
-    does give the math and ptoc has not modelled it yet), else None."""
+    """``"no semantics: REASON"`` for an op of :data:`NO_SEMANTICS`, else None."""
     reason = NO_SEMANTICS.get(op.name)
-    if reason is None or reason.startswith(_NOT_YET):
-        return reason
-    return f"no semantics: {reason}"
+    return None if reason is None else f"no semantics: {reason}"
 
 
 # --------------------------------------------------------------------------------------
@@ -3006,5 +3200,7 @@ TARGET_RULES: dict[str, object] = {
     "pto.tsel": _tsel_a2a3,
     **{f"pto.{m}.mx{s}": _mx_matmul for m in ("tmatmul", "tgemv") for s in ("", ".acc", ".bias")},
     "pto.tgather": lambda op, target: (_tgather_compare_a2a3(op, target), _tgather_index_a2a3(op, target)),
+    "pto.mgather": lambda op, target: op.verify_target(target),
+    "pto.mscatter": lambda op, target: op.verify_target(target),
 }
 """op name -> target-dependent checks (run by pto-verify-target with the op's dtype set)."""

@@ -1718,6 +1718,143 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    # -- MGATHER / MSCATTER ---------------------------------------------------------------------------
+    def _indexed_table(self, op, data: TileRef):
+        """(GM argument, element offset of row 0, row stride, capacity) of MGATHER/MSCATTER's table: its
+        leading dims one row dim (TableRows their product: the A2/A3 header's ``Shape[0..3]`` rows
+        ``GetStride(DIM_3)`` apart), its last stride 1; the page's layout rules checked."""
+        part = self.vals.get(op.table)
+        if not isinstance(part, PartRef):
+            self.unsupported("the table is not a partition view of a kernel argument")
+        if part.view.esize != data.esize:
+            self.fail(f"GM element size {part.view.esize} differs from the tile's {data.esize}")
+        one = lambda x: _is_int(x) and x == 1  # noqa: E731
+        sizes, strides = list(part.sizes), list(part.view.strides)
+        if not (one(strides[-1]) or one(sizes[-1])):
+            raise _Unsupported("a table whose last stride is not 1")
+        rows, stride = 1, sizes[-1]
+        for sz, st in reversed([(sz, st) for sz, st in zip(sizes[:-1], strides[:-1]) if not one(sz)]):
+            if one(rows):
+                rows, stride = sz, st
+            elif all(_is_int(x) for x in (sz, st, rows, stride)) and st == rows * stride:
+                rows *= sz
+            else:
+                raise _Unsupported("a table whose leading dims do not collapse into one row stride")
+        base = self.add(0, *[self.mul(o, s) for o, s in zip(part.offsets, part.view.strides)])
+        C = sizes[-1]
+        if not (one(rows) or (_is_int(stride) and _is_int(C))):
+            raise _Unsupported("a table of run-time row stride")
+        packed = one(rows) or stride == C
+        if op.coalesce == "elem" and not packed:
+            self.fail(f"{op.FLAT_TABLE_RULE} ({op.PAGE})")
+        if op.coalesce == "row" and self.target.name == "ascend950" and not packed:
+            self.fail(f"{op.A5_ROWS_RULE} ({op.PAGE})")
+        return part.view.arg, base, stride, rows if op.coalesce == "row" else self.mul(rows, C)
+
+    def _index_at(self, ix: TileRef, r, c=0):
+        """The index at (r, c) (Row: the r-th of the 1-D index tile) read as uint32, as an ``index``."""
+        k = self.emit("ld_ub", ix.dtype, dst=self.fresh("k"), addr=self.elem(ix, r, c))
+        return self.arith("&", k, 0xFFFFFFFF)
+
+    def _remap(self, k, cap, mode: str):
+        """(the index the access uses, the i1 "it accesses", or None when every index does): the page's
+        ``mgather_remap`` / ``mscatter_remap``."""
+        if mode == "clamp":
+            return self.min(k, self.sub(cap, 1)), None
+        if mode == "wrap":
+            return self.arith("%", k, cap), None
+        if mode == "undefined":
+            return k, None
+        return k, self.insert(arith.CmpiOp(self.index(k), self.index(cap), "ult"))
+
+    def _when(self, cond):
+        """An ``scf.if cond`` with an else region at the insertion point: (the op, the outer point)."""
+        node = scf.IfOp(cond, [], Region(Block([scf.YieldOp()])), Region(Block([scf.YieldOp()])))
+        node.location = self.location()
+        self._insert(node)
+        self.mask = None
+        return node, self.in_body(node.true_region)
+
+    def tile_indexed(self, op):
+        """MGATHER/MSCATTER as the A2/A3 header runs them (MGATHER.md, MSCATTER.md "Pipe /
+        Synchronisation Model"), from the scalar unit: the index of each row (Row) or element (Elem)
+        ``ld_ub``'d, read as uint32 and remapped by the out-of-bounds mode; a Row of a RowMajor tile
+        moves as one DMA (``copy_gm_to_ubuf`` / ``copy_ubuf_to_gm``, MTE3's atomic add for an atomic
+        add of a TSTORE atomic type), every other access element by element (``ld_gm``/``st_gm``,
+        an atomic as read, ``sadd``/``smax``/``smin``, write).  Zero (gather) writes 0 where the index
+        is out of bounds, Skip (scatter) writes nothing.  Bracketed by the header's flag chains.
+        ascend950 runs the same (vector_isa.md has no gather or scatter; A5's SIMT launch is not in
+        it): the last writer in row-major order wins, which ScatterConflict::Last is."""
+        gather = isinstance(op, pto.MGatherOp)
+        data, ix = self.tile(op.data), self.tile(op.index)
+        arg, base, stride, cap = self._indexed_table(op, data)
+        e, R, C = data.esize, data.vr, data.vc
+        atomic = "none" if gather else op.atomic
+        by_row = op.coalesce == "row" and data.row_major and (
+            atomic == "none" or (atomic == "add" and data.dtype in pto.ATOMIC_ADD_DTYPES))
+        bits = f"u{8 * e}"  # a plain copy moves the element's bits (a NaN's payload too)
+        dma = "MTE2" if gather else "MTE3"
+        for p in ("V", "MTE2", "MTE3"):
+            self.flag(p, "S")
+        rows, r = self.loop("r", 0, R, bound=data.t.rows)
+        outer = self.in_body(rows.body)
+        if op.coalesce == "row":
+            k, on = self._remap(self._index_at(ix, 0, r) if ix.vr == 1 else self._index_at(ix, r), cap, op.oob)
+            row = self.add(base, self.mul(k, stride))
+        if by_row:
+            if on is not None:
+                node, around = self._when(on)
+            g = GmAddr(arg, self.mul(row, e))
+            if gather:
+                self.emit("copy_gm_to_ubuf", data.dtype, dst=self.elem(data, r), src=g, len_burst=self.mul(C, e))
+            else:
+                self.emit("copy_ubuf_to_gm", data.dtype, dst=g, src=self.elem(data, r), len_burst=self.mul(C, e),
+                          **({"atomic": "add"} if atomic == "add" else {}))
+            if on is not None and gather:  # Zero: the row's elements 0
+                self.ip = InsertPoint.before(node.false_region.block.last_op)
+                cols, c = self.loop("c", 0, C, bound=data.t.cols)
+                inner = self.in_body(cols.body)
+                self.emit("st_ub", bits, addr=self.elem(data, r, c), src=0)
+                self.end_loop(inner)
+            if on is not None:
+                self.end_loop(around)
+        else:
+            cols, c = self.loop("c", 0, C, bound=data.t.cols)
+            inner = self.in_body(cols.body)
+            if op.coalesce == "elem":
+                k, on = self._remap(self._index_at(ix, r, c), cap, op.oob)
+                at = self.add(base, k)
+            else:
+                at = self.add(row, c)
+            if on is not None:
+                node, around = self._when(on)
+            g = GmAddr(arg, self.mul(at, e))
+            if gather:
+                self.emit("st_ub", bits, addr=self.elem(data, r, c), src=self.emit("ld_gm", bits, dst=self.fresh("v"),
+                                                                                  addr=g))
+            else:
+                v = self.emit("ld_ub", data.dtype if atomic != "none" else bits, dst=self.fresh("v"),
+                              addr=self.elem(data, r, c))
+                if atomic != "none":
+                    old = self.emit("ld_gm", data.dtype, dst=self.fresh("o"), addr=g)
+                    v = self.emit({"add": "sadd", "max": "smax", "min": "smin"}[atomic], data.dtype, dst=self.fresh("v"),
+                                  src0=old, src1=v)
+                self.emit("st_gm", data.dtype if atomic != "none" else bits, addr=g, src=v)
+            if on is not None and gather:
+                self.ip = InsertPoint.before(node.false_region.block.last_op)
+                self.emit("st_ub", bits, addr=self.elem(data, r, c), src=0)
+            if on is not None:
+                self.end_loop(around)
+            self.end_loop(inner)
+        self.end_loop(outer)
+        if by_row:  # the DMAs drained before V or the other DMA pipe touches what they moved
+            self.flag("S", dma)
+            for p in ("V", "MTE3" if gather else "MTE2"):
+                self.flag(dma, p)
+        for p in ("V", "MTE2", "MTE3"):
+            if not (by_row and p == dma):
+                self.flag("S", p)
+
     def tile_sort32(self, op):
         """TSORT32 (TSORT32.md): per valid row, ``vbitsort`` of its whole 32-element blocks from src
         into dst (255 blocks a call).  A tail block of t < 32 elements (the tmp form) is copied to free
@@ -2856,6 +2993,7 @@ _FAMILY_RULES = {
     pto.DequantOp: _FnLowering.tile_dequant, pto.InterleaveOp: _FnLowering.tile_interleave,
     pto.GatherOp: _FnLowering.tile_gather,
     pto.ScatterOp: _FnLowering.tile_scatter,
+    pto.IndexedGmOp: _FnLowering.tile_indexed,
     pto.CompareOp: _FnLowering.tile_cmp, pto.SelectOp: _FnLowering.tile_sel,
     pto.PartialArgOp: _FnLowering.tile_partarg,
     pto.Sort32Op: _FnLowering.tile_sort32, pto.MrgSortOp: _FnLowering.tile_mrgsort,

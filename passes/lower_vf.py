@@ -334,9 +334,10 @@ def _by_vop(ops: dict) -> dict:
 _UNARY = {"pto.texp": vf.ExpOp, "pto.tlog": vf.LnOp, "pto.tsqrt": vf.SqrtOp, "pto.trsqrt": vf.RsqrtOp,
           "pto.trecip": vf.RecOp, "pto.tabs": vf.AbsOp, "pto.trelu": vf.ReluOp, "pto.tnot": vf.NotOp}
 _BIN = _by_vop(vf.BINARY_OPS)
-NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter", "sort32", "mrgsort", "cmp", "sel", "partarg")
+NOT_VF = ("load", "store", "print", "ci", "trans", "rowprod", "gather", "scatter", "sort32", "mrgsort", "cmp", "sel", "partarg",
+          "mgather", "mscatter")
 """Tile-op families that are no vector function: MTE2/MTE3 copies, TPRINT (print_ub), TCI, TTRANS
-TROWPROD, TGATHER, TSCATTER, TCMP(S), TSEL(S) and TPARTARGMAX/MIN (the scalar unit's loads, stores and arithmetic: no vector
+TROWPROD, TGATHER, TSCATTER, MGATHER, MSCATTER (with their DMAs), TCMP(S), TSEL(S) and TPARTARGMAX/MIN (the scalar unit's loads, stores and arithmetic: no vector
 instruction vector_isa.md describes writes a ramp, moves an element across lanes, multiplies across
 lanes, gathers or scatters, compares into a packed mask or selects by one), TSORT32 and TMRGSORT (VBS32 ``vbitsort``, VMS4 ``vmrgsort4``: A5 as
 A2/A3).  A two-source TDEINTERLEAVE whose half (VC / 2 valid cols) is not whole 32-byte blocks,

@@ -3,8 +3,9 @@
 The a2a3 lowering can use the same helpers (``pipe_of``, ``root_alloc``, ``ub_range``), so that
 the placement, the syncs and the emitted micro-instructions agree on one model:
 
-* **Pipes** (reference/pto_isa.md §2 "event classes", ptoas_peer.md §1.5): ``pto.tload`` runs
-  on ``PIPE_MTE2`` (GM -> UB or L1), ``pto.tstore`` on ``PIPE_MTE3`` (UB/L1 -> GM) or
+* **Pipes** (reference/pto_isa.md §2 "event classes", ptoas_peer.md §1.5): ``pto.tload`` and
+  ``pto.mgather`` run on ``PIPE_MTE2`` (GM -> UB or L1), ``pto.tstore`` and ``pto.mscatter`` on
+  ``PIPE_MTE3`` (UB/L1 -> GM) or
   ``PIPE_FIX`` (acc -> GM), matmuls on ``PIPE_M``, moves touching the cube on the pipe of their
   instruction (:data:`CUBE_MOVES`: mat -> left/right/bias ``PIPE_MTE1``, out of acc and mat ->
   scaling ``PIPE_FIX``, vec -> mat ``PIPE_MTE3``), every other tile op on ``PIPE_V``; the scalar ops that touch a tile or GM (``pto.tgetval``, ``pto.tsetval``,
@@ -115,8 +116,10 @@ def _layout(value: SSAValue) -> tuple:
 
 def pipe_of(op: Operation) -> str | None:
     """The pipe an op's memory accesses run on, or None for an op that touches no tile/GM."""
-    if isinstance(op, pto.TLoadOp):
+    if isinstance(op, (pto.TLoadOp, pto.MGatherOp)):  # MGATHER/MSCATTER: PTOAS's getPipe (MTE2, MTE3)
         return PIPE_MTE2
+    if isinstance(op, pto.MScatterOp):
+        return PIPE_MTE3
     if isinstance(op, pto.TStoreOp):
         return "PIPE_FIX" if op.ins and _loc(op.ins[0]) == "acc" else PIPE_MTE3
     if isinstance(op, pto.MatmulOp):
@@ -176,13 +179,15 @@ def tile_writes(op: Operation) -> list[SSAValue]:
 def gm_reads(op: Operation) -> list[SSAValue]:
     if isinstance(op, pto.TLoadOp):
         return [v for v in op.ins if is_gm_view(v)]
+    if isinstance(op, pto.MGatherOp) or (isinstance(op, pto.MScatterOp) and op.atomic != "none"):
+        return [op.table]
     if isinstance(op, pto.GenericPtoOp) and op.name in _SCALAR_READ:
         return [v for v in op.operands if is_gm_view(v)]
     return []
 
 
 def gm_writes(op: Operation) -> list[SSAValue]:
-    if isinstance(op, pto.TStoreOp):
+    if isinstance(op, (pto.TStoreOp, pto.MScatterOp)):
         return [v for v in op.outs if is_gm_view(v)]
     if isinstance(op, pto.GenericPtoOp) and op.name in _SCALAR_WRITE:
         return [v for v in op.operands if is_gm_view(v)]

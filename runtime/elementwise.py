@@ -1186,3 +1186,41 @@ def _element_text(v) -> str:
     if is_float_dtype(v.dtype):
         return np.format_float_positional(v, unique=True, trim="-") if np.isfinite(v) else str(float(v))
     return str(int(v))
+
+
+# --------------------------------------------------------------------------------------
+# MGATHER / MSCATTER (docs/isa/MGATHER.md, MSCATTER.md)
+# --------------------------------------------------------------------------------------
+
+
+def remap_indices(k: np.ndarray, capacity: int, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the indices the access uses, which of them access) for uint32 indices ``k`` under the
+    out-of-bounds mode: clamp ``min(k, capacity - 1)``, wrap ``k % capacity``, zero/skip no access
+    past the capacity, undefined every index as it is (the caller checks them)."""
+    if mode == "clamp":
+        return np.minimum(k, capacity - 1), np.ones(k.shape, bool)
+    if mode == "wrap":
+        return k % capacity, np.ones(k.shape, bool)
+    inside = k < capacity
+    return np.where(inside, k, 0), inside if mode in ("zero", "skip") else np.ones(k.shape, bool)
+
+
+SCATTER_COMBINE = {"none": lambda old, new: new, "add": add, "max": maximum, "min": minimum}
+"""MSCATTER's ``atom(old, src)`` per ``scatterAtomicOp`` (MSCATTER.md "Atomic Accumulation")."""
+
+
+def scatter_in_order(table: np.ndarray, slots: np.ndarray, values: np.ndarray, atomic: str) -> None:
+    """``table[slots[i]] = atom(table[slots[i]], values[i])`` for i in order (a slot is a row of
+    ``table`` or one element): a slot written twice sees its first write before its second
+    (sequential, the last writer wins); vectorised by rounds of each slot's n-th writer."""
+    if slots.size == 0:
+        return
+    order = np.argsort(slots, kind="stable")
+    s = slots[order]
+    start = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
+    rank = np.empty(s.size, np.int64)
+    rank[order] = np.arange(s.size) - np.repeat(start, np.diff(np.r_[start, s.size]))
+    combine = SCATTER_COMBINE[atomic]
+    for n in range(int(rank.max()) + 1):
+        sel = rank == n
+        table[slots[sel]] = combine(table[slots[sel]], values[sel])

@@ -1510,6 +1510,30 @@ def _sstore(m: _Machine, d: _Dyn, p: int, te):
     m.view(dt)[addr // e] = _scalar_value(m, d, a["src"], dt)
 
 
+def _gm_element(m: _Machine, d: _Dyn, p: int, write: bool) -> tuple[np.ndarray, int]:
+    """ld_gm/st_gm's element: (the GM argument's bytes viewed as the op's dtype, its index), the
+    access checked (bounds, hazards) in GM elements."""
+    a = d.args
+    dt = a["dtype"]
+    e = _esize(m, d, dt)
+    name, off = _gm_base(m, d, a, "addr")
+    if off % e:
+        m.fail("invalid", f"{_desc(d)}: GM byte offset {off} is not a multiple of {e}", d)
+    ge = m.gm_esize[name]
+    m._accesses(d, p, [_Acc(name, write, Footprint.span(off // ge, -(-(off + e) // ge)), what="addr")])
+    return m.gm_bytes[name].view(ew.np_dtype(dt)), off // e
+
+
+def _sload_gm(m: _Machine, d: _Dyn, p: int, te):
+    arr, i = _gm_element(m, d, p, False)
+    m.env[d.args["dst"]] = _py(arr[i])
+
+
+def _sstore_gm(m: _Machine, d: _Dyn, p: int, te):
+    arr, i = _gm_element(m, d, p, True)
+    arr[i] = _scalar_value(m, d, d.args["src"], d.args["dtype"])
+
+
 def _smov(m: _Machine, d: _Dyn, p: int, te):
     a = d.args
     v = a["src"]
@@ -1597,7 +1621,7 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
 _HANDLERS = {
     "vf": _vf_call, **{fam: _prepared for fam in _PREPARE},
     **cube_exec.HANDLERS, **pipes.HANDLERS,
-    "sload": _sload, "sstore": _sstore, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
+    "sload": _sload, "sstore": _sstore, "sload_gm": _sload_gm, "sstore_gm": _sstore_gm, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
 
 

@@ -1284,6 +1284,77 @@ class Evaluator:
         last = k.size - 1 - first_from_end  # the last writer of each position
         dst.data[np.unravel_index(k[last], dst.data.shape)] = src.data[:r, :c].reshape(-1)[last]
 
+    def _indexed_table(self, op, pv, data_valid):
+        """MGATHER/MSCATTER's table as GM element indices: (rows, C) for Coalesce::Row, flat for
+        Elem (the partition's elements in C order), with the page's layout rules checked."""
+        self.need(op, isinstance(pv, PartitionView), "the table is not a partition view of a kernel argument")
+        C = pv.sizes[-1] if pv.sizes else 1
+        gm = self._gm_indices(op, pv, math.prod(pv.sizes))
+        packed = gm.size == 0 or bool((gm == gm[0] + np.arange(gm.size)).all())
+        if op.coalesce == "elem":
+            self.need(op, packed, f"{op.FLAT_TABLE_RULE} ({op.PAGE})")
+            return gm
+        self.need(op, C == data_valid[1], f"Coalesce::Row: the table's rows have {C} elements, the "
+                                          f"{op.DATA_NAME}'s valid cols are {data_valid[1]} ({op.PAGE})")
+        self.need(op, self.target != "ascend950" or packed, f"{op.A5_ROWS_RULE} ({op.PAGE})")
+        return gm.reshape(-1, C)
+
+    def _indexed_slots(self, op, env, data):
+        """(table GM indices, the remapped indices, which access) of an MGATHER/MSCATTER."""
+        idx = self.tile(op, op.index, env)
+        R, C = data.valid
+        self.need(op, R >= 1 and C >= 1, f"{op.DATA_NAME} valid shape {R}x{C}: both modes require ValidRow >= 1 "
+                                         f"and ValidCol >= 1 ({op.PAGE})")
+        table = self._indexed_table(op, env[op.table], data.valid)
+        if op.coalesce == "row":
+            shapes = ((1, R),) if self.target == "a2a3" else ((1, R), (R, 1))
+            self.need(op, idx.valid in shapes, f"Coalesce::Row needs an index tile of valid shape "
+                                               f"{' or '.join(f'[{a}, {b}]' for a, b in shapes)} on "
+                                               f"{self.target}, got {idx.valid[0]}x{idx.valid[1]} ({op.PAGE})")
+            raw = idx.data[:idx.valid[0], :idx.valid[1]].reshape(-1)
+        else:
+            self.need(op, idx.valid == (R, C), f"Coalesce::Elem needs an index tile of valid shape {R}x{C}, got "
+                                               f"{idx.valid[0]}x{idx.valid[1]} ({op.PAGE})")
+            raw = idx.data[:R, :C]
+        k = np.ascontiguousarray(raw).view(np.uint32).astype(np.int64)
+        cap = table.shape[0]
+        self.need(op, cap >= 1, f"an empty table has no element to access ({op.PAGE})")
+        safe, on = E.remap_indices(k, cap, op.oob)
+        if op.oob == "undefined":
+            bad = k[k >= cap]
+            self.need(op, bad.size == 0, f"index {int(bad[0]) if bad.size else 0} (read as uint32) is outside the "
+                                         f"table's capacity {cap} with {op.OOB_KEY} = undefined: 'caller guarantees "
+                                         f"idx < capacity' ({op.PAGE})")
+        return table, safe, on
+
+    def family_mgather(self, op, env):
+        dst = self.dst(op, env, None)
+        table, safe, on = self._indexed_slots(op, env, dst)
+        R, C = dst.valid
+        flat = env[op.table].view.gm.data
+        vals = flat[table[safe]]
+        if vals.dtype != dst.dtype:
+            vals = vals.view(dst.dtype)
+        vals = np.where(on[..., None] if op.coalesce == "row" else on, vals, np.zeros((), dst.dtype))
+        dst.data[:R, :C] = vals.reshape(R, C)
+
+    def family_mscatter(self, op, env):
+        src = self.tile(op, op.data, env)
+        table, safe, on = self._indexed_slots(op, env, src)
+        R, C = src.valid
+        gm = env[op.table].view.gm
+        vals = src.data[:R, :C]
+        if vals.dtype != gm.data.dtype:
+            vals = vals.view(gm.data.dtype)
+        slots = table[safe[on]].reshape(-1)  # GM elements in write order (a Row slot: its C elements)
+        vals = vals[on].reshape(-1)
+        if op.atomic == "none" and op.conflict == "default":
+            self.need(op, np.unique(slots).size == slots.size,
+                      f"two writers of one table slot with scatterConflict = default: 'the surviving writer is "
+                      f"warp-scheduler dependent' ({op.PAGE})")
+        E.scatter_in_order(gm.data, slots, vals, op.atomic)
+        gm.written = True
+
     def family_sort32(self, op, env):
         src, idx = (self.tile(op, v, env) for v in op.ins[:2])
         r, c = src.valid
@@ -1681,6 +1752,7 @@ _FAMILIES = {
     pto.RowReduceOp: Evaluator.family_rowreduce, pto.ColReduceOp: Evaluator.family_colreduce,
     pto.PairReduceOp: Evaluator.family_pairreduce, pto.ArgReduceOp: Evaluator.family_argreduce,
     pto.GatherOp: Evaluator.family_gather, pto.ScatterOp: Evaluator.family_scatter,
+    pto.MGatherOp: Evaluator.family_mgather, pto.MScatterOp: Evaluator.family_mscatter,
     pto.CompareOp: Evaluator.family_cmp, pto.SelectOp: Evaluator.family_sel,
     pto.PartialArgOp: Evaluator.family_partarg,
     pto.Sort32Op: Evaluator.family_sort32, pto.MrgSortOp: Evaluator.family_mrgsort,

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import a2a3_harness as H
+import test_mgather as MG
 from pto_compiler.dialects import pto
 from pto_compiler.runtime import elementwise as E
 
@@ -104,6 +105,8 @@ def variants():
         out.append(("tgather", v, a2a3_dtypes("tgather")))
     out.append(("tscatter", "", a2a3_dtypes("tscatter")))
     out.append(("tgatherb", "", a2a3_dtypes("tgatherb")))
+    for op, modes in INDEXED.items():
+        out += [(op, v, a2a3_dtypes(op)) for v in modes]
     for op in DPS_OPS:
         out.append((op, "dps", a2a3_dtypes(op)))
     out.append(("ttrans", "", a2a3_dtypes("ttrans")))
@@ -144,6 +147,11 @@ def variants():
     return out
 
 
+INDEXED = {"mgather": ("row-zero", "elem-clamp"), "mscatter": ("row-wrap", "elem-skip")}
+"""MGATHER/MSCATTER variants: coalesce-OOB mode (tests/test_mgather.py covers every mode and the
+atomics); the table has R + 3 rows of the valid cols, the indices reach 2 rows/elements past it."""
+
+
 def col_configs(R: int, dt: str, op: str, variant: str = ""):
     """[(tile cols, valid cols)]: valid == tile, valid < tile (even), odd valid cols; plus a wide
     one (more than two 256-byte repeats) when the tile is short."""
@@ -153,8 +161,10 @@ def col_configs(R: int, dt: str, op: str, variant: str = ""):
         other = ESIZE[variant.split("-")[0]]
         epb = 32 // min(e, other)
         e = max(e, other)
-    # tsort32: an 8-byte (value, index) pair a dst element; tpartarg*: six tiles, indices of 4 bytes
+    # tsort32: an 8-byte (value, index) pair a dst element; tpartarg*: six tiles, indices of 4 bytes;
     budget_e = 8 if op == "tsort32" else 2 * e if op.startswith("tpartarg") else e
+    if op in INDEXED and variant.startswith("elem"):  # the scalar unit's loop over each element: 2 K at most
+        budget_e = TILE_BUDGET // 2048
     maxc = max(epb, TILE_BUDGET // (R * budget_e) // epb * epb)
     cols = min(maxc, 512 // e)  # two repeats
     out = [(cols, cols)]
@@ -183,6 +193,10 @@ def _t(r, c, dt, vr=None, vc=None, cm=False, pad=0):
 
 
 def kernel(op: str, variant: str, dt: str, R: int, cols: int, C: int) -> str:
+    if op in INDEXED:
+        coalesce, oob = variant.split("-")
+        key = "gatherOob = #pto<gather_oob" if op == "mgather" else "scatterOob = #pto<scatter_oob"
+        return MG.kernel(op, dt, R, C, R + 3, C, coalesce=coalesce, cols=cols, attrs=f"{key} {oob}>")
     if op == "tfillpad_inplace":
         return fillpad_inplace_kernel(dt, R, cols, C, PADS["min"])
     if op in DPS_OPS:
@@ -525,6 +539,10 @@ def domain_inputs(case, given):
         if op == "tgatherb":  # the byte offset of the element
             return {**(given or {}), "b": (pos * ESIZE[dt]).astype(np.uint32)}
         return {**(given or {}), "b": pos.astype(np.int32)}
+    if op in INDEXED:
+        rng = np.random.default_rng(zlib.crc32(_id(case).encode()))
+        n, cap = (R, R + 3) if variant.startswith("row") else (R * C, (R + 3) * C)
+        return {**(given or {}), "idx": rng.integers(0, cap + 2, size=n).astype(np.int32)}
     if op not in DIVISOR_OPS or dt.startswith(("f", "b")):
         return given
     given = dict(given or {})

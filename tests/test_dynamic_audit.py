@@ -191,6 +191,8 @@ ELSEWHERE = {
     "interleave": "test_dynamic_valid.py::test_interleave_of_run_time_valid_shapes_on_ascend950",
     "dequant": "test_dynamic_valid.py::test_tdequant_of_run_time_valid_shapes",
     "concat": "test_vector_catalogue.py::test_tconcat_with_src1_inside_a_block_or_run_time_shapes",
+    "mgather": "test_mgather.py::test_run_time_valid_shapes",
+    "mscatter": "test_mgather.py::test_run_time_valid_shapes",
     "load": "every kernel here (partitions of run-time size)",
     "store": "every kernel here (partitions of run-time size)",
 }

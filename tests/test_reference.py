@@ -820,8 +820,7 @@ func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %r: index, %c: index) {{
 
 @pytest.mark.parametrize("op, why", [("tpack", "no semantics: pto-isa (github.com/hw-native-sys/pto-isa @3186c38) "
                                                 "docs/isa/tile/ops/layout-and-rearrangement/tpack.md"),
-                                     ("tmatmul.mx", "has no semantics in ptoc yet"),
-                                     ("mgather", "not implemented in ptoc yet, although pto-isa")])
+                                     ("tmatmul.mx", "has no semantics in ptoc yet")])
 def test_opaque_ops_raise_located_no_semantics(op, why):
     m = parse(l1(op, [T(2, 2), T(2, 2)], T(2, 2)))
     with pytest.raises(PtocError) as e:
@@ -967,9 +966,10 @@ def test_op_definitions_name_their_element_functions():
         if cls.HAS_SEMANTICS and cls.FAMILY not in ("load", "store", "mov", "expands", "rowbroadcast", "concat",
                                                     "colbroadcast", "subtile", "matmul", "print", "axpy",
                                                     "composed", "trans", "gather", "scatter", "cmp", "sel",
-                                                    "partarg"):
+                                                    "partarg", "mgather", "mscatter"):
             # matmul: runtime/cube.py; axpy, composed: the golden model composes element functions;
-            # gather, scatter, sel: data movement; cmp: elementwise.compare by cmpMode, then packed;
+            # gather, scatter, sel, mgather: data movement; cmp: elementwise.compare by cmpMode, then packed;
+            # mscatter: elementwise.SCATTER_COMBINE by scatterAtomicOp;
             # partarg: a compare, then a select
             assert isinstance(getattr(E, cls.FN), E.ElementFn), cls.name
 
