@@ -278,7 +278,7 @@ its operand and it occupies no unit and no dispatch slot."""
 class _Decoded:
     """What the VF timer needs of one op, read once (values by ``id``: xDSL hashes in Python)."""
     __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
-                 "su_events")
+                 "su_events", "at_zero", "reads")
 
     def __init__(self, op):
         name = op.name
@@ -286,6 +286,13 @@ class _Decoded:
         self.ins = tuple(map(id, op.operands))
         self.outs = tuple(map(id, op.results))
         self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
+        zero = [_ready_at_zero(v) for v in op.operands]
+        self.at_zero = name.startswith("arith.") and all(zero)
+        """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
+        VF's parameters): the timer need not run it."""
+        self.reads = tuple(i for i, z in zip(self.ins, zero) if not z)
+        """The operands whose ready times can matter (one ready at 0 never delays an op: the front
+        and every clock are >= 0)."""
         self.loop = id(op.parent_op()) if self.kind == _YIELD else None
         if name == "scf.for":
             body = op.body.blocks[0]
@@ -296,6 +303,16 @@ class _Decoded:
             top = op.parent_op() is not None and op.parent_op().name == "vf.func"
             scalars = sum(1 for v in carried if not v.type.name.startswith("vf."))
             self.su_events = (innermost or top) + scalars
+
+
+def _ready_at_zero(v) -> bool:
+    """Is ``v``'s ready time 0 whenever an op reads it: a parameter of the VF (never timed), or
+    the result of an op that is :attr:`_Decoded.at_zero`?"""
+    owner = v.owner
+    if getattr(owner, "name", None) is None:  # a block argument: the VF's parameter, or a loop's
+        parent = owner.parent_op()
+        return parent is not None and parent.name == "vf.func"
+    return _decoded(owner).at_zero
 
 
 _BY_NAME: dict = {}
@@ -389,7 +406,8 @@ class _VfTimer:
         """The values whose ready times :meth:`_clocks` reads for a loop running ``per_trip``."""
         from ..runtime.vf_executor import LOG_LOOP, LOG_OP
 
-        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP for r in _decoded(o).outs]
+        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP and not _decoded(o).at_zero
+                                            for r in _decoded(o).outs]
         return values + [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
 
     def _compile(self, stream: list) -> list:
@@ -403,12 +421,12 @@ class _VfTimer:
             if kind == LOG_OP:
                 d = _decoded(x)
                 if d.kind == _VF:
-                    body.append((_VF, d.ins, d.outs, d.unit, P[d.occ] if d.occ else 1.0, P[d.lat], d.counter,
+                    body.append((_VF, d.reads, d.outs, d.unit, P[d.occ] if d.occ else 1.0, P[d.lat], d.counter,
                                  d.cycles))
                 elif d.kind == _YIELD:
                     body.append((_YIELD, d.loop, d.ins))
-                else:
-                    body.append((_FREE, d.ins, d.outs))
+                elif not d.at_zero:
+                    body.append((_FREE, d.reads, d.outs))
             elif kind == LOG_LOOP:
                 op, per_trip, trips = x
                 if trips > STEADY_TRIPS + 1:
@@ -431,6 +449,7 @@ class _VfTimer:
         ready, busy, c, pend, window, step = self.ready, self.busy, self.c, self.pend, self.window, self.step
         get = ready.get
         front, end, issued = self.front, self.end, self.issued
+        count = len(issued)
         for e in body:
             kind = e[0]
             if kind == _VF:
@@ -441,8 +460,8 @@ class _VfTimer:
                     r = get(v, 0.0)
                     if r > t:
                         t = r
-                if len(issued) >= window:
-                    r = issued[-window]
+                if count >= window:
+                    r = issued[count - window]
                     if r > t:
                         t = r
                 starts, ends = busy[unit]  # the first free slot of the unit
@@ -455,13 +474,18 @@ class _VfTimer:
                     if ends[i] > t:
                         t = ends[i]
                     i += 1
+                stop = t + occ
                 starts.insert(i, t)
-                ends.insert(i, t + occ)
+                ends.insert(i, stop)
                 issued.append(t)
+                count += 1
                 done = t + lat
                 for r in outs:
                     ready[r] = done
-                end = max(end, done, t + occ)
+                if done > end:
+                    end = done
+                if stop > end:
+                    end = stop
                 c[counter] += cycles
             elif kind == _FREE:
                 t = 0.0
@@ -491,6 +515,7 @@ class _VfTimer:
                 self.front, self.end = front, end
                 self.loop(*e[1:])
                 front, end, issued = self.front, self.end, self.issued
+                count = len(issued)
         self.front, self.end = front, end
 
     def _clocks(self, values) -> tuple:
@@ -538,7 +563,7 @@ class _VfTimer:
 class _SteadyTrips:
     """The snapshots (layout, flat list of clocks) after each trip of a loop, kept as what each
     trip advanced every clock by: settled once the last STEADY_TRIPS trips advanced each alike
-    (:func:`_close`) from snapshots of one layout.  Each trip's deltas are taken once."""
+    (:func:`_close_flat`) from snapshots of one layout.  Each trip's deltas are taken once."""
     __slots__ = ("last", "deltas")
 
     def __init__(self, first: tuple):
@@ -558,7 +583,7 @@ class _SteadyTrips:
         if len(ds) < STEADY_TRIPS:
             return False
         first = ds[-STEADY_TRIPS]
-        return all(_close(first, d) for d in ds[1 - STEADY_TRIPS:])
+        return all(_close_flat(first, d) for d in ds[1 - STEADY_TRIPS:])
 
 
 def vf_static_cycles(fn, known: dict | None = None) -> float | None:
@@ -1039,11 +1064,16 @@ def _steady(snaps) -> tuple | None:
     return first
 
 
+def _apart(x, y) -> bool:
+    """Do the numbers ``x`` and ``y`` differ by more than 1e-6 relative?"""
+    return abs(x - y) > 1e-6 * max(1.0, abs(x), abs(y))
+
+
 def _close(a, b) -> bool:
     """Numbers, or lists/tuples of them nested alike, equal to 1e-6 relative (one call per list:
-    :func:`_steady` compares every clock of a trip, every trip)."""
+    the steady-trip tests compare every clock of a trip, every trip)."""
     if not isinstance(a, (list, tuple)):
-        return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+        return not _apart(a, b)
     if len(a) != len(b):
         return False
     if a == b:  # (the usual steady trip: one comparison in C)
@@ -1052,7 +1082,17 @@ def _close(a, b) -> bool:
         if isinstance(x, (list, tuple)):
             if not _close(x, y):
                 return False
-        elif abs(x - y) > 1e-6 * max(1.0, abs(x), abs(y)):
+        elif not -1e-6 <= x - y <= 1e-6 and _apart(x, y):  # (closer than 1e-6: close at once)
+            return False
+    return True
+
+
+def _close_flat(a: list, b: list) -> bool:
+    """:func:`_close` of two lists of numbers of one length (the VF timer's snapshots)."""
+    if a == b:
+        return True
+    for x, y in zip(a, b):
+        if not -1e-6 <= x - y <= 1e-6 and _apart(x, y):
             return False
     return True
 

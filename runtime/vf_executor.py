@@ -977,8 +977,9 @@ class KernelResult:
 
 
 class _KernelEvaluator(golden.Evaluator):
-    def __init__(self, module: ModuleOp, ub: np.ndarray, checker: _PipeChecker | None, auto_base: int):
-        super().__init__(module)
+    def __init__(self, module: ModuleOp, ub: np.ndarray, checker: _PipeChecker | None, auto_base: int,
+                 target: str):
+        super().__init__(module, ub_bytes=ub.size, target=target)  # the rules of the target it runs on
         self.ub = ub
         self.checker = checker
         self.addr: dict[int, int] = {}          # id(Tile) -> UB byte address
@@ -1153,7 +1154,7 @@ def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: s
     ub = np.full(tgt.ub_bytes, ub_init & 0xFF, np.uint8)
     checker = _PipeChecker(ub) if do_check else None
     top = _fixed_top(module)
-    ev = _KernelEvaluator(module, ub, checker, -(-top // 256) * 256)
+    ev = _KernelEvaluator(module, ub, checker, -(-top // 256) * 256, tgt.name)
     scalars = {s.name: values[s.name] for s in specs if s.kind == "scalar"}
     args: list = []
     gms: dict[int, golden.GMArray] = {}

@@ -514,6 +514,14 @@ def test_example_reduce_min_i64():
     assert list(out[:2]) == [-2**63, 7] and not out[2:].any()
 
 
+def test_a_vf_kernels_tile_ops_follow_the_target_it_runs_on():
+    """The golden model runs a VF kernel's tile ops with ascend950's rules (its UB size, A5's
+    early return of TPART* on an empty source), not with the default target's."""
+    m = load_example("reduce_min_f32.pto")
+    ev = vx._KernelEvaluator(m, np.zeros(ASCEND950.ub_bytes, np.uint8), None, 0, ASCEND950.name)
+    assert (ev.target, ev.ub_bytes) == ("ascend950", 256 * 1024)
+
+
 def test_example_seeded_inputs_and_names():
     m = load_example("reduce_min_f32.pto")
     r = vx.run_vf_kernel_result(m, None, ASCEND950, seed=3)
