@@ -1352,7 +1352,7 @@ class Evaluator:
             self.need(op, np.unique(slots).size == slots.size,
                       f"two writers of one table slot with scatterConflict = default: 'the surviving writer is "
                       f"warp-scheduler dependent' ({op.PAGE})")
-        E.scatter_in_order(gm.data, slots, vals, op.atomic)
+        E.scatter_in_order(gm.own(), slots, vals, op.atomic)
         gm.written = True
 
     def family_sort32(self, op, env):
