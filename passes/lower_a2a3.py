@@ -2219,9 +2219,12 @@ class _FnLowering:
             self.fail(f"GM element size {view.esize} differs from the tile's {t.esize}")
         if t.t.slayout.data != "none_box":
             raise _Unsupported(f"a boxed vec tile (slayout={t.t.slayout.data}, a fractal layout) from or to a GM view: "
-                               "no semantics: pto-isa moves an NZ vec tile only with an NZ GlobalTensor, copying its "
-                               "shape[1] column blocks of valid rows x 32 bytes (TLoadVecNZ2NZ); ptoc's GM views are ND "
-                               "or DN (a memref marked nz keeps its 2-D shape, which has no such blocks)")
+                               "no semantics: pto-isa moves an NZ vec tile only with an NZ GlobalTensor whose last two "
+                               "dims are 16 rows of 32 bytes (static_asserts of pto-isa's tload_common.hpp: a2a3 'the "
+                               "last 2 dim must be static and satisfy [16, 32 / sizeof(DataType)]', a5 'staticShape[3][4] "
+                               "must be satisfied with NZ format require'; another layout: 'Src and dst layout must be "
+                               "same'); ptoc's GM views are ND or DN, and PTOAS makes a 2-D "
+                               "GM memref, even one marked nz, a 5-D 1x1x1xRxC GlobalTensor (PTOToEmitC.cpp)")
         if len(part.offsets) != len(view.strides) or len(part.sizes) != len(view.strides):
             self.fail("the partition's rank differs from the tensor view's")
         base = self.add(0, *[self.mul(o, s) for o, s in zip(part.offsets, view.strides)])

@@ -12,8 +12,9 @@ A memref buffer of shape ``d0 x .. x dn`` becomes a ``prod(d0..dn-1) x dn`` tile
 innermost line, as a GM tensor of that shape is loaded row by row), in the layout its memory
 requires (the cube memories' fixed layouts).  ``memref.reinterpret_cast`` of a GM argument at
 offset 0 is a tensor view with its sizes and strides.  A function using a memref any other way
-(``pto.bind_tile``, memrefs through ``scf.yield``, dynamic shapes, async sessions) stays in the
-memref form; :func:`unraisable` says why, located, when it is compiled or run.
+(``pto.bind_tile``, memrefs through ``scf.yield``, dynamic shapes, async sessions, a GM memref
+PTOAS tags NZ moved to or from a buffer: :func:`ptoas_gm_layout`) stays in the memref form;
+:func:`unraisable` says why, located, when it is compiled or run.
 """
 
 from __future__ import annotations
@@ -119,29 +120,57 @@ def ptoas_gm_layout(t: MemRefType) -> str:
     return "nz" if nz else "nd"
 
 
+def _nz_tag(t: MemRefType) -> str:
+    """How PTOAS tags the GM memref ``t`` NZ, said once for every message that cites it."""
+    sh = [1] * (5 - len(t.get_shape())) + list(t.get_shape())
+    return (f"a {'x'.join(map(str, t.get_shape()))} GM memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: "
+            f"right-aligned to 5-D {'x'.join(map(str, sh))})")
+
+
+def _gm_operand(move: Operation) -> MemRefType | None:
+    gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
+    return gm[0] if gm else None
+
+
 def _boxed_bind_error(op: Operation) -> str:
     """Why a boxed (NZ) vec tile bound by ``op`` cannot run: TLOAD/TSTORE move a Vec tile ND->ND,
     DN->DN or NZ->NZ only (pto-isa tload_common.hpp: "TLOAD(VecTile, GlobalTensor) only support
     ND2ND/DN2DN/NZ2NZ!"), and an NZ GM view must be 16-row fractals whose rows are the tile's
     valid rows (CheckNzFormat: validRow == shape2 * shape3); an NZ <-> NZ move ptoc does not model."""
     for move in sorted({u.operation for u in op.results[0].uses}, key=lambda o: location_of(o)[1:]):
-        gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
-        if move.name not in ("pto.tload", "pto.tstore") or not gm:
+        gm = _gm_operand(move)
+        if move.name not in GM_USES or gm is None:
             continue
         at = f"the {move.name} at line {location_of(move)[1]}"
-        shape = "x".join(map(str, gm[0].get_shape()))
-        if ptoas_gm_layout(gm[0]) == "nd":
+        if ptoas_gm_layout(gm) == "nd":
+            shape = "x".join(map(str, gm.get_shape()))
             return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} "
                     "GM memref PTOAS's pto-infer-layout tags ND: TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or "
                     "NZ->NZ only (pto-isa tload_common.hpp), so the move has no semantics")
-        sh = [1] * (5 - len(gm[0].get_shape())) + list(gm[0].get_shape())
-        return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} GM "
-                f"memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: right-aligned to 5-D "
-                f"{'x'.join(map(str, sh))}): pto-isa's NZ move needs the tile's valid rows to be shape2 x shape3 = "
-                f"{sh[2] * sh[3]} (tload_common.hpp CheckNzFormat), and ptoc does not model an NZ GM view; "
-                "no semantics")
+        sh = [1] * (5 - len(gm.get_shape())) + list(gm.get_shape())
+        return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to {_nz_tag(gm)}: "
+                f"pto-isa's NZ move needs the tile's valid rows to be shape2 x shape3 = {sh[2] * sh[3]} "
+                "(tload_common.hpp CheckNzFormat), and ptoc does not model an NZ GM view; no semantics")
     return ("binds a boxed vec tile (a fractal slayout in its config): its NZ->NZ tload/tstore is not modelled "
             "(ptoc's vector tload/tstore move ND rows or DN columns)")
+
+
+def _nz_gm_move_error(move: Operation) -> str | None:
+    """Why a tload/tstore between a GM memref PTOAS tags NZ and a ``memref.alloc`` buffer has no
+    semantics, else None.  PTOAS gives such a buffer no tile config (AllocToPointerCast.cpp takes
+    one only from a ``bind_tile``), so its EmitC tile is ND (PTOToEmitC.cpp PointerCastConversion:
+    BLayout::RowMajor, SLayout::NoneBox) beside an NZ GlobalTensor, a pair pto-isa's TLOAD and
+    TSTORE refuse to compile on both targets."""
+    gm = _gm_operand(move)
+    buffers = [v for v in move.operands if isinstance(v.type, MemRefType) and not _is_gm(v.type)]
+    if gm is None or ptoas_gm_layout(gm) != "nz" or not any(
+            getattr(v.owner, "name", "") == "memref.alloc" for v in buffers):
+        return None
+    return (f"moves {_nz_tag(gm)} from or to a memref.alloc buffer, which PTOAS makes an ND tile "
+            "(AllocToPointerCast.cpp: no bind_tile config; PTOToEmitC.cpp: BLayout::RowMajor, SLayout::NoneBox): "
+            "pto-isa's TLOAD/TSTORE take an NZ GlobalTensor only with an NZ tile (static_assert in "
+            "tload_common.hpp and tstore_common.hpp, a2a3 and a5), so PTOAS's output for it does not build; "
+            "no semantics")
 
 
 def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
@@ -178,6 +207,8 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
                 return op, "is not a static cast at offset 0 of a GM argument used by tload/tstore"
         elif op.name == "pto.bind_tile" and _boxed_config(op):
             return op, _boxed_bind_error(op)
+        elif op.name in GM_USES and (why := _nz_gm_move_error(op)):
+            return op, why
         elif any(isinstance(r.type, MemRefType) for r in op.results):
             return op, "defines a memref, which ptoc has no tile form for"
     return None

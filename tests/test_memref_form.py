@@ -116,6 +116,22 @@ def test_a_boxed_bind_tile_is_located_with_its_reason(tmp_path, capsys):
             "to be shape2 x shape3 = 256") in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_nz_tagged_gm_memref_with_an_alloc_buffer_is_located(target, tmp_path, capsys):
+    """PTOAS tags a 16x16x16 f16 GM memref NZ and gives a memref.alloc buffer no tile config (an ND
+    tile): pto-isa's TLOAD refuses that pair, so the move is located as having no semantics; the
+    same kernel over a 4x8x16 f32 memref (tagged ND) runs (test_gm_memref_arguments_and_alloc_run)."""
+    gm, ub = "memref<16x16x16xf16, #pto.address_space<gm>>", "memref<16x16x16xf16, #pto.address_space<vec>>"
+    path = tmp_path / "nz.pto"
+    path.write_text(VEC_KERNEL.replace(GM3, gm).replace(UB3, ub))
+    assert cli.main([str(path), "--target", target, "--run"]) == 1
+    err = capsys.readouterr().err
+    assert (f"{path}:9:5: error: 'pto.tload' op moves a 16x16x16 GM memref PTOAS's pto-infer-layout tags NZ "
+            "(InferPTOLayout.cpp: right-aligned to 5-D 1x1x16x16x16) from or to a memref.alloc buffer, which PTOAS "
+            "makes an ND tile") in err, err
+    assert "take an NZ GlobalTensor only with an NZ tile" in err
+
+
 @pytest.mark.parametrize("shape, dtype, layout", [
     ([16, 16, 16], "f16", "nz"), ([2, 16, 8, 8], "f32", "nz"), ([256, 16], "f16", "nd"), ([32, 32], "f16", "nd"),
     ([8, 16, 16], "f32", "nd"), ([16, 16, 8], "f16", "nz"), ([16, 8, 16], "f16", "nd")])
