@@ -106,7 +106,7 @@ from pto_compiler.passes.insert_sync import EVENT_TYPE_PIPE
 from pto_compiler.runtime import cube, pipes
 from pto_compiler.runtime.kernel_interface import kernel_args, remsi, select_entry
 from pto_compiler.runtime.program import (
-    DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, origin_of,
+    DTYPE_SIZES, GmAddr, Origin, Program, arith_function, canonical_dtype, constant_value, keeps_value, origin_of,
     program_of, scalar_dtype,
 )
 from pto_compiler.targets import A2A3, Target
@@ -189,8 +189,9 @@ def ceil_div(a, b):
 
 
 def _uncast(v: SSAValue) -> SSAValue:
-    """``v`` without the integer casts in front of it (index arithmetic on numbers sees through them)."""
-    while isinstance(v.owner, (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)):
+    """``v`` without the integer casts in front of it that keep its value (index arithmetic on
+    numbers sees through them; a zero extension or a narrowing cast changes the number)."""
+    while isinstance(v.owner, (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)) and keeps_value(v.owner):
         v = v.owner.operands[0]
     return v
 

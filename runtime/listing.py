@@ -14,7 +14,9 @@ then one instruction per line, ``PIPE OPCODE[.DTYPE] ARG ARG ...  ; FILE:LINE:CO
 * ``ARG`` is ``key=value``: UB addresses and masks in hex, counts in decimal, GM addresses
   ``@arg+OFFSET``; an operand the scalar unit computes is printed as the ``arith`` that computes
   it, without blanks (``0x1000+%i*1024``, ``min(240,%n-%r)``; ``+``/``-`` terms of an address in
-  hex, multipliers in decimal).
+  hex, multipliers in decimal); an unsigned op keeps its arith name (``ult(%i,%n)``,
+  ``divui(%a,4)``) and a cast that changes a value shows the type it casts to
+  (``trunci.i8(%n)``).
 * ``blk=1,1,0`` lists the block strides of the operands that have one, in operand order, and
   ``rep=8,8,1`` the repeat strides.
 * ``set_flag MTE2->V id=0`` is in the source pipe's column, ``wait_flag`` in the destination's,
@@ -37,9 +39,11 @@ after the header as a ``.vf @name`` line followed by the function's MLIR, indent
 from __future__ import annotations
 
 import math
+import re
 
 from pto_compiler.dialects.a2a3 import OPCODES, OpSpec
-from pto_compiler.runtime.program import CASTS, FunctionReader, GmAddr, arith_symbol, complete
+from pto_compiler.runtime.kernel_interface import _int_width
+from pto_compiler.runtime.program import FunctionReader, GmAddr, arith_symbol, complete
 
 M64 = (1 << 64) - 1
 
@@ -48,6 +52,21 @@ _PREC = {"&": 2, "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "==": 3, "!=": 3, "<": 
 _QUIET_DEFAULTS = ("right_pad", "pad_value", "order", "round", "src_r0", "src_c0", "dst_r0", "dst_c0",
                    "src_col_stride", "dst_col_stride")
 """Fields printed only when not the default."""
+
+
+def _cast_name(op) -> str:
+    """``trunci.i8``: a cast that changes a value (the reader passes the others through) with the
+    type it casts to, printed as a function of its operand."""
+    t = op.results[0].type
+    return f"{op.name[6:]}.{f'i{t.width.data}' if hasattr(t, 'width') else 'index'}"
+
+
+def _narrows(op) -> bool:
+    """A cast to fewer bits (``trunci``, an ``index_cast`` of an index to an integer)."""
+    if op.name not in ("arith.trunci", "arith.index_cast", "arith.index_castui"):
+        return False
+    src, dst = (_int_width(v.type) for v in (op.operands[0], op.results[0]))
+    return dst < src
 
 
 def number_text(v, hexints: bool) -> str:
@@ -80,7 +99,7 @@ def _field_text(spec: OpSpec, name: str, v, text) -> str:
     if kind == "reg":
         return f"%{v}"
     if kind == "sym":
-        return f"@{v}"
+        return _printed_name(v)
     if kind == "list":
         return ",".join(text(x, True) for x in v)
     if kind == "gm":
@@ -142,7 +161,7 @@ class _Printer(FunctionReader):
 
     def arith_text(self, op, hexints: bool, prec: int) -> str:
         args = [self.vals[o] for o in op.operands]
-        sym = arith_symbol(op)
+        sym = arith_symbol(op) or _cast_name(op)
         if sym not in _PREC:
             return f"{sym}(" + ",".join(self.text(x, hexints) for x in args) + ")"
         p = _PREC[sym]
@@ -152,12 +171,19 @@ class _Printer(FunctionReader):
         s = f"{lhs}{sym}{rhs}"
         return f"({s})" if p < prec else s
 
+    def field_text(self, v, hexints: bool = False) -> str:
+        """An instruction operand: a narrowing cast on top is the instruction's type's to say (a
+        store or a scalar of that width keeps the low bits), so it prints as its operand."""
+        if not isinstance(v, (str, int, float)) and _narrows(v):
+            v = self.vals[v.operands[0]]
+        return self.text(v, hexints)
+
     def computed(self, op, fn, values):
-        return values[0] if op.name[6:] in CASTS else op
+        return op
 
     def emit(self, opcode, dtype, args, op=None):
         pipe, _, full = complete(opcode, dtype, args)
-        self.lines.append(instr_line(OPCODES[opcode], pipe, full, self.text, self.depth, self.origin))
+        self.lines.append(instr_line(OPCODES[opcode], pipe, full, self.field_text, self.depth, self.origin))
 
     def line(self, text: str, origin: bool = False) -> None:
         s = f"{'S':<5}{'  ' * self.depth}{text}"
@@ -194,7 +220,7 @@ def function_listing(fn, target, scalars: dict | None = None) -> str:
 
     p = _Printer(fn, target, scalars)
     p.run()
-    out = [f".kernel @{fn.sym_name.data} target={target.name}"]
+    out = [f".kernel {_printed_name(fn.sym_name.data)} target={target.name}"]
     out += [f".gm @{g.name} {g.dtype}[{','.join(str(s) for s in g.shape)}]" for g in p.gm_args]
     out += [f".scalar %{s.name} {s.dtype}" for s in p.scalar_args]
     calls = [op for op in fn.walk() if isinstance(op, a2a3.OPS["vf_call"])]
@@ -204,7 +230,7 @@ def function_listing(fn, target, scalars: dict | None = None) -> str:
         symbols = vf.VfSymbols(fn.parent_op() or fn)
         texts = _VfTexts()
         for name in dict.fromkeys(op.field_value("callee") for op in calls):
-            out.append(f".vf @{name}")
+            out.append(f".vf {_printed_name(name)}")
             out.extend("  " + line for line in texts.text(symbols.lookup(calls[0], name)).splitlines())
     return "\n".join(out + p.lines) + "\n"
 
@@ -267,8 +293,14 @@ def _printed(op) -> str:
     return buf.getvalue()
 
 
+_BARE_ID = re.compile(r"[A-Za-z_][\w$.]*")
+"""MLIR's bare identifier, which a symbol name is printed as without quotes."""
+
+
 def _printed_name(sym_name: str) -> str:
     """``@name`` as the printer spells it (quoted when not an identifier)."""
+    if _BARE_ID.fullmatch(sym_name):
+        return "@" + sym_name
     from xdsl.printer import Printer
 
     buf = _stream()

@@ -77,19 +77,21 @@ def canonical_pipe(name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 ARITH = {
-    "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "/", "remsi": "%", "remui": "%",
-    "floordivsi": "floordiv", "ceildivsi": "ceildiv", "ceildivui": "ceildiv",
-    "maxsi": "max", "maxui": "max", "minsi": "min", "minui": "min", "andi": "&", "ori": "or", "xori": "xor",
+    "addi": "+", "subi": "-", "muli": "*", "divsi": "/", "divui": "divui", "remsi": "%", "remui": "remui",
+    "floordivsi": "floordiv", "ceildivsi": "ceildiv", "ceildivui": "ceildivui",
+    "maxsi": "max", "maxui": "maxui", "minsi": "min", "minui": "minui", "andi": "&", "ori": "or", "xori": "xor",
     "shli": "shl", "shrsi": "ashr", "shrui": "lshr", "select": "select",
 }
 """The integer arith ops the scalar unit runs -> the listing's operator or function name (``/`` and
-``%`` as in C: the quotient rounded toward zero; ``floordiv`` rounds toward -inf; ``ashr`` shifts
-the sign in, ``lshr`` zeros, as C's ``>>`` on a signed and an unsigned operand)."""
+``%`` as in C on signed values: the quotient rounded toward zero; ``floordiv`` rounds toward -inf;
+``ashr`` shifts the sign in, ``lshr`` zeros, as C's ``>>`` on a signed and an unsigned operand; an
+unsigned op keeps its arith name, so the listing tells it from the signed one)."""
 _I1_WIDTH = IntegerType(1).width
 ARITH_I1 = {"andi": "*", "ori": "max", "xori": "!="}
 """The listing's symbols of the logic ops on ``i1`` (0 or 1)."""
-CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "<", "ule": "<=",
-        "ugt": ">", "uge": ">="}
+CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "ult": "ult", "ule": "ule",
+        "ugt": "ugt", "uge": "uge"}
+"""The listing's symbols of the integer compares: C's on signed values, the predicate's name on unsigned ones."""
 
 
 def _cmp(f):
@@ -101,8 +103,8 @@ CMPF = {"oeq": (_cmp(operator.eq), "=="), "une": (_cmp(operator.ne), "!="), "olt
 """The float compares of the scalar unit (TCMP/TCMPS): (Python's on floats, IEEE: a NaN operand
 makes only ``!=`` hold, as ``une``; the ordered ones false; the listing's symbol)."""
 CASTS = ("index_cast", "index_castui", "extsi", "extui", "trunci")
-"""Casts the scalar unit computes (the listing shows a cast as its operand: the instruction's type
-gives the width)."""
+"""Casts the scalar unit computes (one that keeps every value is its operand; the listing prints
+another as ``trunci.i8(x)``)."""
 SALU = {"addf": "sadd", "subf": "ssub", "mulf": "smul", "divf": "sdiv", "maximumf": "smax", "minimumf": "smin",
         "maxnumf": "smax", "minnumf": "smin"}
 """Float arith -> the scalar-unit ALU instruction that computes it (a register it writes)."""
@@ -127,14 +129,14 @@ def arith_function(op):
     identity for a cast that keeps every value; a float compare: ``CMPF``'s; None for another op."""
     name = op.name[6:]
     if name in CASTS:
-        return _identity if _keeps_value(op) else int_arith_function(op)
+        return _identity if keeps_value(op) else int_arith_function(op)
     if name == "cmpf":
         entry = CMPF.get(arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data])
         return None if entry is None else entry[0]
     return None if arith_symbol(op) is None else int_arith_function(op)
 
 
-def _keeps_value(op) -> bool:
+def keeps_value(op) -> bool:
     """A cast whose result equals its (signed) operand: a sign extension, a widening index_cast,
     a zero extension of an i1."""
     name = op.name[6:]

@@ -118,6 +118,17 @@ def test_the_listing_prints_the_vf_funcs_the_program_runs_in_their_module():
     assert "  vf.func @softmax_trowmax_0(" in text
 
 
+def test_the_listing_quotes_a_name_that_is_not_an_identifier():
+    """A kernel named ``@"my-kernel"`` launches ``my-kernel_trowmax_0``: the ``.kernel`` and ``.vf``
+    headers and the ``callee=`` field spell the names as the vf.func's own MLIR does, quoted."""
+    text = (ROOT / "examples" / "softmax.pto").read_text().replace("@softmax", '@"my-kernel"')
+    _, prog = _compile(text)
+    listing = prog.to_text()
+    assert listing.startswith('.kernel @"my-kernel" target=ascend950\n'), listing[:80]
+    assert '\n.vf @"my-kernel_trowmax_0"\n  vf.func @"my-kernel_trowmax_0"(' in listing
+    assert 'vf_call callee=@"my-kernel_trowmax_0" args=' in listing
+
+
 def test_vf_calls_carry_the_tile_op_origin():
     _, prog = _compile((ROOT / "examples" / "softmax.pto").read_text(), "softmax.pto")
     calls = [i for i in prog.instructions() if i.opcode == "vf_call"]

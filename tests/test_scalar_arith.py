@@ -139,3 +139,61 @@ def test_the_listing_tells_arithmetic_from_logical_shift():
     listing = api.emit(api.parse(kernel(body, True), "shr.pto"), "a2a3")
     (line,) = [ln for ln in listing.splitlines() if "vadds" in ln]
     assert " scalar=lshr(%n,3)-ashr(%n,3) " in line, line
+
+
+def test_the_listing_tells_unsigned_from_signed_and_shows_value_changing_casts():
+    """``cmpi ult`` and ``slt``, ``divui`` and ``divsi`` differ on a negative operand, and a cast that
+    changes the number (``trunci``, ``extui`` of more than one bit) is not its operand: the listing
+    prints C's operators for the signed ops, the arith name for the unsigned ones, and a value-changing
+    cast with the type it casts to; a sign extension stays its operand."""
+    body = """%c5 = arith.constant 5 : i32
+    %lt = arith.cmpi ult, %n, %c5 : i32
+    %ls = arith.cmpi slt, %n, %c5 : i32
+    %u = arith.extui %lt : i1 to i32
+    %v = arith.extui %ls : i1 to i32
+    %q = arith.divui %n, %c5 : i32
+    %a = arith.trunci %n : i32 to i8
+    %b = arith.extui %a : i8 to i32
+    %c = arith.extsi %a : i8 to i32
+    %s1 = arith.addi %u, %v : i32
+    %s2 = arith.addi %q, %b : i32
+    %s3 = arith.addi %s1, %s2 : i32
+    %s = arith.addi %s3, %c : i32"""
+    text = kernel(body, True)
+    (line,) = [ln for ln in api.emit(api.parse(text, "u.pto"), "a2a3").splitlines() if "vadds" in ln]
+    assert " scalar=ult(%n,5)+(%n<5)+divui(%n,5)+extui.i32(trunci.i8(%n))+trunci.i8(%n) " in line, line
+    n = -3  # 0xfffffffd: unsigned it is not below 5 and divides to 858993458; as i8 it is -3, zero-extended 253
+    res = api.check(api.parse(text, "u.pto"), "a2a3", {"x": np.zeros(8, np.int32), "n": n})
+    want = 0 + 1 + (n & 0xFFFFFFFF) // 5 + 253 + -3
+    assert res.ok and np.asarray(res.outputs["y"]).reshape(8).tolist() == [int(want)] * 8
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_a_zero_extended_index_addresses_what_it_is(target):
+    """A GM row offset ``index_cast(extui(trunci(%n) : i8))``: the address arithmetic saw through the
+    extui and sign-extended the i8, so n = 200 (i8 -56) loaded row -56 (a bounds error); the zero
+    extension gives row 200, as the golden model reads it."""
+    body = """%a = arith.trunci %n : i32 to i8
+    %b = arith.extui %a : i8 to i32
+    %r = arith.index_cast %b : i32 to index"""
+    text = f"""
+func.func @k(%x: !pto.ptr<i32>, %y: !pto.ptr<i32>, %n: i32) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c256 = arith.constant 256 : index
+    {body}
+    %xv = pto.make_tensor_view %x, shape = [%c256, %c8], strides = [%c8, %c1] : {TV}
+    %yv = pto.make_tensor_view %y, shape = [%c1, %c8], strides = [%c8, %c1] : {TV}
+    %xp = pto.partition_view %xv, offsets = [%r, %c0], sizes = [%c1, %c8] : {TV} -> {PV}
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c1, %c8] : {TV} -> {PV}
+    %t = pto.alloc_tile : {T}
+    pto.tload ins(%xp : {PV}) outs(%t : {T})
+    pto.tstore ins(%t : {T}) outs(%yp : {PV})
+    return
+}}
+"""
+    x = np.arange(256 * 8, dtype=np.int32).reshape(256, 8)
+    res = api.check(api.parse(text, "z.pto"), target, {"x": x, "n": 200})
+    assert res.ok, [c.line() for c in res.comparisons] + [d.message for d in res.diagnostics]
+    np.testing.assert_array_equal(np.asarray(res.outputs["y"]).reshape(8), x[200])
