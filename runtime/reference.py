@@ -226,11 +226,25 @@ class PartitionView:
             raise ValueError(f"negative partition size in {list(self.sizes)}")
         if n == 0:
             return np.zeros(1, dtype=np.int64)
-        grids = np.indices(self.sizes, dtype=np.int64).reshape(n, -1)
-        idx = np.zeros(grids.shape[1], dtype=np.int64)
-        for k in range(n):
-            idx += (self.offsets[k] + grids[k]) * self.view.strides[k]
+        return self.at(np.indices(self.sizes, dtype=np.int64).reshape(n, -1))
+
+    def at(self, coords) -> np.ndarray:
+        """GM element indices of the partition's elements at per-dimension coordinates ``coords``
+        (one array per dimension, all of one shape)."""
+        idx = np.zeros(np.shape(coords[0]), dtype=np.int64)
+        for k, c in enumerate(coords):
+            idx += (self.offsets[k] + c) * self.view.strides[k]
         return idx
+
+    def contiguous(self) -> bool:
+        """Its elements are consecutive in GM, in C order."""
+        step = 1
+        for size, stride in zip(reversed(self.sizes), reversed(self.view.strides)):
+            if size != 1:
+                if stride != step:
+                    return False
+                step *= size
+        return True
 
     def strided(self) -> np.ndarray | None:
         """The partition as a view of the GM array (shape ``sizes``) when that is exact: every
@@ -1284,55 +1298,51 @@ class Evaluator:
         last = k.size - 1 - first_from_end  # the last writer of each position
         dst.data[np.unravel_index(k[last], dst.data.shape)] = src.data[:r, :c].reshape(-1)[last]
 
-    def _indexed_table(self, op, pv, data_valid):
-        """MGATHER/MSCATTER's table as GM element indices: (rows, C) for Coalesce::Row, flat for
-        Elem (the partition's elements in C order), with the page's layout rules checked."""
-        self.need(op, isinstance(pv, PartitionView), "the table is not a partition view of a kernel argument")
-        C = pv.sizes[-1] if pv.sizes else 1
-        gm = self._gm_indices(op, pv, math.prod(pv.sizes))
-        packed = gm.size == 0 or bool((gm == gm[0] + np.arange(gm.size)).all())
-        if op.coalesce == "elem":
-            self.need(op, packed, f"{op.FLAT_TABLE_RULE} ({op.PAGE})")
-            return gm
-        self.need(op, C == data_valid[1], f"Coalesce::Row: the table's rows have {C} elements, the "
-                                          f"{op.DATA_NAME}'s valid cols are {data_valid[1]} ({op.PAGE})")
-        self.need(op, self.target != "ascend950" or packed, f"{op.A5_ROWS_RULE} ({op.PAGE})")
-        return gm.reshape(-1, C)
-
     def _indexed_slots(self, op, env, data):
-        """(table GM indices, the remapped indices, which access) of an MGATHER/MSCATTER."""
-        idx = self.tile(op, op.index, env)
+        """(the GM elements an MGATHER/MSCATTER accesses, as data's valid region (R, C), and which it
+        accesses: per row (Row) or element (Elem)), the page's layout and index rules checked;
+        only the accessed elements of the table are indexed."""
+        pv, idx = env[op.table], self.tile(op, op.index, env)
+        self.need(op, isinstance(pv, PartitionView), "the table is not a partition view of a kernel argument")
         R, C = data.valid
         self.need(op, R >= 1 and C >= 1, f"{op.DATA_NAME} valid shape {R}x{C}: both modes require ValidRow >= 1 "
                                          f"and ValidCol >= 1 ({op.PAGE})")
-        table = self._indexed_table(op, env[op.table], data.valid)
+        width = pv.sizes[-1] if pv.sizes else 1
         if op.coalesce == "row":
+            self.need(op, width == C, f"Coalesce::Row: the table's rows have {width} elements, the "
+                                      f"{op.DATA_NAME}'s valid cols are {C} ({op.PAGE})")
+            self.need(op, self.target != "ascend950" or pv.contiguous(), f"{op.A5_ROWS_RULE} ({op.PAGE})")
             shapes = ((1, R),) if self.target == "a2a3" else ((1, R), (R, 1))
             self.need(op, idx.valid in shapes, f"Coalesce::Row needs an index tile of valid shape "
                                                f"{' or '.join(f'[{a}, {b}]' for a, b in shapes)} on "
                                                f"{self.target}, got {idx.valid[0]}x{idx.valid[1]} ({op.PAGE})")
             raw = idx.data[:idx.valid[0], :idx.valid[1]].reshape(-1)
+            cap = math.prod(pv.sizes[:-1])
         else:
+            self.need(op, pv.contiguous(), f"{op.FLAT_TABLE_RULE} ({op.PAGE})")
             self.need(op, idx.valid == (R, C), f"Coalesce::Elem needs an index tile of valid shape {R}x{C}, got "
                                                f"{idx.valid[0]}x{idx.valid[1]} ({op.PAGE})")
             raw = idx.data[:R, :C]
+            cap = math.prod(pv.sizes)
         k = np.ascontiguousarray(raw).view(np.uint32).astype(np.int64)
-        cap = table.shape[0]
         self.need(op, cap >= 1, f"an empty table has no element to access ({op.PAGE})")
-        safe, on = E.remap_indices(k, cap, op.oob)
         if op.oob == "undefined":
             bad = k[k >= cap]
             self.need(op, bad.size == 0, f"index {int(bad[0]) if bad.size else 0} (read as uint32) is outside the "
                                          f"table's capacity {cap} with {op.OOB_KEY} = undefined: 'caller guarantees "
                                          f"idx < capacity' ({op.PAGE})")
-        return table, safe, on
+        safe, on = E.remap_indices(k, cap, op.oob)
+        pos = safe[:, None] * width + np.arange(C) if op.coalesce == "row" else safe
+        gm = pv.at(np.unravel_index(pos, pv.sizes))
+        mask = np.broadcast_to(on[:, None] if op.coalesce == "row" else on, gm.shape)
+        self._gm_bounds(op, pv, gm[mask])
+        return np.where(mask, gm, 0), on  # (an element not accessed: GM element 0, never read)
 
     def family_mgather(self, op, env):
         dst = self.dst(op, env, None)
-        table, safe, on = self._indexed_slots(op, env, dst)
+        gm, on = self._indexed_slots(op, env, dst)
         R, C = dst.valid
-        flat = env[op.table].view.gm.data
-        vals = flat[table[safe]]
+        vals = env[op.table].view.gm.data[gm]
         if vals.dtype != dst.dtype:
             vals = vals.view(dst.dtype)
         vals = np.where(on[..., None] if op.coalesce == "row" else on, vals, np.zeros((), dst.dtype))
@@ -1340,13 +1350,13 @@ class Evaluator:
 
     def family_mscatter(self, op, env):
         src = self.tile(op, op.data, env)
-        table, safe, on = self._indexed_slots(op, env, src)
+        at, on = self._indexed_slots(op, env, src)
         R, C = src.valid
         gm = env[op.table].view.gm
         vals = src.data[:R, :C]
         if vals.dtype != gm.data.dtype:
             vals = vals.view(gm.data.dtype)
-        slots = table[safe[on]].reshape(-1)  # GM elements in write order (a Row slot: its C elements)
+        slots = at[on].reshape(-1)  # GM elements in write order (a Row slot: its C elements)
         vals = vals[on].reshape(-1)
         if op.atomic == "none" and op.conflict == "default":
             self.need(op, np.unique(slots).size == slots.size,
@@ -1608,12 +1618,17 @@ class Evaluator:
         self.need(op, idx.size == count,
                   f"partition view of {idx.size} elements ({'x'.join(map(str, pv.sizes))}) does not match the "
                   f"tile's valid region of {count} elements")
+        self._gm_bounds(op, pv, idx)
+        return idx
+
+    @staticmethod
+    def _gm_bounds(op, pv: PartitionView, idx: np.ndarray) -> None:
+        """A located error if a GM element index of ``idx`` is outside ``pv``'s GM argument."""
         n = pv.view.gm.data.size
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
             raise op_error(op, f"GM access out of bounds: element {bad} of '{pv.view.gm.name}' "
                                f"({n} elements)")
-        return idx
 
     def family_load(self, op, env):
         pv = env[op.ins[0]] if op.ins else None
