@@ -461,6 +461,10 @@ def _attr_body(op: Operation, *keys: str) -> str | None:
     return None
 
 
+_EVERY_BYTE_TRUE = {n: int.from_bytes(b"\x01" * n, "little") for n in (1, 2, 4, 8)}
+"""The unsigned int of ``n`` bytes each ``True`` (1): an element's written flags set at once."""
+
+
 def _generic(op: Operation):
     """The step that runs ``op`` through :meth:`Evaluator._eval_op` (looked up when it runs)."""
     return lambda ev, env: ev._eval_op(op, env)
@@ -544,7 +548,8 @@ class Evaluator:
         self.cube_mem: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         """Per cube memory: its bytes and, per byte, whether a tile placed by hand wrote it."""
         self.cube_index: dict[tuple, tuple[np.ndarray, int]] = {}
-        """(tile geometry, address) -> each element's byte index and the end of the span (:meth:`_cube_bytes`)."""
+        """Tile geometry -> each element's index from the tile's address and the span's size in bytes
+        (:meth:`_cube_span`)."""
         self.cube_writers: dict[str, list[tuple[int, int, np.ndarray]]] = {}
         """Per cube memory: ``(lo, hi, data)``, the tile data whose bytes ``[lo, hi)`` last were
         (the memory's bytes equal them there), latest last (:meth:`cube_sync_in`)."""
@@ -816,28 +821,32 @@ class Evaluator:
         bound[:] = [(lo, old) for lo, old in bound if lo + old.type.nbytes <= addr or hi <= lo] + [(addr, fresh)]
         return fresh
 
-    def _cube_bytes(self, t: Tile) -> tuple[str, int, int, np.ndarray]:
-        """(memory, lo, hi, index): the byte span of a tile placed by hand in a cube memory and the
-        byte index of each element's bytes, shape ``(rows, cols, sizeof(T))``, where the executor
-        puts them (runtime/cube.py ``tile_offsets``); the memory grows to hold it."""
-        loc, addr = t.cube_at
+    def _cube_span(self, t: Tile) -> tuple[str, int, int, np.ndarray, np.ndarray, np.ndarray]:
+        """A tile placed by hand in a cube memory: (memory, lo, hi, index, the bytes ``[lo, hi)``
+        as its element type, their written flags as unsigned ints of that size), ``index`` (shape
+        ``(rows, cols)``) giving each element's place in those two views where the executor puts it
+        (runtime/cube.py ``tile_offsets``: an element's bytes are one element of the view, so
+        copies and flags go per element, not per byte); the memory grows to hold it."""
+        loc, lo = t.cube_at
         tt = t.type
-        key = (tt.rows, tt.cols, tt.blayout.data, tt.slayout.data, tt.fractal.data, tt.elem_bytes, addr)
+        size = tt.elem_bytes
+        key = (tt.rows, tt.cols, tt.blayout.data, tt.slayout.data, tt.fractal.data, size)
         got = self.cube_index.get(key)
         if got is None:
             off = cube.tile_offsets(tt.rows, tt.cols, cube.layout_name(tt.blayout.data, tt.slayout.data),
-                                    tt.fractal.data, tt.elem_bytes)
-            idx = addr + off[..., None] + np.arange(tt.elem_bytes)
-            got = self.cube_index[key] = (idx, int(idx.max()) + 1)
-        idx, hi = got
+                                    tt.fractal.data, size)
+            got = self.cube_index[key] = (off // size, int(off.max()) + size)
+        idx, span = got
+        hi = lo + span
         mem = self.cube_mem.get(loc)
         if mem is None or mem[0].size < hi:
             n = max(hi, 2 * mem[0].size if mem else 0)
             grown = (np.zeros(n, np.uint8), np.zeros(n, bool))
             if mem is not None:
                 grown[0][:mem[0].size], grown[1][:mem[1].size] = mem
-            self.cube_mem[loc] = grown
-        return loc, addr, hi, idx
+            mem = self.cube_mem[loc] = grown
+        return (loc, lo, hi, idx, mem[0][lo:hi].view(t.data.dtype),
+                mem[1][lo:hi].view(f"u{size}"))
 
     def _cube_wrote(self, loc: str, lo: int, hi: int, data: np.ndarray) -> None:
         writers = self.cube_writers.setdefault(loc, [])
@@ -846,17 +855,16 @@ class Evaluator:
     def cube_sync_in(self, t: Tile) -> None:
         """Before an op reads or writes ``t``: where another tile's data last wrote some of its bytes,
         ``t`` takes the memory's bytes (its own writes are already its data)."""
-        loc, lo, hi, idx = self._cube_bytes(t)
+        loc, lo, hi, idx, data, _ = self._cube_span(t)
         if any(a < hi and lo < b and d is not t.data for a, b, d in self.cube_writers.get(loc, ())):
-            t.data[...] = self.cube_mem[loc][0][idx].view(t.data.dtype).reshape(t.data.shape)
+            t.data[...] = data[idx]
             self._cube_wrote(loc, lo, hi, t.data)
 
     def cube_sync_out(self, t: Tile) -> None:
         """After an op wrote ``t``: its data becomes the memory's bytes."""
-        loc, lo, hi, idx = self._cube_bytes(t)
-        mem, written = self.cube_mem[loc]
-        mem[idx] = np.ascontiguousarray(t.data).view(np.uint8).reshape(idx.shape)
-        written[idx] = True
+        loc, lo, hi, idx, data, written = self._cube_span(t)
+        data[idx] = t.data
+        written[idx] = _EVERY_BYTE_TRUE[written.dtype.itemsize]
         self._cube_wrote(loc, lo, hi, t.data)
 
     def eval_eventid_array(self, op: Operation, env: dict) -> None:
@@ -1047,8 +1055,8 @@ class Evaluator:
         if t.ub_at is not None:
             return bool(self.ub_written[t.ub_at[0]:t.ub_at[1]].any())
         if t.cube_at is not None and not t.written:
-            loc, _, _, idx = self._cube_bytes(t)
-            return bool(self.cube_mem[loc][1][idx].any())
+            _, _, _, idx, _, written = self._cube_span(t)
+            return bool(written[idx].any())
         return t.written or (t.base is not None and self.holds_data(t.base))
 
     def _same_valid(self, op, tile: Tile, valid: tuple[int, int], who: str) -> None:
