@@ -562,16 +562,17 @@ class Evaluator:
 
     # ---- functions, blocks, regions --------------------------------------------------
     def call(self, fn: func.FuncOp, args: list) -> list:
-        if fn.body.first_block is None:
+        block = fn.body.first_block
+        if block is None:
             raise op_error(fn, "is a declaration without a body; it cannot be run")
         self.depth += 1
         if self.depth > MAX_CALL_DEPTH:
             raise op_error(fn, f"call depth exceeds {MAX_CALL_DEPTH} (recursion?)")
         try:
             if self.depth > 1:
-                return self.run_block(fn.body.first_block, args, {})
+                return self.run_block(block, args, {})
             with np.errstate(all="ignore"):  # IEEE results, no warnings (runtime/elementwise.py)
-                return self.run_block(fn.body.first_block, args, {})
+                return self.run_block(block, args, {})
         finally:
             self.depth -= 1
 
