@@ -10,7 +10,8 @@ too; a file with a RUN line PTOAS accepts as well counts as positive, its ``not 
 are tests/test_corpus_negative.py's), ``negative-accepted``, ``no-compile`` (with the first
 error line), ``no-run`` (compiles; --run fails, with the reason), ``run`` (runs, compares
 nothing: no GM output, no tprint, no tile the ``--run`` harness can move, passes/tile_harness.py),
-``PASS`` (runs, at least one output compared and all PASS), ``MISMATCH``.  Integer scalar
+``PASS`` (runs, at least one output compared and all PASS), ``MISMATCH``, ``ill-conditioned``
+(``--run``'s exit 5: only the float summation order decides the mismatch).  Integer scalar
 arguments get the values of ``SCALAR_INPUTS`` (test_corpus_positive's, else 1), and a file of
 several kernels its ``--entry`` (a file past the GM limit its ``--max-gm-bytes``), as a test
 would supply them.  ``--diff`` prints the files whose class changed since a saved ``--json``.
@@ -148,19 +149,21 @@ def classify(path: Path) -> dict[str, str]:
         rec["reason"] = (out.strip().splitlines() or ["no output compared"])[-1][:160]
     elif code == 3:
         rec.update({"class": "MISMATCH", "reason": "; ".join(compared)[:160]})
+    elif code == 5:
+        rec.update({"class": "ill-conditioned", "reason": "; ".join(compared)[:160]})
     else:
         rec.update({"class": "no-run", "reason": f"exit {code}: {reason(err)}"})
     return rec
 
 
-ORDER = ("PASS", "run", "MISMATCH", "no-run", "no-compile", "negative-ok", "negative-accepted")
+ORDER = ("PASS", "run", "MISMATCH", "ill-conditioned", "no-run", "no-compile", "negative-ok", "negative-accepted")
 
 
 def summary(records: list[dict[str, str]]) -> str:
     counts = {c: sum(r["class"] == c for r in records) for c in ORDER}
     positive = [r for r in records if not r["class"].startswith("negative")]
-    compiled = sum(r["class"] in ("PASS", "run", "MISMATCH", "no-run") for r in positive)
-    ran = sum(r["class"] in ("PASS", "run", "MISMATCH") for r in positive)
+    compiled = sum(r["class"] in ("PASS", "run", "MISMATCH", "ill-conditioned", "no-run") for r in positive)
+    ran = sum(r["class"] in ("PASS", "run", "MISMATCH", "ill-conditioned") for r in positive)
     return (f"{len(records)} files ({len(positive)} positive, {len(records) - len(positive)} negative): "
             f"compile {compiled}, run {ran}, compare-PASS {counts['PASS']}; "
             + ", ".join(f"{c} {n}" for c, n in counts.items()))

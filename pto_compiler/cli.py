@@ -3,7 +3,8 @@
     ptoc FILE|- [--target T] [--emit {pto,placed,vf,program}] [-o FILE] ...
 
 Exit codes: 0 success, 1 a diagnostic in the input, 2 a usage or I/O error,
-3 ``--run`` differs from the golden model, 4 the executor found a race or deadlock,
+3 ``--run`` differs from the golden model, 4 the executor found a race or deadlock, 5 ``--run``
+differs only where the float summation order decides (ill-conditioned),
 70 an internal error (a bug in ptoc; the traceback is printed only with ``--debug``).
 
 Imports are lazy on purpose: ``ptoc --version`` and usage errors must not pay for
@@ -27,6 +28,7 @@ EXIT_DIAGNOSTIC = 1
 EXIT_USAGE = 2
 EXIT_MISMATCH = 3
 EXIT_HAZARD = 4
+EXIT_ILL_CONDITIONED = 5
 EXIT_INTERNAL = 70  # EX_SOFTWARE from sysexits.h
 
 EMIT_LEVELS = ("pto", "placed", "vf", "program")
@@ -150,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile a PTO-AS kernel for one target; with --run, execute the emitted "
                     "program on the bundled NumPy executor and check it against the golden model.",
         epilog="exit codes: 0 ok, 1 diagnostic in the input, 2 usage or I/O error, "
-               "3 --run mismatch, 4 data race or deadlock, 70 internal error",
+               "3 --run mismatch, 4 data race or deadlock, 5 --run ill-conditioned (only the float summation "
+               "order decides the mismatch), 70 internal error",
     )
     p.add_argument("file", metavar="FILE", help="PTO-AS source file, or - for standard input")
     p.add_argument("--target", type=_target_name, metavar="{" + ",".join(TARGET_CHOICES) + "}",
@@ -491,9 +494,12 @@ def _execute(args: argparse.Namespace, module, target, times) -> int:
         res = api.check(module, target, values, entry=args.entry, times=times, max_gm_bytes=args.max_gm_bytes,
                         **run_options, **_options(args))
         program, findings, saved = res.program, res.findings, res.outputs
-        out.extend(c.line() + "\n" for c in res.comparisons)
-        if not all(c.ok for c in res.comparisons):
+        ill = {} if res.ok else pipeline.order_decided(module, res, target.name, args.entry, args.blocks or 1)
+        out.extend(c.line(ill.get(c.name)) + "\n" for c in res.comparisons)
+        if any(not c.ok and c.name not in ill for c in res.comparisons):
             code = EXIT_MISMATCH
+        elif ill:
+            code = EXIT_ILL_CONDITIONED
         saved = {name: res.outputs[name] for name in res.reference if name in res.outputs}
     else:
         scalars = pipeline.kernel_scalars(module, values, args.entry)

@@ -256,13 +256,17 @@ class Comparison:
     """(index, got, want) of the first mismatching element."""
     rule: str = "exact"
 
-    def line(self) -> str:
+    def line(self, ill_conditioned: str | None = None) -> str:
+        """``PASS``/``FAIL`` and the first mismatch; ``ILL-CONDITIONED`` and why when
+        :func:`order_decided` says the summation order decides every failing element."""
         err = _fmt(self.max_abs_err)
         if self.ok:
             return f"PASS {self.name} {err}"
         idx, got, want = self.mismatch
         where = "(" + ", ".join(str(i) for i in idx) + ")"
-        return f"FAIL {self.name} {err} first mismatch at {where}: got {_fmt(got)} want {_fmt(want)}"
+        head = "ILL-CONDITIONED" if ill_conditioned else "FAIL"
+        tail = f" ({ill_conditioned})" if ill_conditioned else ""
+        return f"{head} {self.name} {err} first mismatch at {where}: got {_fmt(got)} want {_fmt(want)}{tail}"
 
 
 def _fmt(x) -> str:
@@ -326,6 +330,42 @@ def compare_outputs(got: dict, want: dict, tolerant: set | frozenset = frozenset
         else:
             out.append(Comparison(name, True, max_err, None, rule))
     return out
+
+
+def order_decided(module, res, target: str, entry: str | None = None, blocks: int = 1) -> dict[str, str]:
+    """The outputs of a ``--run`` (``res``: :func:`pto_compiler.api.check`'s result) that FAIL only
+    where the float summation order decides, each with why: every element failing the float-sum
+    tolerance leaves it too when the golden model sums TROWSUM/TCOLSUM in another legal order
+    (``E.SUM_ORDERS``).  A sum followed by cancellation can amplify the order's freedom beyond the
+    tolerance: such an output is ill-conditioned, neither a PASS nor a miscompilation.  An output
+    compared bit for bit, a mismatch at an element every order agrees on, or a run with findings
+    never is."""
+    import numpy as np
+
+    from pto_compiler.passes.lower_a2a3 import float_sum_outputs
+    from pto_compiler.runtime import elementwise as E
+
+    tolerant = float_sum_outputs(module, entry)
+    failed = [c.name for c in res.comparisons if not c.ok and c.name in tolerant and c.name in res.reference
+              and np.asarray(res.outputs.get(c.name, ())).size == np.asarray(res.reference[c.name]).size]
+    if res.findings or not failed:
+        return {}
+    orders = [o for o in E.SUM_ORDERS if o != "exact"]
+    others = [golden_outputs(module, res.inputs, entry, blocks, None, target, sum_order=o) for o in orders]
+    why = {}
+    for name in failed:
+        want = np.asarray(res.reference[name])
+        got = np.asarray(res.outputs[name]).reshape(want.shape)
+        bad, _, rule = mismatches(got, want, True)
+        moved = np.logical_or.reduce([mismatches(o[name], want, True)[0] for o in others])
+        if (bad & ~moved).any():
+            continue
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        values = ", ".join(f"{o} {float(other[name][at]):.6g}" for o, other in zip(orders, others))
+        why[name] = (f"all {int(bad.sum())} element(s) failing '{rule}' leave it when the golden model sums in "
+                     f"another order; at {at}: ptoc {float(got[at]):.6g}, golden exact {float(want[at]):.6g}, "
+                     f"{values}")
+    return why
 
 
 def compare_prints(got: list, want: list) -> list[Comparison]:
@@ -432,16 +472,16 @@ def gm_inputs(values: dict) -> dict:
 
 
 def golden_outputs(module, values: dict, entry: str | None = None, blocks: int = 1,
-                   max_steps: int | None = None, target: str | None = None) -> dict:
+                   max_steps: int | None = None, target: str | None = None, sum_order: str = "exact") -> dict:
     """The golden model's outputs for ``--run``: the kernel evaluated once per block, in turn, on
-    one GM, as the executor runs it."""
+    one GM, as the executor runs it (float sums in ``sum_order``, ``E.SUM_ORDERS``)."""
     from pto_compiler.runtime import reference as golden
 
     current = dict(values)
     out: dict = {}
     for b in range(blocks):
         out = golden.evaluate(module, current, entry, block_idx=b, block_num=blocks, max_steps=max_steps,
-                              target=target)
+                              target=target, sum_order=sum_order)
         for name, arr in out.items():
             if name in current and not name.startswith("result"):
                 current[name] = arr

@@ -226,3 +226,44 @@ def test_compare_rule():
     assert not pipeline.compare_outputs(got, want, {"s"})[0].ok
     h = {"h": np.array([10.0], np.float16)}
     assert pipeline.compare_outputs({"h": np.array([10.1], np.float16)}, h, {"h"})[0].ok
+
+
+
+def _ill_conditioned_args(tmp_path) -> list[str]:
+    """tests/fuzz/test_fuzz.py's inputs of its ill-conditioned kernel as ``--input`` files: z's row 0
+    is 1024 with the golden model's exact sum and 0.999 with ptoc's; row 1 sums exactly in any order."""
+    from tests.fuzz.test_fuzz import _ill_inputs
+
+    for name, value in _ill_inputs().items():
+        np.save(tmp_path / f"{name}.npy", value)
+    return ["--input", f"x={tmp_path / 'x.npy'}", "--input", f"y={tmp_path / 'y.npy'}"]
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_run_says_ill_conditioned_where_the_summation_order_decides(target, tmp_path, capsys):
+    """A row sum, subtracted from values near it, then the reciprocal: the golden model summing left
+    to right or as a pairwise tree fails at the same elements, so ``--run`` says ``ILL-CONDITIONED``
+    with why (exit 5), not FAIL."""
+    from tests.fuzz.test_fuzz import ILL
+
+    rc = cli.main([str(ILL), "--target", target, "--run", *_ill_conditioned_args(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == cli.EXIT_ILL_CONDITIONED == 5, out
+    assert out.startswith("ILL-CONDITIONED z ") and "first mismatch at (0, 0)" in out, out
+    assert "want 1024 (all 8 element(s) failing" in out and "golden exact 1024, sequential" in out, out
+
+
+def test_a_wrong_element_every_summation_order_agrees_on_stays_a_fail(tmp_path, capsys, monkeypatch):
+    """A corrupted element in row 1 (which sums exactly in any order) makes z a FAIL (exit 3) though
+    row 0 is ill-conditioned: the executor is wrong there whatever the order."""
+    from tests.fuzz.test_fuzz import ILL
+
+    def corrupt(res):
+        res.outputs["z"].reshape(2, 8)[1, 3] = 7.0
+        return res
+
+    real = api.run
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: corrupt(real(*args, **kwargs)))
+    rc = cli.main([str(ILL), "--target", "a2a3", "--run", *_ill_conditioned_args(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == cli.EXIT_MISMATCH and out.startswith("FAIL z "), out
