@@ -1662,39 +1662,57 @@ class _FnLowering:
         select mask): the covering source pair's values and indices copied to dst over dst's valid
         region outside the other pair's, then over the other pair's region both values ``ld_ub``'d,
         compared (``ogt`` / ``olt``: a NaN takes src1) and the chosen value and index ``st_ub``'d (as
-        unsigned bits: a select copies them).
-        Bracketed by V->S / S->V flags (also on ascend950)."""
+        unsigned bits: a select copies them).  Valid shapes known only at run time: the covering
+        pair is src0's when its valid region is dst's (the copies in loops of 0 or 1 trips, as
+        TPART*'s), the compared region the sources' common one inside dst's; the golden model checks
+        the page's pattern at run time.  Each element is read before its own dst element is written
+        (dst may be a source's buffer).  Bracketed by V->S / S->V flags (also on ascend950)."""
         v0, v1, i0, i1 = (self.tile(v) for v in op.ins)
         dv, di = (self.tile(v) for v in op.outs)
-        full, (sr, sc) = op.part_split()
-        fv, fi = ((v0, i0), (v1, i1))[full]
         vbits, ibits = f"u{8 * dv.esize}", f"u{8 * di.esize}"
-        self.flag("V", "S")
         R, C = dv.vr, dv.vc
-        # rows [0, sr) x cols [sc, C) and rows [sr, R) x cols [0, C) copied, then [0, sr) x [0, sc) chosen
-        # (every element read before its own dst element is written: dst may be a source's buffer)
-        for (r0, r1, c0, c1), pairs in (((0, sr, sc, C), ((fv, dv), (fi, di))), ((sr, R, 0, C), ((fv, dv), (fi, di))),
-                                        ((0, sr, 0, sc), None)):
-            if r1 <= r0 or c1 <= c0:
+        nonempty = self.mul(self.min(R, 1), self.min(C, 1))
+        f0 = self.mul(nonempty, self.mul(equal_flag(self, v0.vr, R), equal_flag(self, v0.vc, C)))
+        sr, sc = self.min(self.min(v0.vr, v1.vr), R), self.min(self.min(v0.vc, v1.vc), C)
+        self.flag("V", "S")
+        for (fv, fi), trips in (((v0, i0), f0), ((v1, i1), self.sub(nonempty, f0))):
+            if _is_int(trips) and trips == 0:
                 continue
-            rows, r = self.loop("r", r0, r1, bound=dv.t.rows)
-            outer = self.in_body(rows.body)
-            cols, c = self.loop("c", c0, c1, bound=dv.t.cols)
-            inner = self.in_body(cols.body)
-            if pairs is not None:
-                for s, d in pairs:
-                    bits = vbits if d is dv else ibits
+            node = None if _is_int(trips) else self.loop("p", 0, trips, bound=1)[0]
+            outer = None if node is None else self.in_body(node.body)
+
+            def copy(r, c, pairs=((fv, dv, vbits), (fi, di, ibits))):
+                for s, d, bits in pairs:
                     x = self.emit("ld_ub", bits, dst=self.fresh("x"), addr=self.elem(s, r, c))
                     self.emit("st_ub", bits, addr=self.elem(d, r, c), src=x)
-            else:
-                a = self.emit("ld_ub", dv.dtype, dst=self.fresh("a"), addr=self.elem(v0, r, c))
-                b = self.emit("ld_ub", dv.dtype, dst=self.fresh("b"), addr=self.elem(v1, r, c))
-                take0 = self._compare(a, b, "GT" if op.IS_MAX else "LT", dv.dtype)
-                for (s0, s1, d), bits in (((v0, v1, dv), vbits), ((i0, i1, di), ibits)):
-                    self._store_selected(take0, s0, s1, d, r, c, bits)
-            self.end_loop(inner)
-            self.end_loop(outer)
+            # rows [0, sr) x cols [sc, C) and rows [sr, R) x cols [0, C): the covering pair's
+            for rect in ((0, sr, sc, C), (sr, R, 0, C)):
+                self._each_element(rect, dv, copy)
+            if node is not None:
+                self.end_loop(outer)
+
+        def choose(r, c):
+            a = self.emit("ld_ub", dv.dtype, dst=self.fresh("a"), addr=self.elem(v0, r, c))
+            b = self.emit("ld_ub", dv.dtype, dst=self.fresh("b"), addr=self.elem(v1, r, c))
+            take0 = self._compare(a, b, "GT" if op.IS_MAX else "LT", dv.dtype)
+            for (s0, s1, d), bits in (((v0, v1, dv), vbits), ((i0, i1, di), ibits)):
+                self._store_selected(take0, s0, s1, d, r, c, bits)
+        self._each_element((0, sr, 0, sc), dv, choose)
         self.flag("S", "V")
+
+    def _each_element(self, rect, d: TileRef, body):
+        """``body(r, c)`` in loops over rows [r0, r1) x cols [c0, c1) of a tile shaped as ``d``
+        (nothing for a rectangle known to be empty)."""
+        r0, r1, c0, c1 = rect
+        if any(_is_int(hi) and _is_int(lo) and hi <= lo for lo, hi in ((r0, r1), (c0, c1))):
+            return
+        rows, r = self.loop("r", r0, r1, bound=d.t.rows)
+        outer = self.in_body(rows.body)
+        cols, c = self.loop("c", c0, c1, bound=d.t.cols)
+        inner = self.in_body(cols.body)
+        body(r, c)
+        self.end_loop(inner)
+        self.end_loop(outer)
 
     def tile_scatter(self, op):
 

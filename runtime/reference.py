@@ -1092,11 +1092,7 @@ class Evaluator:
         r, c = dst.valid
         if r == 0 or c == 0:
             return  # "If dst has a zero valid region, the instruction returns early"
-        found = pto.partial_regions((r, c), a.valid, b.valid)
-        self.need(op, found is not None,
-                  f"needs one source's valid region equal to dst's and the other's no larger at run time "
-                  f"(TPARTADD.md; got src0 {a.valid[0]}x{a.valid[1]}, src1 {b.valid[0]}x{b.valid[1]}, "
-                  f"dst {r}x{c})")
+        found = self._part_pattern(op, dst.valid, a.valid, b.valid, "TPARTADD.md")
         if pto.TARGET_RULES.get(op.name) is pto.tpart_a5_early_return:
             self.need(op, self.target != "ascend950" or (0 not in a.valid and 0 not in b.valid),
                       "with a source of zero valid region at run time returns early on A5 (dst left as it "
@@ -1105,6 +1101,14 @@ class Evaluator:
         out = (a, b)[full].data[:r, :c].copy()
         out[:sr, :sc] = self.fn(op)(a.data[:sr, :sc], b.data[:sr, :sc])
         self._store(dst, r, c, out)
+
+    def _part_pattern(self, op, dst: tuple, a: tuple, b: tuple, page: str):
+        """:func:`pto.partial_regions` of valid regions known at run time, or a located error."""
+        found = pto.partial_regions(dst, a, b)
+        self.need(op, found is not None,
+                  f"needs one source's valid region equal to dst's and the other's no larger at run time "
+                  f"({page}; got src0 {a[0]}x{a[1]}, src1 {b[0]}x{b[1]}, dst {dst[0]}x{dst[1]})")
+        return found
 
     def family_unary(self, op, env):
         a = self.tile(op, op.ins[0], env)
@@ -1281,8 +1285,14 @@ class Evaluator:
         copied, then the compare and select where both pairs are valid."""
         v0, v1, i0, i1 = (self.tile(op, v, env) for v in op.ins)
         dsts = [self.tile(op, v, env) for v in op.outs] or [self.result_tile(op, k, v0.valid, env) for k in range(2)]
-        full, (r, c) = op.part_split()
-        (fv, fi), (R, C) = ((v0, i0), (v1, i1))[full], dsts[0].valid
+        for val, idx, who in ((v0, i0, "src0"), (v1, i1, "src1"), (*dsts, "dst")):
+            self.need(op, val.valid == idx.valid, f"{who}Val's valid region {val.valid[0]}x{val.valid[1]} differs from "
+                      f"{who}Idx's {idx.valid[0]}x{idx.valid[1]} at run time")
+        R, C = dsts[0].valid
+        if R == 0 or C == 0:
+            return
+        full, (r, c) = self._part_pattern(op, (R, C), v0.valid, v1.valid, "TPARTARGMAX.md")
+        fv, fi = ((v0, i0), (v1, i1))[full]
         a, b = v0.data[:r, :c], v1.data[:r, :c]
         with np.errstate(invalid="ignore"):
             take0 = a > b if op.IS_MAX else a < b

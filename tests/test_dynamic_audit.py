@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from pto_compiler import api
+from pto_compiler.diagnostics import PtocError
 from pto_compiler.dialects import pto
 from pto_compiler.targets import lookup_target
 
@@ -47,14 +48,15 @@ class Spec:
     source type (given 3), %f an f32 3.0, %g an f32 2^-20, %n an i32 7 and {t0}.. {td} {sdt} the
     types; ``srcs``/``dst``: the tiles' kinds ("full" R x C, "col" R x 1 ColMajor, "row" 1 x C,
     "blk" R x 32/sizeof(T), "tall" C x R, "whole" R x C of static valid shape, loaded whole: a
-    gather's source); ``want(xs, y, dt)``: NumPy of the op on the sources' valid regions (y: dst's
+    gather's source; "mask" R x 32 bytes of packed predicate bits, valid vr x ceil(vc / its bits
+    an element): TCMP's dst, TSEL's mask); ``want(xs, y, dt)``: NumPy of the op on the sources' valid regions (y: dst's
     region before, for the ops that read it), giving dst's valid region."""
     line: str
     srcs: tuple[str, ...]
     dst: str
     want: object
-    out: str | None = None
-    """dst's element type when it is not the sources' ("i32": the index forms)."""
+    out: str | dict | None = None
+    """dst's element type when it is not the sources' ("i32": the index forms), or one per target."""
     pairs: tuple[tuple[str, str], ...] = ()
     """(source, destination) element types instead of the op's dtype list (conversions)."""
     empty: bool = True
@@ -62,10 +64,13 @@ class Spec:
     sums: bool = False
     """A float sum: compared within EPS (integers bit for bit)."""
     values: str = "any"
-    """"any": floats ~N(0, 16), integers over their whole range; "small": integers in -3..3 (products)."""
+    """"any": floats ~N(0, 16), integers over their whole range; "small": integers in -3..3 (products);
+    "few": every type in -3..3 (0..3 unsigned), so that compares for equality hold often."""
     idx: str | None = None
     """The last source's element type when it holds indices into the first source's tile: element
     numbers ("i32": TGATHER) or byte offsets ("ui32": TGATHERB); ``want`` gets the whole tiles."""
+    mask: str = "ui8"
+    """A "mask" source's element type (TSEL's mask: any integer type, its bytes read)."""
 
     @property
     def op(self) -> str:
@@ -112,6 +117,21 @@ def _deq_relu(xs):
     a, b = (x.astype(np.int64) for x in xs[:2])
     return np.array([[VC.o_deq_relu(int(a[i, j]), int(b[i, j]), 2.0 ** -20) for j in range(a.shape[1])]
                      for i in range(a.shape[0])], np.float16).reshape(a.shape)
+
+
+def _packed(p, y, dt):
+    """The page's predicate of ``p`` (R x C booleans) in dst's valid region ``y``: bit j % 8 of byte
+    j // 8 of each row, the bytes past ceil(C / 8) zero."""
+    nbytes = y.shape[1] * np.dtype(dt).itemsize
+    out = np.zeros((p.shape[0], nbytes), np.uint8)
+    bits = np.packbits(p, axis=1, bitorder="little")
+    out[:, :bits.shape[1]] = bits
+    return out.view(dt)
+
+
+def _unpacked(m, cols):
+    """Bit j % 8 of byte j // 8 of each row of the mask ``m``, for j < cols."""
+    return np.unpackbits(np.ascontiguousarray(m).view(np.uint8), axis=1, bitorder="little")[:, :cols].astype(bool)
 
 
 def _tile_blocks(b, vc):
@@ -176,6 +196,16 @@ FAMILIES = {
                    lambda xs, y, dt: xs[0].reshape(-1)[xs[1][:y.shape[0], :y.shape[1]]], idx="i32"),
     "gatherb": Spec("pto.tgatherb ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("whole", "full"), "full",
                     lambda xs, y, dt: xs[0].reshape(-1)[xs[1][:y.shape[0], :y.shape[1]] // xs[0].itemsize], idx="ui32"),
+    "cmp": Spec("pto.tcmp ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td}) {{cmpMode = #pto.cmp<EQ>}}", ("full", "full"),
+                "mask", lambda xs, y, dt: _packed(xs[0] == xs[1], y, dt), out="ui8", values="few"),
+    "cmps": Spec("pto.tcmps ins(%s0, %sc : {t0}, {sdt}) outs(%d : {td}) {{cmpMode = #pto.cmp<EQ>}}", ("full",), "mask",
+                 lambda xs, y, dt: _packed(xs[0] == np.asarray(3).astype(xs[0].dtype), y, dt),
+                 out={"a2a3": "i8", "ascend950": "ui32"}, values="few"),
+    "sel": Spec("pto.tsel ins(%s0, %s1, %s2 : {t0}, {t1}, {t2}) outs(%d : {td})", ("mask", "full", "full"), "full",
+                lambda xs, y, dt: np.where(_unpacked(xs[0], y.shape[1]), xs[1], xs[2])),
+    "sels": Spec("pto.tsels ins(%s0, %s1, %sc : {t0}, {t1}, {sdt}) outs(%d : {td})", ("mask", "full"), "full",
+                 lambda xs, y, dt: np.where(_unpacked(xs[0], y.shape[1]), xs[1], np.asarray(3).astype(dt)),
+                 mask="i32"),
     "reluconv": Spec("pto.taddreluconv ins(%s0, %s1 : {t0}, {t1}) outs(%d : {td})", ("full", "full"), "full",
                      _relu_conv, pairs=pto.RELU_CONV_PAIRS, empty=False),
     "deqrelu": Spec("pto.tadddeqrelu ins(%s0, %s1, %g, %s2 : {t0}, {t1}, f32, {t2}) outs(%d : {td})", ("full",) * 3,
@@ -185,6 +215,7 @@ FAMILIES = {
 ELSEWHERE = {
     "fillpad": "test_dynamic_valid.py::test_fillpad_forms_of_run_time_valid_shapes",
     "part": "test_dynamic_valid.py::test_tpart_of_run_time_valid_shapes",
+    "partarg": "test_dynamic_audit.py::test_tpartarg_of_run_time_valid_shapes (two destinations)",
     "sort32": "test_dynamic_valid.py::test_tsort32_of_run_time_valid_shapes",
     "mrgsort": "test_dynamic_valid.py::test_tmrgsort_of_run_time_valid_shapes",
     "scatter": "test_dynamic_valid.py::test_tscatter_of_run_time_valid_shapes",
@@ -199,22 +230,26 @@ ELSEWHERE = {
 """Families whose run-time valid shapes are tested elsewhere (the test named)."""
 
 
-def _shape(kind, R, C, B):
-    return {"full": (R, C), "whole": (R, C), "col": (R, 1), "row": (1, C), "blk": (R, B), "tall": (C, R)}[kind]
+def _shape(kind, R, C, B, M=1):
+    """A tile's shape (``M``: the bytes of a mask tile's element)."""
+    return {"full": (R, C), "whole": (R, C), "col": (R, 1), "row": (1, C), "blk": (R, B), "tall": (C, R),
+            "mask": (R, 32 // M)}[kind]
 
 
-def _valid(kind, vr, vc, B):
-    return {"whole": (None, None), "full": (vr, vc), "col": (vr, 1), "row": (1, vc), "blk": (vr, B), "tall": (vc, vr)}[kind]
+def _valid(kind, vr, vc, B, M=1):
+    return {"whole": (None, None), "full": (vr, vc), "col": (vr, 1), "row": (1, vc), "blk": (vr, B), "tall": (vc, vr),
+            "mask": (vr, -(-vc // (8 * M)))}[kind]
 
 
 def _valid_text(kind, B, set_form):
     if kind == "whole":
         return "whole"
-    return "?x?" if set_form else {"full": "?x?", "col": "?x1", "row": "1x?", "blk": f"?x{B}", "tall": "?x?"}[kind]
+    return "?x?" if set_form else {"full": "?x?", "col": "?x1", "row": "1x?", "blk": f"?x{B}", "tall": "?x?",
+                                   "mask": "?x?"}[kind]
 
 
 def _type(kind, dt, R, C, B, set_form=False):
-    r, c = _shape(kind, R, C, B)
+    r, c = _shape(kind, R, C, B, np.dtype(NPD[dt]).itemsize)
     return (f"!pto.tile_buf<vec, {r}x{c}x{dt}, valid={_valid_text(kind, B, set_form).replace('whole', f'{r}x{c}')}"
             + (", blayout=col_major>" if kind == "col" else ">"))
 
@@ -222,7 +257,16 @@ def _type(kind, dt, R, C, B, set_form=False):
 def _dims(kind):
     """The valid region's dims (the alloc_tile operands of its run-time ones)."""
     return {"full": ("%vr", "%vc"), "col": ("%vr", "%c1"), "row": ("%c1", "%vc"), "blk": ("%vr", "%cb"),
-            "tall": ("%vc", "%vr")}[kind]
+            "tall": ("%vc", "%vr"), "mask": ("%vr", "%vm")}[kind]
+
+
+def _source_types(spec: Spec, sdt: str, ddt: str) -> tuple[list[str], int]:
+    """The sources' element types, and the bytes of an element of the mask tile (1 without one)."""
+    dts = [spec.mask if k == "mask" else sdt for k in spec.srcs]
+    if spec.idx:
+        dts[-1] = spec.idx
+    masks = [dt for k, dt in zip((*spec.srcs, spec.dst), (*dts, ddt)) if k == "mask"]
+    return dts, np.dtype(NPD[masks[0] if masks else "ui8"]).itemsize
 
 
 def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int, set_form: bool = False) -> str:
@@ -231,18 +275,17 @@ def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int, set_form: boo
     tile after it); else tiles allocated with the run-time valid dims and loaded/stored through
     partitions of that size."""
     names = [f"x{i}" for i in range(len(spec.srcs))]
-    dts = [sdt] * len(names)
-    if spec.idx:
-        dts[-1] = spec.idx
+    dts, m = _source_types(spec, sdt, ddt)
     args = ", ".join([f"%{n}: !pto.ptr<{dt}>" for n, dt in zip(names, dts)] + [f"%y: !pto.ptr<{ddt}>"]
                      + ([f"%sc: {sdt}"] if "%sc" in spec.line else []))
     lines = [f"func.func @k({args}, %vr: index, %vc: index) {{", "  %c0 = arith.constant 0 : index",
              "  %c1 = arith.constant 1 : index", f"  %cb = arith.constant {B} : index",
              "  %f = arith.constant 3.0 : f32", "  %g = arith.constant 9.5367431640625e-07 : f32",
-             "  %n = arith.constant 7 : i32"]
+             "  %n = arith.constant 7 : i32", f"  %cm = arith.constant {8 * m} : index",
+             "  %vm = arith.ceildivui %vc, %cm : index"]
     types, tiles, sets = {}, {}, []
     for name, kind, dt in [*zip(names, spec.srcs, dts), ("y", spec.dst, ddt)]:
-        r, c = _shape(kind, R, C, B)
+        r, c = _shape(kind, R, C, B, m)
         t = types[name] = _type(kind, dt, R, C, B, set_form)
         tile = tiles[name] = "%d" if name == "y" else "%s" + name[1:]
         whole = (f"%{name}r", f"%{name}c")
@@ -270,6 +313,8 @@ def kernel(spec: Spec, sdt: str, ddt: str, R: int, C: int, B: int, set_form: boo
 
 def _values(rng, dt, shape, how):
     d = np.dtype(NPD[dt])
+    if how == "few":
+        return rng.integers(0 if d.kind == "u" else -3, 4, size=shape).astype(d)
     if d.kind in "iu":
         if how == "small":
             return rng.integers(0 if d.kind == "u" else -3, 4, size=shape).astype(d)
@@ -285,7 +330,8 @@ def dtype_pairs(spec: Spec, target: str) -> list[tuple[str, str]]:
         return [p for p in spec.pairs if allowed is None or p[0] in allowed.get(target, ())
                 or p[1] in allowed.get(target, ())]
     dts = sorted(pto.TILE_OPS[f"pto.{spec.op}"].DTYPES[target])
-    return [(dt, spec.out or dt) for dt in dts]
+    out = spec.out.get(target) if isinstance(spec.out, dict) else spec.out
+    return [(dt, out or dt) for dt in dts]
 
 
 FORMS = ("alloc", "set_validshape")
@@ -316,20 +362,22 @@ def run_case(fam, target, sdt, ddt, form):
     es = np.dtype(NPD[sdt]).itemsize
     e_min = min(np.dtype(NPD[t]).itemsize for t in (sdt, ddt, spec.idx or sdt))
     R, C, B = max(16, 32 // e_min), 96 // e_min, 32 // es  # (a tall tile's rows are R elements)
+    dts, M = _source_types(spec, sdt, ddt)
     text = kernel(spec, sdt, ddt, R, C, B, form == "set_validshape")
     program = api.compile(api.parse(text, f"{fam}.pto"), lookup_target(target))
     rng = np.random.default_rng(C + len(fam))
     shapes = [(R, C), (5, C - 3), (1, 1), (11, C // 2 + 1)] + ([(0, 7), (3, 0)] if spec.empty else [])
     for vr, vc in shapes:
-        xs = [_values(rng, sdt, _shape(k, R, C, B), spec.values) for k in spec.srcs]
+        xs = [_values(rng, dt, _shape(k, R, C, B, M), "any" if k == "mask" else spec.values)
+              for k, dt in zip(spec.srcs, dts)]
         if spec.idx:  # element numbers or byte offsets inside the first source's tile
             xs[-1] = (rng.integers(0, R * C, size=(R, C)) * (es if spec.idx == "ui32" else 1)).astype(NPD[spec.idx])
-        y0 = _values(rng, ddt, _shape(spec.dst, R, C, B), "any")
+        y0 = _values(rng, ddt, _shape(spec.dst, R, C, B, M), "any")
         inputs = {f"x{i}": x for i, x in enumerate(xs)}
         inputs.update(y=y0, vr=vr, vc=vc, **({"sc": 3} if "%sc" in spec.line else {}))
-        dr, dc = _valid(spec.dst, vr, vc, B)
+        dr, dc = _valid(spec.dst, vr, vc, B, M)
         want = y0.copy()
-        regions = [x[:_valid(k, vr, vc, B)[0], :_valid(k, vr, vc, B)[1]] for x, k in zip(xs, spec.srcs)]
+        regions = [x[:_valid(k, vr, vc, B, M)[0], :_valid(k, vr, vc, B, M)[1]] for x, k in zip(xs, spec.srcs)]
         if dr * dc and all(x.size for x in regions):
             with np.errstate(all="ignore"):
                 got = spec.want(xs if spec.idx else regions, y0[:dr, :dc], NPD[ddt])
@@ -384,14 +432,96 @@ def test_every_family_is_audited():
     """Every vector tile-op family with semantics is in the table or tested elsewhere (named)."""
     families = {cls.FAMILY for cls in pto.TILE_OPS.values() if cls.HAS_SEMANTICS}
     audited = {pto.TILE_OPS[f"pto.{s.op}"].FAMILY for s in FAMILIES.values()} | set(ELSEWHERE)
-    missing = families - audited - NOT_VECTOR - NOT_AUDITED_YET
+    missing = families - audited - NOT_VECTOR
     assert not missing, (f"families without a run-time valid-shape test: {sorted(missing)}; add a row to FAMILIES "
                          "or name the test that covers them in ELSEWHERE")
 
 
 NOT_VECTOR = {"matmul", "subtile", "print"}
 """Cube ops (their valid shapes are the cube issue's), TEXTRACT/TINSERT (cube-space moves) and TPRINT."""
-NOT_AUDITED_YET = {"cmp", "sel", "partarg"}
-"""TCMP/TCMPS, TSEL/TSELS and TPARTARGMAX/MIN: given semantics in a parallel branch this session
-(tests/test_catalogue_pages.py there), landing after this audit; their run-time valid shapes are
-not audited yet (rows to add here)."""
+
+
+def _partarg_kernel(op: str, vdt: str, idt: str, rows: int, cols: int) -> str:
+    """Values x0, x1 and their indices k0, k1 (rows x cols) loaded into tiles of valid (%r0, %c0)
+    and (%r1, %c1); op into y (values) and z (indices) of valid (%rd, %cd), each stored into its
+    (%rd, %cd) corner (y and z start random)."""
+    lines = [f"func.func @k(%x0: !pto.ptr<{vdt}>, %x1: !pto.ptr<{vdt}>, %k0: !pto.ptr<{idt}>, %k1: !pto.ptr<{idt}>, "
+             f"%y: !pto.ptr<{vdt}>, %z: !pto.ptr<{idt}>, %r0: index, %c0: index, %r1: index, %c1: index, %rd: index, "
+             "%cd: index) {", "  %o = arith.constant 0 : index", "  %one = arith.constant 1 : index",
+             f"  %cr = arith.constant {rows} : index", f"  %cc = arith.constant {cols} : index"]
+    tv, ti = (f"!pto.tile_buf<vec, {rows}x{cols}x{dt}, valid=?x?>" for dt in (vdt, idt))
+    for name, dt, r, c in (("x0", vdt, "%r0", "%c0"), ("x1", vdt, "%r1", "%c1"), ("k0", idt, "%r0", "%c0"),
+                           ("k1", idt, "%r1", "%c1"), ("y", vdt, "%rd", "%cd"), ("z", idt, "%rd", "%cd")):
+        t, pt = f"!pto.tile_buf<vec, {rows}x{cols}x{dt}, valid=?x?>", f"!pto.partition_tensor_view<?x?x{dt}>"
+        lines += [f"  %{name}v = pto.make_tensor_view %{name}, shape = [%cr, %cc], strides = [%cc, %one] "
+                  f": !pto.tensor_view<?x?x{dt}>",
+                  f"  %{name}p = pto.partition_view %{name}v, offsets = [%o, %o], sizes = [{r}, {c}] "
+                  f": !pto.tensor_view<?x?x{dt}> -> {pt}",
+                  f"  %t{name} = pto.alloc_tile valid_row = {r} valid_col = {c} : {t}"]
+        if name not in ("y", "z"):
+            lines.append(f"  pto.tload ins(%{name}p : {pt}) outs(%t{name} : {t})")
+    lines.append(f"  pto.{op} ins(%tx0, %tx1, %tk0, %tk1 : {tv}, {tv}, {ti}, {ti}) outs(%ty, %tz : {tv}, {ti})")
+    for name, t, dt in (("y", tv, vdt), ("z", ti, idt)):
+        lines.append(f"  pto.tstore ins(%t{name} : {t}) outs(%{name}p : !pto.partition_tensor_view<?x?x{dt}>)")
+    return "\n".join(lines + ["  return", "}"]) + "\n"
+
+
+def _partarg_cases():
+    for target in TARGETS:
+        for op in ("tpartargmax", "tpartargmin"):
+            for vdt in sorted(pto.TILE_OPS[f"pto.{op}"].DTYPES[target]):
+                for k, idt in enumerate(pto.PART_ARG_INDEX[vdt] if target == "a2a3" else pto.PART_ARG_INDEX["f16"]):
+                    yield pytest.param(target, op, vdt, idt, marks=() if k == 0 else pytest.mark.full)
+
+
+@pytest.mark.parametrize("target, op, vdt, idt", list(_partarg_cases()))
+def test_tpartarg_of_run_time_valid_shapes(target, op, vdt, idt):
+    """TPARTARGMAX.md / TPARTARGMIN.md with every valid region known only at run time (one compiled
+    kernel, the shapes of TPART*'s test: equal, either source smaller, one element, a source of no
+    rows, an empty dst): where both pairs are valid (src0Val, src0Idx) if src0Val > src1Val (<),
+    else src1's (ties and NaN: src1), elsewhere the covering pair's; y, z == NumPy, bit for bit, from
+    the executor and the golden model.  CI: each (target, op, value type) with its first index type."""
+    import test_dynamic_valid as DV
+
+    rows, cols = 12, 16
+    text = _partarg_kernel(op, vdt, idt, rows, cols)
+    program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
+    rng = np.random.default_rng(cols + len(idt))
+    for shapes in DV.PART_SHAPES:
+        (r0, c0), (r1, c1), (rd, cd) = ((r, c % cols if c < 0 else c) for r, c in shapes)
+        x0, x1, y0 = (DV._values(rng, vdt, (rows, cols)) for _ in range(3))
+        x1[::3] = x0[::3]  # ties
+        k0, k1, z0 = (_values(rng, idt, (rows, cols), "any") for _ in range(3))
+        inputs = {"x0": x0, "x1": x1, "k0": k0, "k1": k1, "y": y0, "z": z0,
+                  "r0": r0, "c0": c0, "r1": r1, "c1": c1, "rd": rd, "cd": cd}
+        want_y, want_z = y0.copy(), z0.copy()
+        if rd * cd:
+            full = 0 if (r0, c0) == (rd, cd) else 1
+            want_y[:rd, :cd] = (x0, x1)[full][:rd, :cd]
+            want_z[:rd, :cd] = (k0, k1)[full][:rd, :cd]
+            sr, sc = min(r0, r1), min(c0, c1)
+            a, b = x0[:sr, :sc], x1[:sr, :sc]
+            with np.errstate(invalid="ignore"):
+                take0 = a > b if op == "tpartargmax" else a < b
+            want_y[:sr, :sc] = np.where(take0, a, b)
+            want_z[:sr, :sc] = np.where(take0, k0[:sr, :sc], k1[:sr, :sc])
+        res = api.run(program, inputs)
+        assert not res.findings, [str(f) for f in res.findings]
+        golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        for who, out in (("executor", res.outputs), ("golden model", golden)):
+            for name, want in (("y", want_y), ("z", want_z)):
+                u = f"u{want.itemsize}"
+                np.testing.assert_array_equal(out[name].reshape(want.shape).view(u), want.view(u),
+                                              err_msg=f"{who}, {name}, {shapes}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tpartarg_pattern_broken_at_run_time_is_a_located_error(target):
+    """Neither source pair's valid region equal to dst's at run time: the golden model stops, located."""
+    text = _partarg_kernel("tpartargmax", "f32", "i32", 12, 16)
+    z = np.zeros((12, 16), np.float32)
+    k = np.zeros((12, 16), np.int32)
+    with pytest.raises(PtocError) as info:
+        api.reference(api.parse(text, "k.pto"), {"x0": z, "x1": z, "k0": k, "k1": k, "y": z, "z": k, "r0": 5,
+                                                 "c0": 16, "r1": 9, "c1": 3, "rd": 9, "cd": 16}, target=target)
+    assert "k.pto:" in str(info.value) and "needs one source's valid region equal to dst's" in str(info.value)
