@@ -485,27 +485,42 @@ def _two_source_kernel(body: str, src_dt: str, idx_dt: str, outs: list[str], val
     return "\n".join(lines + ["  return", "}"]) + "\n"
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tscatter_of_run_time_valid_shapes(target):
+def _scatter_cases():
+    """(target, data type, index type): every data type with each index type of its size (16-bit
+    for 1- and 2-byte data, 32-bit for 4-byte) on both targets; CI: each data type once, the
+    target and the index type's signedness alternating, the rest under ``-m full``."""
+    dts = sorted(pto.TILE_OPS["pto.tscatter"].DTYPES["a2a3"])
+    for n, dt in enumerate(dts):
+        bits = 32 if dt.endswith("32") else 16  # (its types: 8-, 16- and 32-bit ones)
+        for target in TARGETS:
+            for idt in (f"i{bits}", f"ui{bits}"):
+                ci = target == TARGETS[n % 2] and idt.startswith("u") == bool(n // 2 % 2)
+                if dt in pto.TILE_OPS["pto.tscatter"].DTYPES[target]:
+                    yield pytest.param(target, dt, idt, marks=() if ci else pytest.mark.full)
+
+
+@pytest.mark.parametrize("target, dt, idt", list(_scatter_cases()))
+def test_tscatter_of_run_time_valid_shapes(target, dt, idt):
     """TSCATTER (pto_isa.md §3): dst's tile zeroed, then dst[k[i, j]] = x[i, j] over the indices'
-    run-time valid region, row-major, the last writer winning; y == NumPy."""
-    text = _two_source_kernel("pto.tscatter ins(%tx, %tk : {s}, {k}) outs(%d0 : {d})", "f32", "i32", ["f32"])
+    run-time valid region, row-major, the last writer winning; y == NumPy, bit for bit."""
+    text = _two_source_kernel("pto.tscatter ins(%tx, %tk : {s}, {k}) outs(%d0 : {d})", dt, idt, [dt])
     program = api.compile(api.parse(text, "k.pto"), lookup_target(target))
     rng = np.random.default_rng(5)
     for vr, vc in ((16, 32), (5, 9), (1, 1), (0, 7), (11, 3)):
-        x = rng.standard_normal((16, 32)).astype(np.float32)
-        k = rng.integers(0, 16 * 32, size=(16, 32)).astype(np.int32)
+        x = _values(rng, dt, (16, 32))
+        k = rng.integers(0, 16 * 32, size=(16, 32)).astype(NPD[idt])
         k[0, :2] = 7  # a repeated index: the later element wins
-        inputs = {"x": x, "k": k, "y0": np.ones((16, 32), np.float32), "vr": vr, "vc": vc}
-        want = np.zeros(16 * 32, np.float32)
+        inputs = {"x": x, "k": k, "y0": _values(rng, dt, (16, 32)), "vr": vr, "vc": vc}
+        want = np.zeros(16 * 32, NPD[dt])
         for i in range(vr):
             for j in range(vc):
                 want[k[i, j]] = x[i, j]
         res = api.run(program, inputs)
         assert not res.findings, [str(f) for f in res.findings]
         golden = api.reference(api.parse(text, "k.pto"), inputs, target=target)
+        u = f"u{want.itemsize}"
         for who, got in (("executor", res.outputs["y0"]), ("golden model", golden["y0"])):
-            np.testing.assert_array_equal(got.reshape(-1), want, err_msg=f"{who}, valid {vr}x{vc}")
+            np.testing.assert_array_equal(got.reshape(-1).view(u), want.view(u), err_msg=f"{who}, valid {vr}x{vc}")
 
 
 @pytest.mark.parametrize("op", ["tinterleave", "tdeinterleave"])
