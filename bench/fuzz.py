@@ -7,11 +7,12 @@ kernels (pto_compiler/fuzz_kernels.py), each run as ``ptoc FILE --target T --run
 targets (10 CPU seconds per run).  Prints the runs and exit codes per kind and target, then every
 internal error, timeout and failing generated kernel; generated kernels whose FAIL the golden
 model's summation order decides (ill-conditioned, pto_compiler.fuzz.order_dependent) and mutants
-that end in exit 3/4 are listed for review.  ``--save DIR`` writes each of those cases as
-DIR/<n>-<kind>-<target>.pto.  Exit 1 if anything failed (ill-conditioned kernels do not count).
+that end in exit 3/4 are listed for review, and the peak RSS (it must not grow with the budget).
+``--save DIR`` writes each of those cases as DIR/<n>-<kind>-<target>.pto.  Exit 1 if anything failed (ill-conditioned kernels do not count).
 """
 
 import argparse
+import resource
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ try:
 except KeyboardInterrupt:
     print("interrupted: figures so far")
 print(res.summary())
+print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 cases = [("failure", c) for c in res.failures] + [("ill-conditioned", c) for c in res.ill_conditioned] + \
     [("exit-3/4", c) for c in res.mismatches]
 for n, (why, (kind, target, text, out)) in enumerate(cases):

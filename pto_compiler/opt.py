@@ -31,7 +31,7 @@ from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pto_compiler.cli import __version__, few_collections
+from pto_compiler.cli import __version__, command, kept_until_exit
 
 PROG = "ptoc-opt"
 
@@ -251,7 +251,11 @@ def _internal_error(exc: BaseException, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The ``ptoc-opt`` command (:func:`command`)."""
+    return command(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     debug = "--debug" in argv
     opt = None
     try:
@@ -260,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if opt.args.verify_diagnostics:
             return opt.verify_diagnostics()
         opt.run()
-        few_collections()  # what it made lives until it exits: the final collection need not walk it
+        kept_until_exit()  # what it made lives until it exits: the final collection need not walk it
         return 0
     except SystemExit as e:  # --help, --version
         return e.code if isinstance(e.code, int) else 0
