@@ -72,7 +72,7 @@ _FULL_WRITE = {"binary", "part", "unary", "scalar", "expands", "rowexpand", "col
                "colbroadcast", "cvt", "mov", "load"}
 
 # families that may write dst in place over a source (same index read then written)
-_IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy", "fillpad"}
+IN_PLACE_SAFE = {"binary", "unary", "scalar", "expands", "rowexpand", "colexpand", "mov", "axpy", "fillpad"}
 # (not "composed": a step writes dst before a later step reads a source that may share its bytes)
 
 _SCALAR_READ = {"pto.tgetval", "pto.load_scalar"}
@@ -219,7 +219,7 @@ def full_write(op: Operation, value: SSAValue) -> bool:
 
 def in_place_safe(op: Operation) -> bool:
     """The op may write its dst over one of its sources (element (i, j) read before written)."""
-    if not isinstance(op, pto.TileOp) or op.FAMILY not in _IN_PLACE_SAFE:
+    if not isinstance(op, pto.TileOp) or op.FAMILY not in IN_PLACE_SAFE:
         return False
     if op.FAMILY == "cvt":
         return False

@@ -290,6 +290,10 @@ class Campaign:
 
 
 TARGET_NAMES = ("a2a3", "ascend950")
+KERNEL_TARGETS = (TARGET_NAMES, TARGET_NAMES, ("a2a3",), ("ascend950",))
+"""What a generated kernel is made for and run on: half for both targets (ops and element types
+both pages allow), a quarter each for one alone (what only its page allows, e.g. i8 arithmetic on
+ascend950)."""
 
 
 def repo_sources(root) -> list[str]:
@@ -304,9 +308,9 @@ def repo_sources(root) -> list[str]:
 
 def campaign(sources: list[str], seed: int, mutants: int, kernels: int, limit_s: float = 10.0,
              budget_s: float | None = None, result: Campaign | None = None) -> Campaign:
-    """``mutants`` mutants (kinds in turn) and ``kernels`` generated kernels, each run with
-    ``--run`` on every target, stopping early after ``budget_s`` seconds."""
-    from pto_compiler.fuzz_kernels import random_kernel
+    """``mutants`` mutants (kinds in turn), each run with ``--run`` on every target, and ``kernels``
+    generated kernels, each on the targets it is made for; stopping early after ``budget_s`` seconds."""
+    from pto_compiler.fuzz_kernels import kernel_inputs, random_kernel
 
     rng = random.Random(seed)
     res = result or Campaign()
@@ -316,10 +320,13 @@ def campaign(sources: list[str], seed: int, mutants: int, kernels: int, limit_s:
     for kind, _ in jobs:
         if budget_s is not None and time.perf_counter() - start > budget_s:
             break
-        text = random_kernel(rng) if kind == "generated" else mutant(rng, sources, kind)
+        targets = rng.choice(KERNEL_TARGETS) if kind == "generated" else TARGET_NAMES
+        text = random_kernel(rng, targets) if kind == "generated" else mutant(rng, sources, kind)
         case_seed = rng.randrange(1000)
-        for target in TARGET_NAMES:
-            o = run_ptoc(text, ["--target", target, "--run", "--seed", str(case_seed)], limit_s)
-            why = order_dependent(text, target, case_seed) if kind == "generated" and o.rc in (3, 5) else None
+        inputs = kernel_inputs(text) if kind == "generated" else {}
+        given = [f"--input={name}={value}" for name, value in inputs.items()]
+        for target in targets:
+            o = run_ptoc(text, ["--target", target, "--run", "--seed", str(case_seed), *given], limit_s)
+            why = order_dependent(text, target, case_seed, inputs) if kind == "generated" and o.rc in (3, 5) else None
             res.record(kind, target, text, o, why)
     return res

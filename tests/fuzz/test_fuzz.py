@@ -6,6 +6,7 @@ generated kernel PASSes."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import numpy as np
 from pto_compiler import api
 from pto_compiler.fuzz import (MUTATION_KINDS, TARGET_NAMES, Campaign, Outcome, campaign, mutant, order_dependent,
                                repo_sources, run_ptoc)
-from pto_compiler.fuzz_kernels import random_kernel
+from pto_compiler.fuzz_kernels import kernel_inputs, random_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,44 @@ def test_mutators_change_the_text_and_keep_it_a_string():
 def test_generated_kernels_are_deterministic_per_seed():
     assert random_kernel(random.Random(7)) == random_kernel(random.Random(7))
     assert random_kernel(random.Random(7)) != random_kernel(random.Random(8))
+
+
+def _kernels(targets, n=300, seed=12):
+    rng = random.Random(seed)
+    return [random_kernel(rng, targets) for _ in range(n)]
+
+
+def _dtype(text):
+    return re.search(r"%x: !pto.ptr<(\w+)>", text).group(1)
+
+
+@pytest.mark.parametrize("targets", [TARGET_NAMES, ("a2a3",), ("ascend950",)])
+def test_generated_kernels_draw_every_element_type_and_the_newer_ops(targets):
+    """i8/ui8 (and the other seven types) in every target set, and the ops the catalogue gained:
+    compares and selects, bitwise and shifts, TPART*, ternary, TCI/TTRI, column reductions and
+    expands; on ascend950 alone also i8 arithmetic (A2/A3 has none: its pages allow i8 in copies,
+    expands and TEXPANDS only)."""
+    kernels = _kernels(targets)
+    dtypes = {_dtype(k) for k in kernels}
+    assert dtypes == {"f32", "f16", "bf16", "i32", "i16", "i8", "ui32", "ui16", "ui8"}
+    ops = {m for k in kernels for m in re.findall(r"pto\.(t\w+) ins", k)}
+    assert {"tcmp", "tcmps", "tsel", "tsels", "tand", "tshrs", "tnot", "tpartmax", "taddc", "tsubsc", "tci",
+            "ttri", "tcolsum", "tcolexpandmul", "trowprod", "tneg"} <= ops, ops
+    i8_math = {m for k in kernels if _dtype(k) == "i8" for m in re.findall(r"pto\.(t\w+) ins", k)}
+    assert ("tadd" in i8_math) == (targets == ("ascend950",))
+
+
+@pytest.mark.parametrize("targets", [TARGET_NAMES, ("ascend950",)])
+@pytest.mark.parametrize("dtype", ["i8", "ui8"])
+def test_generated_byte_kernels_pass_on_their_targets(dtype, targets):
+    """The first i8 / ui8 kernels the generator makes for both targets and for ascend950 alone (where
+    the page allows byte arithmetic, compares and selects) run to PASS; unsigned scalars are
+    kernel arguments whose values the kernel's first line gives (arith.constant is signless)."""
+    text = next(k for k in _kernels(targets) if _dtype(k) == dtype and k.count(" ins(") >= 6)
+    given = [f"--input={n}={v}" for n, v in kernel_inputs(text).items()]
+    for target in targets:
+        o = run_ptoc(text, ["--target", target, "--run", *given])
+        assert o.rc == 0 and o.output.startswith("PASS"), text + o.output
 
 
 def test_a_run_over_the_limit_is_a_timeout():
