@@ -1587,7 +1587,7 @@ class IndexedGmOp(TileOp):
         return "elem" if idx == data and not row_index else "row"
 
     def verify_family(self) -> None:
-        if len(self.ins) != 2 or len(self.outs) != 1 or self.res:
+        if len(self.ins) + len(self.outs) + len(self.res) != 3 or len(self.ins) < 2:
             raise VerifyException(f"expects {self.FORM}")
         table, data, idx = self.table.type, self.data.type, self.index.type
         if not isinstance(table, PartitionTensorViewType) or not is_tile(data) or not is_tile(idx):
@@ -1642,7 +1642,8 @@ class MGatherOp(IndexedGmOp):
     (``min(idx, capacity - 1)``), Wrap (``idx % capacity``), Zero (the row or element is 0)."""
 
     FAMILY: ClassVar[str] = "mgather"
-    FORM: ClassVar[str] = "ins(%table, %idx) outs(%dst) (a partition view, an index tile, a vec tile)"
+    FORM: ClassVar[str] = ("ins(%table, %idx) outs(%dst), or %dst = pto.mgather %table, %idx (a partition view, an "
+                           "index tile, a vec tile)")
     DATA_NAME: ClassVar[str] = "dst"
     OOB_KEY: ClassVar[str] = "gatherOob"
     OOB_MODES: ClassVar[tuple[str, ...]] = ("undefined", "clamp", "wrap", "zero")
@@ -1654,7 +1655,7 @@ class MGatherOp(IndexedGmOp):
 
     @property
     def data(self) -> SSAValue:
-        return self.outs[0]
+        return self.outs[0] if self.outs else self.res[0]
 
 
 SCATTER_ATOMIC_DTYPES = {
@@ -1675,7 +1676,8 @@ class MScatterOp(IndexedGmOp):
     (A5 only: "warp-scheduler dependent") with two writers of one slot is a run-time error."""
 
     FAMILY: ClassVar[str] = "mscatter"
-    FORM: ClassVar[str] = "ins(%src, %idx) outs(%table) (a vec tile, an index tile, a partition view)"
+    FORM: ClassVar[str] = ("ins(%src, %idx) outs(%table), or pto.mscatter %src, %idx, %table (a vec tile, an index "
+                           "tile, a partition view)")
     DATA_NAME: ClassVar[str] = "src"
     OOB_KEY: ClassVar[str] = "scatterOob"
     OOB_MODES: ClassVar[tuple[str, ...]] = ("undefined", "skip", "clamp", "wrap")
@@ -1687,7 +1689,7 @@ class MScatterOp(IndexedGmOp):
 
     @property
     def table(self) -> SSAValue:
-        return self.outs[0]
+        return self.outs[0] if self.outs else self.ins[2]
 
     @property
     def data(self) -> SSAValue:

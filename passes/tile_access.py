@@ -187,7 +187,9 @@ def gm_reads(op: Operation) -> list[SSAValue]:
 
 
 def gm_writes(op: Operation) -> list[SSAValue]:
-    if isinstance(op, (pto.TStoreOp, pto.MScatterOp)):
+    if isinstance(op, pto.MScatterOp):
+        return [op.table]
+    if isinstance(op, pto.TStoreOp):
         return [v for v in op.outs if is_gm_view(v)]
     if isinstance(op, pto.GenericPtoOp) and op.name in _SCALAR_WRITE:
         return [v for v in op.operands if is_gm_view(v)]

@@ -432,3 +432,29 @@ def test_run_time_valid_shapes(target, op, coalesce):
         else:
             want = want_scatter(table, x, idx, vr, vc, 16, coalesce, "undefined", "none", "f32")
             np.testing.assert_array_equal(res.outputs["tab"].reshape(-1), want)
+
+
+def test_ssa_forms_of_the_pages_assembly_syntax():
+    """AS Level 1: ``%dst = pto.mgather %mem, %idx : (...) -> tile`` and ``pto.mscatter %src, %idx, %mem``
+    (pto-bufferize gives dst its buffer), on both targets."""
+    view = "!pto.partition_tensor_view<10x8xf32>"
+    it, t = "!pto.tile<1x8xi32, valid=1x4>", "!pto.tile<4x8xf32>"
+    text = "\n".join([
+        f"func.func @k(%tab: !pto.ptr<f32>, %i: {it}, %s: {t}) -> {t} {{",
+        *(f"  %c{v} = arith.constant {v} : index" for v in (0, 1, 8, 10)),
+        "  %tv = pto.make_tensor_view %tab, shape = [%c10, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xf32>",
+        f"  %tp = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c10, %c8] : !pto.tensor_view<?x?xf32> -> {view}",
+        f"  %d = pto.mgather %tp, %i : ({view}, {it}) -> {t}",
+        f"  pto.mscatter %s, %i, %tp : ({t}, {it}, {view}) -> ()",
+        f"  return %d : {t}", "}"]) + "\n"
+    table = np.arange(80, dtype=np.float32)
+    idx = np.array([[7, 2, 7, 0]], np.int32)
+    src = -np.arange(32, dtype=np.float32).reshape(4, 8)
+    for target in ("a2a3", "ascend950"):
+        res = api.check(api.parse(text, "k.pto"), target, {"tab": table, "i": idx, "s": src})
+        assert res.ok and res.comparisons
+        np.testing.assert_array_equal(res.outputs["result0"], table.reshape(10, 8)[[7, 2, 7, 0]])
+        want = table.reshape(10, 8).copy()
+        for r, k in enumerate([7, 2, 7, 0]):
+            want[k] = src[r]
+        np.testing.assert_array_equal(res.outputs["tab"].reshape(10, 8), want)
