@@ -55,14 +55,17 @@ def kernel(op, dt, R_, C, table_rows, table_cols, coalesce=None, idx_shape=None,
                   f"{tv(d)} -> {pv(r, c, d)}"]
     lines += [f"  %it = pto.alloc_tile : {it}", f"  %t = pto.alloc_tile : {t}",
               f"  pto.tload ins(%ip : {pv(ir, ic, idx_dt)}) outs(%it : {it})"]
-    tab = pv(table_rows, table_cols, dt)
-    if op == "mgather":
-        lines += [f"  pto.mgather ins(%tp, %it : {tab}, {it}) outs(%t : {t}){at}",
-                  f"  pto.tstore ins(%t : {t}) outs(%xp : {pv(R_, C, dt)})"]
-    else:
-        lines += [f"  pto.tload ins(%xp : {pv(R_, C, dt)}) outs(%t : {t})",
-                  f"  pto.mscatter ins(%t, %it : {t}, {it}) outs(%tp : {tab}){at}"]
+    lines += _op_lines(op, pv(table_rows, table_cols, dt), it, t, pv(R_, C, dt), at)
     return "\n".join(lines + ["  return", "}"]) + "\n"
+
+
+def _op_lines(op, tab, it, t, x, at):
+    """The op and x's copy: MGATHER into %t, then %t stored to x; or %t loaded from x, then MSCATTER."""
+    if op == "mgather":
+        return [f"  pto.mgather ins(%tp, %it : {tab}, {it}) outs(%t : {t}){at}",
+                f"  pto.tstore ins(%t : {t}) outs(%xp : {x})"]
+    return [f"  pto.tload ins(%xp : {x}) outs(%t : {t})",
+            f"  pto.mscatter ins(%t, %it : {t}, {it}) outs(%tp : {tab}){at}"]
 
 
 def data(rng, dt, n):
@@ -403,12 +406,7 @@ def dyn_kernel(op, coalesce, R_=8, cols=16, trows=10):
              f"{dyn.format('f32')}",
              f"  %it = pto.alloc_tile {iv} : {it}", f"  %t = pto.alloc_tile valid_row = %vr valid_col = %vc : {t}",
              f"  pto.tload ins(%ip : {dyn.format('i32')}) outs(%it : {it})"]
-    if op == "mgather":
-        lines += [f"  pto.mgather ins(%tp, %it : {tab}, {it}) outs(%t : {t}) {attrs}",
-                  f"  pto.tstore ins(%t : {t}) outs(%xp : {dyn.format('f32')})"]
-    else:
-        lines += [f"  pto.tload ins(%xp : {dyn.format('f32')}) outs(%t : {t})",
-                  f"  pto.mscatter ins(%t, %it : {t}, {it}) outs(%tp : {tab}) {attrs}"]
+    lines += _op_lines(op, tab, it, t, dyn.format("f32"), f" {attrs}")
     return "\n".join(lines + ["  return", "}"]) + "\n"
 
 
