@@ -138,9 +138,7 @@ class _TripCounts:
         when every trip has a whole register left, and the next counts are these less ``nlanes``."""
         rest = _TripCounts(self.c0 - nlanes, self.lanes, self.axis, self.trips)
         if self.c0 - (self.trips - 1) * self.lanes >= nlanes:
-            from .vf_executor import first_lanes
-
-            return first_lanes(nlanes, nlanes), rest
+            return _vx.first_lanes(nlanes, nlanes), rest
         return np.arange(nlanes) < np.minimum(self.array(), nlanes)[..., None], rest
 
 
@@ -208,9 +206,7 @@ class _Batch:
         """Is every lane of the mask ``act`` on (looked up once per mask)?"""
         got = self.on.get(id(act))
         if got is None:
-            from .vf_executor import all_lanes
-
-            got = self.on[id(act)] = (act, all_lanes(act))
+            got = self.on[id(act)] = (act, _vx.all_lanes(act))
         return got[1]
 
     # ---- structure -------------------------------------------------------------------------
@@ -248,13 +244,10 @@ class _Batch:
             env[res] = v if isinstance(v, np.ndarray) and v.ndim else int(v)
         if not self.r.want_log:
             return []
-        from .vf_executor import LOG_LOOP
-
-        return [(LOG_LOOP, (op, per_trip, trips))]
+        return [(_vx.LOG_LOOP, (op, per_trip, trips))]
 
     def block(self, body, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
-        from .vf_executor import LOG_OP
-
+        LOG_OP = _vx.LOG_OP
         n = math.prod(shape)
         log = []
         for op in body.ops:
@@ -267,9 +260,7 @@ class _Batch:
             if h is not None:
                 px = getattr(op, "_vfx", None)  # the op's properties, looked up once (vf_executor)
                 if px is None:
-                    from .vf_executor import _Decoded
-
-                    px = op._vfx = _Decoded(op)
+                    px = op._vfx = _vx._Decoded(op)
                 h(self, px, env, depth)
             elif op.name.startswith("arith."):
                 self.arith(op, env, depth)
@@ -288,11 +279,9 @@ class _Batch:
                 return
             vals = [_value(v) for v in vals]
         if not any(isinstance(v, np.ndarray) for v in vals):
-            from .vf_executor import VfFault, run_arith
-
             try:
-                run_arith(op, env)
-            except VfFault:
+                _vx.run_arith(op, env)
+            except _vx.VfFault:
                 raise NoBatch from None
             return
         name = op.name.split(".", 1)[1]
@@ -660,9 +649,7 @@ def _scalar(v):
 
 
 def _h_binary(b, op, env, depth):
-    from .vf_executor import _FN, _dtype_of
-
-    dt, fn, (x, y) = _dtype_of(op), _FN[op.FN], op.sources
+    dt, fn, (x, y) = _vx._dtype_of(op), _vx._FN[op.FN], op.sources
     act = env[op.mask_operand]
     on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(
@@ -670,9 +657,7 @@ def _h_binary(b, op, env, depth):
 
 
 def _h_scalar(b, op, env, depth):
-    from .vf_executor import _FN, _dtype_of
-
-    dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
+    dt, fn, x = _vx._dtype_of(op), _vx._FN[op.FN], op.sources[0]
     s = ew.scalar_to(_scalar(env[op.scalar]), dt)
     act = env[op.mask_operand]
     on = _on(b, act, depth)
@@ -684,18 +669,14 @@ def _h_scalar(b, op, env, depth):
 
 
 def _h_unary(b, op, env, depth):
-    from .vf_executor import _FN, _dtype_of
-
-    dt, fn, x = _dtype_of(op), _FN[op.FN], op.sources[0]
+    dt, fn, x = _vx._dtype_of(op), _vx._FN[op.FN], op.sources[0]
     act = env[op.mask_operand]
     on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(fn, on, _at(regs[x], depth, 1).view(dt))), act)
 
 
 def _h_dup(b, op, env, depth):
-    from .vf_executor import _dtype_of
-
-    dt = _dtype_of(op)
+    dt = _vx._dtype_of(op)
     n = REG // dt.itemsize
     if isinstance(op.source.type, vf.RegType):
         src = op.source
@@ -712,11 +693,9 @@ def _h_dup(b, op, env, depth):
 
 
 def _h_reduce(b, op, env, depth):
-    from .vf_executor import _UINT, _dtype_of, _extreme, _tree_sum, group_size
-
-    dt, kind, src, key = _dtype_of(op), op.KIND, op.sources[0], op.res[0]
+    dt, kind, src, key = _vx._dtype_of(op), op.KIND, op.sources[0], op.res[0]
     act = _at(env[op.mask_operand], depth, 1)
-    s = group_size(dt, op.is_datablock)
+    s = _vx.group_size(dt, op.is_datablock)
     datablock, old = op.is_datablock, op.merge_source if op.mode == "MERGING" else None
 
     def step(ub, regs):
@@ -725,9 +704,9 @@ def _h_reduce(b, op, env, depth):
         lead = shape[:-1]
         xg, ag = np.broadcast_to(x, shape).reshape(-1, s), np.broadcast_to(act, shape).reshape(-1, s)
         if kind == "sum":
-            vals, idx = _tree_sum(xg, ag), None
+            vals, idx = _vx._tree_sum(xg, ag), None
         else:
-            vals, idx = _extreme(xg, ag, kind)
+            vals, idx = _vx._extreme(xg, ag, kind)
         vals = vals.reshape(lead + (-1,))
         if old is not None:
             out = np.array(np.broadcast_to(_at(regs[old], depth, 1), lead + (REG,)), np.uint8)
@@ -739,15 +718,13 @@ def _h_reduce(b, op, env, depth):
         else:
             ov[..., 0] = vals[..., 0]
             if idx is not None:
-                out.view(_UINT[dt.itemsize])[..., 1] = idx.reshape(lead + (-1,))[..., 0]
+                out.view(_vx._UINT[dt.itemsize])[..., 1] = idx.reshape(lead + (-1,))[..., 0]
         regs[key] = out
     b.r.emit(step)
 
 
 def _h_create_mask(b, op, env, depth):
-    from .vf_executor import mask_of
-
-    env[op.res[0]] = mask_of(op.pattern_name, op.res[0].type.nlanes)
+    env[op.res[0]] = _vx.mask_of(op.pattern_name, op.res[0].type.nlanes)
 
 
 def _h_update_mask(b, op, env, depth):
@@ -759,9 +736,7 @@ def _h_update_mask(b, op, env, depth):
         return
     count = _value(count)
     if not isinstance(count, np.ndarray):  # loop-invariant: as one trip runs it
-        from .vf_executor import _h_update_mask as one
-
-        return one(b.r, op, env)
+        return _vx._h_update_mask(b.r, op, env)
     u = np.asarray(count, np.int64) & 0xFFFFFFFF
     env[op.res[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]
     rest = np.where(u < nl, 0, u - nl)
@@ -780,3 +755,7 @@ _HANDLERS = {
     **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
 }
+
+# vf_executor imports this module (run_batched) as it loads; imported last, the reference works
+# whichever of the two loads first, and the handlers find its helpers without an import per call
+from . import vf_executor as _vx  # noqa: E402
