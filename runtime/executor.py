@@ -1451,13 +1451,13 @@ def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
     u, g = _Bursts(src, n, length, (-(-length // 32) + sgap) * 32), _Bursts(off, n, length, length + dgap)
     gfp = g.footprint(m.gm_esize[name])
     atomic = a.get("atomic") == "add"
-    dt = m.gm[name].dtype
 
     def run(m, d):
         if not (n and length):
             return
         out = m.gm_bytes_of(g, name, d)
         if atomic:  # GM += the bytes read as GM's element type (pto_isa.md §4.8 TSTORE AtomicAdd)
+            dt = m.gm[name].dtype
             out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
         else:
             out[...] = m.ub_bytes(u)
@@ -1677,7 +1677,8 @@ class _PlanMachine:
     def __init__(self, program: Program, plan: Plan):
         self.plan = plan
         self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-        self.gm = {g.name: np.empty(0, ew.np_dtype(g.dtype)) for g in program.gm_args}
+        self.gm = dict.fromkeys(g.name for g in program.gm_args)
+        """The GM arguments by name (no arrays: a decoded step reads its run's)."""
         self.gm_esize = {g.name: DTYPE_SIZES[g.dtype] for g in program.gm_args}
 
     def fail(self, kind, msg, dyn):

@@ -23,9 +23,10 @@ import numpy as np
 
 
 class Footprint:
-    """Sorted disjoint unit intervals ``[los[i], his[i])`` and their hull ``[lo, hi)``; ``stride``:
-    when not 0, the intervals are runs of one length that many units apart (:meth:`strided`), so
-    two of the same stride overlap by arithmetic, not by a search over their runs."""
+    """Sorted disjoint unit intervals ``[los[i], his[i])`` (tuples or ``range`` s of Python ints, or
+    NumPy arrays) and their hull ``[lo, hi)``; ``stride``: when not 0, the intervals are runs of one
+    length that many units apart (:meth:`strided`, kept as ranges), so two of the same stride
+    overlap by arithmetic, not by a search over their runs."""
     __slots__ = ("los", "his", "lo", "hi", "stride")
 
     def __init__(self, los, his):
@@ -42,7 +43,7 @@ class Footprint:
         if n == 1 or stride <= run:
             return cls.span(lo, lo + (n - 1) * stride + run)
         end = lo + n * stride
-        fp = cls(tuple(range(lo, end, stride)), tuple(range(lo + run, end + run, stride)))
+        fp = cls(range(lo, end, stride), range(lo + run, end + run, stride))
         fp.stride = stride
         return fp
 
@@ -118,6 +119,8 @@ class Footprint:
 
     def total(self) -> int:
         """How many units."""
+        if self.stride:
+            return len(self.los) * (self.his[0] - self.lo)
         if isinstance(self.los, tuple):
             return sum(self.his) - sum(self.los)
         return int((self.his - self.los).sum())
@@ -133,10 +136,10 @@ class Footprint:
             return self._strided_overlap(other)
         if len(self.los) == 1 or len(other.los) == 1:
             a, b = (self, other) if len(self.los) == 1 else (other, self)
-            i = bisect_right(b.his, a.lo) if isinstance(b.his, tuple) else \
+            i = bisect_right(b.his, a.lo) if isinstance(b.his, _PY_RUNS) else \
                 int(np.searchsorted(b.his, a.lo, side="right"))
             return i < len(b.los) and b.los[i] < a.hi
-        if isinstance(self.los, tuple) and isinstance(other.los, tuple):
+        if isinstance(self.los, _PY_RUNS) and isinstance(other.los, _PY_RUNS):
             # per interval of self, the first of other's ending after its start begins before its end
             # (map over C functions: a Python loop costs several times more in a fresh process)
             first = map(bisect_right, repeat(other.his), self.los)
@@ -165,6 +168,10 @@ class Footprint:
         n = his - los
         start = np.repeat(los - np.concatenate(([0], np.cumsum(n)[:-1])), n)
         return start + np.arange(int(n.sum()), dtype=np.int64)
+
+
+_PY_RUNS = (tuple, range)
+"""The Python forms of ``Footprint.los``/``his`` (searched with bisect, not NumPy)."""
 
 
 class Record:
