@@ -997,9 +997,7 @@ class _Machine:
 
 def _merge_clock(row: list, other) -> None:
     """``row`` = the element-wise max of ``row`` and ``other`` (vector clocks), in place."""
-    for q, v in enumerate(other):
-        if v > row[q]:
-            row[q] = v
+    row[:] = map(max, row, other)
 
 
 def _rows(sv: "_SV") -> bool:
@@ -1014,8 +1012,10 @@ def _repeated_block(sv: "_SV") -> bool:
 
 def _lanes_run(views, dsv: "_SV", out_dt, compute):
     """A lane-wise step on (repeat, lanes) arrays: NumPy's inner loop runs over a whole repeat, not
-    over one 8- or 16-element block (a block-stride-0 operand is spread over the repeat first)."""
-    nblk, epb = dsv.shape[1], dsv.shape[2]
+    over one 8- or 16-element block (a block-stride-0 operand is spread over the repeat first, by
+    ``ndarray.repeat``: whole blocks copied, where a copy of the stride-0 view goes lane by lane)."""
+    nblk = dsv.shape[1]
+    lanes = nblk * dsv.shape[2]
     spread = [_repeated_block(sv) and not _rows(sv) for sv, _ in views]
 
     def run(m, d):
@@ -1023,10 +1023,10 @@ def _lanes_run(views, dsv: "_SV", out_dt, compute):
         for (sv, dt), sp in zip(views, spread):
             v = m.ub_view(sv, dt)
             if sp:
-                v = np.repeat(v[..., :1, :], nblk, axis=-2)
-            g.append(v.reshape(v.shape[:-2] + (nblk * epb,)))
+                v = v[..., :1, :].repeat(nblk, axis=-2)
+            g.append(v.reshape(v.shape[:-2] + (lanes,)))
         dv = m.ub_view(dsv, out_dt)
-        dv.reshape(dv.shape[:-2] + (nblk * epb,))[...] = compute(g, None)
+        dv.reshape(dv.shape[:-2] + (lanes,))[...] = compute(g, None)
     return run
 
 
@@ -1083,6 +1083,8 @@ def _flag_key(a) -> tuple:
 
 
 def _int(v) -> int:
+    if type(v) is int:
+        return v
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         if isinstance(v, float) and v.is_integer():
             return int(v)
