@@ -1647,13 +1647,13 @@ class Plan:
         self.replayable = False
         """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
         self.gm_written = None
-        """The GM arguments a straight-line program of decoded instructions writes (the others are
-        read-only views of the inputs, not copies); None: not known before a run."""
+        """The GM arguments a replayable program of vector and copy instructions writes (the others
+        are read-only views of the inputs, not copies); None: not known before a run."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
-        self.replayable = _replayable(program)
+        self.replayable = complete = _replayable(program)
         shim = _PlanMachine(program, self)
-        writes, complete = set(), all(isinstance(n, Instr) for n in program.body)
+        writes = set()
         for ins in program.instructions():
             const = not ins.dyn
             fam = ins.spec.family
@@ -1665,9 +1665,10 @@ class Plan:
                 except (_Abort, ValueError, KeyError, TypeError):
                     complete = False  # the issue reports it, with the machine's state
                     continue
-                writes.update(a.space for a in pr.accs if a.write and a.space in shim.gm)
-            elif fam != "sync":
-                complete = False
+                if complete:
+                    writes.update(a.space for a in pr.accs if a.write and a.space in shim.gm)
+            elif fam == "vf":
+                complete = False  # a VF's own accesses are its executor's
         if complete:
             self.gm_written = frozenset(writes)
 
