@@ -220,10 +220,10 @@ class Instr:
     dyn: tuple = ()
     steps: tuple = ()
 
-    @functools.cached_property
-    def spec(self) -> OpSpec:
-        """The opcode's row (kept: the executor asks for it several times per issue)."""
-        return OPCODES[self.opcode]
+    def __post_init__(self):
+        self.spec: OpSpec = OPCODES[self.opcode]
+        """The opcode's row, looked up once (the executor asks for it several times per issue; a
+        cached_property's first access takes a lock)."""
 
     @property
     def dtype(self) -> str | None:
