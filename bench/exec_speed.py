@@ -24,7 +24,7 @@ and the ``warm`` ratio for the golden model):
   later run; it is timed here in a fresh process of its own (wall time, as ptoc would pay it),
   printed per element so nothing is hidden, and the ``dec+exec`` ratio counts it.
 * ``warm``: CPU seconds in this process (the machine is shared), the median of ``--repeat``
-  runs after a first one, the cyclic collector off as in ``timeit``: the executor as ``ptoc
+  (at least 20) runs after a first one, the cyclic collector off as in ``timeit``: the executor as ``ptoc
   --stats`` runs it (hazards, trace, cycle model), with hazard checking only, with neither, the
   golden model (``reference.evaluate``), all against warm NumPy.  ``cold/warm`` puts the cold executor against warm NumPy (NumPy's
   own first call costs it several times its later ones; see the NumPy columns).
@@ -206,12 +206,13 @@ def main(argv=None) -> int:
           f"load average {os.getloadavg()[0]:.1f} (cold figures are wall time: load-bound above 2)")
     print(f"{'case':<38}{'target':<11}" + "".join(f"{h:>13}" for h in heads))
     done = []
+    warm_repeat = max(args.repeat, 20)  # warm runs are cheap: a median of 3 is a load spike's
     for k, (name, text, np_fn, n) in enumerate(cases(64 if args.quick else 2048)):
         module = api.parse(text, f"<{name}>")
         values = golden.make_inputs(module, 0)
         want = golden.evaluate(module, values)
-        t_np = median_s(lambda: np_fn(values), max(args.repeat, 20))
-        t_golden = median_s(lambda: golden.evaluate(module, values), max(args.repeat, 20))
+        t_np = median_s(lambda: np_fn(values), warm_repeat)
+        t_golden = median_s(lambda: golden.evaluate(module, values), warm_repeat)
         golden_ratio = t_golden / t_np
         tolerant = float_sum_outputs(module)
         for target in (A2A3, ASCEND950):
@@ -225,9 +226,9 @@ def main(argv=None) -> int:
                 got = execute(program, gm).outputs
                 bad = [c.line() for c in pipeline.compare_outputs(got, want, tolerant) if not c.ok]
                 assert not bad, bad
-                t_stats = median_s(lambda: pipeline.run_program(program, gm), args.repeat)
-                t_on = median_s(lambda: execute(program, gm, trace=False), args.repeat)
-                t_off = median_s(lambda: execute(program, gm, check=False, trace=False), args.repeat)
+                t_stats = median_s(lambda: pipeline.run_program(program, gm), warm_repeat)
+                t_on = median_s(lambda: execute(program, gm, trace=False), warm_repeat)
+                t_off = median_s(lambda: execute(program, gm, check=False, trace=False), warm_repeat)
                 t_cold = cold_execute_s(text, target.name, args.repeat)
                 t_decode, t_np_cold = cold_numpy_s(k, target.name, args.quick, args.repeat)
                 cells = [ns(t_cold), ns(t_np_cold), f"{t_cold / t_np_cold:.1f}x", ns(t_decode),
