@@ -100,12 +100,15 @@ def cold_numpy_s(case: int, target: str, quick: bool, repeat: int) -> tuple[floa
 
 def _cold_numpy_child(case: int, target: str, quick: bool, part: str) -> None:
     from pto_compiler import api
+    from pto_compiler.cli import few_collections
     from pto_compiler.runtime import reference as golden
     from pto_compiler.runtime import cycles, vf_executor  # noqa: F401  (ptoc --run loads them first too)
     from pto_compiler.runtime.executor import plan_of
 
-    name, text, np_fn, _ = cases(64 if quick else 2048)[case]
-    module = api.parse(text, f"<{name}>")
+    few_collections()  # the collector as ptoc sets it, at its start and once the kernel is parsed:
+    name, text, np_fn, _ = cases(64 if quick else 2048)[case]  # a collection walking the IR is
+    module = api.parse(text, f"<{name}>")  # no part of ptoc's decode or of NumPy
+    few_collections()
     values = golden.make_inputs(module, 0)
     program = api.compile(module, target)
     t0 = time.perf_counter()
