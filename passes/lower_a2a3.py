@@ -152,7 +152,7 @@ def _floordiv(a, b):
 
 
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _floordiv, "%": remsi, "&": operator.and_,
-         "min": min, "max": max}
+         "^": operator.xor, ">>": operator.rshift, "min": min, "max": max}
 """What the ops of ``_Lowering._ARITH_INT``/``_ARITH_FLOAT`` compute, folded on numbers (the lowering's
 addresses and counts: far from any integer wrap)."""
 
@@ -652,7 +652,8 @@ class _FnLowering:
             ip.block.add_op(op)
 
     _ARITH_INT = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.FloorDivSIOp,
-                  "%": arith.RemSIOp, "&": arith.AndIOp, "min": arith.MinSIOp, "max": arith.MaxSIOp}
+                  "%": arith.RemSIOp, "&": arith.AndIOp, "^": arith.XOrIOp, ">>": arith.ShRUIOp, "min": arith.MinSIOp,
+                  "max": arith.MaxSIOp}
     _ARITH_FLOAT = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp,
                     "min": arith.MinimumfOp, "max": arith.MaximumfOp}
 
@@ -1588,10 +1589,12 @@ class _FnLowering:
 
     def tile_cmp(self, op):
         """TCMP/TCMPS on the scalar unit (vector_isa.md describes no compare into a mask): per valid
-        row, per byte k of dst's valid columns, the compares of columns ``c = 8k + b`` (b < 8; both
-        operands ``ld_ub``'d at column ``min(c, C - 1)``, the bit of a column past C masked to 0),
+        row, per byte k of dst's valid columns, the compares of columns ``c = 8k + b`` (b < 8),
         each bit ``2^b`` summed into the byte (the packing of dialects/pto.py ``CompareOp``),
-        ``st_ub``'d.  Bracketed by V->S / S->V flags (also on ascend950)."""
+        ``st_ub``'d.  Integers of up to 4 bytes, a whole group of 8 valid columns: each operand's
+        group ``ld_ub``'d as 64-bit words, the lanes taken out by shifts (:meth:`_lanes`); else
+        both operands ``ld_ub``'d at column ``min(c, C - 1)``, the bit of a column past C masked
+        to 0.  Bracketed by V->S / S->V flags (also on ascend950)."""
         s, d = self.tile(op.ins[0]), self.tile(op.outs[0])
         other = op.ins[1]
         o = self.tile(other) if pto.is_tile(other.type) else None
@@ -1603,7 +1606,20 @@ class _FnLowering:
         rows, r = self.loop("r", 0, s.vr, bound=s.t.rows)
         outer = self.in_body(rows.body)
         nbytes = self.mul(d.vc, d.esize)
-        cols, k = self.loop("k", 0, nbytes, bound=d.t.cols * d.esize)
+        groups = 0
+        if s.dtype not in ("f16", "bf16", "f32") and s.esize <= 4:
+            groups = self.min(self.div(s.vc, 8), nbytes)
+            cols, k = self.loop("k", 0, groups, bound=s.t.cols // 8)
+            inner = self.in_body(cols.body)
+            xs = self._lanes(s, r, k, s.dtype)
+            ys = [y] * 8 if o is None or op.SCALAR else self._lanes(o, r, k, s.dtype)
+            byte = 0
+            for b in range(8):
+                hit = self._compare(xs[b], ys[b], op.mode, s.dtype)
+                byte = self.add(byte, self.insert(arith.SelectOp(hit, self.value(1 << b, _INDEX), self.value(0, _INDEX))))
+            self.emit("st_ub", "u8", addr=self.add(d.addr, self.mul(r, d.row_bytes), k), src=byte)
+            self.end_loop(inner)
+        cols, k = self.loop("k", groups, nbytes, bound=d.t.cols * d.esize)
         inner = self.in_body(cols.body)
         last = self.arith("max", self.sub(s.vc, 1), 0)
         byte = 0
@@ -1620,42 +1636,84 @@ class _FnLowering:
         self.end_loop(outer)
         self.flag("S", "V")
 
+    def _lanes(self, t: TileRef, r, k, dtype: str) -> list:
+        """The 8 elements of row r, columns 8k..8k+7 of tile t (integers of e <= 4 bytes): e
+        64-bit words ``ld_ub``'d, lane l of a word its bits ``8e*l ..`` (a signed type's truncated
+        to it, so the value is signed)."""
+        e, u64 = t.esize, _xdsl_type("u64")
+        n, width = 8 // e, 8 * e
+        out = []
+        for w in range(e):
+            word = self.emit("ld_ub", "u64", dst=self.fresh("w"), addr=self.add(self.elem(t, r), self.mul(k, 8 * e), 8 * w))
+            for lane in range(n):
+                v = self.arith(">>", word, width * lane, u64) if lane else word
+                v = self.insert(arith.TruncIOp(v, _xdsl_type(("u" if dtype[0] == "u" else "i") + str(width))))
+                out.append(v)
+        return out
+
     def tile_sel(self, op):
-        """TSEL/TSELS on the scalar unit (vector_isa.md describes no select by a mask in UB): per
-        valid row and per bit b < 8, the columns ``c = 8k + b < C``: the mask row's byte k
-        ``ld_ub``'d, its bit b (``(byte / 2^b) & 1``) selecting src0's element or src1's (TSELS: the
-        scalar's, stored once to free UB as dst's type), ``st_ub``'d to dst.  The elements move as
-        unsigned integers of their size: a select copies bits (a NaN's sign and payload too).
-        Bracketed by V->S / S->V flags (also on ascend950)."""
+        """TSEL/TSELS on the scalar unit (vector_isa.md describes no select by a mask in UB), per
+        valid row: each whole group of 8 columns ``8k..8k+7`` from the mask row's byte k
+        ``ld_ub``'d once, its bits spread into lane masks of 64-bit words (:meth:`_lane_mask`) and
+        each word of dst ``y ^ ((x ^ y) & mask)`` of src0's word x and src1's y (TSELS: the
+        scalar's bits in every lane), ``ld_ub``/``st_ub``'d as u64; the last ``C % 8`` columns one
+        by one, bit ``c % 8`` of byte ``C // 8`` choosing.  Elements move as bits (a NaN's sign and
+        payload too).  Bracketed by V->S / S->V flags (also on ascend950)."""
         tiles = op.tile_ins()
         m, d, a = self.tile(tiles[0]), self.tile(op.outs[0]), self.tile(tiles[1])
         b_src = None if op.SCALAR else self.tile(tiles[2])
-        bits = f"u{8 * d.esize}"
+        bits, e, u64 = f"u{8 * d.esize}", d.esize, _xdsl_type("u64")
         self.flag("V", "S")
-        y = None
+        y = y_word = None
         if op.SCALAR:
-            e = self.scalar_operand(op.scalar_ins()[0], d.dtype)
-            if _is_num(e):
-                y = int(np.asarray(E.scalar_to(e, E.np_dtype(d.dtype))).view(E.np_dtype(bits)))
+            v = self.scalar_operand(op.scalar_ins()[0], d.dtype)
+            if _is_num(v):
+                y = int(np.asarray(E.scalar_to(v, E.np_dtype(d.dtype))).view(E.np_dtype(bits)))
             else:
                 at = self.free_ub(32)
-                self.emit("st_ub", d.dtype, addr=at, src=e)
+                self.emit("st_ub", d.dtype, addr=at, src=v)
                 y = self.emit("ld_ub", bits, dst=self.fresh("s"), addr=at)
+            ones = sum(1 << (8 * e * k) for k in range(8 // e))
+            y_word = y * ones if _is_num(y) else self.arith("*", self.insert(arith.ExtUIOp(y, u64)), ones, u64)
         rows, r = self.loop("r", 0, d.vr, bound=d.t.rows)
         outer = self.in_body(rows.body)
         row = self.add(m.addr, self.mul(r, m.row_bytes))
-        for b in range(8):
-            n = ceil_div(max(d.vc - b, 0), 8) if _is_int(d.vc) else self.div(self.arith("max", self.add(d.vc, 7 - b), 0), 8)
-            cols, k = self.loop("k", 0, n, bound=ceil_div(d.t.cols, 8))
-            inner = self.in_body(cols.body)
-            c = self.add(self.mul(k, 8), b)
-            byte = self.emit("ld_ub", "u8", dst=self.fresh("m"), addr=self.add(row, k))
-            on = self.insert(arith.CmpiOp(self.value(self.arith("&", self.div(byte, 1 << b), 1), _INDEX),
-                                          self.value(0, _INDEX), "ne"))
-            self._store_selected(on, a, b_src, d, r, c, bits, other=y)
-            self.end_loop(inner)
+        groups = self.div(d.vc, 8)
+        cols, k = self.loop("k", 0, groups, bound=d.t.cols // 8)
+        inner = self.in_body(cols.body)
+        byte = self.insert(arith.ExtUIOp(self.emit("ld_ub", "u8", dst=self.fresh("m"), addr=self.add(row, k)), u64))
+        for w in range(e):  # word w: columns 8k + w * 8/e ..
+            at = self.mul(k, 8 * e), 8 * w
+            x = self.emit("ld_ub", "u64", dst=self.fresh("x"), addr=self.add(self.elem(a, r), *at))
+            yw = y_word if b_src is None else \
+                self.emit("ld_ub", "u64", dst=self.fresh("y"), addr=self.add(self.elem(b_src, r), *at))
+            mask = self._lane_mask(byte, w, e)
+            picked = self.arith("^", yw, self.arith("&", self.arith("^", x, yw, u64), mask, u64), u64)
+            self.emit("st_ub", "u64", addr=self.add(self.elem(d, r), *at), src=picked)
+        self.end_loop(inner)
+        tail, c = self.loop("c", self.mul(groups, 8), d.vc, bound=7)
+        inner = self.in_body(tail.body)
+        byte = self.emit("ld_ub", "u8", dst=self.fresh("m"), addr=self.add(row, groups))
+        on = self.insert(arith.CmpiOp(self.value(self.arith("&", self.arith(">>", byte, self.sub(c, self.mul(groups, 8))),
+                                                            1), _INDEX), self.value(0, _INDEX), "ne"))
+        self._store_selected(on, a, b_src, d, r, c, bits, other=y)
+        self.end_loop(inner)
         self.end_loop(outer)
         self.flag("S", "V")
+
+    def _lane_mask(self, byte, w: int, e: int):
+        """The u64 whose ``e``-byte lanes are all ones where their bits of the mask ``byte`` (a u64
+        register) are 1: lane l of word w is bit ``w * 8/e + l``.  The bits, each copied to its
+        lane's low bit by a multiply and a select of bit l of lane l, become the lane's top bit
+        by adding ``2^(8e-1) - 1`` (no carry leaves a lane), shifted down and times the lane's
+        all-ones."""
+        u64, n, width = _xdsl_type("u64"), 8 // e, 8 * e
+        sub = byte if n == 8 else self.arith("&", self.arith(">>", byte, w * n, u64) if w else byte, (1 << n) - 1, u64)
+        ones = sum(1 << (width * k) for k in range(n))
+        x = self.arith("&", self.arith("*", sub, ones, u64), sum(1 << (width * k + k) for k in range(n)), u64)
+        low = self.arith("&", self.arith(">>", self.arith("+", x, ((1 << (width - 1)) - 1) * ones, u64), width - 1, u64),
+                         ones, u64)
+        return self.arith("*", low, (1 << width) - 1, u64)
 
     def tile_partarg(self, op):
         """TPARTARGMAX/TPARTARGMIN on the scalar unit (vector_isa.md describes no compare into a

@@ -140,7 +140,9 @@ def _int_binary(name: str, a: int, b: int, w: int, t) -> int:
 
 _CMPI = arith.CMPI_COMPARISON_OPERATIONS
 _CASTS = ("index_cast", "extsi", "trunci", "index_castui", "extui")
-_RING = {"addi": operator.add, "subi": operator.sub, "muli": operator.mul}
+_RING = {"addi": operator.add, "subi": operator.sub, "muli": operator.mul, "andi": operator.and_, "ori": operator.or_,
+         "xori": operator.xor}
+"""Ops whose result modulo 2**width is that of their operands modulo 2**width: Python's on ints, wrapped."""
 
 
 def _wrapping(fn, t):
