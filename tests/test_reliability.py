@@ -305,7 +305,7 @@ def test_pipe_init_without_dir_mask_is_located(tmp_path, target):
 def test_ptoc_called_in_process_gives_the_caller_its_collector_back(tmp_path, capsys, which):
     """ptoc freezes what a run keeps (it exits right after); in-process (tests, bench/fuzz.py) that
     kept every compiled module alive: the fuzzer grew by 1.3 GB in 5 minutes.  After the call
-    nothing it made stays frozen and the collector's thresholds are the caller's."""
+    nothing it made is frozen and the collector's thresholds are the caller's."""
     import gc
 
     from pto_compiler import opt
@@ -315,4 +315,4 @@ def test_ptoc_called_in_process_gives_the_caller_its_collector_back(tmp_path, ca
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     rc = cli.main([str(src), "--run"]) if which == "ptoc" else opt.main([str(src), "-p", "cse"])
     assert rc == 0, capsys.readouterr()
-    assert (gc.get_freeze_count(), gc.get_threshold()) == (frozen, threshold)
+    assert gc.get_freeze_count() <= frozen and gc.get_threshold() == threshold  # (frozen objects may die)
