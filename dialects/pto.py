@@ -3030,6 +3030,17 @@ def _rule_tpop(op: TileOp) -> None:
                               "operands are provided")
 
 
+PIPE_SPLITS = {0: "no split", 1: "up/down", 2: "left/right"}
+"""TPUSH/TPOP/TFREE ``split``: how the two vector sub-blocks share a tile (pto-isa TPUSH)."""
+
+
+def _rule_split(op: IRDLOperation) -> None:
+    split = op.attributes.get("split", op.properties.get("split"))
+    if split is not None and _int_attr(op, "split") not in PIPE_SPLITS:
+        *each, last = (f"{k} ({v})" for k, v in PIPE_SPLITS.items())
+        raise VerifyException(f"expects 'split' to be {', '.join(each)} or {last}, got {split}")
+
+
 def _pipe_buffer_source(v: SSAValue) -> str | None:
     owner = v.owner
     name = getattr(owner, "name", "")
@@ -3095,8 +3106,12 @@ RULES: dict[str, tuple] = {
     "pto.tgetval": (_rule_tgetval,),
     "pto.tput_async": (_rule_tput_async,),
     "pto.tget_scale_addr": (_rule_tget_scale_addr,),
-    "pto.tpop_from_aic": (_rule_tpop,),
-    "pto.tpop_from_aiv": (_rule_tpop,),
+    "pto.tpop_from_aic": (_rule_tpop, _rule_split),
+    "pto.tpop_from_aiv": (_rule_tpop, _rule_split),
+    "pto.tpush_to_aiv": (_rule_split,),
+    "pto.tpush_to_aic": (_rule_split,),
+    "pto.tfree_from_aic": (_rule_split,),
+    "pto.tfree_from_aiv": (_rule_split,),
     "pto.initialize_l2l_pipe": (_rule_initialize_l2l_pipe,),
     "pto.aic_initialize_pipe": (_rule_pipe_init, _rule_nosplit),
     "pto.aiv_initialize_pipe": (_rule_pipe_init, _rule_nosplit),

@@ -4,7 +4,7 @@ Each op's dtype set per target (declared on the op class, dialects/pto.py), a si
 larger than its memory on the target (UB, L1, L0A, L0B, L0C, bias table, fixpipe buffer:
 targets.py), the cube tiles' layouts (:data:`CUBE_LAYOUTS`; boxed L1 tiles of whole fractals),
 TMOV vec -> mat
-only where it exists, ``vf`` ops only where the target has vector functions, and a TCVT round
+only where it exists, GM pointer arguments of an element type TLOAD moves, ``vf`` ops only where the target has vector functions, and a TCVT round
 mode that exists.
 """
 
@@ -18,8 +18,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import Diagnostic, PtocError, argument_location, location_of, sources_of
-from pto_compiler.dialects.pto import ConvertOp, MoveOp, TileBufType, TileLikeType, TileOp
+from pto_compiler.dialects.pto import TILE_OPS, ConvertOp, MoveOp, PtrType, TileBufType, TileLikeType, TileOp, dtype_name
 from pto_compiler.targets import Target, lookup_target
+
+
+GM_DTYPES = TILE_OPS["pto.tload"].DTYPES
+"""The element types a GM pointer argument may hold per target: those TLOAD moves (its page)."""
 
 
 def _diag(op, message: str) -> Diagnostic:
@@ -77,10 +81,15 @@ def target_diagnostics(module: ModuleOp, target: Target) -> list[Diagnostic]:
             for block in region.blocks:
                 for arg in block.args:
                     t = arg.type
+                    name = arg.name_hint or f"arg{arg.index}"
                     if isinstance(t, TileLikeType) and t.nbytes > target.ub_bytes:
-                        name = arg.name_hint or f"arg{arg.index}"
                         found.append(Diagnostic(f"tile argument %{name} of {t.nbytes} bytes does not fit in "
                                                 f"the {target.name} UB ({target.ub_bytes // 1024} KiB)",
+                                                *argument_location(op, name, sources_of(module))))
+                    gm = GM_DTYPES.get(target.name, frozenset())
+                    if isinstance(t, PtrType) and dtype_name(t.element_type) not in gm:
+                        found.append(Diagnostic(f"GM argument %{name}: element type {dtype_name(t.element_type)} "
+                                                f"is not supported on {target.name} (supported: {', '.join(sorted(gm))})",
                                                 *argument_location(op, name, sources_of(module))))
     return found
 

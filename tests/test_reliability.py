@@ -89,6 +89,38 @@ def test_unused_f8_pointer_argument_is_located(tmp_path, target):
     assert rc == 1 and located(err, 2) and "f8E4M3FN" in err, err
 
 
+@pytest.mark.parametrize("flags", [[], ["--run"]])
+@pytest.mark.parametrize("target", TARGETS)
+def test_unused_f64_pointer_argument_is_located(tmp_path, target, flags):
+    """Found by bench/fuzz.py --seed 1203 (a lit input with its pointer's type mutated): exit 70 in
+    the decoder (canonical_dtype('f64')), compiling or running.  GM holds what TLOAD moves."""
+    rc, _, err = run(tmp_path, kernel(", %s: !pto.ptr<f64>"), "--target", target, *flags)
+    assert rc == 1 and located(err, 2) and f"GM argument %s: element type f64 is not supported on {target}" in err, err
+
+
+@pytest.mark.parametrize("split", ["a39d1", "3"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_pipe_split_that_is_not_0_1_or_2_is_located(tmp_path, target, split):
+    """Found by bench/fuzz.py --seed 1203 (a byte mutant of lit_tests/passes/resolve_reserved_buffers.pto):
+    ``split = a39d1`` was exit 70 on ascend950 (runtime/pipes.vector_subblocks read it as an integer);
+    3 was taken as left/right."""
+    tile = "!pto.tile_buf<vec, 16x32xf32>"
+    text = ("func.func @consumer() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {\n"
+            "  %z = arith.constant 0 : i32\n"
+            "  %buf = pto.reserve_buffer {name = \"c2v\", size = 16384, location = #pto.address_space<vec>, "
+            "auto = true} -> i32\n"
+            "  pto.aiv_initialize_pipe {dir_mask = 1, slot_size = 2048} (c2v_consumer_buf = %buf : i32, "
+            "v2c_consumer_buf = %z : i32)\n"
+            f"  %t = pto.alloc_tile : {tile}\n"
+            f"  %p0 = pto.tpop_from_aic {{split = 1}} -> {tile}\n"
+            f"  pto.tadd ins(%p0, %p0 : {tile}, {tile}) outs(%t : {tile})\n"
+            f"  pto.tfree_from_aic {{split = {split}}}\n"
+            "  return\n}\n")
+    rc, _, err = run(tmp_path, text, "--target", target, "--run")
+    assert rc == 1 and located(err, 8, 3), err
+    assert "'pto.tfree_from_aic' op expects 'split' to be 0 (no split), 1 (up/down) or 2 (left/right)" in err, err
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_memref_tmov_is_raised_and_runs(tmp_path, target):
     """Once an internal error in lower_vf (tmov on memrefs); PTOAS's memref form is now raised to tiles."""
