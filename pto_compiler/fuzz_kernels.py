@@ -12,7 +12,8 @@ ui32 ui16 ui8) and valid region, runs a chain of catalogue ops with ``scf.for`` 
 ``scf.if`` branches around parts of it, and stores one tile to z.  The ops: elementwise
 tile-tile (arithmetic, bitwise, TPART*), tile-scalar, ternary, unary, expand-scalar, copy,
 TCI/TTRI, row and column reductions into an ``R x 1`` ColMajor / ``1 x C`` tile with the
-row/column-expand ops back, and TCMP/TCMPS into a ``ui8`` predicate tile read by TSEL/TSELS.
+row/column-expand ops back, TCMP/TCMPS into a ``ui8`` predicate tile read by TSEL/TSELS, and
+TCVT into a tile of another type and back.
 Each op is drawn only where every target's page allows its element type (``DTYPES`` of
 dialects/pto.py), and integer operands with a domain (shift counts, divisors) are constants
 inside it.  Tiles are placed by the planner or, in about a third of the kernels, by hand
@@ -48,6 +49,12 @@ _COL_REDUCE = ("tcolmax", "tcolmin", "tcolsum", "tcolprod")
 _COL_EXPAND = ("tcolexpandadd", "tcolexpandsub", "tcolexpandmul", "tcolexpandmax", "tcolexpandmin",
                "tcolexpanddiv", "tcolexpandexpdif", "tcolexpand")
 _CMP_MODES = ("EQ", "NE", "LT", "GT", "GE", "LE")
+_ROUND_TRIPS = {"f32": (("f16", "CAST_RINT", "CAST_RINT"), ("i32", "CAST_TRUNC", "CAST_RINT")),
+                "f16": (("f32", "CAST_RINT", "CAST_RINT"), ("i16", "CAST_ROUND", "CAST_RINT"),
+                        ("i8", "CAST_FLOOR", "CAST_RINT")),
+                "i32": (("f32", "CAST_RINT", "CAST_TRUNC"),), "i16": (("f16", "CAST_RINT", "CAST_ROUND"),),
+                "i8": (("f16", "CAST_RINT", "CAST_FLOOR"),)}
+"""TCVT there and back: type -> (other type, rmode there, rmode back), pairs both targets convert."""
 _SCALARS = {"float": ["0.5", "1.5", "-2.0", "0.0", "3.25"], "signed": [0, 1, -3, 7, 100],
             "unsigned": [0, 1, 3, 7, 100]}
 
@@ -67,6 +74,8 @@ class _Gen:
     written: set[str] = field(default_factory=set)
     consts: dict[str, str] = field(default_factory=dict)
     args: dict[str, tuple[int, str]] = field(default_factory=dict)
+    other: tuple[str, str, str] | None = None
+    """The TCVT round trip (:data:`_ROUND_TRIPS`) of the kernel, if any: (type, rmode there, back)."""
     """Unsigned scalars, kernel arguments (arith.constant is signless): name -> (value, type)."""
     next_addr: int = 0
     depth: int = 0
@@ -121,7 +130,7 @@ class _Gen:
         return f"%{name} = pto.alloc_tile addr = %a{addr} : {type_}"
 
     def pick(self, k: int = 1) -> list[str]:
-        pool = sorted(self.written - {"r", "c", "m"})
+        pool = sorted(self.written - {"r", "c", "m", "v"})
         return [self.rng.choice(pool) for _ in range(k)]
 
     def dst(self, op: str, sources: list[str]) -> str:
@@ -141,6 +150,7 @@ class _Gen:
             (10, self.row_reduce_expand, self.vc > 1 and self.allowed(_ROW_REDUCE)),  # (one valid column:
             (8, self.col_reduce_expand, self.vr > 1 and self.allowed(_COL_REDUCE)),  # an expand of either)
             (8, self.compare_select, self.allowed(("tcmp", "tcmps")) and self.allowed(("tsel", "tsels"))),
+            (5, self.convert_round_trip, self.other is not None),
         ) if ok]
         weights, makers = zip(*families)
         self.rng.choices(makers, weights)[0]()
@@ -215,6 +225,18 @@ class _Gen:
             (b,) = self.pick()
             self.emit(f"pto.{expand} ins(%{b}, %{name} : {t}, {type_}) outs(%{self.dst(expand, [b])} : {t})")
 
+    def other_tile(self) -> str:
+        v = "" if (self.vr, self.vc) == (self.rows, self.cols) else f", valid={self.vr}x{self.vc}"
+        return f"!pto.tile_buf<vec, {self.rows}x{self.cols}x{self.other[0]}{v}>"
+
+    def convert_round_trip(self) -> None:
+        """TCVT into the tile of the other type ``v`` and back into a tile."""
+        other, there, back = self.other
+        t, v = self.tile, self.other_tile()
+        (a,) = self.pick()
+        self.emit(f"pto.tcvt ins(%{a} {{rmode = #pto<round_mode {there}>}} : {t}) outs(%v : {v})")
+        self.emit(f"pto.tcvt ins(%v {{rmode = #pto<round_mode {back}>}} : {v}) outs(%{self.dst('tcvt', [])} : {t})")
+
     def compare_select(self) -> None:
         """TCMP/TCMPS into the predicate tile and TSEL/TSELS of it (A2/A3 compares i32 with EQ only)."""
         rng, t, dt, m = self.rng, self.tile, self.dtype, self.mask
@@ -288,6 +310,10 @@ def random_kernel(rng: random.Random, targets: tuple[str, ...] = tuple(TARGETS))
     body.append("    " + g.alloc("r", g.col, rows * esz))
     body.append("    " + g.alloc("c", g.row, cols * esz))
     body.append("    " + g.alloc("m", g.mask, rows * 32))
+    trips = [trip for trip in _ROUND_TRIPS.get(dtype, ()) if cols * ELEM_BYTES[trip[0]] % 32 == 0]
+    g.other = rng.choice(trips) if trips else None  # (rows of both types whole 32-byte blocks)
+    if g.other is not None:
+        body.append("    " + g.alloc("v", g.other_tile(), rows * cols * ELEM_BYTES[g.other[0]]))
     part = f"!pto.partition_tensor_view<{vr}x{vc}x{dtype}>"
     view = f"!pto.tensor_view<?x?x{dtype}>"
     body.append(f"    pto.tload ins(%xp : {part}) outs(%t0 : {g.tile})")

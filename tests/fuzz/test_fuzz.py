@@ -54,14 +54,14 @@ def _dtype(text):
 def test_generated_kernels_draw_every_element_type_and_the_newer_ops(targets):
     """i8/ui8 (and the other seven types) in every target set, and the ops the catalogue gained:
     compares and selects, bitwise and shifts, TPART*, ternary, TCI/TTRI, column reductions and
-    expands; on ascend950 alone also i8 arithmetic (A2/A3 has none: its pages allow i8 in copies,
+    expands, TCVT round trips; on ascend950 alone also i8 arithmetic (A2/A3 has none: its pages allow i8 in copies,
     expands and TEXPANDS only)."""
     kernels = _kernels(targets)
     dtypes = {_dtype(k) for k in kernels}
     assert dtypes == {"f32", "f16", "bf16", "i32", "i16", "i8", "ui32", "ui16", "ui8"}
     ops = {m for k in kernels for m in re.findall(r"pto\.(t\w+) ins", k)}
     assert {"tcmp", "tcmps", "tsel", "tsels", "tand", "tshrs", "tnot", "tpartmax", "taddc", "tsubsc", "tci",
-            "ttri", "tcolsum", "tcolexpandmul", "trowprod", "tneg"} <= ops, ops
+            "ttri", "tcolsum", "tcolexpandmul", "trowprod", "tneg", "tcvt"} <= ops, ops
     i8_math = {m for k in kernels if _dtype(k) == "i8" for m in re.findall(r"pto\.(t\w+) ins", k)}
     assert ("tadd" in i8_math) == (targets == ("ascend950",))
 
