@@ -12,9 +12,15 @@ A memref buffer of shape ``d0 x .. x dn`` becomes a ``prod(d0..dn-1) x dn`` tile
 innermost line, as a GM tensor of that shape is loaded row by row), in the layout its memory
 requires (the cube memories' fixed layouts).  ``memref.reinterpret_cast`` of a GM argument at
 offset 0 is a tensor view with its sizes and strides.  A function using a memref any other way
-(``pto.bind_tile``, memrefs through ``scf.yield``, dynamic shapes, async sessions, a GM memref
-PTOAS tags NZ moved to or from a buffer: :func:`ptoas_gm_layout`) stays in the memref form;
-:func:`unraisable` says why, located, when it is compiled or run.
+(``pto.bind_tile``, memrefs through ``scf.yield``, dynamic shapes, async sessions) stays in the
+memref form; :func:`unraisable` says why, located, when it is compiled or run.
+
+A GM memref that PTOAS's pto-infer-layout tags NZ (:func:`ptoas_gm_layout`) moved to or from a
+``memref.alloc`` buffer is read ND, as that buffer's tile is: PTOAS gives the buffer no tile config,
+so its EmitC tile is ND, and pto-isa's TLOAD/TSTORE static_asserts refuse the NZ GlobalTensor /
+ND tile pair PTOAS emits (its plan-memory tests never build that C++).  What such a kernel
+computes in GM does not depend on the reading as long as its tile ops are elementwise (the
+corpus's plan_memory_* files copy): the same element goes out where it came in.
 """
 
 from __future__ import annotations
@@ -155,24 +161,6 @@ def _boxed_bind_error(op: Operation) -> str:
             "(ptoc's vector tload/tstore move ND rows or DN columns)")
 
 
-def _nz_gm_move_error(move: Operation) -> str | None:
-    """Why a tload/tstore between a GM memref PTOAS tags NZ and a ``memref.alloc`` buffer has no
-    semantics, else None.  PTOAS gives such a buffer no tile config (AllocToPointerCast.cpp takes
-    one only from a ``bind_tile``), so its EmitC tile is ND (PTOToEmitC.cpp PointerCastConversion:
-    BLayout::RowMajor, SLayout::NoneBox) beside an NZ GlobalTensor, a pair pto-isa's TLOAD and
-    TSTORE refuse to compile on both targets."""
-    gm = _gm_operand(move)
-    buffers = [v for v in move.operands if isinstance(v.type, MemRefType) and not _is_gm(v.type)]
-    if gm is None or ptoas_gm_layout(gm) != "nz" or not any(
-            getattr(v.owner, "name", "") == "memref.alloc" for v in buffers):
-        return None
-    return (f"moves {_nz_tag(gm)} from or to a memref.alloc buffer, which PTOAS makes an ND tile "
-            "(AllocToPointerCast.cpp: no bind_tile config; PTOToEmitC.cpp: BLayout::RowMajor, SLayout::NoneBox): "
-            "pto-isa's TLOAD/TSTORE take an NZ GlobalTensor only with an NZ tile (static_assert in "
-            "tload_common.hpp and tstore_common.hpp, a2a3 and a5), so PTOAS's output for it does not build; "
-            "no semantics")
-
-
 def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
     """Why a memref of ``fn`` has no place in the tile model (the op and the reason), else None."""
     from xdsl.dialects import memref
@@ -207,8 +195,6 @@ def unraisable(fn: func.FuncOp) -> tuple[Operation, str] | None:
                 return op, "is not a static cast at offset 0 of a GM argument used by tload/tstore"
         elif op.name == "pto.bind_tile" and _boxed_config(op):
             return op, _boxed_bind_error(op)
-        elif op.name in GM_USES and (why := _nz_gm_move_error(op)):
-            return op, why
         elif any(isinstance(r.type, MemRefType) for r in op.results):
             return op, "defines a memref, which ptoc has no tile form for"
     return None

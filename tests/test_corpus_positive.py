@@ -36,6 +36,7 @@ RUNS = {
     "test__basic__tcvt_e2e.pto": (("--entry", "tcvt_f32_to_f16_run"), COMPARED),
     "test__samples__TPushTPop__test4__kernel.pto": ((), COMPARED),
     "test__basic__test_tpush_tpop_roundtrip_nosplit_a5.pto": ((), COMPARED),
+    "test__basic__plan_memory_reserve_buffer_prefix.pto": ((), COMPARED),
     # the vector core's tprint of the popped tile, compared with the golden model's
     "test__samples__TPushTPop__test1__kernel.pto": ((), COMPARED),
     "test__samples__TPushTPop__test3__kernel.pto": ((), COMPARED),
@@ -49,7 +50,16 @@ RUNS = {
     "tools__ptobc__testdata__add_static_multicore.pto": (("--input", "arg3=32", "--input", "arg4=32"), COMPARED),
     "test__samples__Qwen3DecodeA3__qwen3_decode_incore_0.pto": (("--input", "arg3=0"), COMPARED),
     "test__samples__Qwen3DecodeA5__qwen3_decode_incore_0.pto": (("--input", "arg3=0"), COMPARED),
-    # PTOAS's memref form (pto-raise-memref)
+    # PTOAS's memref form (pto-raise-memref); their 16x16x16 GM memrefs, which PTOAS tags NZ, read ND
+    "test__basic__plan_memory_for_iter_args_yield.pto": ((), COMPARED),
+    "test__basic__plan_memory_if_in_loop.pto": ((), COMPARED),
+    "test__basic__plan_memory_if_yield.pto": ((), COMPARED),
+    "test__basic__plan_memory_loop_in_if.pto": ((), COMPARED),
+    "test__basic__plan_memory_loop_no_reuse_outer_live.pto": ((), COMPARED),
+    "test__basic__plan_memory_nested_loops.pto": ((), COMPARED),
+    "test__basic__plan_memory_no_reuse_overlap.pto": ((), COMPARED),
+    "test__basic__plan_memory_peak_8_overlapping.pto": ((), COMPARED),
+    "test__basic__plan_memory_reuse_sequential.pto": ((), COMPARED),
     "test__basic__tinsert_a5_pipe_selection.pto": ((), COMPARED),
     "test__basic__tmov_acc_mat_pipe_selection.pto": ((), COMPARED),
     "test__basic__tinsert_a5_vec_mat_mode_lowering.pto": (("--entry", "tinsert_vec_mat_nd"), COMPARED),
@@ -124,9 +134,6 @@ BIG_GM = {
 """file -> ptoc arguments of the corpus files whose GM needs a raised ``--max-gm-bytes`` (compared)."""
 
 
-NZ_GM_ND_TILE = ("16x16x16 GM memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: right-aligned to 5-D "
-                 "1x1x16x16x16) from or to a memref.alloc buffer, which PTOAS makes an ND tile")
-
 NOT_RUN = {
     # a genuine deadlock of the file (PTOAS compiles it, as ptoc does): eventid_array_set changes slot 0
     # between the two gets, so the set_flag raises event 1 and the wait_flag waits for event 2
@@ -144,18 +151,6 @@ NOT_RUN = {
     "test__basic__tinsert_a5_vec_mat_mode_lowering.pto": (
         (), 1, "no semantics: pto-isa moves an NZ vec tile only with an NZ GlobalTensor whose last two dims are 16 rows "
                "of 32 bytes"),
-    # no semantics: PTOAS tags their 16x16x16 f16 GM memrefs NZ and makes each memref.alloc buffer an ND tile,
-    # a TLOAD/TSTORE pair pto-isa's static_asserts refuse (plan-memory tests: PTOAS's C++ is never built)
-    "test__basic__plan_memory_for_iter_args_yield.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_if_in_loop.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_if_yield.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_loop_in_if.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_loop_no_reuse_outer_live.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_nested_loops.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_no_reuse_overlap.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_peak_8_overlapping.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_reserve_buffer_prefix.pto": ((), 1, NZ_GM_ND_TILE),
-    "test__basic__plan_memory_reuse_sequential.pto": ((), 1, NZ_GM_ND_TILE),
 }
 """Positive corpus files that do not run: (ptoc arguments, exit code, the reason its first located
 diagnostic gives)."""

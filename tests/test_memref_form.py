@@ -117,19 +117,18 @@ def test_a_boxed_bind_tile_is_located_with_its_reason(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_an_nz_tagged_gm_memref_with_an_alloc_buffer_is_located(target, tmp_path, capsys):
-    """PTOAS tags a 16x16x16 f16 GM memref NZ and gives a memref.alloc buffer no tile config (an ND
-    tile): pto-isa's TLOAD refuses that pair, so the move is located as having no semantics; the
-    same kernel over a 4x8x16 f32 memref (tagged ND) runs (test_gm_memref_arguments_and_alloc_run)."""
+def test_an_nz_tagged_gm_memref_with_an_alloc_buffer_runs_elementwise(target, tmp_path, capsys):
+    """PTOAS tags a 16x16x16 f16 GM memref NZ and gives a memref.alloc buffer an ND tile (a pair
+    pto-isa's TLOAD refuses to build); ptoc reads both ND, and an elementwise kernel's GM result
+    does not depend on that reading: z = x + 2y element by element."""
     gm, ub = "memref<16x16x16xf16, #pto.address_space<gm>>", "memref<16x16x16xf16, #pto.address_space<vec>>"
-    path = tmp_path / "nz.pto"
-    path.write_text(VEC_KERNEL.replace(GM3, gm).replace(UB3, ub))
-    assert cli.main([str(path), "--target", target, "--run"]) == 1
-    err = capsys.readouterr().err
-    assert (f"{path}:9:5: error: 'pto.tload' op moves a 16x16x16 GM memref PTOAS's pto-infer-layout tags NZ "
-            "(InferPTOLayout.cpp: right-aligned to 5-D 1x1x16x16x16) from or to a memref.alloc buffer, which PTOAS "
-            "makes an ND tile") in err, err
-    assert "take an NZ GlobalTensor only with an NZ tile" in err
+    rng = np.random.default_rng(5)
+    x = rng.integers(-50, 50, (16, 16, 16)).astype(np.float16)
+    y = rng.integers(-50, 50, (16, 16, 16)).astype(np.float16)
+    rc, out, err = _run(tmp_path, capsys, VEC_KERNEL.replace(GM3, gm).replace(UB3, ub), target, {"x": x, "y": y})
+    assert rc == 0, out + err
+    assert out.startswith("PASS z"), out
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy").reshape(16, 16, 16), x + 2 * y)
 
 
 @pytest.mark.parametrize("shape, dtype, layout", [
