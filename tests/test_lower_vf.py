@@ -413,7 +413,7 @@ def test_lowering_fused_gives_what_fusing_the_per_op_launches_gives():
     rng = random.Random(5)
     texts = [(ROOT / "examples" / n).read_text() for n in EXAMPLES]
     texts += [(ROOT / "examples" / "study" / n).read_text() for n in ("axpy.pto", "reduce_sum_ar.pto")]
-    texts += [straight_line(60)] + [random_kernel(rng) for _ in range(12)]
+    texts += [straight_line(n) for n in (14, 21, 60)] + [random_kernel(rng) for _ in range(12)]
     fused_at_lowering = 0
     for text in texts:
         placed = api.compile(api.parse(text, "k.pto"), ASCEND950, "placed")
@@ -426,4 +426,5 @@ def test_lowering_fused_gives_what_fusing_the_per_op_launches_gives():
             printed.append(api.print_module(module))
         assert printed[0] == printed[1]
         fused_at_lowering += launches[1] < launches[0]
-    assert fused_at_lowering >= 3  # kernels whose chains the lowering fused itself
+    assert fused_at_lowering >= 3  # kernels whose chains the lowering fused itself (the generated ones
+    # rarely have a fusable chain since the generator draws scalar-unit and conversion ops too)
