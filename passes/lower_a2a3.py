@@ -98,7 +98,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from pto_compiler.diagnostics import PtocError, cube_space_message, op_error, value_name
+from pto_compiler.diagnostics import PtocError, cube_space_message, location_of, op_error, value_name
 from pto_compiler.dialects import a2a3, pto
 from pto_compiler.lazy_import import LazyModule
 from pto_compiler.passes import lower_cube
@@ -2981,8 +2981,9 @@ def completed_program(module: ModuleOp, target: Target = A2A3, entry: str | None
 
 
 def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
-    """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM/matmul of a float type):
-    they compare with the float-sum tolerance; every other output compares bit for bit."""
+    """Names of the outputs whose values depend on a float sum (TROWSUM/TCOLSUM/matmul of a float type),
+    and ``tprint@FILE:LINE:COL`` of the TPRINTs of such a tile: they compare with the float-sum
+    tolerance; every other output and print compares bit for bit."""
     fn = select_entry(module, entry)
     specs = kernel_args(fn)
     tainted: set = set()  # SSA values (tiles, GM pointers) that carry a float sum
@@ -3038,6 +3039,10 @@ def float_sum_outputs(module: ModuleOp, entry: str | None = None) -> set[str]:
         for i, v in enumerate(ret.operands):
             if roots(v) in tainted:
                 out.add(f"result{i}")
+    for op in fn.walk():
+        if isinstance(op, pto.TPrintOp) and carries(op.ins[0]):
+            f, line, col = location_of(op)
+            out.add(f"tprint@{f}:{line}:{col}")
     return out
 
 

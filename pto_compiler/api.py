@@ -348,6 +348,7 @@ def check(module, target: Target | str | None = None, inputs: dict | None = None
         want = reference(module, values, entry=entry, blocks=blocks, max_steps=max_steps, target=target)
     with times.phase("compare"):
         complete = all(f.kind in ("race", "sync") for f in res.findings)
-        comparisons = (pipeline.compare_outputs(res.outputs, want, float_sum_outputs(module, entry))
-                       + pipeline.compare_prints(got_prints, want_prints)) if complete else []
+        tolerant = float_sum_outputs(module, entry)
+        comparisons = (pipeline.compare_outputs(res.outputs, want, tolerant)
+                       + pipeline.compare_prints(got_prints, want_prints, tolerant)) if complete else []
     return CheckResult(program, values, res.outputs, want, comparisons, res.stats, res.findings, res.diagnostics)

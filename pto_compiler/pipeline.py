@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 from pto_compiler.diagnostics import Diagnostic, PtocError
@@ -368,10 +369,11 @@ def order_decided(module, res, target: str, entry: str | None = None, blocks: in
     return why
 
 
-def compare_prints(got: list, want: list) -> list[Comparison]:
+def compare_prints(got: list, want: list, tolerant: set | frozenset = frozenset()) -> list[Comparison]:
     """The TPRINTs of the executor's run against the golden model's, as outputs named
     ``tprint@FILE:LINE:COL`` (``#k`` for the k-th print of a place printed more than once), compared
-    in order per place as :func:`compare_outputs` compares outputs; a print only one run made fails."""
+    in order per place as :func:`compare_outputs` compares outputs (a place in ``tolerant``, which
+    prints a float sum, with the float-sum tolerance); a print only one run made fails."""
     def named(prints: list) -> dict:
         count: dict = {}
         for where, _ in prints:
@@ -384,7 +386,7 @@ def compare_prints(got: list, want: list) -> list[Comparison]:
 
     g, w = named(got), named(want)
     extra = [Comparison(name, False, math.inf, ((), "a print", "none")) for name in g if name not in w]
-    return compare_outputs(g, w) + extra
+    return compare_outputs(g, w, {name for name in w if re.sub(r"#\d+$", "", name) in tolerant}) + extra
 
 
 @dataclass
