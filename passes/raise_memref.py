@@ -126,37 +126,27 @@ def ptoas_gm_layout(t: MemRefType) -> str:
     return "nz" if nz else "nd"
 
 
-def _nz_tag(t: MemRefType) -> str:
-    """How PTOAS tags the GM memref ``t`` NZ, said once for every message that cites it."""
-    sh = [1] * (5 - len(t.get_shape())) + list(t.get_shape())
-    return (f"a {'x'.join(map(str, t.get_shape()))} GM memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: "
-            f"right-aligned to 5-D {'x'.join(map(str, sh))})")
-
-
-def _gm_operand(move: Operation) -> MemRefType | None:
-    gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
-    return gm[0] if gm else None
-
-
 def _boxed_bind_error(op: Operation) -> str:
     """Why a boxed (NZ) vec tile bound by ``op`` cannot run: TLOAD/TSTORE move a Vec tile ND->ND,
     DN->DN or NZ->NZ only (pto-isa tload_common.hpp: "TLOAD(VecTile, GlobalTensor) only support
     ND2ND/DN2DN/NZ2NZ!"), and an NZ GM view must be 16-row fractals whose rows are the tile's
     valid rows (CheckNzFormat: validRow == shape2 * shape3); an NZ <-> NZ move ptoc does not model."""
     for move in sorted({u.operation for u in op.results[0].uses}, key=lambda o: location_of(o)[1:]):
-        gm = _gm_operand(move)
-        if move.name not in GM_USES or gm is None:
+        gm = [v.type for v in move.operands if isinstance(v.type, MemRefType) and _is_gm(v.type)]
+        if move.name not in GM_USES or not gm:
             continue
         at = f"the {move.name} at line {location_of(move)[1]}"
-        if ptoas_gm_layout(gm) == "nd":
-            shape = "x".join(map(str, gm.get_shape()))
+        shape = "x".join(map(str, gm[0].get_shape()))
+        if ptoas_gm_layout(gm[0]) == "nd":
             return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} "
                     "GM memref PTOAS's pto-infer-layout tags ND: TLOAD/TSTORE move a Vec tile ND->ND, DN->DN or "
                     "NZ->NZ only (pto-isa tload_common.hpp), so the move has no semantics")
-        sh = [1] * (5 - len(gm.get_shape())) + list(gm.get_shape())
-        return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to {_nz_tag(gm)}: "
-                f"pto-isa's NZ move needs the tile's valid rows to be shape2 x shape3 = {sh[2] * sh[3]} "
-                "(tload_common.hpp CheckNzFormat), and ptoc does not model an NZ GM view; no semantics")
+        sh = [1] * (5 - len(gm[0].get_shape())) + list(gm[0].get_shape())
+        return (f"binds a boxed vec tile (a fractal slayout in its config) that {at} moves from or to a {shape} GM "
+                f"memref PTOAS's pto-infer-layout tags NZ (InferPTOLayout.cpp: right-aligned to 5-D "
+                f"{'x'.join(map(str, sh))}): pto-isa's NZ move needs the tile's valid rows to be shape2 x shape3 = "
+                f"{sh[2] * sh[3]} (tload_common.hpp CheckNzFormat), and ptoc does not model an NZ GM view; "
+                "no semantics")
     return ("binds a boxed vec tile (a fractal slayout in its config): its NZ->NZ tload/tstore is not modelled "
             "(ptoc's vector tload/tstore move ND rows or DN columns)")
 
