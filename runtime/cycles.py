@@ -209,13 +209,16 @@ def pb_pushes(fn, pb_regs: float) -> int:
 
 
 def _nested_ops(op, out: list) -> list:
-    """The ops inside ``op``'s regions, at every depth (xDSL's walk, without its generators)."""
+    """The ops inside ``op``'s regions, at every depth, in program order (xDSL's walk, without its
+    generators: a block's ops followed by their links)."""
     for region in op.regions:
         for block in region.blocks:
-            for o in block.ops:
+            o = block.first_op
+            while o is not None:
                 out.append(o)
                 if o.regions:
                     _nested_ops(o, out)
+                o = o._next_op
     return out
 
 
@@ -280,23 +283,23 @@ class _Decoded:
     __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
                  "su_events", "at_zero", "reads")
 
-    def __init__(self, op):
+    def __init__(self, op, zero: set):
         name = op.name
         self.key = id(op)
-        self.ins = tuple(map(id, op.operands))
+        operands = op._operands  # (a tuple: xDSL's operands view reads it one item at a time)
+        self.ins = tuple(map(id, operands))
         self.outs = tuple(map(id, op.results))
         self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
-        zero = [_ready_at_zero(v) for v in op.operands]
-        self.at_zero = name.startswith("arith.") and all(zero)
+        self.reads = tuple(i for i in self.ins if i not in zero)
+        """The operands whose ready times can matter: not ready at 0 (``zero``, :func:`_decode_vf`;
+        one ready at 0 never delays an op: the front and every clock are >= 0)."""
+        self.at_zero = not self.reads and name.startswith("arith.")
         """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
         VF's parameters): the timer need not run it."""
-        self.reads = tuple(i for i, z in zip(self.ins, zero) if not z)
-        """The operands whose ready times can matter (one ready at 0 never delays an op: the front
-        and every clock are >= 0)."""
         self.loop = id(op.parent_op()) if self.kind == _YIELD else None
         if name == "scf.for":
             body = op.body.blocks[0]
-            carried = op.operands[3:]  # (lb, ub, step, iter_args...)
+            carried = operands[3:]  # (lb, ub, step, iter_args...)
             self.ins = tuple(map(id, carried))
             self.args = tuple(map(id, body.args))
             innermost = not any(o.name == "scf.for" for o in body.ops)
@@ -305,14 +308,17 @@ class _Decoded:
             self.su_events = (innermost or top) + scalars
 
 
-def _ready_at_zero(v) -> bool:
-    """Is ``v``'s ready time 0 whenever an op reads it: a parameter of the VF (never timed), or
-    the result of an op that is :attr:`_Decoded.at_zero`?"""
-    owner = v.owner
-    if getattr(owner, "name", None) is None:  # a block argument: the VF's parameter, or a loop's
-        parent = owner.parent_op()
-        return parent is not None and parent.name == "vf.func"
-    return _decoded(owner).at_zero
+def _decode_vf(fn) -> None:
+    """Decode every op of ``fn`` (a ``vf.func``, else the op the stream starts from) into its
+    ``_vft`` in one pass in program order: a value is ready at 0 whenever an op reads it when it
+    is a parameter of the VF (never timed) or a result of an op that is :attr:`_Decoded.at_zero`,
+    and SSA defines it before any op that reads it."""
+    top = fn.name == "vf.func"
+    zero = set(map(id, fn.args)) if top else set()
+    for op in _nested_ops(fn, [] if top else [fn]):
+        d = op._vft = _Decoded(op, zero)
+        if d.at_zero:
+            zero.update(d.outs)
 
 
 _BY_NAME: dict = {}
@@ -343,9 +349,17 @@ def _tripped(d: _Decoded) -> tuple:
 
 def _decoded(op) -> _Decoded:
     d = getattr(op, "_vft", None)
-    if d is None:
-        d = op._vft = _Decoded(op)
+    if d is None:  # the first op of its VF the timer meets: the whole VF is decoded
+        _decode_vf(_enclosing_vf(op))
+        d = op._vft
     return d
+
+
+def _enclosing_vf(op):
+    """The ``vf.func`` around ``op`` (else its outermost parent op)."""
+    while op.name != "vf.func" and op.parent_op() is not None:
+        op = op.parent_op()
+    return op
 
 
 class _VfTimer:
