@@ -1,6 +1,6 @@
 """Executor, golden model and bare NumPy per element, both targets, measured side by side.
 
-    python bench/exec_speed.py [--repeat 3] [--quick]
+    python bench/exec_speed.py [--repeat 5] [--quick]
 
 Cases (f32): 128x128 TROWEXPANDMAX (Mode 1), 256x256 TROWSUM, softmax 64x256
 (examples/softmax.pto), and a tiled loop of 2,048 trips, each TADD + TEXP of one 32x32 tile
@@ -12,10 +12,11 @@ and the ``warm`` ratio for the golden model):
 
 * ``cold``: the executor's figure is ``host_seconds.execute`` of ``ptoc FILE --run --stats json``
   in a fresh process (hazard checking, trace and cycle model on), the median of ``--repeat``
-  processes.  "Bare NumPy of the same math" is measured the same way: the NumPy expression run
-  once, timed around that one call, in a fresh process brought to the state ptoc's execute phase
-  starts in (imports, kernel parsed, inputs made, compiled), without the decode: what NumPy
-  paths the executor's decode calls first is no business of NumPy's figure.  Both pay their
+  processes, alternated round by round with the decode's and NumPy's (:func:`cold_s` says why).
+  "Bare NumPy of the same math" is measured the same way: the NumPy expression run once, timed
+  around that one call, in a fresh process brought to the state ptoc's execute phase starts in
+  (imports, kernel parsed, inputs made, compiled), without the decode: what NumPy paths the
+  executor's decode calls first is no business of NumPy's figure.  Both pay their
   first calls once (NumPy's loop dispatch, fresh pages), so the ratio is like for like.
 * ``decode``: what ptoc does once per compiled program for the executor (``executor.plan_of``:
   each instruction's operands and footprints, static: nothing runs, no hazard is checked and
@@ -68,34 +69,34 @@ def median_s(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def cold_execute_s(text: str, target: str, repeat: int) -> float:
-    """``host_seconds.execute`` of ``ptoc --run --stats json`` on ``text``, each run a fresh
-    process (the median of ``repeat`` of them); the run must PASS."""
+def cold_s(case: int, text: str, target: str, quick: bool, repeat: int) -> tuple[float, float, float]:
+    """(the executor's execute, its decode, the first call of case ``case``'s NumPy math), each the
+    median of ``repeat`` fresh processes, the three children run in turn, round by round.
+
+    Each figure is dominated by first calls, and first touches of fresh pages are part of a first
+    call: on this (virtual) machine they cost 10-20x more in some processes than in others
+    (kernel time zeroing pages the host has to back; measured: a 2,048-trip tiled loop's execute
+    0.034 s in most processes, 0.2-0.55 s in 4 of 12, with the same page-fault counts, and NumPy's
+    first call 0.007 s or 0.068 s alike).  Such slow spells come in bursts of seconds, so all
+    rounds of one side run back to back would put a burst on one side of the ratio only (a2a3
+    tiled loop 5.3x / 16.3x / 19.7x in three runs); alternated, a burst hits both sides, and the
+    median drops the rounds it hits."""
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "kernel.pto"
         path.write_text(text)
-        times = []
+        ptoc = [sys.executable, "-m", "pto_compiler", str(path), "--target", target, "--run", "--stats", "json"]
+        child = [sys.executable, __file__, "--cold-numpy", str(case), "--target", target,
+                 *(["--quick"] if quick else []), "--part"]
+        runs: list[tuple[float, float, float]] = []
         for _ in range(repeat):
-            out = subprocess.run([sys.executable, "-m", "pto_compiler", str(path), "--target", target, "--run",
-                                  "--stats", "json"], capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(ptoc, capture_output=True, text=True, check=True).stdout
             report, _, stats = out.partition("{")
             assert "PASS" in report and "MISMATCH" not in report, report
-            times.append(json.loads("{" + stats)["host_seconds"]["execute"])
-    return statistics.median(times)
-
-
-def cold_numpy_s(case: int, target: str, quick: bool, repeat: int) -> tuple[float, float]:
-    """(the executor's decode, the first call of case ``case``'s NumPy math), each timed in a fresh
-    process of its own that parsed the kernel, made its inputs and compiled it for ``target`` as
-    ``ptoc --run`` does, the decode being the part of that compile a run needs (the medians of
-    ``repeat`` processes).  Not both in one process: whatever NumPy paths the decode happened to
-    call first would make NumPy's own first call look cheaper or dearer."""
-    def median_of(part: str) -> float:
-        cmd = [sys.executable, __file__, "--cold-numpy", str(case), "--target", target, "--part", part,
-               *(["--quick"] if quick else [])]
-        return statistics.median(float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-                                 for _ in range(repeat))
-    return median_of("decode"), median_of("numpy")
+            runs.append((json.loads("{" + stats)["host_seconds"]["execute"],
+                         *(float(subprocess.run(child + [part], capture_output=True, text=True, check=True).stdout)
+                           for part in ("decode", "numpy"))))
+    t_exec, t_decode, t_np = (statistics.median(col) for col in zip(*runs))
+    return t_exec, t_decode, t_np
 
 
 def _cold_numpy_child(case: int, target: str, quick: bool, part: str) -> None:
@@ -186,7 +187,7 @@ def cases(trips: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--cold-numpy", type=int, help=argparse.SUPPRESS)  # the child of cold_numpy_s
     ap.add_argument("--target", help=argparse.SUPPRESS)
@@ -232,8 +233,7 @@ def main(argv=None) -> int:
                 t_stats = median_s(lambda: pipeline.run_program(program, gm), warm_repeat)
                 t_on = median_s(lambda: execute(program, gm, trace=False), warm_repeat)
                 t_off = median_s(lambda: execute(program, gm, check=False, trace=False), warm_repeat)
-                t_cold = cold_execute_s(text, target.name, args.repeat)
-                t_decode, t_np_cold = cold_numpy_s(k, target.name, args.quick, args.repeat)
+                t_cold, t_decode, t_np_cold = cold_s(k, text, target.name, args.quick, args.repeat)
                 cells = [ns(t_cold), ns(t_np_cold), f"{t_cold / t_np_cold:.1f}x", ns(t_decode),
                          f"{(t_cold + t_decode) / t_np_cold:.1f}x", f"{t_cold / t_np:.1f}x",
                          *(f"{t / t_np:.1f}x" for t in (t_stats, t_on, t_off))]

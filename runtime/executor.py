@@ -1631,6 +1631,11 @@ _HANDLERS = {
 # The plan: a program decoded once
 # ---------------------------------------------------------------------------------------------
 
+_GM_SOURCES = frozenset({("copy_in", "src"), ("cube_copy", "src"), ("sload_gm", "addr")})
+"""(family, GM operand field) that an instruction only reads; every other GM operand may be
+written (:attr:`Plan.gm_written`)."""
+
+
 class Plan:
     """What the executor decodes of a program once, kept with the program: the :class:`_Prep` of
     each vector or copy instruction with constant operands (``Instr.dyn`` empty) under
@@ -1646,31 +1651,26 @@ class Plan:
         """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
         self.replayable = False
         """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
-        self.gm_written = None
-        """The GM arguments a replayable program of vector and copy instructions writes (the others
-        are read-only views of the inputs, not copies); None: not known before a run."""
+        self.gm_written = frozenset()
+        """The GM arguments an instruction may write (a GM operand other than a source: the others
+        are read-only views of the inputs, not copies; a VF reads and writes only the UB)."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
-        self.replayable = complete = _replayable(program)
+        self.replayable = _replayable(program)
         shim = _PlanMachine(program, self)
         writes = set()
         for ins in program.instructions():
             const = not ins.dyn
             fam = ins.spec.family
+            writes.update(v.arg for f, v in ins.args.items() if type(v) is GmAddr and (fam, f) not in _GM_SOURCES)
             if fam == "mask" and const:
                 _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
             elif fam in _PREPARE and const:
                 try:
-                    pr = _prep_of(shim, _Dyn(ins, ins.args, (), 0))
+                    _prep_of(shim, _Dyn(ins, ins.args, (), 0))
                 except (_Abort, ValueError, KeyError, TypeError):
-                    complete = False  # the issue reports it, with the machine's state
-                    continue
-                if complete:
-                    writes.update(a.space for a in pr.accs if a.write and a.space in shim.gm)
-            elif fam == "vf":
-                complete = False  # a VF's own accesses are its executor's
-        if complete:
-            self.gm_written = frozenset(writes)
+                    continue  # the issue reports it, with the machine's state
+        self.gm_written = frozenset(writes)
 
 
 class _PlanMachine:
