@@ -566,8 +566,9 @@ def bitnot(x):
 # --------------------------------------------------------------------------------------
 
 
-def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
-    """The sum along ``axis`` of f16/bf16/f32 values: exact, rounded once to float64.
+def _float_sum(x: np.ndarray, axis: int) -> np.ndarray:
+    """The sum along ``axis`` of f16/bf16/f32 values: exact, rounded once to float64 and then
+    to x's type (:func:`reduce_sum`).
 
     NumPy's float64 sum is exact whenever every partial sum fits in 53 bits: all values of a
     line are multiples of the ulp of its smallest nonzero magnitude (``2**low``) and the sum is
@@ -580,18 +581,19 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
     w = _work(x)
     n = w.shape[axis]
     if n > 1 and w.size and _exact_for_all_lines(w, n):  # exact in any order: the fastest one
-        s = np.einsum(_sum_subscripts(w.ndim, axis), w, dtype=np.float64)
-        return s if w.ndim > 1 else np.asarray(s)
+        s = np.asarray(np.einsum(_sum_subscripts(w.ndim, axis), w, dtype=np.float64))
+        # finite (no NaN to make canonical), but bf16 is rounded exactly (_round_to)
+        return _round_to(s, x.dtype) if is_bf16(x.dtype) else s.astype(x.dtype)
     s = np.asarray(np.sum(w, axis=axis, dtype=np.float64))
     if n <= 1 or w.size == 0:
-        return s
+        return _round_to(s, x.dtype)
     p = _FORMATS[x.dtype.name][0]
     aw = np.abs(w)
     big = np.max(aw, axis=axis)
     small = np.min(aw, axis=axis, where=aw > 0, initial=np.inf)
     finite = np.isfinite(s) & (big > 0)
     if not finite.any():
-        return s
+        return _round_to(s, x.dtype)
     _, high = np.frexp(np.where(finite, big, 1.0))
     _, low = np.frexp(np.where(finite, small, 1.0))
     redo = finite & (high.astype(np.int64) + math.ceil(math.log2(n)) - (low.astype(np.int64) - p) > 53)
@@ -600,7 +602,7 @@ def _exact_sum_f64(x: np.ndarray, axis: int) -> np.ndarray:
         s = np.array(s, copy=True)
         for idx in zip(*np.nonzero(redo)):
             s[idx] = math.fsum(lines[idx].astype(np.float64).tolist())
-    return s
+    return _round_to(s, x.dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -611,25 +613,19 @@ def _sum_subscripts(ndim: int, axis: int) -> str:
 
 
 def _exact_for_all_lines(w: np.ndarray, n: int) -> bool:
-    """The certificate of ``_exact_sum_f64`` for the whole f32 array at once, from its largest
-    and smallest nonzero magnitudes.  Both come from the bits without a temporary: as uint32 the
-    minimum is the smallest positive magnitude (or, with no positive value, the smallest
-    negative one with its sign bit) and the maximum the largest negative magnitude (or the
-    largest positive); as int32, where -m reads m - 2**31, the minimum is the smallest negative
-    magnitude and the maximum the largest positive (each, with no value of that sign, the other
-    sign's).  A zero makes one minimum 0 or -2**31: then the smallest nonzero magnitude takes
-    a temporary (the bits minus 1, so zeros wrap to the largest)."""
-    u, i = w.view(np.uint32), w.view(np.int32)
-    mag = 0x7FFFFFFF
-    most, least = np.maximum.reduce, np.minimum.reduce  # (not .max(): NumPy's wrapper costs ~1 us a call)
-    hi = max(int(most(u, None)) & mag, int(most(i, None)) & mag)
+    """The certificate of :func:`_float_sum` for the whole f32 array at once, from its largest
+    and smallest nonzero magnitudes: the extremes of ``|w|``'s bits as int32 (one temporary,
+    three passes; NaN and ±inf are the largest).  A zero makes the minimum 0: then the smallest
+    nonzero magnitude is that of the bits minus 1 (zeros wrap to the largest), in place."""
+    bits = np.abs(w).view(np.int32)
+    hi = int(np.maximum.reduce(bits, None))  # (not .max(): NumPy's wrapper costs ~1 us a call)
     if hi >= 0x7F800000:
         return False  # ±inf or NaN: line by line
-    lo = min(int(least(u, None)) & mag, int(least(i, None)) & mag)
-    if lo == 0:  # a zero: the smallest nonzero magnitude from the bits minus 1
-        b = u & np.uint32(mag)
-        np.subtract(b, np.uint32(1), out=b)
-        lo = int(least(b, None)) + 1
+    lo = int(np.minimum.reduce(bits, None))
+    if lo == 0:
+        u = bits.view(np.uint32)
+        np.subtract(u, np.uint32(1), out=u)
+        lo = int(np.minimum.reduce(u, None)) + 1
         if lo > hi:
             return True  # all zero
     high = (hi >> 23) - 126            # |x| < 2**high
@@ -659,7 +655,7 @@ def reduce_sum(x, axis):
     and then keeping the low bits is exact)."""
     x = _arr(x)
     if is_float_dtype(x.dtype):
-        return _round_to(_exact_sum_f64(x, axis), x.dtype)
+        return _float_sum(x, axis)
     s = np.sum(x.astype(np.uint64), axis=axis, dtype=np.uint64)
     return np.asarray(s).astype(x.dtype)
 

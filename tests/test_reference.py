@@ -122,6 +122,65 @@ def test_maxmin_canonical_nan_per_type(dt):
     assert (bits(E.minimum(b, a)) == want).all()
 
 
+_MAXMIN_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 3.0, 6e-8, -2.5e-39)
+
+
+def _maxmin_loop(x, y, is_max: bool, dt: np.dtype) -> int:
+    """The bits of seeds/002's max/min of two elements, one Python comparison at a time: NaN
+    (canonical) if either is NaN, a ±0 tie +0 (max) / -0 (min) unless both zeros have that
+    other sign, else the larger (smaller) element itself."""
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
+    if dt.kind in "iub":
+        v = max(int(x), int(y)) if is_max else min(int(x), int(y))
+        return int(np.array(v, dt).view(uint))
+    fx, fy = float(x), float(y)
+    if math.isnan(fx) or math.isnan(fy):
+        return E.FLOAT_FORMATS[E.dtype_name(dt)][3]
+    if fx == fy == 0.0:
+        sx, sy = math.copysign(1, fx) < 0, math.copysign(1, fy) < 0
+        return int(np.array(-0.0 if ((sx and sy) if is_max else (sx or sy)) else 0.0, dt).view(uint))
+    pick = x if (fx > fy) == is_max or fx == fy else y
+    return int(np.array(pick, dt).view(uint))
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16", "f32", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"])
+@pytest.mark.parametrize("mix", ["plain", "zeros", "nans", "specials"])
+def test_maxmin_bits_match_a_loop_of_the_rule(dt, mix):
+    """E.maximum/E.minimum against a per-element loop of seeds/002's rule, bit for bit, every
+    element type: arrays without zeros or NaN (the fast path), with ±0 ties in both operand
+    orders, with NaNs of both signs and another payload, and every pair of special values;
+    tile-tile and tile-scalar (a broadcast operand) shapes."""
+    dtype = E.np_dtype(dt)
+    rng = np.random.default_rng(sum(map(ord, dt + mix)))
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        a, b = (rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True) for _ in range(2))
+    else:
+        a, b = (E.convert(rng.uniform(-4, 4, 64), dtype, "RINT") for _ in range(2))
+        if mix == "zeros":
+            a[::3], b[::3] = dtype.type(0.0), dtype.type(-0.0)
+            a[1::3], b[1::3] = dtype.type(-0.0), dtype.type(0.0)
+            a[2::9], b[2::9] = dtype.type(-0.0), dtype.type(-0.0)
+            a[5::9], b[5::9] = dtype.type(0.0), dtype.type(0.0)
+        elif mix == "nans":
+            a[::5], b[1::5] = dtype.type(np.nan), dtype.type(-np.nan)
+            payload = np.array(E.FLOAT_FORMATS[dt][3] | 0x11, np.uint32 if dt == "f32" else np.uint16).view(dtype)
+            a[2::7] = payload
+        elif mix == "specials":
+            s = np.array(_MAXMIN_SPECIALS, np.float64)
+            pairs = np.array([(x, y) for x in s for y in s])
+            a, b = (E.convert(pairs[:, k], dtype, "RINT") for k in (0, 1))
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    for fn, is_max in ((E.maximum, True), (E.minimum, False)):
+        k = math.isqrt(a.size)  # 8 or 11 columns
+        for x, y in ((a, b), (b, a), (a.reshape(-1, k), b.reshape(-1, k)[:, :1]), (a[:1], b)):
+            got = np.asarray(fn(x, y))
+            xb, yb = np.broadcast_arrays(x, y)
+            want = [_maxmin_loop(p, q, is_max, dtype) for p, q in zip(xb.reshape(-1), yb.reshape(-1))]
+            assert got.dtype == dtype and got.shape == xb.shape
+            assert got.reshape(-1).view(uint).tolist() == want, (fn, x, y)
+
+
 def test_f16_rounds_after_every_op_and_overflows_to_inf():
     h = np.float16
     assert E.add(np.array([60000], h), np.array([10000], h))[0] == np.inf
