@@ -1852,9 +1852,11 @@ def _only_read(arg: SSAValue) -> bool:
     return True
 
 
-def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, dict[int, GMArray]]:
+def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object], place=None) -> tuple[list, dict[int, GMArray]]:
     """The kernel's argument values from ``inputs``: every argument given by name, arrays of the
-    element type and count of their argument (scalars any number).  Anything else exits 2."""
+    element type and count of their argument (scalars any number).  Anything else exits 2.
+    ``place(spec, valid)``: the tile a tile argument lives in (runtime/vf_executor.py: its UB),
+    filled with its pad and the input."""
     fn, specs = kernel.fn, kernel.specs
     if len(inputs) != len(kernel.names) or not kernel.names.issuperset(inputs):
         unknown = sorted(set(inputs) - kernel.names)
@@ -1886,14 +1888,14 @@ def _bind_inputs(kernel: _Kernel, inputs: Mapping[str, object]) -> tuple[list, d
         else:
             vr, vc = _tile_arg_shape(s, v)
             arr = check_array(s, v, (vr, vc))
-            if (vr, vc) == (s.type.rows, s.type.cols) and s.index in kernel.read_only:
+            if place is None and (vr, vc) == (s.type.rows, s.type.cols) and s.index in kernel.read_only:
                 data = arr.view()
                 data.flags.writeable = False  # (a write the analysis missed raises, not corrupts the input)
                 tile = Tile(s.type, data, (vr, vc))
-            elif (vr, vc) == (s.type.rows, s.type.cols):
+            elif place is None and (vr, vc) == (s.type.rows, s.type.cols):
                 tile = Tile(s.type, np.array(arr, copy=True), (vr, vc))
             else:
-                tile = new_tile(s.type, (vr, vc))
+                tile = new_tile(s.type, (vr, vc)) if place is None else place(s, (vr, vc))
                 pad = E.fill_value(tile.dtype, s.type.pad.data)
                 if pad is not None:
                     tile.data[...] = pad

@@ -1148,40 +1148,14 @@ def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: s
         values = golden.make_inputs(module, seed, entry, dict(inputs or {}))
     else:
         values = golden.prepare_inputs(module, seed, list(inputs), entry)
-    fn = golden.select_entry(module, entry)
-    specs = golden.kernel_args(fn)
+    kernel = golden._kernel(module, entry)
+    fn, specs = kernel.fn, kernel.specs
     do_check = _has_sync(fn) if check == "auto" else bool(check)
     ub = np.full(tgt.ub_bytes, ub_init & 0xFF, np.uint8)
     checker = _PipeChecker(ub) if do_check else None
     top = _fixed_top(module)
     ev = _KernelEvaluator(module, ub, checker, -(-top // 256) * 256, tgt.name)
-    scalars = {s.name: values[s.name] for s in specs if s.kind == "scalar"}
-    args: list = []
-    gms: dict[int, golden.GMArray] = {}
-    for s in specs:
-        v = values[s.name]
-        if s.kind == "scalar":
-            try:
-                args.append(golden.coerce_scalar(v, s.type))
-            except (TypeError, ValueError) as e:
-                raise golden.usage_error(f"input '{s.name}': {e}") from None
-        elif s.kind == "gm":
-            shape = golden.gm_shape(fn, s, scalars)
-            arr = golden.check_array(s, v, shape)
-            gm = golden.GMArray(s.name, arr.reshape(-1).copy(), shape)
-            gms[s.index] = gm
-            args.append(gm)
-        elif s.kind == "vector":
-            args.append(golden.vector_value(s, v))
-        else:
-            vr, vc = golden._tile_arg_shape(s, v)
-            arr = golden.check_array(s, v, (vr, vc))
-            tile = ev.place(s.type, None, fn, (vr, vc), key=s.value)
-            fill = ew.fill_value(tile.dtype, s.type.pad.data)
-            if fill is not None:
-                tile.data[...] = fill
-            tile.data[:vr, :vc] = arr
-            args.append(tile)
+    args, gms = golden._bind_inputs(kernel, values, lambda s, valid: ev.place(s.type, None, fn, valid, key=s.value))
     from .executor import _Abort
 
     aborted = False
@@ -1191,11 +1165,10 @@ def run_vf_kernel_result(module: ModuleOp, inputs=None, target=None, *, entry: s
     except _Abort:  # a deadlock found by the checker: the run stops there
         aborted, results = True, []
     outputs: dict[str, np.ndarray] = {}
-    stored = golden._stored_params(fn)
     for s in specs:
         gm = gms.get(s.index)
-        if gm is not None and (s.index in stored or gm.written):
-            outputs[s.name] = gm.data.reshape(gm.shape)
+        if gm is not None and (s.index in kernel.stored or gm.written):
+            outputs[s.name] = gm.own().reshape(gm.shape)  # (an input, read in place until written)
     for i, v in enumerate(results):
         if isinstance(v, golden.Tile):
             outputs[f"result{i}"] = v.region().copy()
