@@ -1711,7 +1711,8 @@ class VfFuncOp(IRDLOperation):
 
     @property
     def args(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.blocks[0].args) if self.body.blocks else ()
+        block = self.body.first_block
+        return tuple(block.args) if block is not None else ()
 
     @property
     def arg_types(self) -> tuple[Attribute, ...]:

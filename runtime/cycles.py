@@ -302,7 +302,10 @@ class _Decoded:
             carried = operands[3:]  # (lb, ub, step, iter_args...)
             self.ins = tuple(map(id, carried))
             self.args = tuple(map(id, body.args))
-            innermost = not any(o.name == "scf.for" for o in body.ops)
+            o = body.first_op
+            while o is not None and o.name != "scf.for":  # (the block's links, as _nested_ops)
+                o = o._next_op
+            innermost = o is None
             top = op.parent_op() is not None and op.parent_op().name == "vf.func"
             scalars = sum(1 for v in carried if not v.type.name.startswith("vf."))
             self.su_events = (innermost or top) + scalars

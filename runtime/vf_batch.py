@@ -230,7 +230,7 @@ class _Batch:
             lo, hi = (c0.min(), c0.max()) if isinstance(c0, np.ndarray) else (c0, c0)
             if um is None or lo < 0 or hi >= 1 << 31:
                 raise NoBatch
-            lanes = um.res[0].type.nlanes
+            lanes = um.results[0].type.nlanes
             if not isinstance(c0, np.ndarray):  # the usual chain: its counts in closed form
                 env[barg] = _TripCounts(int(c0), lanes, len(shape), trips)
                 finals.append(max(int(c0) - trips * lanes, 0))
@@ -250,7 +250,8 @@ class _Batch:
         LOG_OP = _vx.LOG_OP
         n = math.prod(shape)
         log = []
-        for op in body.ops:
+        op = body.first_op
+        while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
             self.shape, self.chain = shape, chain
             log.append((LOG_OP, op))
             if isinstance(op, scf.YieldOp):
@@ -268,6 +269,7 @@ class _Batch:
                 log.extend(self.loop(op, env, shape, chain))
             else:
                 raise NoBatch
+            op = op._next_op
         return log
 
     def arith(self, op, env: dict, depth: int) -> None:
@@ -369,7 +371,7 @@ class _Batch:
                     return ub[idx]
             self.touch(self.r.reads, addr, n)
             self.event(False, addr, n)
-        key = op.res[0]
+        key = op.results[0]
         if n < REG:  # the n bytes repeated over the register, copied in units of up to 8 bytes
             unit = np.dtype(f"<u{8 if n % 8 == 0 else n}")
 
@@ -587,7 +589,7 @@ def _count_chain(barg, yld, k: int):
     if len(uses) != 1 or not isinstance(uses[0].operation, vf.UpdateMaskOp):
         return None
     um = uses[0].operation
-    if um.count_in is not barg or yld.operands[k] is not um.res[1]:
+    if um.count_in is not barg or yld.operands[k] is not um.results[1]:
         return None
     return um
 
@@ -606,7 +608,7 @@ def _on(b, act, depth):
 
 def _emit(b, op, env, depth, compute, act) -> None:
     """A step setting ``op``'s register to ``compute(regs)`` merged under ``act`` (its mode)."""
-    key = op.res[0]
+    key = op.results[0]
     if act is None:
         def step(ub, regs):
             regs[key] = compute(regs)
@@ -693,7 +695,7 @@ def _h_dup(b, op, env, depth):
 
 
 def _h_reduce(b, op, env, depth):
-    dt, kind, src, key = _vx._dtype_of(op), op.KIND, op.sources[0], op.res[0]
+    dt, kind, src, key = _vx._dtype_of(op), op.KIND, op.sources[0], op.results[0]
     act = _at(env[op.mask_operand], depth, 1)
     s = _vx.group_size(dt, op.is_datablock)
     datablock, old = op.is_datablock, op.merge_source if op.mode == "MERGING" else None
@@ -724,23 +726,23 @@ def _h_reduce(b, op, env, depth):
 
 
 def _h_create_mask(b, op, env, depth):
-    env[op.res[0]] = _vx.mask_of(op.pattern_name, op.res[0].type.nlanes)
+    env[op.results[0]] = _vx.mask_of(op.pattern_name, op.results[0].type.nlanes)
 
 
 def _h_update_mask(b, op, env, depth):
     count = env[op.count_in]
-    nl = op.res[0].type.nlanes
+    nl = op.results[0].type.nlanes
     if isinstance(count, _TripCounts):
-        env[op.res[0]], rest = count.update_mask(nl)
-        env[op.res[1]] = rest if _only_yielded(op.res[1]) else rest.array()
+        env[op.results[0]], rest = count.update_mask(nl)
+        env[op.results[1]] = rest if _only_yielded(op.results[1]) else rest.array()
         return
     count = _value(count)
     if not isinstance(count, np.ndarray):  # loop-invariant: as one trip runs it
         return _vx._h_update_mask(b.r, op, env)
     u = np.asarray(count, np.int64) & 0xFFFFFFFF
-    env[op.res[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]
+    env[op.results[0]] = np.arange(nl) < np.minimum(u, nl)[..., None]
     rest = np.where(u < nl, 0, u - nl)
-    env[op.res[1]] = rest if rest.ndim else int(rest)
+    env[op.results[1]] = rest if rest.ndim else int(rest)
 
 
 def _only_yielded(v) -> bool:

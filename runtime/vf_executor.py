@@ -463,7 +463,8 @@ class VfRunner:
 
     def run_block(self, block: Block, env: dict) -> list:
         log = self.log
-        for op in block.ops:
+        op = block.first_op
+        while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
             if isinstance(op, scf.YieldOp):
                 log.append((LOG_OP, op))
                 return list(op.operands)
@@ -484,6 +485,7 @@ class VfRunner:
                 self._for(op, env)
             else:
                 raise _fault("invalid", op, "cannot run inside a VF")
+            op = op._next_op
         return []
 
     def _for(self, op: scf.ForOp, env: dict) -> None:
@@ -624,19 +626,19 @@ class _Decoded:
 
 
 def _h_create_mask(r: VfRunner, op: vf.CreateMaskOp, env: dict) -> None:
-    env[op.res[0]] = mask_of(op.pattern_name, op.res[0].type.nlanes)
+    env[op.results[0]] = mask_of(op.pattern_name, op.results[0].type.nlanes)
 
 
 def _h_update_mask(r: VfRunner, op: vf.UpdateMaskOp, env: dict) -> None:
-    act, rest = update_mask(env[op.count_in], op.res[0].type.nlanes)
-    env[op.res[0]] = act
-    env[op.res[1]] = golden._norm_int(rest, op.res[1].type)
+    act, rest = update_mask(env[op.count_in], op.results[0].type.nlanes)
+    env[op.results[0]] = act
+    env[op.results[1]] = golden._norm_int(rest, op.results[1].type)
 
 
 def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
     d = op.dist_name
-    key = op.res[0]
+    key = op.results[0]
     if d == "NORM":
         a = r._read(op, addr, REG, 32, "NORM load")
 
@@ -668,7 +670,7 @@ def _h_load_align(r: VfRunner, op: vf.LoadAlignOp, env: dict) -> None:
 def _h_load_unalign(r: VfRunner, op: vf.LoadUnalignOp, env: dict) -> None:
     tile, addr, e = r._addr(op, env)
     a = r._read(op, addr, REG, e, "unaligned load")
-    key = op.res[0]
+    key = op.results[0]
 
     def step(ub, regs):
         regs[key] = ub[a:a + REG].copy()
@@ -728,7 +730,7 @@ def _active(act: np.ndarray | None) -> np.ndarray | None:
 def _emit(r: VfRunner, op, env: dict, compute, act: np.ndarray | None) -> None:
     """A step setting ``op``'s register to ``compute(regs)`` (a uint8[256] register) merged
     under ``act`` (the op's merge mode)."""
-    key = op.res[0]
+    key = op.results[0]
     act = _active(act)
     if act is None:
         def step(ub, regs):
@@ -1212,11 +1214,11 @@ def exec_vf_call(m, d, p: int, te) -> None:
     fn = m.p.vf_funcs.get(name) if m.p is not None else None
     if fn is None:
         m.fail("invalid", f"vf_call: the program has no vf.func @{name}", d)
-    vals = list(a["args"])
-    if len(vals) != len(fn.args):
-        m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(fn.args)}", d)
+    vals, params = list(a["args"]), fn.args
+    if len(vals) != len(params):
+        m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(params)}", d)
     args, inside = [], []
-    for prm, v in zip(fn.args, vals):
+    for prm, v in zip(params, vals):
         t = prm.type
         if isinstance(t, pto.TileLikeType):
             addr, n = int(v), t.rows * t.cols * t.elem_bytes
