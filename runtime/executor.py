@@ -1632,8 +1632,10 @@ _HANDLERS = {
 # ---------------------------------------------------------------------------------------------
 
 _GM_SOURCES = frozenset({("copy_in", "src"), ("cube_copy", "src"), ("sload_gm", "addr")})
-"""(family, GM operand field) that an instruction only reads; every other GM operand may be
-written (:attr:`Plan.gm_written`)."""
+"""(family, GM operand field) that an instruction only reads."""
+_GM_WRITTEN = {op: tuple(f for f, k in spec.kinds.items() if k == "gm" and (spec.family, f) not in _GM_SOURCES)
+               for op, spec in OPCODES.items()}
+"""opcode -> its GM operand fields that it may write (:attr:`Plan.gm_written`)."""
 
 
 class Plan:
@@ -1662,7 +1664,7 @@ class Plan:
         for ins in program.instructions():
             const = not ins.dyn
             fam = ins.spec.family
-            writes.update(v.arg for f, v in ins.args.items() if type(v) is GmAddr and (fam, f) not in _GM_SOURCES)
+            writes.update(v.arg for v in map(ins.args.get, _GM_WRITTEN[ins.opcode]) if type(v) is GmAddr)
             if fam == "mask" and const:
                 _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
             elif fam in _PREPARE and const:
@@ -1771,16 +1773,20 @@ def make_inputs(program: Program, inputs: dict | None = None, written=None) -> d
     out = {}
     for g in program.gm_args:
         npd = ew.np_dtype(g.dtype)
-        n = math.prod(g.shape)
         if g.name in inputs:
-            arr = np.asarray(inputs[g.name])
-            if arr.size != n:
-                raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
-                                 f"argument {g.dtype}{list(g.shape)} has {n}")
+            arr = inputs[g.name]
+            if not (type(arr) is np.ndarray and arr.dtype == npd and arr.shape == g.shape):
+                # (what pipeline.program_inputs hands over has been checked and shaped already)
+                arr = np.asarray(arr)
+                n = math.prod(g.shape)
+                if arr.size != n:
+                    raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
+                                     f"argument {g.dtype}{list(g.shape)} has {n}")
+                arr = np.asarray(arr, npd).reshape(g.shape)
             if written is None or g.name in written:
-                out[g.name] = np.array(arr, npd, order="C").reshape(g.shape)  # a copy: the run writes GM
+                out[g.name] = arr.copy()  # the run writes GM
             else:
-                out[g.name] = view = np.asarray(arr, npd).reshape(g.shape).view()
+                out[g.name] = view = arr.view()
                 view.flags.writeable = False
         else:
             out[g.name] = np.zeros(g.shape, npd)
