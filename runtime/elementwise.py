@@ -206,11 +206,14 @@ def _work(x: np.ndarray) -> np.ndarray:
 
 
 def _canon(r: np.ndarray) -> np.ndarray:
-    """Replace every NaN by the canonical quiet NaN of r's dtype (in place when possible)."""
-    nan = np.isnan(r.astype(np.float32) if is_bf16(r.dtype) else r)
-    if nan.any():
-        r = np.array(r, copy=True)
-        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[nan] = _FORMATS[r.dtype.name][3]
+    """Replace every NaN by the canonical quiet NaN of r's dtype (in a copy).  Whether there is
+    one is a single reduction (NumPy's minimum propagates NaN; a NaN is not equal to itself)."""
+    w = r.astype(np.float32) if is_bf16(r.dtype) else r
+    least = np.minimum.reduce(w, None) if r.size else 0
+    if least == least:
+        return r
+    r = np.array(r, copy=True)
+    r.view(_UINT_OF_SIZE[r.dtype.itemsize])[np.isnan(w)] = _FORMATS[r.dtype.name][3]
     return r
 
 

@@ -190,9 +190,9 @@ class Tile:
 
 @dataclass(eq=False)
 class GMArray:
-    """A GM kernel argument: ``data`` is flat; ``shape`` is the I/O shape.  Until something writes
-    it, ``data`` is a read-only view of the caller's input: a kernel that only reads a 128 MiB
-    weight does not copy it."""
+    """A GM kernel argument: ``data`` is flat and C-contiguous; ``shape`` is the I/O shape.  Until
+    something writes it, ``data`` is a read-only view of the caller's input: a kernel that only
+    reads a 128 MiB weight does not copy it."""
 
     name: str
     data: np.ndarray
@@ -256,8 +256,8 @@ class PartitionView:
         hi = lo + sum((n - 1) * s for n, s in zip(self.sizes, st))
         if lo < 0 or hi >= gm.size:
             return None
-        b = gm.strides[0]
-        return np.lib.stride_tricks.as_strided(gm[lo:], self.sizes, tuple(s * b for s in st))
+        b = gm.itemsize  # (ndarray's own constructor: as_strided costs ~3 us a call)
+        return np.ndarray(self.sizes, gm.dtype, gm, lo * b, tuple(s * b for s in st))
 
 
 def _in_ub(t: pto.TileLikeType) -> bool:
@@ -479,13 +479,28 @@ class _Decoded:
     plans: dict = field(default_factory=dict)
     """id of each block run so far -> its steps and terminator (:meth:`Evaluator._plan`; by id:
     xDSL hashes blocks and ops in Python, and the module keeps them alive)."""
-    dsts: dict = field(default_factory=dict)
-    """id of each tile op run so far -> where its destination is (:func:`_dst_of`)."""
+
+
+class _TileStep:
+    """A tile op decoded once (:meth:`Evaluator.tile_op_runner`): its operands, results, where its
+    destination is and its element function, so a run reads no xDSL operand list (xDSL makes those
+    lists anew on every read).  What a family rule gets instead of the op."""
+
+    __slots__ = ("op", "ins", "outs", "res", "dst_at", "fn")
+
+    def __init__(self, op: pto.TileOp):
+        self.op = op
+        self.ins, self.outs, self.res = tuple(op.ins), tuple(op.outs), tuple(op.res)
+        self.dst_at = _dst_of(op)
+        """What :meth:`Evaluator.dst` reads (:func:`_dst_of`)."""
+        name = type(op).FN
+        self.fn = None if name is None else getattr(E, name).fn
+        """The raw element function (:meth:`Evaluator.call` runs under one ``np.errstate``), or None."""
 
 
 def _dst_of(op: Operation) -> tuple:
     """(``outs`` value or None, result or None, the result's tile type or None, its valid rows and
-    cols) of a tile op: what :meth:`Evaluator.dst` reads, looked up once."""
+    cols) of a tile op: what :meth:`Evaluator.dst` reads."""
     if op.outs:
         return op.outs[0], None, None, None, None
     if not op.res:
@@ -955,13 +970,11 @@ class Evaluator:
             raise op_error(op, f"operand {value} is not a tile")
         return v
 
-    def dst(self, op: pto.TileOp, env: dict, hint: tuple[int, int] | None) -> Tile:
+    def dst(self, step: _TileStep, env: dict, hint: tuple[int, int] | None) -> Tile:
         """The destination tile: the ``outs`` buffer (L2), or a new tile for the L1 result
         (its valid region from the result type, ``?`` taken from ``hint``)."""
-        where = self.decoded.dsts.get(id(op))
-        if where is None:
-            where = self.decoded.dsts[id(op)] = _dst_of(op)
-        out, res, t, vr, vc = where
+        op = step.op
+        out, res, t, vr, vc = step.dst_at
         if out is not None:
             return self.tile(op, out, env)
         if res is None:
@@ -984,18 +997,17 @@ class Evaluator:
             raise op_error(op, message)
 
     @staticmethod
-    def fn(op: pto.TileOp):
+    def fn(step: _TileStep):
         """The op's element function, raw: :meth:`call` runs under one ``np.errstate``."""
-        name = type(op).FN
-        if name is None:
-            raise op_error(op, "has no element function (FN) attached")
-        return getattr(E, name).fn
+        if step.fn is None:
+            raise op_error(step.op, "has no element function (FN) attached")
+        return step.fn
 
-    def reducer(self, op: pto.TileOp):
+    def reducer(self, step: _TileStep):
         """The reduction's element function ``fn(x, axis)``: a sum in :attr:`sum_order`."""
-        if type(op).FN == "reduce_sum" and self.sum_order != "exact":
+        if step.fn is E.reduce_sum.fn and self.sum_order != "exact":
             return lambda x, axis: E.sum_in_order(x, axis, self.sum_order)
-        return self.fn(op)
+        return self.fn(step)
 
     @staticmethod
     def tile_op_runner(op: pto.TileOp):
@@ -1014,7 +1026,8 @@ class Evaluator:
             def fail(ev, env):
                 raise op_error(op, why or "has no semantics in ptoc yet")
             return fail
-        reads, res, outs = tuple(tile_reads(op)), tuple(op.res), tuple(op.outs)
+        step = _TileStep(op)
+        reads, res, outs = tuple(tile_reads(op)), step.res, step.outs
         in_cube = [v for v in dict.fromkeys((*reads, *outs)) if isinstance(v.type, pto.TileBufType)
                    and not _in_ub(v.type)]
 
@@ -1024,7 +1037,7 @@ class Evaluator:
                 if isinstance(t, Tile) and t.cube_at is not None:
                     ev.cube_sync_in(t)
             ev.warn_unwritten(op, reads, env)
-            handler(ev, op, env)
+            handler(ev, step, env)
             for r in res:
                 t = env.get(r)
                 if isinstance(t, Tile):
@@ -1076,19 +1089,21 @@ class Evaluator:
         dst.fresh = False
 
     # elementwise tile-tile: dst = fn(src0, src1)
-    def family_binary(self, op, env):
-        a, b = (self.tile(op, v, env) for v in op.ins[:2])
-        dst = self.dst(op, env, a.valid)
+    def family_binary(self, step, env):
+        op = step.op
+        a, b = (self.tile(op, v, env) for v in step.ins[:2])
+        dst = self.dst(step, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src0")
         self._same_valid(op, b, dst.valid, "src1")
-        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c]))
+        self._store(dst, r, c, self.fn(step)(a.data[:r, :c], b.data[:r, :c]))
 
-    def family_part(self, op, env):
+    def family_part(self, step, env):
         """TPARTADD.md's cases: the source valid on all of dst's region, fn over the other's region
         (the page's pattern checked here when a valid shape is known only at run time)."""
-        a, b = (self.tile(op, v, env) for v in op.ins[:2])
-        dst = self.dst(op, env, None)
+        op = step.op
+        a, b = (self.tile(op, v, env) for v in step.ins[:2])
+        dst = self.dst(step, env, None)
         r, c = dst.valid
         if r == 0 or c == 0:
             return  # "If dst has a zero valid region, the instruction returns early"
@@ -1099,7 +1114,7 @@ class Evaluator:
                       "was, unlike on A2A3); not supported by ptoc")
         full, (sr, sc) = found
         out = (a, b)[full].data[:r, :c].copy()
-        out[:sr, :sc] = self.fn(op)(a.data[:sr, :sc], b.data[:sr, :sc])
+        out[:sr, :sc] = self.fn(step)(a.data[:sr, :sc], b.data[:sr, :sc])
         self._store(dst, r, c, out)
 
     def _part_pattern(self, op, dst: tuple, a: tuple, b: tuple, page: str):
@@ -1110,41 +1125,44 @@ class Evaluator:
                   f"({page}; got src0 {a[0]}x{a[1]}, src1 {b[0]}x{b[1]}, dst {dst[0]}x{dst[1]})")
         return found
 
-    def family_unary(self, op, env):
-        a = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, a.valid)
+    def family_unary(self, step, env):
+        op = step.op
+        a = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src")
-        self._store(dst, r, c, self.fn(op)(a.data[:r, :c]))
+        self._store(dst, r, c, self.fn(step)(a.data[:r, :c]))
 
-    def family_scalar(self, op, env):
+    def family_scalar(self, step, env):
+        op = step.op
         (sv,) = op.scalar_ins()
         a = self.tile(op, op.src, env)
-        dst = self.dst(op, env, a.valid)
+        dst = self.dst(step, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src")
         s = E.scalar_to(env[sv], a.dtype)
         x = a.data[:r, :c]
-        f = self.fn(op)
+        f = self.fn(step)
         self._store(dst, r, c, f(s, x) if op.scalar_first else f(x, s))
 
-    def family_expands(self, op, env):
-        dst = self.dst(op, env, None)
+    def family_expands(self, step, env):
+        dst = self.dst(step, env, None)
         r, c = dst.valid
-        dst.data[:r, :c] = E.scalar_to(env[op.ins[0]], dst.dtype)
+        dst.data[:r, :c] = E.scalar_to(env[step.ins[0]], dst.dtype)
 
-    def family_rowexpand(self, op, env):
+    def family_rowexpand(self, step, env):
         """The expanded operand and mode are the op's ``expand_analysis()``, which the lowerings
         follow too; when only the run-time valid shapes tell it (``pto.AT_RUN_TIME``), src0 is
         the full operand when its valid shape is dst's, else src1 (the CPU simulator's and A5's
         order)."""
+        op = step.op
         expanded, mode = op.expand_analysis()
         if expanded == pto.AT_RUN_TIME:
-            a = self.tile(op, op.ins[0], env)
-            expanded = 1 if a.valid == self.tile(op, op.outs[0], env).valid else 0
-        full = self.tile(op, op.ins[1 - expanded], env)
-        ex = self.tile(op, op.ins[expanded], env)
-        dst = self.dst(op, env, full.valid)
+            a = self.tile(op, step.ins[0], env)
+            expanded = 1 if a.valid == self.tile(op, step.outs[0], env).valid else 0
+        full = self.tile(op, step.ins[1 - expanded], env)
+        ex = self.tile(op, step.ins[expanded], env)
+        dst = self.dst(step, env, full.valid)
         r, c = dst.valid
         self._same_valid(op, full, dst.valid, f"the full-size operand src{1 - expanded}")
         self.need(op, ex.valid[0] == r,
@@ -1158,66 +1176,73 @@ class Evaluator:
             self.need(op, ex.valid[1] == k,
                       f"Mode 2 needs src{expanded} valid cols == 32/sizeof(T) = {k}, got {ex.valid[1]}")
             b = ex.data[:r, :k][:, np.arange(c) % k]  # b_i[j mod k]
-        f = self.fn(op)
+        f = self.fn(step)
         self._store(dst, r, c, f(x, b) if expanded == 1 else f(b, x))
 
-    def family_colexpand(self, op, env):
-        a, b = (self.tile(op, v, env) for v in op.ins[:2])
-        dst = self.dst(op, env, a.valid)
+    def family_colexpand(self, step, env):
+        op = step.op
+        a, b = (self.tile(op, v, env) for v in step.ins[:2])
+        dst = self.dst(step, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src0")
         self.need(op, b.valid[1] == c and (b.valid[0] >= 1 or r == 0),
                   f"src1 valid region {b.valid[0]}x{b.valid[1]} does not give one value per dst column ({c})")
-        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[0:1, :c]))
+        self._store(dst, r, c, self.fn(step)(a.data[:r, :c], b.data[0:1, :c]))
 
-    def family_rowbroadcast(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, None if op.outs else (src.valid[0], op.res[0].type.cols))
+    def family_rowbroadcast(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, None if step.outs else (src.valid[0], step.res[0].type.cols))
         r, c = dst.valid
         self.need(op, src.valid[0] == r and (src.valid[1] >= 1 or c == 0),
                   f"src valid region {src.valid[0]}x{src.valid[1]} does not give one value per dst row ({r})")
         dst.data[:r, :c] = src.data[:r, 0:1]
 
-    def family_colbroadcast(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, None if op.outs else (op.res[0].type.rows, src.valid[1]))
+    def family_colbroadcast(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, None if step.outs else (step.res[0].type.rows, src.valid[1]))
         r, c = dst.valid
         self.need(op, src.valid[1] == c and (src.valid[0] >= 1 or r == 0),
                   f"src valid region {src.valid[0]}x{src.valid[1]} does not give one value per dst column ({c})")
         dst.data[:r, :c] = src.data[0:1, :c]
 
-    def family_rowreduce(self, op, env):
-        src = self.tile(op, op.ins[0], env)
+    def family_rowreduce(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
         r, c = src.valid
-        dst = self.dst(op, env, (r, 1))
+        dst = self.dst(step, env, (r, 1))
         if r <= 0 or c <= 0:
             raise op_error(op, f"src valid region {r}x{c} is empty")
         if dst.valid[0] != r:
             raise op_error(op, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
-        dst.data[:r, 0] = self.reducer(op)(src.data[:r, :c], 1)
+        dst.data[:r, 0] = self.reducer(step)(src.data[:r, :c], 1)
 
-    def family_colreduce(self, op, env):
-        src = self.tile(op, op.ins[0], env)
+    def family_colreduce(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
         r, c = src.valid
-        dst = self.dst(op, env, (1, c))
+        dst = self.dst(step, env, (1, c))
         if dst.valid[1] != c:
             raise op_error(op, f"dst valid cols {dst.valid[1]} differ from src valid cols {c}")
         if r == 0 or c == 0:
             return  # nothing to reduce: dst untouched
-        dst.data[0, :c] = self.reducer(op)(src.data[:r, :c], 0)
+        dst.data[0, :c] = self.reducer(step)(src.data[:r, :c], 0)
 
-    def family_argreduce(self, op, env):
+    def family_argreduce(self, step, env):
         """The index reductions: the row/column rules, the element function giving the indices."""
-        (self.family_rowreduce if op.AXIS == 1 else self.family_colreduce)(op, env)
+        op = step.op
+        (self.family_rowreduce if op.AXIS == 1 else self.family_colreduce)(step, env)
 
-    def family_gather(self, op, env):
-        src = self.tile(op, op.ins[0], env)
+    def family_gather(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
         flat = src.data.reshape(-1)
         if op.form == "compare":
             raise op_error(op, pto.GATHER_COMPARE_NO_SEMANTICS)
         if op.form == "index":
-            idx = self.tile(op, op.ins[1], env)
-            dst = self.dst(op, env, idx.valid)
+            idx = self.tile(op, step.ins[1], env)
+            dst = self.dst(step, env, idx.valid)
             r, c = dst.valid
             self.need(op, idx.valid[0] >= r and idx.valid[1] >= c,
                       f"indices' valid region {idx.valid[0]}x{idx.valid[1]} does not cover dst's {r}x{c} at run time")
@@ -1241,15 +1266,16 @@ class Evaluator:
         period, pos = op.pattern()
         r, c = src.valid
         out = src.data[:r, pos:c:period].reshape(-1)
-        dst = self.dst(op, env, (1, out.size))
+        dst = self.dst(step, env, (1, out.size))
         self.need(op, out.size <= dst.data.size,
                   f"the {out.size} selected elements do not fit dst's {dst.data.shape[0]}x{dst.data.shape[1]} tile")
         dst.data[np.unravel_index(np.arange(out.size), dst.data.shape)] = out
 
-    def family_cmp(self, op, env):
-        src = self.tile(op, op.ins[0], env)
+    def family_cmp(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
         r, c = src.valid
-        other = env[op.ins[1]]
+        other = env[step.ins[1]]
         if not isinstance(other, Tile):
             y = E.scalar_to(other, src.dtype)
         elif op.SCALAR:  # TCMPS's tile form: element (0, 0)
@@ -1257,7 +1283,7 @@ class Evaluator:
         else:
             self._same_valid(op, other, src.valid, "src1")
             y = other.data[:r, :c]
-        dst = self.dst(op, env, (r, -(-c // (8 * op.dst_type.elem_bytes))))
+        dst = self.dst(step, env, (r, -(-c // (8 * op.dst_type.elem_bytes))))
         words = dst.valid[1]
         nbytes = words * dst.dtype.itemsize
         self.need(op, dst.valid[0] == r, f"dst valid rows {dst.valid[0]} differ from src valid rows {r}")
@@ -1265,11 +1291,12 @@ class Evaluator:
         dst.data[:r, :words].view(np.uint8)[...] = E.pack_predicate(E.compare(src.data[:r, :c], y, op.mode), nbytes)
         dst.fresh = False
 
-    def family_sel(self, op, env):
+    def family_sel(self, step, env):
+        op = step.op
         tiles = op.tile_ins()
         mask = self.tile(op, tiles[0], env)
         srcs = [self.tile(op, v, env) for v in tiles[1:2 if op.SCALAR else 3]]
-        dst = self.dst(op, env, srcs[0].valid)
+        dst = self.dst(step, env, srcs[0].valid)
         r, c = dst.valid
         for s in srcs:
             self._same_valid(op, s, dst.valid, "src")
@@ -1280,11 +1307,13 @@ class Evaluator:
         other = E.scalar_to(env[op.scalar_ins()[0]], dst.dtype) if op.SCALAR else srcs[1].data[:r, :c]
         self._store(dst, r, c, np.where(bits, srcs[0].data[:r, :c], other))
 
-    def family_partarg(self, op, env):
+    def family_partarg(self, step, env):
         """TPARTARGMAX/TPARTARGMIN (dialects/pto.py ``PartialArgOp``): the covering source pair
         copied, then the compare and select where both pairs are valid."""
-        v0, v1, i0, i1 = (self.tile(op, v, env) for v in op.ins)
-        dsts = [self.tile(op, v, env) for v in op.outs] or [self.result_tile(op, k, v0.valid, env) for k in range(2)]
+        op = step.op
+        v0, v1, i0, i1 = (self.tile(op, v, env) for v in step.ins)
+        dsts = ([self.tile(op, v, env) for v in step.outs]
+                or [self.result_tile(step, k, v0.valid, env) for k in range(2)])
         for val, idx, who in ((v0, i0, "src0"), (v1, i1, "src1"), (*dsts, "dst")):
             self.need(op, val.valid == idx.valid, f"{who}Val's valid region {val.valid[0]}x{val.valid[1]} differs from "
                       f"{who}Idx's {idx.valid[0]}x{idx.valid[1]} at run time")
@@ -1301,10 +1330,11 @@ class Evaluator:
             d.data[:R, :C] = s.data[:R, :C]
             d.data[:r, :c] = x
 
-    def family_scatter(self, op, env):
+    def family_scatter(self, step, env):
+        op = step.op
 
-        src, idx = (self.tile(op, v, env) for v in op.ins)
-        dst = self.dst(op, env, src.valid)
+        src, idx = (self.tile(op, v, env) for v in step.ins)
+        dst = self.dst(step, env, src.valid)
         r, c = idx.valid
         self.need(op, src.valid[0] >= r and src.valid[1] >= c,
                   f"src's valid region {src.valid[0]}x{src.valid[1]} does not cover the indices' {r}x{c} at run time")
@@ -1357,8 +1387,9 @@ class Evaluator:
         self._gm_bounds(op, pv, gm[mask])
         return np.where(mask, gm, 0), on  # (an element not accessed: GM element 0, never read)
 
-    def family_mgather(self, op, env):
-        dst = self.dst(op, env, None)
+    def family_mgather(self, step, env):
+        op = step.op
+        dst = self.dst(step, env, None)
         gm, on = self._indexed_slots(op, env, dst)
         R, C = dst.valid
         vals = env[op.table].view.gm.data[gm]
@@ -1367,7 +1398,8 @@ class Evaluator:
         vals = np.where(on[..., None] if op.coalesce == "row" else on, vals, np.zeros((), dst.dtype))
         dst.data[:R, :C] = vals.reshape(R, C)
 
-    def family_mscatter(self, op, env):
+    def family_mscatter(self, step, env):
+        op = step.op
         src = self.tile(op, op.data, env)
         at, on = self._indexed_slots(op, env, src)
         R, C = src.valid
@@ -1384,14 +1416,15 @@ class Evaluator:
         E.scatter_in_order(gm.own(), slots, vals, op.atomic)
         gm.written = True
 
-    def family_sort32(self, op, env):
-        src, idx = (self.tile(op, v, env) for v in op.ins[:2])
+    def family_sort32(self, step, env):
+        op = step.op
+        src, idx = (self.tile(op, v, env) for v in step.ins[:2])
         r, c = src.valid
         coef = 8 // src.dtype.itemsize
-        dst = self.dst(op, env, (r, coef * c))
+        dst = self.dst(step, env, (r, coef * c))
         self.need(op, idx.valid[1] == c and idx.valid[0] in (1, r),
                   f"idx's valid region {idx.valid[0]}x{idx.valid[1]} is neither src's {r}x{c} nor one row of it at run time")
-        self.need(op, len(op.ins) == 3 or c % pto.SORT_BLOCK == 0,
+        self.need(op, len(step.ins) == 3 or c % pto.SORT_BLOCK == 0,
                   f"without a tmp tile src's valid cols must be a multiple of {pto.SORT_BLOCK} (got {c} at run time)")
         err = op.dst_error(r, dst.valid)
         self.need(op, err is None, err)
@@ -1417,13 +1450,14 @@ class Evaluator:
             self.ub[past] = pairs[r - 1, n:]
             self.ub_written[past] = True
 
-    def family_mrgsort(self, op, env):
-        dst = self.dst(op, env, None)
+    def family_mrgsort(self, step, env):
+        op = step.op
+        dst = self.dst(step, env, None)
         out = dst.data[0].view(np.uint8)
         e = dst.dtype.itemsize
         if op.single:
-            src = self.tile(op, op.ins[0], env)
-            block = int(env[op.ins[1]])
+            src = self.tile(op, step.ins[0], env)
+            block = int(env[step.ins[1]])
             c = src.valid[1]
             err = op.merge_error([c], dst.valid[1], block)
             self.need(op, err is None, err)
@@ -1433,31 +1467,33 @@ class Evaluator:
                 merged, _ = E.merge_pairs(lists, dst.dtype, False)
                 out[g:g + merged.size] = merged
             return
-        srcs = [self.tile(op, v, env) for v in op.ins[:-1]]
+        srcs = [self.tile(op, v, env) for v in step.ins[:-1]]
         err = op.merge_error([t.valid[1] for t in srcs], dst.valid[1])
         self.need(op, err is None, err)
         merged, _ = E.merge_pairs([t.data[0].view(np.uint8)[:t.valid[1] * e] for t in srcs], dst.dtype,
                                   op.exhausted)
         out[:merged.size] = merged
 
-    def family_pairreduce(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, src.valid)
+    def family_pairreduce(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, src.valid)
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src0")
         half = (c + 1) // 2
         x = src.data[:r, :c]
         if c % 2:  # the partner of src[i, C-1] is outside the valid region: +0
             x = np.concatenate([x, np.zeros((r, 1), dtype=x.dtype)], axis=1)
-        sums = self.fn(op)(x[:, 0::2], x[:, 1::2])
+        sums = self.fn(step)(x[:, 0::2], x[:, 1::2])
         self._store(dst, r, half, sums)
         dst.data[:r, half:c] = 0
 
-    def family_composed(self, op, env):
+    def family_composed(self, step, env):
+        op = step.op
         from pto_compiler.dialects.a2a3 import OPCODES
 
         named = op.named_operands()
-        dst = self.dst(op, env, self.tile(op, named["a"], env).valid)
+        dst = self.dst(step, env, self.tile(op, named["a"], env).valid)
         r, c = dst.valid
         vals = {}
         for k, v in named.items():
@@ -1476,33 +1512,37 @@ class Evaluator:
             vals["t"] = getattr(E, OPCODES[vop].semantics)(*xs)
         self._store(dst, r, c, vals["t"])
 
-    def family_axpy(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, src.valid)
+    def family_axpy(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, src.valid)
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src")
         x = E.convert(src.data[:r, :c], dst.dtype)
-        s = E.scalar_to(env[op.ins[1]], dst.dtype)
+        s = E.scalar_to(env[step.ins[1]], dst.dtype)
         self._store(dst, r, c, E.add(E.mul(x, s), dst.data[:r, :c]))
 
-    def family_trans(self, op, env):
-        src = self.tile(op, op.ins[0], env)
+    def family_trans(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
         r, c = src.valid
-        dst = self.dst(op, env, (c, r))
+        dst = self.dst(step, env, (c, r))
         self.need(op, dst.valid == (c, r), f"dst valid region {dst.valid[0]}x{dst.valid[1]} is not src's "
                                            f"{r}x{c} transposed at run time")
         dst.data[:c, :r] = src.data[:r, :c].T
 
-    def family_fill(self, op, env):
-        dst = self.dst(op, env, None)
+    def family_fill(self, step, env):
+        op = step.op
+        dst = self.dst(step, env, None)
         r, c = dst.valid
-        s = env[op.ins[0]]
+        s = env[step.ins[0]]
         flag = op.flag("descending" if op.FAMILY == "ci" else "upperOrLower")
-        dst.data[:r, :c] = self.fn(op)((r, c), int(s), flag, dst.dtype)
+        dst.data[:r, :c] = self.fn(step)((r, c), int(s), flag, dst.dtype)
 
-    def family_concat(self, op, env):
-        a, b = (self.tile(op, v, env) for v in op.ins)
-        dst = self.dst(op, env, (a.valid[0], a.valid[1] + b.valid[1]))
+    def family_concat(self, step, env):
+        op = step.op
+        a, b = (self.tile(op, v, env) for v in step.ins)
+        dst = self.dst(step, env, (a.valid[0], a.valid[1] + b.valid[1]))
         r, c = dst.valid
         c0, c1 = a.valid[1], b.valid[1]
         self.need(op, a.valid[0] == r and b.valid[0] == r and c0 + c1 == c,
@@ -1510,17 +1550,19 @@ class Evaluator:
         dst.data[:r, :c0] = a.data[:r, :c0]
         dst.data[:r, c0:c] = b.data[:r, :c1]
 
-    def family_fillpad(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, (src.type.rows, src.type.cols))
+    def family_fillpad(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, (src.type.rows, src.type.cols))
         if op.INPLACE:
             self.need(op, np.shares_memory(src.data, dst.data), "src and dst are not the same storage "
                       "(TFILLPAD.md: the in-place form's 'destination and source must alias the same storage')")
         r, c = src.valid
-        dst.data[...] = self.fn(op)(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
+        dst.data[...] = self.fn(step)(src.data[:r, :c], dst.data.shape, dst.dtype, dst.type.pad.data)
 
-    def family_interleave(self, op, env):
-        srcs = [self.tile(op, v, env) for v in op.ins]
+    def family_interleave(self, step, env):
+        op = step.op
+        srcs = [self.tile(op, v, env) for v in step.ins]
         r, c = srcs[0].valid
         if op.single:
             self.need(op, c % 2 == 0, f"src's valid cols ({c}) are odd at run time ({op.page})")
@@ -1529,58 +1571,62 @@ class Evaluator:
             self.need(op, c % 2 == 0 and all(s.valid == srcs[0].valid for s in srcs),
                       f"the sources' valid regions {[s.valid for s in srcs]} are not one shape of even cols at run "
                       f"time ({op.page})")
-        dsts = [self.tile(op, v, env) for v in op.outs] or [self.result_tile(op, k, (r, c), env) for k in range(2)]
+        dsts = [self.tile(op, v, env) for v in step.outs] or [self.result_tile(step, k, (r, c), env) for k in range(2)]
         for d in dsts:
             self.need(op, d.valid[0] == r and d.valid[1] >= c, f"dst valid region {d.valid[0]}x{d.valid[1]} does "
                                                                f"not hold the {r}x{c} result at run time ({op.page})")
-        for d, x in zip(dsts, self.fn(op)(*(s.data[:r, :s.valid[1]] for s in srcs))):
+        for d, x in zip(dsts, self.fn(step)(*(s.data[:r, :s.valid[1]] for s in srcs))):
             d.data[:r, :c] = x
 
-    def result_tile(self, op, k: int, hint: tuple[int, int], env: dict) -> Tile:
+    def result_tile(self, step, k: int, hint: tuple[int, int], env: dict) -> Tile:
         """A new tile for L1 result ``k`` (its valid region from the result type, ``?`` from ``hint``)."""
-        t = op.res[k].type
+        t = step.res[k].type
         valid = tuple(h if v == pto.DYNAMIC else v for v, h in zip(t.valid_shape, hint))
-        env[op.res[k]] = tile = new_tile(t, valid)
+        env[step.res[k]] = tile = new_tile(t, valid)
         return tile
 
-    def family_reluconv(self, op, env):
+    def family_reluconv(self, step, env):
         """TADDRELUCONV / TSUBRELUCONV and TADDDEQRELU (its deqScale the element function's third
         argument)."""
-        a, b = (self.tile(op, v, env) for v in op.ins[:2])
-        dst = self.dst(op, env, a.valid)
+        op = step.op
+        a, b = (self.tile(op, v, env) for v in step.ins[:2])
+        dst = self.dst(step, env, a.valid)
         r, c = dst.valid
         self._same_valid(op, a, dst.valid, "src0")
         self._same_valid(op, b, dst.valid, "src1")
         self.need(op, r > 0 and c > 0, f"dst's valid region {r}x{c} is empty at run time (validRow > 0 and "
                                        "validCol > 0)")
-        third = env[op.ins[2]] if op.FAMILY == "deqrelu" else dst.dtype
-        self._store(dst, r, c, self.fn(op)(a.data[:r, :c], b.data[:r, :c], third))
+        third = env[step.ins[2]] if op.FAMILY == "deqrelu" else dst.dtype
+        self._store(dst, r, c, self.fn(step)(a.data[:r, :c], b.data[:r, :c], third))
 
-    def family_dequant(self, op, env):
-        src, scale, offset = (self.tile(op, v, env) for v in op.ins)
-        dst = self.dst(op, env, src.valid)
+    def family_dequant(self, step, env):
+        op = step.op
+        src, scale, offset = (self.tile(op, v, env) for v in step.ins)
+        dst = self.dst(step, env, src.valid)
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src")
         for t, who in ((scale, "scale"), (offset, "offset")):
             self.need(op, t.valid == (r, 1), f"{who} valid region {t.valid[0]}x{t.valid[1]} is not one value for "
                                              f"each of dst's {r} rows at run time (TDEQUANT.md)")
-        self._store(dst, r, c, self.fn(op)(src.data[:r, :c], scale.data[:r, :1], offset.data[:r, :1]))
+        self._store(dst, r, c, self.fn(step)(src.data[:r, :c], scale.data[:r, :1], offset.data[:r, :1]))
 
-    def family_cvt(self, op, env):
+    def family_cvt(self, step, env):
+        op = step.op
         src = self.tile(op, op.tile_ins()[0], env)
-        dst = self.dst(op, env, src.valid)
+        dst = self.dst(step, env, src.valid)
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src")
         mode = _attr_body(op, "rmode", "round_mode", "roundMode") or "CAST_RINT"
         mode = mode.split()[-1]  # `#pto<round_mode ROUND>` keeps "round_mode ROUND" in some spellings
         sat = _attr_body(op, "sat_mode", "saturation_mode", "satMode")
         saturate = None if sat is None else "ON" in sat.upper()
-        self._store(dst, r, c, self.fn(op)(src.data[:r, :c], dst.dtype, mode, saturate))
+        self._store(dst, r, c, self.fn(step)(src.data[:r, :c], dst.dtype, mode, saturate))
 
-    def family_mov(self, op, env):
-        self.need(op, len(op.ins) == 1, "with extra operands (scaling, quantisation) has no semantics in ptoc yet")
-        src = self.tile(op, op.ins[0], env)
-        dst = self.dst(op, env, src.valid)
+    def family_mov(self, step, env):
+        op = step.op
+        self.need(op, len(step.ins) == 1, "with extra operands (scaling, quantisation) has no semantics in ptoc yet")
+        src = self.tile(op, step.ins[0], env)
+        dst = self.dst(step, env, src.valid)
         r, c = dst.valid
         self._same_valid(op, src, dst.valid, "src")
         dst.data[:r, :c] = self._out_of(op, src, src.data[:r, :c], dst.dtype)
@@ -1593,11 +1639,12 @@ class Evaluator:
                   f"from {E.dtype_name(x.dtype)} to {E.dtype_name(dtype)} has no semantics in ptoc yet")
         return x
 
-    def family_matmul(self, op, env):
+    def family_matmul(self, step, env):
+        op = step.op
         c_in, a, b, bias = (None if v is None else self.tile(op, v, env) for v in op.operands_abc())
         (m, k), (k2, n) = a.valid, b.valid
         self.need(op, k == k2, f"a valid cols (K = {k}) differ from b valid rows ({k2}) at run time")
-        dst = self.dst(op, env, (m, n))
+        dst = self.dst(step, env, (m, n))
         self.need(op, dst.valid == (m, n), f"dst valid region {dst.valid[0]}x{dst.valid[1]} is not "
                                            f"M x N = {m}x{n} at run time")
         if c_in is not None:
@@ -1606,10 +1653,11 @@ class Evaluator:
                                            None if c_in is None else c_in.data[:m, :n],
                                            None if bias is None else bias.data[0, :n]))
 
-    def family_subtile(self, op, env):
-        src = self.tile(op, op.ins[0], env)
-        r0, c0 = (int(env[v]) for v in op.ins[1:3])
-        dst = self.dst(op, env, None)
+    def family_subtile(self, step, env):
+        op = step.op
+        src = self.tile(op, step.ins[0], env)
+        r0, c0 = (int(env[v]) for v in step.ins[1:3])
+        dst = self.dst(step, env, None)
         r, c = src.valid if op.INSERT else dst.valid
         big = dst if op.INSERT else src
         self.need(op, 0 <= r0 and 0 <= c0 and r0 + r <= big.type.rows and c0 + c <= big.type.cols,
@@ -1619,8 +1667,9 @@ class Evaluator:
         else:
             dst.data[:r, :c] = src.data[r0:r0 + r, c0:c0 + c]
 
-    def family_print(self, op, env):
-        t = self.tile(op, op.ins[0], env)
+    def family_print(self, step, env):
+        op = step.op
+        t = self.tile(op, step.ins[0], env)
         r, c = t.valid
         f, line, col = location_of(op)
         E.print_tile(f"{f}:{line}:{col}", t.data[:r, :c])
@@ -1649,14 +1698,15 @@ class Evaluator:
             raise op_error(op, f"GM access out of bounds: element {bad} of '{pv.view.gm.name}' "
                                f"({n} elements)")
 
-    def family_load(self, op, env):
-        pv = env[op.ins[0]] if op.ins else None
+    def family_load(self, step, env):
+        op = step.op
+        pv = env[step.ins[0]] if step.ins else None
         if not isinstance(pv, PartitionView):
             raise op_error(op, "with this source has no semantics in ptoc yet")
         hint = None
         if len(pv.sizes) >= 1:
             hint = (math.prod(pv.sizes[:-1]), pv.sizes[-1])
-        dst = self.dst(op, env, hint)
+        dst = self.dst(step, env, hint)
         r, c = dst.valid
         vals = self._gm_view(pv, r * c)
         if vals is None:
@@ -1668,11 +1718,12 @@ class Evaluator:
             dst.data[...] = pad
         dst.data[:r, :c] = vals.reshape(r, c)
 
-    def family_store(self, op, env):
-        tile = self.tile(op, op.ins[0], env)
-        target = op.outs[0] if op.outs else (op.ins[1] if len(op.ins) > 1 else None)
+    def family_store(self, step, env):
+        op = step.op
+        tile = self.tile(op, step.ins[0], env)
+        target = step.outs[0] if step.outs else (step.ins[1] if len(step.ins) > 1 else None)
         pv = env.get(target) if target is not None else None
-        if not isinstance(pv, PartitionView) or len(op.ins) > (1 if op.outs else 2):
+        if not isinstance(pv, PartitionView) or len(step.ins) > (1 if step.outs else 2):
             raise op_error(op, "with this destination or a pre-quant operand has no semantics in ptoc yet")
         r, c = tile.valid
         gm = pv.view.gm
