@@ -693,23 +693,16 @@ def _reduce_maxmin(x, axis, is_max: bool) -> np.ndarray:
     if not is_float_dtype(x.dtype):
         return np.asarray((np.max if is_max else np.min)(x, axis=axis))
     w = _work(x)
-    nan = np.isnan(w)
-    fill = -np.inf if is_max else np.inf
-    m = (np.max if is_max else np.min)(np.where(nan, fill, w), axis=axis)
-    # a zero result: +0 if any +0 (max) / -0 if any -0 (min); order does not matter
-    if is_max:
-        want_pos = ((w == 0) & ~np.signbit(w)).any(axis=axis)
-        zero = np.where(want_pos, w.dtype.type(0.0), w.dtype.type(-0.0))
-    else:
-        want_neg = ((w == 0) & np.signbit(w)).any(axis=axis)
-        zero = np.where(want_neg, w.dtype.type(-0.0), w.dtype.type(0.0))
-    m = np.where(m == 0, zero, m)
-    r = np.asarray(m).astype(x.dtype)
-    anynan = np.asarray(nan.any(axis=axis))
-    if anynan.any():
-        r = np.array(r, copy=True)
-        r.view(_UINT_OF_SIZE[r.dtype.itemsize])[anynan] = _FORMATS[r.dtype.name][3]
-    return r
+    # NumPy's maximum/minimum propagate NaN: a line with one gives NaN (made canonical below).
+    # Left open is which zero a line whose result is ±0 gives: +0 if it has a +0 (max), -0 if it
+    # has a -0 (min), whatever the order; only those lines are read again.
+    m = np.asarray((np.maximum if is_max else np.minimum).reduce(w, axis=axis))
+    zero = m == 0
+    if zero.any():
+        lines = np.moveaxis(w, axis, -1)[zero]
+        has = ((lines == 0) & (np.signbit(lines) != is_max)).any(axis=-1)  # a +0 (max) / a -0 (min)
+        m[zero] = np.where(has != is_max, w.dtype.type(-0.0), w.dtype.type(0.0))
+    return _canon(m.astype(x.dtype))
 
 
 @element_fn("reduce")

@@ -486,7 +486,7 @@ class _TileStep:
     destination is and its element function, so a run reads no xDSL operand list (xDSL makes those
     lists anew on every read).  What a family rule gets instead of the op."""
 
-    __slots__ = ("op", "ins", "outs", "res", "dst_at", "fn")
+    __slots__ = ("op", "ins", "outs", "res", "dst_at", "fn", "expand")
 
     def __init__(self, op: pto.TileOp):
         self.op = op
@@ -496,6 +496,8 @@ class _TileStep:
         name = type(op).FN
         self.fn = None if name is None else getattr(E, name).fn
         """The raw element function (:meth:`Evaluator.call` runs under one ``np.errstate``), or None."""
+        self.expand = None
+        """A row-expand op's ``expand_analysis()``, made at its first run (it may raise, located)."""
 
 
 def _dst_of(op: Operation) -> tuple:
@@ -1156,7 +1158,9 @@ class Evaluator:
         the full operand when its valid shape is dst's, else src1 (the CPU simulator's and A5's
         order)."""
         op = step.op
-        expanded, mode = op.expand_analysis()
+        if step.expand is None:
+            step.expand = op.expand_analysis()
+        expanded, mode = step.expand
         if expanded == pto.AT_RUN_TIME:
             a = self.tile(op, step.ins[0], env)
             expanded = 1 if a.valid == self.tile(op, step.outs[0], env).valid else 0

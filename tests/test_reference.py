@@ -181,6 +181,35 @@ def test_maxmin_bits_match_a_loop_of_the_rule(dt, mix):
             assert got.reshape(-1).view(uint).tolist() == want, (fn, x, y)
 
 
+@pytest.mark.parametrize("dt", ["f16", "bf16", "f32"])
+@pytest.mark.parametrize("mix", ["plain", "zeros", "nans", "specials"])
+def test_reduce_maxmin_bits_match_a_fold_of_the_rule(dt, mix):
+    """E.reduce_max/E.reduce_min along rows and columns against a left fold of
+    :func:`_maxmin_loop` over each line, bit for bit: lines of only ±0 in any order, NaNs of both
+    signs and another payload, every special value, strided lines."""
+    dtype = E.np_dtype(dt)
+    uint = {2: np.uint16, 4: np.uint32}[dtype.itemsize]
+    rng = np.random.default_rng(sum(map(ord, dt + mix)))
+    pool = {"plain": [1.5, -2.0, 0.25, 3.0, -0.5], "zeros": [0.0, -0.0, -0.0, 0.0, -1.0],
+            "nans": [np.nan, -np.nan, 1.0, -0.0, 2.0], "specials": list(_MAXMIN_SPECIALS)}[mix]
+    x = E.convert(rng.choice(np.array(pool), size=(9, 13)), dtype, "RINT")
+    if mix == "nans":
+        x[2, 3] = np.array(E.FLOAT_FORMATS[dt][3] | 0x11, uint).view(dtype)
+    x = x[:, :12]  # strided lines
+    for fn, is_max in ((E.reduce_max, True), (E.reduce_min, False)):
+        for axis in (0, 1):
+            got = np.asarray(fn(x, axis))
+            lines = x.T if axis == 0 else x
+            want = []
+            for line in lines:
+                acc = line[0]
+                for v in line[1:]:
+                    acc = np.array(_maxmin_loop(acc, v, is_max, dtype), uint).view(dtype)[()]
+                want.append(int(np.array(acc, dtype).view(uint)))
+            assert got.dtype == dtype and got.shape == (lines.shape[0],)
+            assert got.view(uint).tolist() == want, (fn, axis)
+
+
 def test_f16_rounds_after_every_op_and_overflows_to_inf():
     h = np.float16
     assert E.add(np.array([60000], h), np.array([10000], h))[0] == np.inf
