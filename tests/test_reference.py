@@ -78,9 +78,12 @@ def f32(*rows):
     return np.array(rows, dtype=np.float32)
 
 
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def bits(a):
     a = np.asarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+    return a.view(_UINT_OF_SIZE[a.dtype.itemsize])
 
 
 def same_bits(got, want):
@@ -129,7 +132,7 @@ def _maxmin_loop(x, y, is_max: bool, dt: np.dtype) -> int:
     """The bits of seeds/002's max/min of two elements, one Python comparison at a time: NaN
     (canonical) if either is NaN, a ±0 tie +0 (max) / -0 (min) unless both zeros have that
     other sign, else the larger (smaller) element itself."""
-    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
+    uint = _UINT_OF_SIZE[dt.itemsize]
     if dt.kind in "iub":
         v = max(int(x), int(y)) if is_max else min(int(x), int(y))
         return int(np.array(v, dt).view(uint))
@@ -170,7 +173,7 @@ def test_maxmin_bits_match_a_loop_of_the_rule(dt, mix):
             s = np.array(_MAXMIN_SPECIALS, np.float64)
             pairs = np.array([(x, y) for x in s for y in s])
             a, b = (E.convert(pairs[:, k], dtype, "RINT") for k in (0, 1))
-    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    uint = _UINT_OF_SIZE[dtype.itemsize]
     for fn, is_max in ((E.maximum, True), (E.minimum, False)):
         k = math.isqrt(a.size)  # 8 or 11 columns
         for x, y in ((a, b), (b, a), (a.reshape(-1, k), b.reshape(-1, k)[:, :1]), (a[:1], b)):
@@ -188,7 +191,7 @@ def test_reduce_maxmin_bits_match_a_fold_of_the_rule(dt, mix):
     :func:`_maxmin_loop` over each line, bit for bit: lines of only ±0 in any order, NaNs of both
     signs and another payload, every special value, strided lines."""
     dtype = E.np_dtype(dt)
-    uint = {2: np.uint16, 4: np.uint32}[dtype.itemsize]
+    uint = _UINT_OF_SIZE[dtype.itemsize]
     rng = np.random.default_rng(sum(map(ord, dt + mix)))
     pool = {"plain": [1.5, -2.0, 0.25, 3.0, -0.5], "zeros": [0.0, -0.0, -0.0, 0.0, -1.0],
             "nans": [np.nan, -np.nan, 1.0, -0.0, 2.0], "specials": list(_MAXMIN_SPECIALS)}[mix]
