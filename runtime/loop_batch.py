@@ -41,11 +41,13 @@ BATCHED = frozenset({"binary", "scalar", "unary", "dup", "vbrcb", "reduce", "gre
                      "copy_in", "copy_out", "copy_ub", "sync", "mask", "vf"})
 """Instruction families a batched trip may hold (a ``vf_call`` when its VF's hardware loops
 batch, runtime/vf_batch.py)."""
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 256 << 10
 """Private UB copies held at once (trips run in chunks of at most this many bytes, one buffer
 reused chunk after chunk): a chunk's private UBs and its steps' NumPy temporaries stay in the L2
-cache, and the run touches few fresh pages, whose first touch costs more than the arithmetic
-(2,048 trips of 8 KiB: 60 MB of fresh pages and 35 ms with 32 MiB chunks, 9 MB and 18 ms)."""
+cache and are reused, so the run touches few fresh pages, whose first touch costs more than the
+arithmetic (2,048 trips of 8 KiB, a2a3: 60 MB of fresh pages and 35 ms with 32 MiB chunks, 9 MB
+and 18-21 ms with 1 MiB or 256 KiB; ascend950's batched VF still took 42 MB with 512 KiB or
+1 MiB chunks, 9 MB with 256 KiB, 38 -> 42 ms; 128 KiB costs more Python per trip than it saves)."""
 
 
 @dataclass
