@@ -43,7 +43,7 @@ import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import filterfalse, repeat
 from operator import attrgetter, sub
 
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
@@ -290,7 +290,7 @@ class _Decoded:
         self.ins = tuple(map(id, operands))
         self.outs = tuple(map(id, op.results))
         self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
-        self.reads = tuple(i for i in self.ins if i not in zero)
+        self.reads = tuple(filterfalse(zero.__contains__, self.ins))
         """The operands whose ready times can matter: not ready at 0 (``zero``, :func:`_decode_vf`;
         one ready at 0 never delays an op: the front and every clock are >= 0)."""
         self.at_zero = not self.reads and name.startswith("arith.")
@@ -465,7 +465,7 @@ class _VfTimer:
         entered costs ``loop_entry`` front-end cycles and a trip starts at the front.  The clocks
         live in local variables between extrapolated loops (this is the hot loop of the model)."""
         ready, c, pend, window, step = self.ready, self.c, self.pend, self.window, self.step
-        get = ready.get
+        get, zeros = ready.get, repeat(0.0)  # (map(get, values, zeros): what get(v, 0.0) gives each)
         front, end, issued = self.front, self.end, self.issued
         count = len(issued)
         for e in body:
@@ -514,7 +514,7 @@ class _VfTimer:
                     ready[r] = t
             elif kind == _YIELD:
                 if e[1] in pend:
-                    pend[e[1]] = [get(v, 0.0) for v in e[2]]
+                    pend[e[1]] = list(map(get, e[2], zeros))
             elif kind == _TRIP:
                 ready[e[2]] = front
                 for a, t in zip(e[3], pend[e[1]]):
@@ -524,7 +524,7 @@ class _VfTimer:
                 c["rveclp"] += lp
                 c["rvecsu"] += su
                 front += entry
-                pend[key] = [get(v, 0.0) for v in ins]
+                pend[key] = list(map(get, ins, zeros))
             elif kind == _EXIT:
                 for r, t in zip(e[2], pend.pop(e[1])):
                     ready[r] = t

@@ -254,7 +254,7 @@ class _Batch:
         while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
             self.shape, self.chain = shape, chain
             log.append((LOG_OP, op))
-            if isinstance(op, scf.YieldOp):
+            if type(op) is scf.YieldOp:  # (isinstance: ABCMeta's check, in Python, per op)
                 return log
             self.counts[op.name] = self.counts.get(op.name, 0) + n
             h = _HANDLERS.get(type(op))

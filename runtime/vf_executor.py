@@ -465,7 +465,7 @@ class VfRunner:
         log = self.log
         op = block.first_op
         while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
-            if isinstance(op, scf.YieldOp):
+            if type(op) is scf.YieldOp:  # (isinstance: ABCMeta's check, in Python, per op)
                 log.append((LOG_OP, op))
                 return list(op.operands)
             self.counts[op.name] = self.counts.get(op.name, 0) + 1
