@@ -218,7 +218,7 @@ def _nested_ops(op, out: list) -> list:
                 out.append(o)
                 if o.regions:
                     _nested_ops(o, out)
-                o = o._next_op
+                o = o.next_op
     return out
 
 
@@ -304,7 +304,7 @@ class _Decoded:
             self.args = tuple(map(id, body.args))
             o = body.first_op
             while o is not None and o.name != "scf.for":  # (the block's links, as _nested_ops)
-                o = o._next_op
+                o = o.next_op
             innermost = o is None
             top = op.parent_op() is not None and op.parent_op().name == "vf.func"
             scalars = sum(1 for v in carried if not v.type.name.startswith("vf."))

@@ -269,7 +269,7 @@ class _Batch:
                 log.extend(self.loop(op, env, shape, chain))
             else:
                 raise NoBatch
-            op = op._next_op
+            op = op.next_op
         return log
 
     def arith(self, op, env: dict, depth: int) -> None:

@@ -485,7 +485,7 @@ class VfRunner:
                 self._for(op, env)
             else:
                 raise _fault("invalid", op, "cannot run inside a VF")
-            op = op._next_op
+            op = op.next_op
         return []
 
     def _for(self, op: scf.ForOp, env: dict) -> None:
