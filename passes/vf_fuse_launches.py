@@ -489,7 +489,7 @@ class _Fuser:
         ops = [o for o in body.ops if not isinstance(o, scf.YieldOp)]
         calls = [o for o in ops if isinstance(o, vf.VfCallOp)]
         bounds = [const_value(v) for v in (loop.lb, loop.ub, loop.step)]
-        if (loop.iter_args or len(calls) != 1 or None in bounds or len(range(*bounds)) > vf.HW_LOOP_MAX
+        if (loop.iter_args or len(calls) != 1 or None in bounds or not 0 < len(range(*bounds)) <= vf.HW_LOOP_MAX
                 or any(o is not calls[0] and not (o.name.startswith("arith.") and not o.regions)
                        and o.name not in ("pto.tgetval", "pto.tassign")
                        and not (o.name == "pto.barrier" and _v_barrier(o)) for o in ops)):

@@ -428,3 +428,40 @@ def test_lowering_fused_gives_what_fusing_the_per_op_launches_gives():
         fused_at_lowering += launches[1] < launches[0]
     assert fused_at_lowering >= 3  # kernels whose chains the lowering fused itself (the generated ones
     # rarely have a fusable chain since the generator draws scalar-unit and conversion ops too)
+
+
+def test_a_row_loop_of_no_trips_is_left_alone_by_launch_fusion():
+    """vf-fuse-launches inlines a kernel loop of one launch over row sub-tiles into one VF; a loop
+    of zero trips has no rows to sweep (bench/fuzz.py seed 1301: it crashed taking the lowest row).
+    The loop stays and runs no trip: z = x + 1 from the texpands/tadd outside it."""
+    text = """
+func.func @k(%x: !pto.ptr<f32>, %z: !pto.ptr<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c24 = arith.constant 24 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %xv = pto.make_tensor_view %x, shape = [%c24, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c24, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<24x64xf32>
+  %zv = pto.make_tensor_view %z, shape = [%c24, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+  %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c24, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<24x64xf32>
+  %a = pto.alloc_tile : !pto.tile_buf<vec, 24x64xf32>
+  %b = pto.alloc_tile : !pto.tile_buf<vec, 24x64xf32>
+  pto.tload ins(%xp : !pto.partition_tensor_view<24x64xf32>) outs(%a : !pto.tile_buf<vec, 24x64xf32>)
+  pto.texpands ins(%one : f32) outs(%b : !pto.tile_buf<vec, 24x64xf32>)
+  scf.for %m = %c0 to %c0 step %c1 {
+    %r = arith.muli %m, %c3 : index
+    %s = pto.subset %a[%r, %c0] sizes [3, 64] : !pto.tile_buf<vec, 24x64xf32>
+    pto.tadds ins(%s, %one : !pto.tile_buf<vec, 3x64xf32, valid=?x64>, f32) outs(%s : !pto.tile_buf<vec, 3x64xf32, valid=?x64>)
+  }
+  pto.tadd ins(%a, %b : !pto.tile_buf<vec, 24x64xf32>, !pto.tile_buf<vec, 24x64xf32>) outs(%a : !pto.tile_buf<vec, 24x64xf32>)
+  pto.tstore ins(%a : !pto.tile_buf<vec, 24x64xf32>) outs(%zp : !pto.partition_tensor_view<24x64xf32>)
+  func.return
+}
+"""
+    m, prog = _compile(text)
+    cmp, res, values = _run(m, prog)
+    assert all(c.ok for c in cmp), [c.line() for c in cmp]
+    x = np.asarray(values["x"], np.float32).reshape(24, 64)
+    assert np.array_equal(res.outputs["z"].reshape(24, 64), x + np.float32(1))
