@@ -1701,6 +1701,11 @@ def plan_of(program: Program) -> Plan:
     plan = program.__dict__.get("_plan")
     if plan is None:
         plan = program.__dict__["_plan"] = Plan(program)
+        if program.vf_funcs:  # ascend950: its VFs' bodies too (runtime/vf_executor.py vf_plan)
+            from .vf_executor import vf_plan
+
+            for fn in program.vf_funcs.values():
+                vf_plan(fn)
     return plan
 
 

@@ -151,8 +151,9 @@ def _value(v, depth: int | None = None):
     return v
 
 
-def run_batched(r, op: scf.ForOp, env: dict) -> bool:
-    """Run the top-level hardware loop ``op`` of VfRunner ``r`` over all trips at once.
+def run_batched(r, op: scf.ForOp, fp, env: dict) -> bool:
+    """Run the top-level hardware loop ``op`` (decoded: ``fp``, vf_executor._ForPlan) of VfRunner
+    ``r`` over all trips at once.
 
     With ``r.outer = (ubs, lo)`` the VF runs for every trip of a batched scalar loop
     (runtime/loop_batch.py) at once: ``ubs[t]`` holds UB bytes ``[lo, lo + row)`` of trip t;
@@ -160,7 +161,7 @@ def run_batched(r, op: scf.ForOp, env: dict) -> bool:
     b = _Batch(r)
     taped = len(r.tape) if r.tape is not None else 0
     try:
-        log = b.loop(op, env, (r.outer[0].shape[0],) if r.outer else (), ())
+        log = b.loop(op, fp, env, (r.outer[0].shape[0],) if r.outer else (), ())
         if not r.outer:
             b.check_trips()
     except NoBatch:
@@ -210,21 +211,20 @@ class _Batch:
         return got[1]
 
     # ---- structure -------------------------------------------------------------------------
-    def loop(self, op: scf.ForOp, env: dict, shape: tuple, chain: tuple) -> list:
-        bounds = [env[v] for v in (op.lb, op.ub, op.step)]
+    def loop(self, op: scf.ForOp, fp, env: dict, shape: tuple, chain: tuple) -> list:
+        bounds = [env[fp.lb], env[fp.ub], env[fp.step]]
         if any(isinstance(v, (np.ndarray, _Affine)) for v in bounds):
             raise NoBatch
         lb, ub, step = (int(v) for v in bounds)
         trips = max(0, -(-(ub - lb) // step)) if step > 0 else -1
         if step <= 0 or trips > vf.HW_LOOP_MAX:
             raise NoBatch
-        body = op.body.blocks[0]
         depth = len(shape) + 1
         inner = shape + (trips,)
-        env[body.args[0]] = _Affine(lb, (0,) * len(shape) + (step,), (1,) * len(shape) + (trips,))
+        env[fp.args[0]] = _Affine(lb, (0,) * len(shape) + (step,), (1,) * len(shape) + (trips,))
         finals = []
-        yld = body.last_op
-        for k, (barg, init) in enumerate(zip(body.args[1:], op.iter_args)):
+        yld = fp.yielded
+        for k, (barg, init) in enumerate(zip(fp.args[1:], fp.inits)):
             um = _count_chain(barg, yld, k)
             c0 = _value(env[init])
             lo, hi = (c0.min(), c0.max()) if isinstance(c0, np.ndarray) else (c0, c0)
@@ -239,37 +239,36 @@ class _Batch:
             c0 = c0.reshape(c0.shape + (1,) * (len(shape) - c0.ndim))[..., None]
             env[barg] = np.maximum(c0 - np.arange(trips, dtype=np.int64) * lanes, 0)
             finals.append(np.maximum(c0[..., 0] - trips * lanes, 0))
-        per_trip = self.block(body, env, inner, chain + (op,), depth) if trips else []
-        for res, v in zip(op.results, finals):
+        per_trip = self.block(fp.body, env, inner, chain + (op,), depth) if trips else []
+        for res, v in zip(fp.results, finals):
             env[res] = v if isinstance(v, np.ndarray) and v.ndim else int(v)
         if not self.r.want_log:
             return []
         return [(_vx.LOG_LOOP, (op, per_trip, trips))]
 
-    def block(self, body, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
-        LOG_OP = _vx.LOG_OP
+    def block(self, plan, env: dict, shape: tuple, chain: tuple, depth: int) -> list:
+        """Run a loop body (its vf_executor._BlockPlan) over the trips ``shape``; returns its log."""
         n = math.prod(shape)
+        counts = self.counts
         log = []
-        op = body.first_op
-        while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
+        for code, op, entry, name, x in plan.entries:
             self.shape, self.chain = shape, chain
-            log.append((LOG_OP, op))
-            if type(op) is scf.YieldOp:  # (isinstance: ABCMeta's check, in Python, per op)
+            log.append(entry)
+            if code == _vx._YIELD:
                 return log
-            self.counts[op.name] = self.counts.get(op.name, 0) + n
-            h = _HANDLERS.get(type(op))
-            if h is not None:
-                px = getattr(op, "_vfx", None)  # the op's properties, looked up once (vf_executor)
-                if px is None:
-                    px = op._vfx = _vx._Decoded(op)
-                h(self, px, env, depth)
-            elif op.name.startswith("arith."):
+            counts[name] = counts.get(name, 0) + n
+            if code == _vx._CONST:
+                env[x[0]] = x[1]
+            elif code == _vx._OP:
+                if x[1] is None:
+                    raise NoBatch
+                x[1](self, x[2], env, depth)
+            elif code == _vx._ARITH:
                 self.arith(op, env, depth)
-            elif isinstance(op, scf.ForOp):
-                log.extend(self.loop(op, env, shape, chain))
+            elif code == _vx._FOR:
+                log.extend(self.loop(op, x, env, shape, chain))
             else:
                 raise NoBatch
-            op = op.next_op
         return log
 
     def arith(self, op, env: dict, depth: int) -> None:

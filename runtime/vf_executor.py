@@ -114,7 +114,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pto_compiler.diagnostics import PtocError, op_error
@@ -458,49 +458,43 @@ class VfRunner:
                 env[p] = a
             else:
                 env[p] = golden.coerce_scalar(a, t)
-        self.run_block(fn.block, env)
+        self.run_block(vf_plan(fn).body, env)
         return VfCallResult(self.reads, self.writes, dict(self.counts), self.log)
 
-    def run_block(self, block: Block, env: dict) -> list:
-        log = self.log
-        op = block.first_op
-        while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
-            if type(op) is scf.YieldOp:  # (isinstance: ABCMeta's check, in Python, per op)
-                log.append((LOG_OP, op))
-                return list(op.operands)
-            self.counts[op.name] = self.counts.get(op.name, 0) + 1
-            log.append((LOG_OP, op))
-            h = _HANDLERS.get(type(op))
-            if h is not None:
-                if self.depth == 0 and isinstance(op, vf._MemOp):
+    def run_block(self, plan: "_BlockPlan", env: dict) -> tuple:
+        """Run one trip of a block (its :class:`_BlockPlan`); returns what its yield hands on."""
+        log, counts = self.log, self.counts
+        for code, op, entry, name, x in plan.entries:
+            if code == _YIELD:
+                log.append(entry)
+                return x
+            counts[name] = counts.get(name, 0) + 1
+            log.append(entry)
+            if code == _CONST:
+                env[x[0]] = x[1]
+            elif code == _OP:
+                if x[3] and self.depth == 0:
                     self.all_batched = False
-                px = getattr(op, "_vfx", None)
-                if px is None:
-                    px = _Decoded(op)
-                    op._vfx = px
-                h(self, px, env)
-            elif op.name.startswith("arith."):
+                x[0](self, x[2], env)
+            elif code == _ARITH:
                 run_arith(op, env)
-            elif isinstance(op, scf.ForOp):
-                self._for(op, env)
+            elif code == _FOR:
+                self._for(op, x, env)
             else:
                 raise _fault("invalid", op, "cannot run inside a VF")
-            op = op.next_op
-        return []
+        return ()
 
-    def _for(self, op: scf.ForOp, env: dict) -> None:
-        lb, ub, step = (int(env[v]) for v in (op.lb, op.ub, op.step))
+    def _for(self, op: scf.ForOp, fp: "_ForPlan", env: dict) -> None:
+        lb, ub, step = int(env[fp.lb]), int(env[fp.ub]), int(env[fp.step])
         if step <= 0:
             raise _fault("invalid", op, f"hardware loop step must be positive, got {step}")
         trips = max(0, -(-(ub - lb) // step))
         if trips > vf.HW_LOOP_MAX:
             raise _fault("invalid", op, f"hardware loop runs {trips} trips, more than {vf.HW_LOOP_MAX} (uint16)")
-        if self.depth == 0 and run_batched(self, op, env):
+        if self.depth == 0 and run_batched(self, op, fp, env):
             return
         self.all_batched = False
-        srcs = list(op.iter_args)
-        body = op.body.blocks[0]
-        args = list(body.args)
+        srcs, body, args = fp.inits, fp.body, fp.args
         self.depth += 1
         log, trip_logs = self.log, []
         for i in range(lb, ub, step):
@@ -521,7 +515,7 @@ class VfRunner:
                 log.append((LOG_TRIP, op))
                 log.extend(t)
             log.append((LOG_EXIT, op))
-        self._carry(op.results, srcs, env)
+        self._carry(fp.results, srcs, env)
 
     def _carry(self, dsts, srcs, env: dict) -> None:
         """``dsts`` take the values of ``srcs`` at once (a trip's yield): registers in a data step."""
@@ -623,6 +617,98 @@ class _Decoded:
         v = getattr(self.__dict__["_op"], key)
         self.__dict__[key] = v
         return v
+
+
+# ---- decoded VF bodies -------------------------------------------------------------------------
+
+_CONST, _OP, _ARITH, _FOR, _YIELD, _BAD = range(6)
+"""What an entry of a :class:`_BlockPlan` is: an integer constant (its value decoded), an op with
+a handler, another ``arith`` op, a hardware loop, the block's yield, an op a VF cannot run."""
+
+
+class _BlockPlan:
+    """A block of a ``vf.func`` decoded once for every launch and every trip: per op an entry
+    ``(code, op, log entry, name, x)``, with ``x`` by code: ``(result, value)`` for ``_CONST``;
+    ``(handler, batched handler or None, _Decoded op, is a memory op)`` for ``_OP``; the loop's
+    :class:`_ForPlan` for ``_FOR``; the yielded values for ``_YIELD``.  The walk of the block's
+    links, the op-class dispatch, the log entry and the constant's value are found here once
+    instead of per op executed (xDSL's accessors cost microseconds each, the op-class test an
+    ABC check)."""
+    __slots__ = ("entries",)
+
+    def __init__(self, block: Block):
+        entries = []
+        op = block.first_op
+        while op is not None:  # (the block's links: xDSL's op iterator costs more than the loop)
+            cls = type(op)
+            name = cls.name
+            entry = (LOG_OP, op)
+            if cls is scf.YieldOp:  # (isinstance: ABCMeta's check, in Python, per op)
+                entries.append((_YIELD, op, entry, name, tuple(op.operands)))
+                break
+            h = _HANDLERS.get(cls)
+            if h is not None:
+                px = op.__dict__.get("_vfx")
+                if px is None:
+                    px = op._vfx = _Decoded(op)
+                entries.append((_OP, op, entry, name, (h, _BATCHED.get(cls), px, cls in _MEM_OPS)))
+            elif name.startswith("arith."):
+                c = _int_constant_value(op) if cls is arith.ConstantOp else None
+                entries.append((_ARITH, op, entry, name, None) if c is None else (_CONST, op, entry, name, c))
+            elif cls is scf.ForOp:
+                entries.append((_FOR, op, entry, name, _ForPlan(op)))
+            else:
+                entries.append((_BAD, op, entry, name, None))
+            op = op.next_op
+        self.entries = tuple(entries)
+
+
+class _ForPlan:
+    """An ``scf.for`` decoded once: its bound values, body, block arguments, initial and final
+    carried values."""
+    __slots__ = ("lb", "ub", "step", "body", "args", "inits", "results", "yielded")
+
+    def __init__(self, op: scf.ForOp):
+        # (the operands in order, not xDSL's named accessors: lb, ub, step, then the carried values)
+        operands = tuple(op.operands)
+        self.lb, self.ub, self.step = operands[:3]
+        self.inits = operands[3:]
+        block = op.regions[0].first_block
+        self.args = block.args
+        self.results = tuple(op.results)
+        self.body = _BlockPlan(block)
+        self.yielded = block.last_op
+        """The body's terminator (runtime/vf_batch.py's count chains read it)."""
+
+
+class VfPlan:
+    """A ``vf.func`` decoded once (:func:`vf_plan`), kept on the op: the body every launch runs."""
+    __slots__ = ("body",)
+
+    def __init__(self, fn: vf.VfFuncOp):
+        self.body = _BlockPlan(fn.block)
+
+
+def vf_plan(fn: vf.VfFuncOp) -> VfPlan:
+    """``fn``'s :class:`VfPlan`, made on first use (the compile makes it when a run follows:
+    runtime/executor.py ``plan_of``)."""
+    plan = fn.__dict__.get("_vfplan")
+    if plan is None:
+        plan = fn.__dict__["_vfplan"] = VfPlan(fn)
+    return plan
+
+
+def _int_constant_value(op: arith.ConstantOp):
+    """``(result, value)`` of an integer constant (its value wrapped to its type, as the golden
+    model's), else None: the most common op of a VF, run as a plain store."""
+    attr = op.properties.get("value")
+    if type(attr) is not IntegerAttr:
+        return None
+    r = op.results[0]
+    v, t = attr.value.data, r.type
+    if type(t) is IndexType and -(1 << 63) <= v < 1 << 63:
+        return r, v  # (what _norm_int leaves of an index in range)
+    return r, golden._norm_int(v, t)
 
 
 def _h_create_mask(r: VfRunner, op: vf.CreateMaskOp, env: dict) -> None:
@@ -850,6 +936,12 @@ _HANDLERS = {
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()}, vf.PairReduceSumOp: _h_pair, vf.CvtOp: _h_cvt,
     vf.BitcastOp: _h_bitcast, vf.DeinterleaveOp: _h_deinterleave,
 }
+
+_MEM_OPS = frozenset(c for c in _HANDLERS if issubclass(c, vf._MemOp))
+"""The op classes of :data:`_HANDLERS` that touch memory (a set: issubclass on xDSL's ABCs runs
+in Python)."""
+
+from .vf_batch import _HANDLERS as _BATCHED  # noqa: E402  (the batched handlers, by op class)
 
 
 def run_vf(fn: vf.VfFuncOp, ub: np.ndarray, args: Sequence) -> VfCallResult:
