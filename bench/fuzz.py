@@ -8,7 +8,9 @@ targets (10 CPU seconds per run).  Prints the runs and exit codes per kind and t
 internal error, timeout and failing generated kernel; generated kernels whose FAIL the golden
 model's summation order decides (ill-conditioned, pto_compiler.fuzz.order_dependent) and mutants
 that end in exit 3/4 are listed for review, and the peak RSS (it must not grow with the budget).
-``--save DIR`` writes each of those cases as DIR/<n>-<kind>-<target>.pto.  Exit 1 if anything failed (ill-conditioned kernels do not count).
+``--save DIR`` writes each of those cases as DIR/<n>-<kind>-<target>.pto, headed by what was found, the
+``ptoc`` flags of its run and what a fixed ptoc must give (pto_compiler.fuzz.case_file): dropped into
+tests/fuzz/cases, it runs there as it ran here.  Exit 1 if anything failed (ill-conditioned kernels do not count).
 """
 
 import argparse
@@ -16,7 +18,7 @@ import resource
 import sys
 from pathlib import Path
 
-from pto_compiler.fuzz import Campaign, campaign, repo_sources
+from pto_compiler.fuzz import Campaign, campaign, case_file, repo_sources
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,5 +43,6 @@ for n, (why, (kind, target, text, out)) in enumerate(cases):
     print(f"--- {why} #{n}: {kind} on {target}\n{out.strip()[-800:]}")
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
-        (args.save / f"{n}-{kind}-{target}.pto").write_text(text)
+        (args.save / f"{n}-{kind}-{target}.pto").write_text(
+            case_file(kind, target, text, why, res.flags.get((kind, target, text)), args.seed))
 sys.exit(1 if res.failures else 0)

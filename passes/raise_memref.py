@@ -196,20 +196,26 @@ def has_memref_form(fn: func.FuncOp) -> bool:
 
 
 class _Entry:
-    """Inserts index constants and GM views at the top of the function body."""
+    """Inserts index constants and GM views at the top of the function body, in the order made.
+
+    Each goes after the last one inserted (the body's first op at the start may be a
+    reinterpret_cast that raising erases before the next argument's views are made)."""
 
     def __init__(self, block: Block, location):
         self.block = block
         self.location = location
-        self.first = block.first_op
+        self.last: Operation | None = None
         self.constants: dict[int, SSAValue] = {}
 
     def add(self, op: Operation) -> Operation:
         op.location = self.location
-        if self.first is None:
-            self.block.add_op(op)
+        if self.last is not None:
+            self.block.insert_op_after(op, self.last)
+        elif self.block.first_op is not None:
+            self.block.insert_op_before(op, self.block.first_op)
         else:
-            self.block.insert_op_before(op, self.first)
+            self.block.add_op(op)
+        self.last = op
         return op
 
     def index(self, value: int) -> SSAValue:

@@ -17,6 +17,7 @@ Choices where the syntax documents are silent:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,6 +183,20 @@ class Builder:
         self._columns: dict[int, IntAttr] = {}
         self.depth = 0
         self.implicit_args: list[tuple[str, SSAValue]] | None = None
+        self.l1_uses: dict[str, tuple[Scope, Pos]] = {}
+        """An L1 kernel's implicit arguments: where each name was first used (its scope and position)."""
+        self.defs: dict[str, Pos] = {}
+        """Names the function (or L1 kernel) being built has defined so far, and where first."""
+        self.body_defs: dict[str, Pos] = {}
+        """Every name the function (or L1 kernel) being built defines, in any of its regions."""
+        self.module_defs: dict[str, Pos] = {}
+        """Names the module's bare statements (its L1 kernel) define, and where."""
+        self.func_args: dict[str, tuple[str, Pos]] = {}
+        """Names of the module's functions' arguments: function and position (the first such)."""
+        self.current_func: str | None = None
+        """The isolated-from-above op being built (``func.func @k``, ``vf.func @f``), None in an L1 kernel."""
+        self.outer_defs: dict[str, Pos] = {}
+        """Names defined outside the isolated op being built (which its body cannot see)."""
 
     # ---- errors and locations --------------------------------------------------------
     def err(self, message: str, pos: Pos) -> PtocError:
@@ -211,12 +226,46 @@ class Builder:
             if self.implicit_args is not None and expected is not None and "#" not in operand.name:
                 v = self._implicit_arg(scope, operand, expected)
             else:
-                raise self.err(f"undefined value %{operand.name}", operand.pos)
+                raise self.undefined(operand)
         if expected is not None and v.type != expected:
             raise self.err(f"%{operand.name} has type {v.type}, but the signature says {expected}", operand.pos)
         return v
 
+    def undefined(self, operand: Operand) -> PtocError:
+        """MLIR's ``use of undefined value '%x'``, or why a name defined elsewhere is out of sight:
+        SSA scoping (a value is visible after its definition, in its block and the regions nested
+        there) and func.func's isolation from above."""
+        name = operand.name
+        if name in self.defs:
+            message = f"use of value '%{name}' outside the region that defines it (line {self.defs[name].line})"
+        elif name in self.body_defs:
+            message = f"use of value '%{name}' before its definition (line {self.body_defs[name].line})"
+        else:
+            message = f"use of undefined value '%{name}'"
+            if self.current_func is not None and name in self.outer_defs:
+                message += (f": {self.current_func} is isolated from above, its body sees only its arguments "
+                            f"and its own values ('%{name}' is defined outside it, line {self.outer_defs[name].line})")
+            elif self.current_func is None and name in self.func_args:
+                fn, pos = self.func_args[name]
+                message += f" ('%{name}' is an argument of @{fn} at line {pos.line}, visible only in its body)"
+        return self.err(message, operand.pos)
+
+    @contextmanager
+    def isolated(self, what: str, body: list[Stmt]):
+        """Building the body of an op isolated from above (``what``: ``func.func @k``): no
+        implicit arguments, its own names; what is defined outside is out of its sight."""
+        saved = self.implicit_args, self.current_func, self.defs, self.body_defs, self.outer_defs
+        self.outer_defs = {**self.module_defs, **self.body_defs, **self.defs}
+        self.implicit_args, self.current_func, self.defs, self.body_defs = None, what, {}, defined_names(body)
+        try:
+            yield
+        finally:
+            self.implicit_args, self.current_func, self.defs, self.body_defs, self.outer_defs = saved
+
     def _implicit_arg(self, scope: Scope, operand: Operand, t: Attribute) -> SSAValue:
+        if operand.name in self.defs:  # defined in a region that does not enclose this use
+            raise self.undefined(operand)
+        self.l1_uses.setdefault(operand.name, (scope, operand.pos))
         block = self.l1_block
         arg = block.insert_arg(t, len(block.args))
         arg.name_hint = _hint(operand.name)
@@ -230,9 +279,25 @@ class Builder:
     def define(self, scope: Scope, operand: Operand, value: SSAValue) -> None:
         if operand.name in scope.values:
             raise self.err(f"redefinition of %{operand.name}", operand.pos)
+        if self.implicit_args is not None:
+            self._l1_define(scope, operand)
+        self.defs.setdefault(operand.name, operand.pos)
         scope.values[operand.name] = value
         if "#" not in operand.name:
             value.name_hint = _hint(operand.name)
+
+    def _l1_define(self, scope: Scope, operand: Operand) -> None:
+        """An L1 kernel's undefined values become its arguments; a name it also defines is not one
+        of them: a use before the definition (in its block or a region nested there) or beside it
+        (a sibling region) is an error, as MLIR's dominance and region scoping make it."""
+        used = self.l1_uses.get(operand.name)
+        if used is not None:
+            use_scope, use_pos = used
+            s: Scope | None = use_scope
+            while s is not None and s is not scope:
+                s = s.parent
+            how = "before its definition" if s is scope else "outside the region that defines it"
+            raise self.err(f"use of value '%{operand.name}' {how} (line {operand.pos.line})", use_pos)
 
     def define_results(self, scope: Scope, stmt: Stmt, op: Operation) -> None:
         names = stmt.results
@@ -268,7 +333,7 @@ class Builder:
                         block.add_op(op)
                     deferred.remove(d)
         for d in deferred:
-            raise self.err(f"undefined value %{d.operands[0].name}", d.operands[0].pos)
+            raise self.undefined(d.operands[0])
         self.depth -= 1
 
     # ---- statements ------------------------------------------------------------------
@@ -550,13 +615,14 @@ def _constant(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
 def _func(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     arg_types = [t.attr for _, t in stmt.func_args]
     result_types = [t.attr for t in stmt.func_results]
-    body_scope = Scope(scope)
+    body_scope = Scope(None)  # isolated from above: only the arguments are visible
     region = None
     if stmt.regions:
         block = Block(arg_types=arg_types)
-        for (operand, _), arg in zip(stmt.func_args, block.args):
-            b.define(body_scope, operand, arg)
-        b.build_block(stmt.regions[0], block, body_scope)
+        with b.isolated(f"func.func @{stmt.symbol or 'kernel'}", stmt.regions[0]):
+            for (operand, _), arg in zip(stmt.func_args, block.args):
+                b.define(body_scope, operand, arg)
+            b.build_block(stmt.regions[0], block, body_scope)
         if not block.ops or not block.last_op.has_trait(_is_terminator()):
             block.add_op(b.located(func.ReturnOp(), stmt.pos))
         region = Region(block)
@@ -565,6 +631,26 @@ def _func(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     for k, v in stmt.func_attrs.items():
         op.attributes[k] = v
     return [b.located(op, stmt.pos)]
+
+
+def defined_names(stmts: list[Stmt], names: dict[str, Pos] | None = None) -> dict[str, Pos]:
+    """Every SSA name ``stmts`` define, in their regions too (results, loop variables, iter_args,
+    block arguments), each at its first definition: what a use that cannot see one is told."""
+    names = {} if names is None else names
+    for stmt in stmts:
+        defined = list(stmt.results)
+        if stmt.for_header is not None:
+            defined.append(stmt.for_header[0])
+        defined += [name for name, _ in stmt.iter_args]
+        defined += [name for args in stmt.region_args for name, _ in args]
+        if stmt.opname.endswith("tgetval") and stmt.outs:
+            defined += stmt.outs
+        for operand in defined:
+            names.setdefault(operand.name, operand.pos)
+        if stmt.opname not in ("func.func", "func", "vf.func"):
+            for region in stmt.regions:
+                defined_names(region, names)
+    return names
 
 
 def _is_terminator():
@@ -871,6 +957,12 @@ def build_module(top: list[Stmt], module_attrs: dict[str, Attribute], filename: 
     funcs = [s for s in top if s.opname in top_level]
     bare = [s for s in top if s.opname not in top_level]
     root = Scope()
+    for s in funcs:
+        for operand, _ in s.func_args:
+            b.func_args.setdefault(operand.name, (s.symbol or "kernel", operand.pos))
+    for s in bare:
+        for operand in s.results:
+            b.module_defs.setdefault(operand.name, operand.pos)
     ops: list[Operation] = []
     for s in funcs:
         ops.extend(b.build_stmt(s, root))
@@ -895,6 +987,7 @@ def build_l1_kernel(b: Builder, stmts: list[Stmt], root: Scope, name: str) -> Op
     block = Block()
     b.l1_block = block
     b.implicit_args = []
+    b.defs, b.body_defs = {}, defined_names(stmts)
     scope = Scope(root)
     b.build_block(stmts, block, scope)
     results = [r for op in block.ops for r in op.results if not r.uses and pto.is_tile(r.type)]

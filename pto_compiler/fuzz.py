@@ -250,10 +250,15 @@ class Campaign:
     """Generated kernels that FAILed where the summation order decides (:func:`order_dependent`):
     neither a PASS nor a bug in ptoc; ``(kind, target, text, why)``."""
     slowest_s: float = 0.0
+    flags: dict = field(default_factory=dict)
+    """(kind, target, text) -> the ``ptoc`` flags of that run (what :func:`case_file` writes)."""
 
-    def record(self, kind: str, target: str, text: str, o: Outcome, ill_conditioned: str | None = None) -> None:
+    def record(self, kind: str, target: str, text: str, o: Outcome, ill_conditioned: str | None = None,
+               flags: list[str] | None = None) -> None:
         """Files one run; ``ill_conditioned`` is :func:`order_dependent`'s answer for a FAILing
-        generated kernel."""
+        generated kernel, ``flags`` the run's ``ptoc`` flags."""
+        if flags is not None:
+            self.flags[kind, target, text] = list(flags)
         self.runs[kind, target] += 1
         self.exits[kind, target, o.rc] += 1
         self.slowest_s = max(self.slowest_s, o.seconds)
@@ -328,5 +333,63 @@ def campaign(sources: list[str], seed: int, mutants: int, kernels: int, limit_s:
         for target in targets:
             o = run_ptoc(text, ["--target", target, "--run", "--seed", str(case_seed), *given], limit_s)
             why = order_dependent(text, target, case_seed, inputs) if kind == "generated" and o.rc in (3, 5) else None
-            res.record(kind, target, text, o, why)
+            res.record(kind, target, text, o, why,
+                       flags=["--target", target, "--run", "--seed", str(case_seed), *given])
     return res
+
+
+# ---- saved cases (bench/fuzz.py --save, tests/fuzz/cases) -----------------------------------------------
+
+CASE_FLAGS = "// ptoc-flags: "
+CASE_EXPECT = "// expect: "
+EXPECTATIONS = ("PASS", "no-internal-error")
+"""What a case must give: ``PASS`` (exit 0, output starting PASS), ``exit N``, or
+``no-internal-error`` (no exit 70, no traceback, within the time limit: a mutant's contract)."""
+
+
+def case_file(kind: str, target: str, text: str, why: str, flags: list[str] | None, seed: int | None = None) -> str:
+    """A case as ``bench/fuzz.py --save`` writes it: header comments (what was found; the ``ptoc``
+    flags that ran it; what a fixed ptoc must give) above the text, so the file dropped into
+    tests/fuzz/cases runs as it ran in the campaign (tests/fuzz/test_fuzz.py, :func:`case_runs`)."""
+    expect = "PASS" if kind == "generated" and why == "failure" else \
+        "exit 5" if why == "ill-conditioned" else "no-internal-error"
+    origin = f"bench/fuzz.py --seed {seed}" if seed is not None else "bench/fuzz.py"
+    head = [f"// Found by {origin}: {kind} {'kernel' if kind == 'generated' else 'mutant'} on {target} ({why})."]
+    if flags:
+        head.append(CASE_FLAGS + " ".join(flags))
+    head.append(CASE_EXPECT + expect)
+    return "\n".join(head) + "\n" + text
+
+
+def case_runs(text: str, filename: str = "") -> list[tuple[list[str], str]]:
+    """How a case file runs: (ptoc flags, expectation) per run.  Its ``// ptoc-flags:`` lines (one
+    run each), else ``--target T --run`` on the target its name ends in (``-a2a3.pto``, as
+    ``--save`` names files) or on both, with the scalar inputs a generated kernel states
+    (``// inputs:``); its ``// expect:`` line, else PASS."""
+    from pto_compiler.fuzz_kernels import INPUTS, kernel_inputs
+
+    lines = text.split("\n")
+    flags = [line[len(CASE_FLAGS):].split() for line in lines if line.startswith(CASE_FLAGS)]
+    expect = next((line[len(CASE_EXPECT):].strip() for line in lines if line.startswith(CASE_EXPECT)), "PASS")
+    if expect not in EXPECTATIONS and not re.fullmatch(r"exit \d+", expect):
+        raise ValueError(f"{filename}: unknown expectation '{expect}' (PASS, exit N or no-internal-error)")
+    if not flags:
+        stem = os.path.basename(filename).rsplit(".", 1)[0]
+        targets = [t for t in TARGET_NAMES if stem.endswith("-" + t)] or list(TARGET_NAMES)
+        inputs = next((kernel_inputs(line) for line in lines if line.startswith(INPUTS)), {})
+        given = [f"--input={name}={value}" for name, value in inputs.items()]
+        flags = [["--target", t, "--run", *given] for t in targets]
+    return [(f, expect) for f in flags]
+
+
+def case_problem(o: Outcome, expect: str) -> str | None:
+    """Why a case's run ``o`` misses its expectation, or None."""
+    if o.timed_out:
+        return f"over the time limit ({o.seconds:.1f} CPU s)"
+    if o.rc == 70 or "Traceback (most recent call last)" in o.output:
+        return f"internal error (exit {o.rc})"
+    if expect == "PASS" and not (o.rc == 0 and o.output.startswith("PASS")):
+        return f"exit {o.rc}, not PASS"
+    if expect.startswith("exit ") and o.rc != int(expect.split()[1]):
+        return f"exit {o.rc}, not {expect}"
+    return None

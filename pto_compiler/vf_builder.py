@@ -256,14 +256,11 @@ def _b_func(sb: _StmtBuilder) -> list[Operation]:
         types.append(t.attr)
     block = Block(arg_types=types)
     body_scope = Scope(None)  # isolated from above: only the arguments are visible
-    for o, arg in zip(stmt.operands, block.args):
-        b.define(body_scope, o, arg)
-    saved = b.implicit_args
-    b.implicit_args = None  # an undefined name inside a VF is an error, never a kernel argument
-    try:
+    # an undefined name inside a VF is an error, never a kernel argument
+    with b.isolated(f"vf.func @{stmt.symbol}", stmt.regions[0]):
+        for o, arg in zip(stmt.operands, block.args):
+            b.define(body_scope, o, arg)
         b.build_block(stmt.regions[0], block, body_scope)
-    finally:
-        b.implicit_args = saved
     op = VfFuncOp(stmt.symbol, types, Region(block), dict(stmt.attrs))
     if stmt.results:
         raise sb.err("'vf.func' has no results")

@@ -43,7 +43,8 @@ CASES += [
      ["--target", "a2a3", "--entry", "sat", "--run"]),
     ("missing-input", kernel(", %n: index"), ["--run"]),
 ]
-for lit in ("pto/invalid.pto", "pto/invalid_pairreduce.pto", "pto/invalid_target.pto", "vf/invalid.pto"):
+for lit in ("pto/invalid.pto", "pto/invalid_pairreduce.pto", "pto/invalid_target.pto", "vf/invalid.pto",
+            "frontend/invalid_scope.pto", "frontend/invalid_isolated.pto"):
     CASES.append((f"lit-{lit}", (REPO / "lit_tests" / lit).read_text(),
                   ["--target", "ascend950" if lit.startswith("vf") or "pairreduce" in lit else "a2a3"]))
 

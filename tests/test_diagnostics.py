@@ -115,7 +115,36 @@ CASES = [
      A2A3, 2, 3, "`outs` must be !pto.tile_buf"),
     # --- front end: names, types, syntax ---------------------------------------------
     ("undefined-value", f"func.func @k() {{\n  %d = pto.texp %nope : {tile('16x16')} -> {tile('16x16')}\n  return\n}}\n",
-     A2A3, 2, 17, "undefined value %nope"),
+     A2A3, 2, 17, "use of undefined value '%nope'"),
+    # SSA scoping (MLIR's: a value is visible after its definition, in its block and the regions
+    # nested there; func.func is isolated from above); L1 bare statements' free values are arguments
+    ("l1-use-before-def", f"%b = pto.texp %a : {tile('16x16')} -> {tile('16x16')}\n"
+     f"%a = pto.texp %c : {tile('16x16')} -> {tile('16x16')}\n", A2A3, 1, 15, "use of value '%a' before its definition (line 2)"),
+    ("l1-use-in-loop-before-def", "%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
+     f"scf.for %i = %c0 to %c1 step %c1 {{\n  %d = pto.texp %u : {tile('16x16')} -> {tile('16x16')}\n}}\n"
+     f"%u = pto.texp %t : {tile('16x16')} -> {tile('16x16')}\n", A2A3, 4, 17,
+     "use of value '%u' before its definition (line 6)"),
+    ("l1-use-after-loop-of-its-body-value", "%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
+     f"scf.for %i = %c0 to %c1 step %c1 {{\n  %u = pto.texp %t : {tile('16x16')} -> {tile('16x16')}\n}}\n"
+     f"%d = pto.texp %u : {tile('16x16')} -> {tile('16x16')}\n", A2A3, 6, 15,
+     "use of value '%u' outside the region that defines it (line 4)"),
+    ("l1-use-in-sibling-region", f"%b = arith.constant true\nscf.if %b {{\n  %u = pto.texp %t : {tile('16x16')} -> "
+     f"{tile('16x16')}\n}} else {{\n  %d = pto.texp %u : {tile('16x16')} -> {tile('16x16')}\n}}\n", A2A3, 5, 17,
+     "use of value '%u' outside the region that defines it (line 3)"),
+    ("l1-use-in-sibling-region-first", f"%b = arith.constant true\nscf.if %b {{\n  %d = pto.texp %u : {tile('16x16')} -> "
+     f"{tile('16x16')}\n}} else {{\n  %u = pto.texp %t : {tile('16x16')} -> {tile('16x16')}\n}}\n", A2A3, 3, 17,
+     "use of value '%u' outside the region that defines it (line 5)"),
+    ("func-use-in-loop-before-def", f"func.func @k(%t: {tile('16x16')}) {{\n  %c0 = arith.constant 0 : index\n"
+     f"  %c1 = arith.constant 1 : index\n  scf.for %i = %c0 to %c1 step %c1 {{\n    %d = pto.texp %u : {tile('16x16')} -> "
+     f"{tile('16x16')}\n  }}\n  %u = pto.texp %t : {tile('16x16')} -> {tile('16x16')}\n  return\n}}\n", A2A3, 5, 19,
+     "use of value '%u' before its definition (line 7)"),
+    ("func-isolated-from-module-value", "%c = arith.constant 1 : index\nfunc.func @k() {\n"
+     "  %r = arith.addi %c, %c : index\n  return\n}\n", A2A3, 3, 19,
+     "use of undefined value '%c': func.func @k is isolated from above, its body sees only its arguments and its own "
+     "values ('%c' is defined outside it, line 1)"),
+    ("func-argument-outside-its-body", "func.func @k(%n: index) {\n  return\n}\n%c0 = arith.constant 0 : index\n"
+     "%c1 = arith.constant 1 : index\nscf.for %i = %c0 to %n step %c1 {\n}\n", A2A3, 6, 21,
+     "use of undefined value '%n' ('%n' is an argument of @k at line 1, visible only in its body)"),
     ("redefined-value", f"func.func @k(%a: {tile('16x16')}) {{\n  %a = pto.texp %a : {tile('16x16')} -> {tile('16x16')}\n"
      "  return\n}\n", A2A3, 2, 3, "redefinition of %a"),
     ("unknown-op", "%d = pto.tfrobnicate %a : !pto.tile<16x16xf32> -> !pto.tile<16x16xf32>\n", A2A3, 1, 6,
@@ -134,7 +163,7 @@ CASES = [
      f"func.func @k(%a: {tile('16x16')}) {{\n  %d = pto.texp %a : {tile('16x16', 'f16')} -> {tile('16x16', 'f16')}\n"
      "  return\n}\n", A2A3, 2, 17, "%a has type"),
     ("tassign-misaligned-later-rule-free",
-     f"func.func @k() {{\n  pto.tassign %t, @tile(0x1000)\n  return\n}}\n", A2A3, 2, 15, "undefined value %t"),
+     f"func.func @k() {{\n  pto.tassign %t, @tile(0x1000)\n  return\n}}\n", A2A3, 2, 15, "use of undefined value '%t'"),
 ]
 
 

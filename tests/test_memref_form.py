@@ -73,6 +73,29 @@ def test_reinterpret_cast_of_a_gm_argument_is_a_view(target, tmp_path, capsys):
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "dst.npy").reshape(16, 16), want)
 
 
+CAST_FIRST_KERNEL = """
+func.func @k(%src: memref<512xi16, #pto.address_space<gm>>, %dst: memref<16x16xi16, #pto.address_space<gm>>) {
+  %s = memref.reinterpret_cast %src to offset: [0], sizes: [16, 16], strides: [32, 1] : memref<512xi16, #pto.address_space<gm>> to memref<16x16xi16, strided<[32, 1]>, #pto.address_space<gm>>
+  %t = memref.alloc() : memref<16x16xi16, #pto.address_space<vec>>
+  pto.tload ins(%s : memref<16x16xi16, strided<[32, 1]>, #pto.address_space<gm>>) outs(%t : memref<16x16xi16, #pto.address_space<vec>>)
+  pto.tstore ins(%t : memref<16x16xi16, #pto.address_space<vec>>) outs(%dst : memref<16x16xi16, #pto.address_space<gm>>)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_cast_opening_the_body_before_another_gm_argument_runs(target, tmp_path, capsys):
+    """The body's first op is the reinterpret_cast of the first GM argument, which raising erases
+    before it makes the next argument's view at the top of the body (it crashed: internal error,
+    'Can't insert operation before operation not in current block'; bench/fuzz.py seed 1301)."""
+    src = np.arange(512, dtype=np.int16) * 3 - 700
+    rc, out, err = _run(tmp_path, capsys, CAST_FIRST_KERNEL, target, {"src": src})
+    assert rc == 0, out + err
+    assert out.startswith("PASS dst"), out
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "dst.npy").reshape(16, 16), src.reshape(16, 32)[:, :16])
+
+
 def test_unraisable_memref_form_is_located(tmp_path, capsys):
     src = f"""func.func @k(%x: {GM3}, %y: {GM3}) {{
   %c16 = arith.constant 16 : index

@@ -333,7 +333,7 @@ def test_vf_ops_are_rejected_on_a2a3_at_their_location():
     ("  %b = vf.load_align %s[0], dist = WIDE", "dist must be one of NORM, BRC_B8, BRC_B16, BRC_B32, BLK"),
     ("  %b = vf.load_align %n[0]", "%n is not a tile"),
     ("  %b = vf.load_align %s[1, 2]", "a VF address takes one element offset"),
-    ("  %r = vf.add %q, %v, %m", "undefined value %q"),
+    ("  %r = vf.add %q, %v, %m", "use of undefined value '%q'"),
     ("  %r = vf.reduce_sum %v, %m, datablock = 3", "datablock must be true or false"),
     ("  %z = vf.dup 1.0", "'vf.dup' of a literal needs the element type"),
 ])
@@ -358,7 +358,7 @@ func.func @k() {{
 """
     with pytest.raises(PtocError) as e:
         api.parse(text, "iso.pto")
-    assert "undefined value %outer" in e.value.diagnostics[0].message
+    assert "use of undefined value '%outer': vf.func @f is isolated from above" in e.value.diagnostics[0].message
 
 
 def test_offsets_and_counts_of_other_integer_types_are_converted():

@@ -14,8 +14,8 @@ import pytest
 import numpy as np
 
 from pto_compiler import api
-from pto_compiler.fuzz import (MUTATION_KINDS, TARGET_NAMES, Campaign, Outcome, campaign, mutant, order_dependent,
-                               repo_sources, run_ptoc)
+from pto_compiler.fuzz import (MUTATION_KINDS, TARGET_NAMES, Campaign, Outcome, campaign, case_file, case_problem,
+                               case_runs, mutant, order_dependent, repo_sources, run_ptoc)
 from pto_compiler.fuzz_kernels import kernel_inputs, random_kernel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,14 +87,37 @@ def test_a_run_over_the_limit_is_a_timeout():
 
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.pto"))
+CASE_RUNS = [(case, flags, expect) for case in CASES for flags, expect in case_runs(case.read_text(), case.name)]
 
 
-@pytest.mark.parametrize("target", TARGET_NAMES)
-@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_cases_the_fuzzer_found_pass(case, target):
-    """Kernels bench/fuzz.py generated that ptoc got wrong (each file says how): now PASS."""
-    o = run_ptoc(case.read_text(), ["--target", target, "--run"], limit_s=60)
-    assert o.rc == 0 and o.output.startswith("PASS"), o.output
+@pytest.mark.parametrize("case,flags,expect", CASE_RUNS,
+                         ids=[f"{c.stem}-{f[f.index('--target') + 1] if '--target' in f else 'default'}"
+                              for c, f, _ in CASE_RUNS])
+def test_cases_the_fuzzer_found(case, flags, expect):
+    """Cases bench/fuzz.py found (each file says how; ``--save`` writes them so): every file of
+    tests/fuzz/cases runs as its header says (``// ptoc-flags:``, ``// expect:``; by default
+    ``--target T --run`` on both targets, expecting PASS)."""
+    o = run_ptoc(case.read_text(), flags, limit_s=60)
+    problem = case_problem(o, expect)
+    assert problem is None, f"{case.name} {' '.join(flags)}: {problem}\n{o.output[-3000:]}"
+
+
+def test_a_saved_case_runs_as_it_ran_in_the_campaign(tmp_path):
+    """What bench/fuzz.py --save writes (case_file) reads back (case_runs) as the campaign ran it:
+    the flags of its run (target, seed, a generated kernel's inputs) and what a fixed ptoc gives."""
+    text = "// inputs: s=3\nfunc.func @fuzz() {\n  return\n}\n"
+    flags = ["--target", "ascend950", "--run", "--seed", "12", "--input=s=3"]
+    saved = case_file("generated", "ascend950", text, "failure", flags, 1401)
+    assert saved.endswith(text) and saved.startswith("// Found by bench/fuzz.py --seed 1401: generated kernel")
+    assert case_runs(saved, "0-generated-ascend950.pto") == [(flags, "PASS")]
+    mutant_case = case_file("structure", "a2a3", text, "failure", None)
+    assert case_runs(mutant_case, "3-structure-a2a3.pto") == [(["--target", "a2a3", "--run", "--input=s=3"],
+                                                               "no-internal-error")]
+    assert case_runs(text, "k.pto") == [(["--target", t, "--run", "--input=s=3"], "PASS") for t in TARGET_NAMES]
+    assert case_problem(Outcome(1, 0.1, False, "k.pto:1:1: error: x"), "no-internal-error") is None
+    assert case_problem(Outcome(70, 0.1, False, "internal error"), "no-internal-error") == "internal error (exit 70)"
+    assert case_problem(Outcome(1, 0.1, False, "error"), "PASS") == "exit 1, not PASS"
+    assert case_problem(Outcome(1, 0.1, False, "error"), "exit 1") is None
 
 
 ILL = Path(__file__).parent / "ill_conditioned" / "rowsum_sub_recip.pto"
