@@ -43,7 +43,7 @@ import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import filterfalse, repeat
+from itertools import filterfalse, islice, repeat
 from operator import attrgetter, sub
 
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
@@ -170,12 +170,19 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     P = {k: v for k, (v, _src) in VF_PARAMS.items()}
     if params:
         P.update(params)
+    decoded = _DECODES[0]
     t = _VfTimer(P)
     t.stream(log)
     c = t.c
     c["vf_count"] = 1
     c["pushq_vf"] = P["launch"] + max(t.end, t.front)
-    c["push_pb"] = P["push_pb"] * pb_pushes(_vf_func(log), P["pb_regs"])
+    fn = _vf_func(log)
+    got = getattr(fn, "_vf_offsets", None)
+    if got is not None and got[0] > decoded:  # (fn decoded by this call: its offsets are the IR's now)
+        pushes = _pb_pushes(fn, got[1], P["pb_regs"])
+    else:
+        pushes = pb_pushes(fn, P["pb_regs"])
+    c["push_pb"] = P["push_pb"] * pushes
     return c
 
 
@@ -198,12 +205,20 @@ def pb_pushes(fn, pb_regs: float) -> int:
     addresses is the study's pointer arithmetic (``xUb + offset``): it rides in its pointer."""
     if fn is None:
         return 1
-    strides: set = set()
-    memo: dict = {}
+    offsets = []
     for op in _nested_ops(fn, []):
         off = getattr(op, "dyn_offset", None) if op.name.startswith("vf.") else None
         if off is not None:
-            strides.update(c for c in _linear(off, memo).values() if c[0])
+            offsets.append(off)
+    return _pb_pushes(fn, offsets, pb_regs)
+
+
+def _pb_pushes(fn, offsets: list, pb_regs: float) -> int:
+    """:func:`pb_pushes` of ``fn`` given the offset operands of its memory ops."""
+    strides: set = set()
+    memo: dict = {}
+    for off in offsets:
+        strides.update(c for c in _linear(off, memo).values() if c[0])
     regs = sum(1 for a in fn.args if not _offset_only(a)) + len(strides)
     return max(1, math.ceil(regs / pb_regs))
 
@@ -283,45 +298,101 @@ class _Decoded:
     __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
                  "su_events", "at_zero", "reads")
 
-    def __init__(self, op, zero: set):
-        name = op.name
+    def __init__(self, op, name: str, parent, ins: tuple, reads: tuple):
+        """``op`` named ``name`` in a block of ``parent``, its operand ids ``ins`` and those of them
+        not ready at 0 ``reads`` (:func:`_decode_ops`)."""
         self.key = id(op)
-        operands = op._operands  # (a tuple: xDSL's operands view reads it one item at a time)
-        self.ins = tuple(map(id, operands))
+        self.ins = ins
         self.outs = tuple(map(id, op.results))
         self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
-        self.reads = tuple(filterfalse(zero.__contains__, self.ins))
+        self.reads = reads
         """The operands whose ready times can matter: not ready at 0 (``zero``, :func:`_decode_vf`;
         one ready at 0 never delays an op: the front and every clock are >= 0)."""
-        self.at_zero = not self.reads and name.startswith("arith.")
+        self.at_zero = False
         """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
-        VF's parameters): the timer need not run it."""
-        self.loop = id(op.parent_op()) if self.kind == _YIELD else None
-        if name == "scf.for":
-            body = op.body.blocks[0]
-            carried = operands[3:]  # (lb, ub, step, iter_args...)
-            self.ins = tuple(map(id, carried))
-            self.args = tuple(map(id, body.args))
-            o = body.first_op
-            while o is not None and o.name != "scf.for":  # (the block's links, as _nested_ops)
-                o = o.next_op
-            innermost = o is None
-            top = op.parent_op() is not None and op.parent_op().name == "vf.func"
-            scalars = sum(1 for v in carried if not v.type.name.startswith("vf."))
-            self.su_events = (innermost or top) + scalars
+        VF's parameters): the timer need not run it (those ops share :data:`_AT_ZERO`)."""
+        self.loop = id(parent) if self.kind == _YIELD else None
+
+
+_AT_ZERO = _Decoded.__new__(_Decoded)
+"""The decoding of every op whose results are ready at 0 in every trip (:attr:`_Decoded.at_zero`):
+nothing else of it is read."""
+_AT_ZERO.kind, _AT_ZERO.at_zero, _AT_ZERO.outs, _AT_ZERO.reads = _FREE, True, (), ()
 
 
 def _decode_vf(fn) -> None:
     """Decode every op of ``fn`` (a ``vf.func``, else the op the stream starts from) into its
     ``_vft`` in one pass in program order: a value is ready at 0 whenever an op reads it when it
     is a parameter of the VF (never timed) or a result of an op that is :attr:`_Decoded.at_zero`,
-    and SSA defines it before any op that reads it."""
-    top = fn.name == "vf.func"
-    zero = set(map(id, fn.args)) if top else set()
-    for op in _nested_ops(fn, [] if top else [fn]):
-        d = op._vft = _Decoded(op, zero)
-        if d.at_zero:
-            zero.update(d.outs)
+    and SSA defines it before any op that reads it.  The offsets of its memory ops go to
+    ``fn._vf_offsets`` for :func:`pb_pushes` (with the decode's serial number: see :func:`vf_timing`)."""
+    offsets: list = []
+    if fn.name == "vf.func":
+        zero = set(map(id, fn.args))
+        for region in fn.regions:
+            block = region.first_block
+            while block is not None:
+                _decode_ops(block.first_op, fn, zero, offsets)
+                block = block.next_block
+    else:  # (a stream outside a vf.func: its outermost op and what it holds)
+        _decode_ops(fn, fn.parent_op(), set(), offsets, alone=True)
+    _DECODES[0] += 1
+    fn._vf_offsets = (_DECODES[0], offsets)
+
+
+_DECODES = [0]
+"""How many VFs :func:`_decode_vf` decoded so far (a serial number per decoding)."""
+
+
+def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bool:
+    """Decode the ops of a block of ``parent`` from ``op`` on (``alone``: ``op`` only), nested ones
+    after the op holding them (program order); True when one of them is an ``scf.for``."""
+    loops = False
+    while op is not None:
+        name = op.name
+        ins = tuple(map(id, op._operands))  # (a tuple: xDSL's operands view reads it one item at a time)
+        reads = tuple(filterfalse(zero.__contains__, ins)) if ins else ()
+        if not reads and name.startswith("arith."):
+            op._vft = _AT_ZERO
+            zero.update(map(id, op.results))
+        else:
+            d = op._vft = _Decoded(op, name, parent, ins, reads)
+            if name.startswith("vf."):
+                has = _HAS_OFFSET.get(type(op))
+                if has is None:
+                    has = _HAS_OFFSET[type(op)] = hasattr(type(op), "dyn_offset")
+                if has:
+                    off = op.dyn_offset
+                    if off is not None:
+                        offsets.append(off)
+            elif name == "scf.for":
+                loops = True
+                body = op.regions[0].first_block
+                carried = ins[3:]  # (lb, ub, step, iter_args...)
+                d.ins = carried
+                d.args = tuple(map(id, body.args))
+                innermost = not _decode_ops(body.first_op, op, zero, offsets)
+                top = parent is not None and parent.name == "vf.func"
+                scalars = sum(1 for v in islice(op._operands, 3, None) if not v.type.name.startswith("vf."))
+                d.su_events = (innermost or top) + scalars
+                if alone:
+                    return loops
+                op = op.next_op
+                continue
+        if op.regions:  # (another op holding ops: decoded after it)
+            for region in op.regions:
+                block = region.first_block
+                while block is not None:
+                    _decode_ops(block.first_op, op, zero, offsets)
+                    block = block.next_block
+        if alone:
+            break
+        op = op.next_op
+    return loops
+
+
+_HAS_OFFSET: dict = {}
+"""Op class -> whether it has a ``dyn_offset`` (a vf memory op: :func:`pb_pushes`)."""
 
 
 _BY_NAME: dict = {}

@@ -270,3 +270,31 @@ def test_sub_tiles_at_loop_dependent_addresses_fuse_only_when_affine():
         res = pipeline.run_program(prog, {"x": x, "a": a, "y": np.zeros((4, 64), np.float32)})
         assert not res.findings and res.stats.vf["vf_count"] == launches
         np.testing.assert_array_equal(res.outputs["y"], x + a[a_rows])
+
+
+@pytest.mark.parametrize("name", ["mid_axis_4_vfloop_mbn", "tail_axis_2_distbrc", "head_axis_2_vfloop_nm",
+                                  "elemwise_axpy_baseline"])
+def test_push_pb_of_the_decoding_equals_the_walk(name):
+    """vf_timing takes a launch's PB pushes from the offsets its own decoding of the VF collected
+    (one walk of the VF, not two); a decoding from an earlier call (the IR may have changed since)
+    is never trusted: PB pushes are then counted by pb_pushes' own walk.  Both equal the walk's."""
+    from pathlib import Path
+
+    from pto_compiler.runtime import reference as golden
+
+    text = (Path(__file__).resolve().parents[1] / "bench" / "study" / f"{name}.pto").read_text()
+    module = api.parse(text, f"{name}.pto")
+    prog = pipeline.compile_module(module, TARGETS["ascend950"], vf_opt="none")
+    res = pipeline.run_program(prog, pipeline.gm_inputs(golden.make_inputs(module, 0)))
+    log = [t for t in res.exec_result.trace if t.opcode == "vf_call"][0].vf_log
+    fn = cycles._vf_func(log)
+    per_push = cycles.VF_PARAMS["push_pb"][0]
+    want = per_push * cycles.pb_pushes(fn, cycles.VF_PARAMS["pb_regs"][0])
+    for op in cycles._nested_ops(fn, []):  # a fresh decoding, by this call
+        op.__dict__.pop("_vft", None)
+    assert cycles.vf_timing(log)["push_pb"] == want
+    assert cycles.vf_timing(log)["push_pb"] == want  # decoded before: the walk
+    fn._vf_offsets = (fn._vf_offsets[0], [])  # a stale decoding's offsets are not read
+    assert cycles.vf_timing(log)["push_pb"] == want
+    if name == "mid_axis_4_vfloop_mbn":
+        assert want == 2 * per_push  # three strides: two pushes (test_study)
