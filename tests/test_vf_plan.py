@@ -120,3 +120,31 @@ def test_the_compile_decodes_the_vfs_with_the_program():
     program, fns = _compiled_vfs(ROWEXPANDMAX)
     plan_of(program)
     assert fns and all("_vfplan" in fn.__dict__ for fn in fns)
+
+
+@pytest.mark.parametrize("source", ["axpy", "rowexpandmax"])
+def test_prefetched_properties_are_what_xdsl_accessors_give(source):
+    fns = [vfunc_ir(AXPY)] if source == "axpy" else _compiled_vfs(ROWEXPANDMAX)[1]
+    seen = 0
+    for fn in fns:
+        vx.vf_plan(fn)
+        for op in fn.walk():
+            px = op.__dict__.get("_vfx")
+            if px is None:
+                continue
+            got = {k: v for k, v in px.__dict__.items() if k != "_op"}
+            assert got, op.name  # looked up by the plan, before any run
+            for k, v in got.items():
+                want = getattr(op, k)
+                assert v == want or v is want, (op.name, k)
+            seen += 1
+    assert seen >= 4
+
+
+def test_all_lanes_is_numpys_all():
+    import numpy as np
+
+    for act in (np.ones(64, bool), np.zeros(0, bool), np.array([1, 1, 0], bool), np.ones((4, 64), bool)[:, ::2],
+                np.frombuffer(bytes([2, 1, 3]), np.uint8).view(bool), np.frombuffer(bytes([2, 0, 3]), np.uint8).view(bool),
+                np.arange(5) > 0, np.arange(5) >= 0):
+        assert vx.all_lanes(act) == bool(act.all())
