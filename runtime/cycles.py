@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from itertools import filterfalse, islice, repeat
 from operator import attrgetter, sub
 
+from xdsl.ir import OpResult
+
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES, OpCost
 
 PIPE_ORDER = PIPES
@@ -150,6 +152,8 @@ _VF_LAT = {"vf.load_align": "lat_load", "vf.load_unalign": "lat_load", "vf.updat
            "vf.reduce_max": "lat_reduce", "vf.reduce_min": "lat_reduce"}
 _VF_OCC = {"vf.reduce_sum": "occ_reduce_sum", "vf.reduce_max": "occ_reduce_max", "vf.reduce_min": "occ_reduce_max"}
 
+assert all(type(v) is int for v in VF_EVENT_CYCLES.values())  # (summed in any order: _VfTimer._compile)
+
 VF_COUNTERS = ("vf_count", "pushq_vf", "push_pb", "rvecsu", "rveclp", "rvecld", "rvecex", "rvecst")
 """The study's counter names (VF count, PUSHQ VF, PUSH_PB, RVECSU, RVECLP, RVECLD/EX/ST sum_cycles)."""
 
@@ -252,7 +256,7 @@ def _linear(v, memo: dict) -> dict:
     if got is not None:
         return got
     op = v.owner
-    name = getattr(op, "name", None)
+    name = op.name if isinstance(v, OpResult) else None
     out: dict = {}
     if name is None:  # a block argument: a loop's induction variable
         parent = op.parent_op()
@@ -276,7 +280,7 @@ def _linear(v, memo: dict) -> dict:
 def _factor(v) -> tuple:
     """A loop-invariant index value as a coefficient factor: its constant, else itself."""
     op = v.owner
-    name = getattr(op, "name", None)
+    name = op.name if isinstance(v, OpResult) else None
     if name == "arith.constant":
         return op.properties["value"].value.data, ()
     if name == "arith.muli":
@@ -286,7 +290,7 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP = range(7)
+_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP, _COUNT = range(8)
 _VF_FREE = frozenset({"vf.bitcast"})
 """VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
 type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
@@ -296,7 +300,7 @@ its operand and it occupies no unit and no dispatch slot."""
 class _Decoded:
     """What the VF timer needs of one op, read once (values by ``id``: xDSL hashes in Python)."""
     __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
-                 "su_events", "at_zero", "reads")
+                 "su_events", "at_zero", "reads", "vreads", "inner", "hidden")
 
     def __init__(self, op, name: str, parent, ins: tuple, reads: tuple):
         """``op`` named ``name`` in a block of ``parent``, its operand ids ``ins`` and those of them
@@ -312,12 +316,21 @@ class _Decoded:
         """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
         VF's parameters): the timer need not run it (those ops share :data:`_AT_ZERO`)."""
         self.loop = id(parent) if self.kind == _YIELD else None
+        self.inner = self.hidden = False
+        """``inner``: arithmetic on values ready by the front, in the body of an innermost loop;
+        ``hidden``: such arithmetic whose results no op reads but VF ops (which leave them out,
+        :attr:`vreads`) and other hidden arithmetic: where no snapshot of the clocks reads its
+        results either (a loop's trips written out, :meth:`_VfTimer._compile`), it is not run."""
+        self.vreads = reads
+        """A VF op's :attr:`reads` but those ready no later than the front whenever it issues (it
+        issues no earlier than the front): a loop's induction variable is ready at its trip's
+        start, and arithmetic on those and on values ready at 0 with its operands."""
 
 
 _AT_ZERO = _Decoded.__new__(_Decoded)
 """The decoding of every op whose results are ready at 0 in every trip (:attr:`_Decoded.at_zero`):
 nothing else of it is read."""
-_AT_ZERO.kind, _AT_ZERO.at_zero, _AT_ZERO.outs, _AT_ZERO.reads = _FREE, True, (), ()
+_AT_ZERO.kind, _AT_ZERO.at_zero, _AT_ZERO.outs, _AT_ZERO.reads, _AT_ZERO.hidden = _FREE, True, (), (), False
 
 
 def _decode_vf(fn) -> None:
@@ -327,15 +340,23 @@ def _decode_vf(fn) -> None:
     and SSA defines it before any op that reads it.  The offsets of its memory ops go to
     ``fn._vf_offsets`` for :func:`pb_pushes` (with the decode's serial number: see :func:`vf_timing`)."""
     offsets: list = []
+    early: set = set()
+    arith: list = []
+    seen: set = set()
     if fn.name == "vf.func":
         zero = set(map(id, fn.args))
         for region in fn.regions:
             block = region.first_block
             while block is not None:
-                _decode_ops(block.first_op, fn, zero, offsets)
+                _decode_ops(block.first_op, fn, zero, early, offsets, arith, seen)
                 block = block.next_block
     else:  # (a stream outside a vf.func: its outermost op and what it holds)
-        _decode_ops(fn, fn.parent_op(), set(), offsets, alone=True)
+        _decode_ops(fn, fn.parent_op(), set(), early, offsets, arith, seen, alone=True)
+    for d in reversed(arith):  # (readers before the ops they read)
+        if d.inner and seen.isdisjoint(d.outs):
+            d.hidden = True
+        else:
+            seen.update(d.reads)
     _DECODES[0] += 1
     fn._vf_offsets = (_DECODES[0], offsets)
 
@@ -344,9 +365,13 @@ _DECODES = [0]
 """How many VFs :func:`_decode_vf` decoded so far (a serial number per decoding)."""
 
 
-def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bool:
+def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, seen: set,
+                alone: bool = False) -> bool:
     """Decode the ops of a block of ``parent`` from ``op`` on (``alone``: ``op`` only), nested ones
-    after the op holding them (program order); True when one of them is an ``scf.for``."""
+    after the op holding them (program order); True when one of them is an ``scf.for``.  ``early``:
+    the values ready no later than the front whenever an op reads them (:attr:`_Decoded.vreads`);
+    ``arith``: the decodings of the arithmetic on them, in program order; ``seen``: the values
+    read by an op that is neither a VF op nor such arithmetic (:attr:`_Decoded.hidden`)."""
     loops = False
     while op is not None:
         name = op.name
@@ -357,6 +382,13 @@ def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bo
             zero.update(map(id, op.results))
         else:
             d = op._vft = _Decoded(op, name, parent, ins, reads)
+            if d.kind == _VF:
+                d.vreads = tuple(filterfalse(early.__contains__, reads))
+            elif name.startswith("arith.") and early.issuperset(reads):
+                early.update(d.outs)
+                arith.append(d)
+            else:
+                seen.update(reads)
             if name.startswith("vf."):
                 has = _HAS_OFFSET.get(type(op))
                 if has is None:
@@ -371,7 +403,12 @@ def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bo
                 carried = ins[3:]  # (lb, ub, step, iter_args...)
                 d.ins = carried
                 d.args = tuple(map(id, body.args))
-                innermost = not _decode_ops(body.first_op, op, zero, offsets)
+                early.add(d.args[0])
+                n = len(arith)
+                innermost = not _decode_ops(body.first_op, op, zero, early, offsets, arith, seen)
+                if innermost:
+                    for a in islice(arith, n, None):
+                        a.inner = True
                 top = parent is not None and parent.name == "vf.func"
                 scalars = sum(1 for v in islice(op._operands, 3, None) if not v.type.name.startswith("vf."))
                 d.su_events = (innermost or top) + scalars
@@ -379,11 +416,11 @@ def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bo
                     return loops
                 op = op.next_op
                 continue
-        if op.regions:  # (another op holding ops: decoded after it)
+        if not name.startswith(_NO_REGIONS) and op.regions:  # (another op holding ops: decoded after it)
             for region in op.regions:
                 block = region.first_block
                 while block is not None:
-                    _decode_ops(block.first_op, op, zero, offsets)
+                    _decode_ops(block.first_op, op, zero, early, offsets, arith, seen)
                     block = block.next_block
         if alone:
             break
@@ -391,6 +428,8 @@ def _decode_ops(op, parent, zero: set, offsets: list, alone: bool = False) -> bo
     return loops
 
 
+_NO_REGIONS = ("vf.", "arith.")
+"""The dialects whose ops (in a VF: vf.func holds the VF) hold no ops."""
 _HAS_OFFSET: dict = {}
 """Op class -> whether it has a ``dyn_offset`` (a vf memory op: :func:`pb_pushes`)."""
 
@@ -409,6 +448,14 @@ def _by_name(name: str) -> tuple:
         got = _BY_NAME[name] = (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
                              "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1))
     return got
+
+
+def _entered_next(stream: list, i: int, op, loop: int, enter: int) -> bool:
+    """Is ``stream[i]`` (the op ``op``) followed by its loop (``loop``: LOG_LOOP, ``enter``: LOG_ENTER)?"""
+    if i + 1 >= len(stream):
+        return False
+    kind, x = stream[i + 1]
+    return (kind == loop and x[0] is op) or (kind == enter and x is op)
 
 
 def _entered(d: _Decoded, P: dict) -> tuple:
@@ -444,6 +491,7 @@ class _VfTimer:
         self.busy: dict = {u: ([], []) for u in ("LD", "ST", "MSK", "EX")}
         """Per issue unit, the (starts, ends) of its busy intervals (lists kept for the timer's
         life: a compiled instruction holds its unit's, :meth:`_compile`)."""
+        self.ends = [ends for _starts, ends in self.busy.values()]
         self.issued: list = []
         self.ready: dict = {}
         self.pend: dict = {}
@@ -458,21 +506,38 @@ class _VfTimer:
 
     def loop(self, op, per_trip: list, trips: int) -> None:
         """A hardware loop whose every trip ran ``per_trip`` (more trips than ever need
-        scheduling: the rest may be extrapolated)."""
+        scheduling: the rest may be extrapolated).  After each trip, the snapshot of every clock
+        (:meth:`_clocks`) and what the trip advanced each by; once the last STEADY_TRIPS trips,
+        from snapshots of one layout, advanced every clock alike (:func:`_close_flat`), the rest
+        of the trips are extrapolated from the last snapshot by the last trip's advance."""
         d = _decoded(op)
         self._run((_entered(d, self.P),))
         got = self.loops.get(id(per_trip))
         if got is None:
             got = self.loops[id(per_trip)] = (self._values(op, per_trip), [_tripped(d), *self._compile(per_trip)])
         values, body = got
-        steady = _SteadyTrips(self._clocks(values))
+        run, forget, clocks = self._run, self._forget, self._clocks
+        layout, last = clocks(values)
+        deltas: list = []
+        """Per trip since the layout last changed, what it advanced every clock by."""
         for k in range(trips):
-            if steady.settled():
-                self._extrapolate(values, steady.last, steady.deltas[-1], trips - k)
-                break
-            self._run(body)
-            self._forget()
-            steady.add(self._clocks(values))
+            if len(deltas) >= STEADY_TRIPS:
+                first = deltas[-STEADY_TRIPS]
+                for x in deltas[1 - STEADY_TRIPS:]:
+                    if not _close_flat(first, x):
+                        break
+                else:
+                    self._extrapolate(values, layout, last, deltas[-1], trips - k)
+                    break
+            run(body)
+            forget()
+            now, flat = clocks(values)
+            if now != layout:
+                deltas = []
+                layout = now
+            else:
+                deltas.append(list(map(sub, flat, last)))
+            last = flat
         self._run(((_EXIT, d.key, d.outs),))
 
     def _forget(self) -> None:
@@ -482,7 +547,7 @@ class _VfTimer:
         instruction ``window`` places before it, so no earlier than the oldest of the last
         ``window`` issues, and an interval ending by then is passed over."""
         issued, w = self.issued, self.window
-        if len(issued) < w or max(len(ends) for _, ends in self.busy.values()) <= w:
+        if len(issued) < w or max(map(len, self.ends)) <= w:
             return
         horizon = max(self.front, min(issued[-w:]))
         for starts, ends in self.busy.values():
@@ -499,34 +564,61 @@ class _VfTimer:
                                             for r in _decoded(o).outs]
         return values + [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
 
-    def _compile(self, stream: list) -> list:
+    def _compile(self, stream: list, inner: bool = False, counts: dict | None = None) -> list:
         """A stream as :meth:`_run` runs it: per op what its timing reads (operand and result
         ids, unit, occupancy, latency, counter), looked up once (a loop's trips run it many
-        times); a loop of at most STEADY_TRIPS + 1 trips (never extrapolated) written out."""
+        times); a loop of at most STEADY_TRIPS + 1 trips (never extrapolated) written out.  The
+        event counters of the VF ops add up in one entry before each loop that may be extrapolated
+        and at the end (whole numbers: their sum is the same in any order, and every snapshot of
+        the counters, :meth:`_clocks`, is taken there).  An ``scf.for`` entered next runs no entry of
+        its own (its results are the loop's exit values, :data:`_EXIT`), nor a yield of no values.
+        ``inner``: ``stream`` is the trip of a loop written out (no snapshot reads its values:
+        :attr:`_Decoded.hidden` arithmetic is left out); ``counts``: the counters add up there
+        (the caller's, else an entry at the end)."""
         from ..runtime.vf_executor import LOG_ENTER, LOG_LOOP, LOG_OP, LOG_TRIP
 
         P, body = self.P, []
-        for kind, x in stream:
+        own = counts is None
+        if own:
+            counts = {}
+        for i, (kind, x) in enumerate(stream):
             if kind == LOG_OP:
                 d = _decoded(x)
                 if d.kind == _VF:
-                    body.append((_VF, d.reads, d.outs, self.busy[d.unit], P[d.occ] if d.occ else 1.0, P[d.lat],
-                                 d.counter, d.cycles))
+                    body.append((_VF, d.vreads, d.outs, self.busy[d.unit], P[d.occ] if d.occ else 1.0, P[d.lat]))
+                    counts[d.counter] = counts.get(d.counter, 0) + d.cycles
                 elif d.kind == _YIELD:
-                    body.append((_YIELD, d.loop, d.ins))
-                elif not d.at_zero:
+                    if d.ins:  # (a loop carrying no values: nothing to hand on)
+                        body.append((_YIELD, d.loop, d.ins))
+                elif not d.at_zero and not (inner and d.hidden) and not _entered_next(stream, i, x, LOG_LOOP, LOG_ENTER):
                     body.append((_FREE, d.reads, d.outs))
             elif kind == LOG_LOOP:
                 op, per_trip, trips = x
                 if trips > STEADY_TRIPS + 1:
+                    if counts:
+                        body.append((_COUNT, tuple(counts.items())))
+                        counts.clear()
                     body.append((_LOOP, op, per_trip, trips))
                 else:
                     d = _decoded(op)
-                    body += [_entered(d, P), *[_tripped(d), *self._compile(per_trip)] * trips, (_EXIT, d.key, d.outs)]
+                    sub: dict = {}
+                    trip = [_tripped(d), *self._compile(per_trip, True, sub)]
+                    if any(e[0] == _LOOP for e in trip):  # (its snapshots count what ran before)
+                        if counts:
+                            body.append((_COUNT, tuple(counts.items())))
+                            counts.clear()
+                        if sub:
+                            trip.append((_COUNT, tuple(sub.items())))
+                    else:
+                        for k, n in sub.items():
+                            counts[k] = counts.get(k, 0) + n * trips
+                    body += [_entered(d, P), *trip * trips, (_EXIT, d.key, d.outs)]
             else:
                 d = _decoded(x)
                 body.append(_entered(d, P) if kind == LOG_ENTER else _tripped(d) if kind == LOG_TRIP
                             else (_EXIT, d.key, d.outs))
+        if own and counts:
+            body.append((_COUNT, tuple(counts.items())))
         return body
 
     def _run(self, body) -> None:
@@ -542,7 +634,7 @@ class _VfTimer:
         for e in body:
             kind = e[0]
             if kind == _VF:
-                _, ins, outs, (starts, ends), occ, lat, counter, cycles = e
+                _, ins, outs, (starts, ends), occ, lat = e
                 front += step
                 t = front
                 for v in ins:
@@ -574,7 +666,6 @@ class _VfTimer:
                     end = done
                 if stop > end:
                     end = stop
-                c[counter] += cycles
             elif kind == _FREE:
                 t = 0.0
                 for v in e[1]:
@@ -599,6 +690,9 @@ class _VfTimer:
             elif kind == _EXIT:
                 for r, t in zip(e[2], pend.pop(e[1])):
                     ready[r] = t
+            elif kind == _COUNT:
+                for k, n in e[1]:
+                    c[k] += n
             else:  # a loop whose trips may be extrapolated
                 self.front, self.end = front, end
                 self.loop(*e[1:])
@@ -624,10 +718,10 @@ class _VfTimer:
         flat += self.c.values()
         return tuple(lens), flat
 
-    def _extrapolate(self, values, last: tuple, delta: list, n: int) -> None:
-        """Every clock and counter ``n`` more trips on from the snapshot ``last``, each moving by
-        its ``delta`` per trip."""
-        x = [y + n * d for y, d in zip(last[1], delta)]
+    def _extrapolate(self, values, layout: tuple, last: list, delta: list, n: int) -> None:
+        """Every clock and counter ``n`` more trips on from the snapshot ``last`` (of ``layout``),
+        each moving by its ``delta`` per trip."""
+        x = [y + n * d for y, d in zip(last, delta)]
         self.front, self.end = x[0], x[1]
         k = 2
         for v in values:
@@ -637,41 +731,15 @@ class _VfTimer:
         for key, ts in self.pend.items():
             self.pend[key] = x[k:k + len(ts)]
             k += len(ts)
-        h = last[0][2]
+        h = layout[2]
         self.issued = x[k:k + h]
         k += h
-        for (starts, ends), h in zip(self.busy.values(), last[0][3:]):
+        for (starts, ends), h in zip(self.busy.values(), layout[3:]):
             starts[:], ends[:] = x[k:k + h], x[k + h:k + 2 * h]
             k += 2 * h
         for key in self.c:
             self.c[key] = x[k]
             k += 1
-
-
-class _SteadyTrips:
-    """The snapshots (layout, flat list of clocks) after each trip of a loop, kept as what each
-    trip advanced every clock by: settled once the last STEADY_TRIPS trips advanced each alike
-    (:func:`_close_flat`) from snapshots of one layout.  Each trip's deltas are taken once."""
-    __slots__ = ("last", "deltas")
-
-    def __init__(self, first: tuple):
-        self.last = first
-        self.deltas: list = []
-        """Per trip since the layout last changed, what it advanced every clock by."""
-
-    def add(self, snap: tuple) -> None:
-        if snap[0] != self.last[0]:
-            self.deltas = []
-        else:
-            self.deltas.append(list(map(sub, snap[1], self.last[1])))
-        self.last = snap
-
-    def settled(self) -> bool:
-        ds = self.deltas
-        if len(ds) < STEADY_TRIPS:
-            return False
-        first = ds[-STEADY_TRIPS]
-        return all(_close_flat(first, d) for d in ds[1 - STEADY_TRIPS:])
 
 
 def vf_static_cycles(fn, known: dict | None = None) -> float | None:
