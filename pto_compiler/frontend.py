@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from pto_compiler.diagnostics import PtocError, did_you_mean, error_at, location_of, op_error
 from pto_compiler.dialects import pto
@@ -472,10 +473,13 @@ class Builder:
                 from pto_compiler.passes.tile_views import subset_type
 
                 src_t = stmt.in_types[-1].attr
-                rows, cols = (int(x) for x in stmt.kwargs["sizes"])
+                rows, cols = _static_ints(self, stmt.kwargs["sizes"], stmt, "'pto.subset' sizes", count=2)
                 if not isinstance(src_t, pto.TileLikeType):
                     raise self.err("'pto.subset' needs a tile source type", stmt.pos)
-                result_types = [subset_type(src_t, (rows, cols), [pto.constant_int(v) for v in operands[1:3]])]
+                try:
+                    result_types = [subset_type(src_t, (rows, cols), [pto.constant_int(v) for v in operands[1:3]])]
+                except VerifyException as e:
+                    raise self.err(f"'pto.subset' sizes [{rows}, {cols}]: {e}", stmt.pos) from None
             elif stmt.in_types and (not operands or short in GENERIC_RESULT_FROM_SIGNATURE):
                 result_types = [stmt.in_types[-1].attr]
             else:
@@ -861,7 +865,7 @@ def _reinterpret_cast(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
                     dyn.append(value)
                 static.append(memref.DYNAMIC_INDEX if known is None else known)
             else:
-                static.append(int(v))
+                static += _static_ints(b, [v], stmt, f"'memref.reinterpret_cast' {key}")
         parts[key] = (dyn, static)
     op = memref.ReinterpretCastOp(src, parts["offset"][0], parts["sizes"][0], parts["strides"][0],
                                   parts["offset"][1], parts["sizes"][1], parts["strides"][1],
@@ -869,6 +873,21 @@ def _reinterpret_cast(b: Builder, stmt: Stmt, scope: Scope) -> list[Operation]:
     for k, v in stmt.attrs.items():
         op.attributes[k] = v
     return [b.located(op, stmt.pos)]
+
+
+def _static_ints(b: Builder, values: list[Any], stmt: Stmt, what: str, count: int | None = None) -> list[int]:
+    """The integers of a static list (``sizes = [16, 16]``), else a located error naming what is there."""
+    if count is not None and len(values) != count:
+        raise b.err(f"{what} takes {count} integers, got {len(values)}", stmt.pos)
+    out = []
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool):
+            shown = "true" if v is True else "false" if v is False else \
+                v.data if isinstance(v, StringAttr) else f"%{v.name}" if isinstance(v, Operand) else \
+                v.value.data if isinstance(v, (IntegerAttr, FloatAttr)) else v
+            raise b.err(f"{what} takes integers, not '{shown}'", stmt.pos)
+        out.append(v)
+    return out
 
 
 def _constant_int(value: SSAValue) -> int | None:

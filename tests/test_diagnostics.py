@@ -145,6 +145,20 @@ CASES = [
     ("func-argument-outside-its-body", "func.func @k(%n: index) {\n  return\n}\n%c0 = arith.constant 0 : index\n"
      "%c1 = arith.constant 1 : index\nscf.for %i = %c0 to %n step %c1 {\n}\n", A2A3, 6, 21,
      "use of undefined value '%n' ('%n' is an argument of @k at line 1, visible only in its body)"),
+    # static integer lists (bench/fuzz.py seed 1403: a type or a float there was an internal error)
+    ("reinterpret-cast-offset-not-an-integer",
+     "func.func @k(%y: memref<256xf16, #pto.address_space<gm>>) {\n  %v = memref.reinterpret_cast %y to offset: [f16], "
+     "sizes: [16, 16], strides: [16, 1] : memref<256xf16, #pto.address_space<gm>> to memref<16x16xf16, strided<[16, 1]>, "
+     "#pto.address_space<gm>>\n  return\n}\n", A2A3, 2, 8, "'memref.reinterpret_cast' offset takes integers, not 'f16'"),
+    ("subset-sizes-not-integers", "func.func @k(%t: !pto.tile_buf<vec, 16x16xf32>) {\n  %c0 = arith.constant 0 : index\n"
+     "  %s = pto.subset %t[%c0, %c0] sizes [8, 2.5] : !pto.tile_buf<vec, 16x16xf32>\n  return\n}\n", A2A3, 3, 8,
+     "'pto.subset' sizes takes integers, not '2.5'"),
+    ("subset-sizes-count", "func.func @k(%t: !pto.tile_buf<vec, 16x16xf32>) {\n  %c0 = arith.constant 0 : index\n"
+     "  %s = pto.subset %t[%c0, %c0] sizes [8] : !pto.tile_buf<vec, 16x16xf32>\n  return\n}\n", A2A3, 3, 8,
+     "'pto.subset' sizes takes 2 integers, got 1"),
+    ("subset-size-zero", "func.func @k(%t: !pto.tile_buf<vec, 16x16xf32>) {\n  %c0 = arith.constant 0 : index\n"
+     "  %s = pto.subset %t[%c0, %c0] sizes [0, 16] : !pto.tile_buf<vec, 16x16xf32>\n  return\n}\n", A2A3, 3, 8,
+     "'pto.subset' sizes [0, 16]: tile dimension 0 is out of range"),
     ("redefined-value", f"func.func @k(%a: {tile('16x16')}) {{\n  %a = pto.texp %a : {tile('16x16')} -> {tile('16x16')}\n"
      "  return\n}\n", A2A3, 2, 3, "redefinition of %a"),
     ("unknown-op", "%d = pto.tfrobnicate %a : !pto.tile<16x16xf32> -> !pto.tile<16x16xf32>\n", A2A3, 1, 6,
