@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
 
 from pto_compiler.dialects import vf
+from pto_compiler.dialects.pto import TileLikeType
 
 from . import elementwise as ew
 
@@ -468,41 +469,425 @@ class _Batch:
         bytes in a trip are taken as its whole span (masked-off lanes too: at worst the loop
         runs trip by trip)."""
         ev = self.events
-        spans = [addr.bounds() if isinstance(addr, _Affine) else (addr.min(), addr.max()) for _, addr, _, _ in ev]
-        for i, (st, addr, n, chain) in enumerate(ev):
-            if not st:
-                continue
-            for j, (st2, addr2, n2, chain2) in enumerate(ev):
-                if j < i and st2:
-                    continue  # that pair was checked from the other side
-                if spans[j][0] >= spans[i][1] + n or spans[i][0] >= spans[j][1] + n2:
-                    continue  # no byte in common
-                if isinstance(addr, _Affine) and addr.disjoint_trips(n) and (j == i or (
-                        chain2 == chain and n2 == n and isinstance(addr2, _Affine) and
-                        (addr2.base, addr2.coefs, addr2.shape) == (addr.base, addr.coefs, addr.shape))):
-                    continue  # trips store apart, and the other op touches its own trip's bytes only
-                m = 0
-                while m < min(len(chain), len(chain2)) and chain[m] is chain2[m]:
-                    m += 1
-                a1, t1 = _spans(_value(addr), m)
-                a2, t2 = (a1, t1) if j == i else _spans(_value(addr2), m)
-                o = np.argsort(a1, kind="stable")
-                s1, id1 = a1[o], t1[o]
-                if j == i:
-                    if ((np.diff(s1) < n) & (np.diff(id1) != 0)).any():
-                        raise NoBatch  # two trips store the same bytes
-                    continue
-                if (np.diff(s1) < n).any():
-                    raise NoBatch
-                k = np.searchsorted(s1 + n, a2, side="right")  # first store span ending past a2
-                while True:
-                    live = k < s1.size
-                    live[live] &= s1[k[live]] < a2[live] + n2
-                    if not live.any():
-                        break
-                    if (id1[k[live]] != t2[live]).any():
-                        raise NoBatch
-                    k = k + 1
+        spans = [_bounds(addr) for _, addr, _, _ in ev]
+        for i, j in _store_pairs(ev):
+            if not _apart(spans[i], ev[i][2], spans[j], ev[j][2]):
+                _check_pair(ev[i], ev[j], i == j)
+
+
+def _bounds(addr) -> tuple[int, int]:
+    """(first, last) span start of a memory op's event (an _Affine or an array)."""
+    return addr.bounds() if isinstance(addr, _Affine) else (addr.min(), addr.max())
+
+
+def _store_pairs(ev: list):
+    """The pairs (i, j) of events :meth:`_Batch.check_trips` compares: i a store, j any event
+    (each pair of stores once, a store with itself too)."""
+    for i, (st, _, _, _) in enumerate(ev):
+        if not st:
+            continue
+        for j, e in enumerate(ev):
+            if j < i and e[0]:
+                continue  # that pair was checked from the other side
+            yield i, j
+
+
+def _apart(s1: tuple, n1: int, s2: tuple, n2: int) -> bool:
+    """Do the spans of two events (first and last start, bytes) share no byte?"""
+    return s2[0] >= s1[1] + n1 or s1[0] >= s2[1] + n2
+
+
+def _check_pair(e1: tuple, e2: tuple, same: bool) -> None:
+    """Raise NoBatch unless no byte the store event ``e1`` writes in one trip is touched by event
+    ``e2`` (``same``: e1 itself) in another trip.  Only address differences count: the answer
+    is the same with both events' addresses moved by the same amount (a static plan compares
+    the events of one tile argument before its address is known)."""
+    st, addr, n, chain = e1
+    st2, addr2, n2, chain2 = e2
+    if isinstance(addr, _Affine) and addr.disjoint_trips(n) and (same or (
+            chain2 == chain and n2 == n and isinstance(addr2, _Affine) and
+            (addr2.base, addr2.coefs, addr2.shape) == (addr.base, addr.coefs, addr.shape))):
+        return  # trips store apart, and the other op touches its own trip's bytes only
+    m = 0
+    while m < min(len(chain), len(chain2)) and chain[m] is chain2[m]:
+        m += 1
+    a1, t1 = _spans(_value(addr), m)
+    a2, t2 = (a1, t1) if same else _spans(_value(addr2), m)
+    o = np.argsort(a1, kind="stable")
+    s1, id1 = a1[o], t1[o]
+    if same:
+        if ((np.diff(s1) < n) & (np.diff(id1) != 0)).any():
+            raise NoBatch  # two trips store the same bytes
+        return
+    if (np.diff(s1) < n).any():
+        raise NoBatch
+    k = np.searchsorted(s1 + n, a2, side="right")  # first store span ending past a2
+    while True:
+        live = k < s1.size
+        live[live] &= s1[k[live]] < a2[live] + n2
+        if not live.any():
+            break
+        if (id1[k[live]] != t2[live]).any():
+            raise NoBatch
+        k = k + 1
+
+
+# ---- static plans ------------------------------------------------------------------------------
+#
+# A VF whose loop bounds, carried counts and addresses follow from its IR alone (constants) runs
+# batched the same way at every launch: trip shapes, affine addresses, masks, register shapes,
+# which NumPy step each op becomes, the counts and the log do not depend on the data, and with
+# addresses kept relative to their tile argument, not on where the tiles are either.  The
+# compile (vf_executor.vf_plan) decides them once in one walk of the IR (_Planner: the common
+# ops only, the rest of the VF's ops leave it to the dynamic path) and keeps a StaticPlan; a
+# launch then checks what needs the addresses (alignment, UB and tile bounds, trips of two tile
+# arguments apart) with integer comparisons, binds the memory steps' offsets and runs the NumPy
+# steps.  A failed check runs the launch as before (_Batch, then trip by trip), so faults and
+# findings are those of the per-trip run.  The walk is short on purpose: a cold process pays
+# for every line of Python it runs once (~1 us each), which is what a VF's decode and launch cost.
+
+
+class _Unfit(Exception):
+    """The VF has no static plan (it runs through the dynamic path)."""
+
+
+class _Reg:
+    """A register of a static plan: its trip axes (the bytes are the data steps')."""
+    __slots__ = ("lead",)
+
+    def __init__(self, lead: tuple):
+        self.lead = lead
+
+
+class _TileArg:
+    """A tile argument of a static plan: its index among the VF's tile parameters; addresses
+    computed from it are relative to the tile."""
+    __slots__ = ("k",)
+
+    def __init__(self, k: int):
+        self.k = k
+
+
+_SYMBOLIC = (_Affine, _TripCounts, _Reg, _TileArg, np.ndarray)
+"""What a static plan's value is when it is not a number."""
+
+
+def _lead(v, depth: int) -> tuple:
+    """The trip axes of a mask (an array) or _Reg, padded to ``depth`` (as _at pads)."""
+    lead = v.lead if type(v) is _Reg else v.shape[:-1]
+    return lead + (1,) * (depth - len(lead)) if depth > len(lead) else lead
+
+
+class _Planner:
+    """One walk of a vf.func making its StaticPlan: _Batch's decisions (the same helpers, the
+    same register handlers, which only keep their data steps here: ``self.r`` is the planner)
+    on tiles that are symbols (_TileArg) and registers that are shapes (_Reg).  Raises _Unfit
+    (or NoBatch) where the VF needs the dynamic path."""
+
+    def __init__(self):
+        self.r = self
+        self.steps: list = []
+        """Per data step: ``(None, step)``, or ``(tile index, binder(tile address) -> step)``."""
+        self.checks: list = []
+        """A launch's checks: ``(tile, lo, hi, n, align)``: every span aligned and in the UB;
+        ``(tile, lo, end, None, None)``: a store inside its tile buffer."""
+        self.touched: list = []
+        """``(is write, tile, (lo, hi) run or None, span starts (n > 0) or bytes (n = 0), n)``,
+        relative to the tile."""
+        self.pairs: list = []
+        """Events of two tile arguments a launch must find apart (else the dynamic path compares)."""
+        self.on: dict = {}
+        self.env: dict = {}
+
+    all_on = _Batch.all_on
+
+    def emit(self, step) -> None:
+        self.steps.append((None, step))
+
+    def plan(self, fn) -> "StaticPlan":
+        env, tiles = self.env, []
+        for p in fn.args:
+            if isinstance(p.type, TileLikeType):
+                env[p] = _TileArg(len(tiles))
+                tiles.append(p)
+        counts, log, short = {}, [], []
+        op = fn.block.first_op
+        while op is not None:  # (VfRunner.run_block at depth 0)
+            cls = type(op)
+            name = cls.name
+            counts[name] = counts.get(name, 0) + 1
+            log.append((_vx.LOG_OP, op))
+            short.append(log[-1])
+            if cls is scf.ForOp:  # (VfRunner._for, run_batched)
+                self.counts, self.events = {}, []
+                log.append(self.loop(op, (), ()))
+                self.trips_apart()
+                for k, n in self.counts.items():
+                    counts[k] = counts.get(k, 0) + n
+            elif cls is vf.CreateMaskOp:
+                _h_create_mask(None, op, env, 0)
+            elif name.startswith("arith."):
+                self.scalar(op)
+            else:
+                raise _Unfit
+            op = op.next_op
+        plan = StaticPlan()
+        plan.tiles, plan.steps, plan.checks, plan.touched, plan.pairs = tiles, self.steps, self.checks, \
+            self.touched, self.pairs
+        plan.counts, plan.log, plan.log_short = counts, log, short
+        return plan
+
+    def scalar(self, op) -> None:
+        """An ``arith`` op on numbers: as a trip runs it."""
+        c = _vx._int_constant_value(op) if type(op) is arith.ConstantOp else None
+        if c is not None:
+            self.env[c[0]] = c[1]
+            return
+        if any(type(self.env[v]) in _SYMBOLIC for v in op.operands):
+            raise _Unfit
+        _vx.run_arith(op, self.env)
+
+    def loop(self, op, shape: tuple, chain: tuple) -> tuple:
+        """_Batch.loop: the log entry of ``op`` run over its trips."""
+        env = self.env
+        operands = tuple(op.operands)
+        lb, ub, step = (env[v] for v in operands[:3])
+        if any(type(v) in _SYMBOLIC for v in (lb, ub, step)):
+            raise _Unfit
+        lb, ub, step = int(lb), int(ub), int(step)
+        trips = -(-(ub - lb) // step) if step > 0 else -1
+        if trips > vf.HW_LOOP_MAX or step <= 0:
+            raise _Unfit
+        trips = max(trips, 0)
+        block = op.regions[0].first_block
+        args, yld, d = block.args, block.last_op, len(shape)
+        env[args[0]] = _Affine(lb, (0,) * d + (step,), (1,) * d + (trips,))
+        for k, barg in enumerate(args[1:]):  # an update_mask count chain, in closed form
+            um, c0 = _count_chain(barg, yld, k), env[operands[3 + k]]
+            if um is None or type(c0) in _SYMBOLIC or not 0 <= c0 < 1 << 31:
+                raise _Unfit
+            env[barg] = _TripCounts(int(c0), um.results[0].type.nlanes, d, trips)
+            env[op.results[k]] = max(int(c0) - trips * env[barg].lanes, 0)
+        chain += (op,)
+        return _vx.LOG_LOOP, (op, self.block(block, shape + (trips,), chain) if trips else [], trips)
+
+    def block(self, block, shape: tuple, chain: tuple) -> list:
+        """_Batch.block: a loop body over the trips ``shape``; its log."""
+        env, counts, n, depth = self.env, self.counts, math.prod(shape), len(shape)
+        log = []
+        op = block.first_op
+        while op is not None:
+            cls = type(op)
+            log.append((_vx.LOG_OP, op))
+            if cls is scf.YieldOp:
+                return log
+            name = cls.name
+            counts[name] = counts.get(name, 0) + n
+            if cls is vf.LoadAlignOp:
+                self.load(op, depth, shape, chain)
+            elif cls is vf.StoreAlignOp:
+                self.store(op, depth, shape, chain)
+            elif cls is scf.ForOp:
+                log.append(self.loop(op, shape, chain))
+            elif name.startswith("arith."):
+                if type(op) is arith.ConstantOp or not any(isinstance(env[v], _Affine) for v in op.operands):
+                    self.scalar(op)
+                else:
+                    v = _affine_arith(op, [env[v] for v in op.operands])
+                    if v is None:
+                        raise _Unfit
+                    env[op.results[0]] = v
+            else:
+                h = _HANDLERS.get(cls)
+                if h is None:
+                    raise _Unfit
+                px = op.__dict__.get("_vfx")
+                if px is None:
+                    px = op._vfx = _vx._Decoded(op)
+                h(self, px, env, depth)
+                if h in _COMPUTE:  # its register's trip axes, as its data step makes them
+                    leads = [_lead(env[v], depth) for v in px.sources if type(env.get(v)) is _Reg]
+                    m = px.mask_operand
+                    if m is not None:
+                        leads.append(_lead(env[m], depth))
+                        if px.mode == "MERGING" and not self.all_on(env[m]):
+                            leads.append(_lead(env[px.merge_source], depth))
+                    env[px.results[0]] = _Reg(_bshape(*leads) if leads else ())
+            op = op.next_op
+        return log
+
+    def address(self, op, depth: int):
+        """(tile index, element bytes, the byte address per trip relative to the tile)."""
+        operands = tuple(op.operands)
+        tile = self.env[operands[0]]
+        dyn = self.env[operands[1]] if len(operands) > 1 and type(operands[1].type) is IndexType else 0
+        if type(tile) is not _TileArg or type(dyn) in _SYMBOLIC and type(dyn) is not _Affine:
+            raise _Unfit
+        e = operands[0].type.elem_bytes
+        if type(dyn) is not _Affine:
+            dyn = _Affine(int(dyn), (), ())
+        return tile.k, e, dyn.at(depth).scaled(e, op.static_offset * e)
+
+    def span(self, k: int, addr: _Affine, n: int, align: int) -> tuple:
+        """_Batch.span (the steps along the trips now, the rest at a launch): the spans' view
+        (``(shape, relative offset, strides)``) and bounds."""
+        lo, hi = addr.bounds()
+        view = addr.view(n)
+        if view is None or any(c % align for c in addr.coefs):
+            raise _Unfit  # (a misaligned step: the dynamic path finds the fault)
+        self.checks.append((k, lo, hi, n, align))
+        return view, lo, hi
+
+    def touch(self, write: bool, k: int, addr: _Affine, n: int) -> None:
+        """_Batch.touch, relative to tile ``k``: one run of bytes, else the spans' starts."""
+        run = addr.run(n)
+        self.touched.append((write, k, run, None if run is not None else addr.array(), n))
+
+    def load(self, op, depth: int, shape: tuple, chain: tuple) -> None:
+        k, e, addr = self.address(op, depth)
+        dist = op.dist_name
+        n, align = (REG, 32) if dist == "NORM" else (32, 32) if dist == "BLK" else (e, e)
+        if dist not in ("NORM", "BLK") and not dist.startswith("BRC_B"):
+            raise _Unfit
+        (vshape, rel, strides), _, _ = self.span(k, addr, n, align)
+        self.touch(False, k, addr, n)
+        self.events.append(((False, addr.broadcast(shape), n, chain), k))
+        key = op.results[0]
+        self.env[key] = _Reg(vshape[:-1])
+        if n < REG:  # the n bytes repeated over the register: a view repeating them in units of
+            unit = np.dtype(f"<u{8 if n % 8 == 0 else n}")  # up to 8 bytes (aligned: n-aligned spans)
+            u = unit.itemsize
+            vshape, strides = vshape[:-1] + (REG // n, n // u), strides[:-1] + (0, u)
+            rshape = vshape[:-2] + (REG // u,)
+
+            def bind(base):
+                off = base + rel
+
+                def step(ub, regs):
+                    regs[key] = np.ndarray(vshape, unit, ub, off, strides).copy().reshape(rshape).view(np.uint8)
+                return step
+        else:
+            def bind(base):
+                off = base + rel
+
+                def step(ub, regs):
+                    regs[key] = np.ndarray(vshape, np.uint8, ub, off, strides).copy()
+                return step
+        self.steps.append((k, bind))
+
+    def store(self, op, depth: int, shape: tuple, chain: tuple) -> None:
+        k, e, addr = self.address(op, depth)
+        value = op.value
+        reg, act = self.env[value], self.env[op.mask]
+        if type(reg) is not _Reg or type(act) is not np.ndarray:
+            raise _Unfit
+        act = _at(act, depth, 1)
+        lead = _lead(reg, depth)
+        dist = op.dist_name
+        if dist == "NORM":
+            n, align = REG, 32
+        elif dist == "ONEPT":  # lane 0, if active, to an element-aligned address
+            n, align, act = e, e, act[..., :1]
+        else:
+            raise _Unfit
+        (vshape, rel, strides), lo, hi = self.span(k, addr, n, align)
+        full = _bshape(addr.shape + (n,), act.shape[:-1] + (n,), lead + (n,))
+        lanes = slice(0, n)  # (ONEPT: lane 0's bytes)
+        if full == addr.shape + (n,) and self.all_on(act):  # every byte of every span: one strided assignment
+            self.checks.append((k, lo, hi + n, None, None))
+
+            def bind(base):
+                off = base + rel
+
+                def step(ub, regs):
+                    np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
+                return step
+            self.steps.append((k, bind))
+            self.touch(True, k, addr, n)
+        else:
+            keep = np.repeat(act, n // act.shape[-1], axis=-1)
+            idx, keep = (np.broadcast_to(x, full) for x in (_bytes(addr.array(), n), keep))
+            sel = idx[keep]
+            if sel.size:
+                self.checks.append((k, int(sel.min()), int(sel.max()) + 1, None, None))
+
+                def bind(base):
+                    at = sel + base
+
+                    def step(ub, regs):
+                        ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
+                    return step
+                self.steps.append((k, bind))
+                self.touched.append((True, k, None, sel, 0))
+        self.events.append(((True, addr.broadcast(shape), n, chain), k))
+
+    def trips_apart(self) -> None:
+        """_Batch.check_trips for a top-level loop: pairs of one tile argument now (the answer
+        does not depend on where the tile is), pairs of two at a launch (:meth:`StaticPlan.bind`)."""
+        ev = [e for e, _ in self.events]
+        tile = [k for _, k in self.events]
+        spans = [e[1].bounds() for e in ev]
+        for i, j in _store_pairs(ev):
+            if tile[i] != tile[j]:
+                self.pairs.append((tile[i], spans[i], ev[i][2], tile[j], spans[j], ev[j][2]))
+            elif not _apart(spans[i], ev[i][2], spans[j], ev[j][2]):
+                _check_pair(ev[i], ev[j], i == j)
+
+
+class StaticPlan:
+    """A VF's batched run decided at the compile (see _Planner): data steps (memory steps bound
+    to their tile's address at a launch), a launch's checks, counts and log."""
+    __slots__ = ("tiles", "steps", "checks", "touched", "pairs", "counts", "log", "log_short")
+
+    def bind(self, tiles: list, ub_size: int) -> list | None:
+        """The data steps for the tile arguments ``tiles`` (TileRefs, by tile parameter), or None
+        when a check fails (a span misaligned or outside the UB, a store outside its tile, trips
+        of two tile arguments near each other): the launch then runs through the dynamic path."""
+        for k, lo, hi, n, align in self.checks:
+            t = tiles[k]
+            if align is None:  # a store: inside its tile buffer
+                if lo < 0 or hi > t.nbytes:
+                    return None
+            elif (t.addr + lo) % align or t.addr + lo < 0 or t.addr + hi + n > ub_size:
+                return None
+        for k1, (lo1, hi1), n1, k2, (lo2, hi2), n2 in self.pairs:
+            a1, a2 = tiles[k1].addr, tiles[k2].addr
+            if not _apart((lo1 + a1, hi1 + a1), n1, (lo2 + a2, hi2 + a2), n2):
+                return None
+        return [step if k is None else step(tiles[k].addr) for k, step in self.steps]
+
+    def launch(self, ub: np.ndarray, tiles: list, want_log: bool = True, tape: list | None = None):
+        """Run the VF on ``ub`` with the tile arguments ``tiles`` (TileRefs, by tile parameter): its
+        vf_executor.VfCallResult, or None (nothing run) when a check fails.  ``tape``: keeps the
+        data steps (vf_executor.run_tape)."""
+        steps = self.bind(tiles, ub.size)
+        if steps is None:
+            return None
+        regs: dict = {}
+        for step in steps:
+            step(ub, regs)
+        if tape is not None:
+            tape += steps
+        reads, writes = _vx.Touched(), _vx.Touched()
+        for write, k, run, at, n in self.touched:
+            a = tiles[k].addr
+            touched = writes if write else reads
+            if run is not None:
+                touched.add(run[0] + a, run[1] + a)
+            elif n:
+                touched.add_starts(at + a, n)
+            else:
+                touched.add_bytes(at + a)
+        return _vx.VfCallResult(reads, writes, dict(self.counts), list(self.log if want_log else self.log_short))
+
+
+def static_plan(fn) -> StaticPlan | None:
+    """The StaticPlan of vf.func ``fn``, or None when something of it is known at a launch only
+    or it does not run batched (the dynamic path runs it, and reports what it finds)."""
+    try:
+        return _Planner().plan(fn)
+    except Exception:  # (_Unfit, NoBatch, a fault of a constant's arithmetic, an op it does not know)
+        return None
 
 
 def _affine_arith(op, vals: list):
@@ -751,11 +1136,15 @@ def _only_yielded(v) -> bool:
 
 _HANDLERS = {
     vf.CreateMaskOp: _h_create_mask, vf.UpdateMaskOp: _h_update_mask,
-    vf.LoadAlignOp: _Batch.load, vf.StoreAlignOp: _Batch.store,
+    vf.LoadAlignOp: lambda b, op, env, depth: b.load(op, env, depth),  # (the batch's own: a static
+    vf.StoreAlignOp: lambda b, op, env, depth: b.store(op, env, depth),  # plan's _Static has its own)
     **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
     **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
 }
+
+_COMPUTE = frozenset((_h_binary, _h_scalar, _h_unary, _h_dup, _h_reduce))
+"""The batched handlers that set a register (a static plan notes its shape)."""
 
 # vf_executor imports this module (run_batched) as it loads; imported last, the reference works
 # whichever of the two loads first, and the handlers find its helpers without an import per call

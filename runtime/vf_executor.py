@@ -124,7 +124,7 @@ from . import elementwise as ew
 from . import reference as golden
 from .executor import ExecutionError, Finding
 from .hazards import Footprint
-from .vf_batch import run_batched
+from .vf_batch import run_batched, static_plan
 from .program import Origin
 
 REG = vf.REG_BYTES
@@ -202,9 +202,12 @@ def merge(result: np.ndarray, act: np.ndarray, mode: str, old: np.ndarray | None
 def first_lanes(n: int, nlanes: int) -> np.ndarray:
     """The mask of the first ``n`` of ``nlanes`` lanes (made once per pair, read-only: masks are
     values, never written in place)."""
-    act = np.zeros(nlanes, bool)
-    act[:n] = True  # (not arange < n: a cold process pays ~0.1 ms for that comparison's first call)
-    act.flags.writeable = False
+    if 0 <= n <= nlanes:  # (bytes, read-only as they are: a cold process pays ~40 us for np.zeros,
+        act = np.frombuffer(b"\x01" * n + bytes(nlanes - n), np.bool_)  # a slice set and flags, ~10 here)
+    else:
+        act = np.zeros(nlanes, bool)
+        act[:n] = True  # (not arange < n: a cold process pays ~0.1 ms for that comparison's first call)
+        act.flags.writeable = False
     if n >= nlanes:
         _WHOLE.add(id(act))  # (kept alive by the cache: the id stays this mask's)
     return act
@@ -445,6 +448,13 @@ class VfRunner:
         params = fn.args
         if len(args) != len(params):
             raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
+        plan = vf_plan(fn)
+        if plan.static is not None and self.outer is None:  # decided by the compile, if the checks pass
+            tiles = [a if isinstance(a, TileRef) else TileRef(int(a), _nbytes(p.type))
+                     for p, a in zip(params, args) if isinstance(p.type, pto.TileLikeType)]
+            res = plan.static.launch(self.ub, tiles, self.want_log, self.tape)
+            if res is not None:
+                return res
         self.reads = Touched()
         self.writes = Touched()
         self.pending: dict[int, set[int]] = {}
@@ -458,11 +468,11 @@ class VfRunner:
             t = p.type
             if isinstance(t, pto.TileLikeType):
                 if not isinstance(a, TileRef):
-                    a = TileRef(int(a), t.rows * t.cols * t.elem_bytes)
+                    a = TileRef(int(a), _nbytes(t))
                 env[p] = a
             else:
                 env[p] = golden.coerce_scalar(a, t)
-        self.run_block(vf_plan(fn).body, env)
+        self.run_block(plan.body, env)
         return VfCallResult(self.reads, self.writes, dict(self.counts), self.log)
 
     def run_block(self, plan: "_BlockPlan", env: dict) -> tuple:
@@ -582,6 +592,11 @@ class VfRunner:
         stage = (_STAGE, tile.addr)
         self._write(op, tile, np.array(keys, dtype=np.int64),
                     lambda regs: np.array([regs[stage].pop(k) for k in keys], dtype=np.uint8))
+
+
+def _nbytes(t: pto.TileLikeType) -> int:
+    """The bytes of a tile buffer of type ``t``."""
+    return t.rows * t.cols * t.elem_bytes
 
 
 def run_arith(op: Operation, env: dict) -> None:
@@ -712,11 +727,22 @@ class _ForPlan:
 
 
 class VfPlan:
-    """A ``vf.func`` decoded once (:func:`vf_plan`), kept on the op: the body every launch runs."""
-    __slots__ = ("body",)
+    """A ``vf.func`` decoded once (:func:`vf_plan`), kept on the op: its batched run decided once
+    when that does not depend on a launch's arguments (``static``: runtime/vf_batch.py
+    StaticPlan, else None), and the body a launch runs otherwise (``body``: made when first
+    needed, at once when there is no static plan)."""
+    __slots__ = ("fn", "static", "_body")
 
     def __init__(self, fn: vf.VfFuncOp):
-        self.body = _BlockPlan(fn.block)
+        self.fn = fn
+        self.static = static_plan(fn)
+        self._body = None if self.static is not None else _BlockPlan(fn.block)
+
+    @property
+    def body(self) -> "_BlockPlan":
+        if self._body is None:
+            self._body = _BlockPlan(self.fn.block)
+        return self._body
 
 
 def vf_plan(fn: vf.VfFuncOp) -> VfPlan:
@@ -1355,13 +1381,18 @@ def exec_vf_call(m, d, p: int, te) -> None:
     key = (name, tuple(vals), m.ub.size, te is not None)
     got = launches.get(key)
     if got is None:  # the first launch of this VF with these arguments: decoded as it runs
-        runner = VfRunner(m.ub, want_log=te is not None, tape=[])
-        try:
-            res = runner.call(fn, args)
-        except VfFault as f:
-            m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
-        got = launches[key] = (runner.tape, res, runner.all_batched, res.reads.footprint(inside),
-                               res.writes.footprint())
+        static, tape = vf_plan(fn).static, []
+        res = static.launch(m.ub, [a for a in args if type(a) is TileRef], te is not None, tape) \
+            if static is not None else None
+        all_batched = True
+        if res is None:  # no static plan, or this launch's addresses need the dynamic path
+            runner = VfRunner(m.ub, want_log=te is not None, tape=tape)
+            try:
+                res = runner.call(fn, args)
+            except VfFault as f:
+                m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
+            all_batched = runner.all_batched
+        got = launches[key] = (tape, res, all_batched, res.reads.footprint(inside), res.writes.footprint())
     else:  # the same again: its data steps only (addresses, masks and trips do not depend on data)
         run_tape(got[0], m, d)
     tape, res, all_batched, reads, writes = got

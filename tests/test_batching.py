@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pto_compiler import api, pipeline
-from pto_compiler.runtime import loop_batch, reference as golden, vf_executor
+from pto_compiler.runtime import loop_batch, reference as golden, vf_batch, vf_executor
 from pto_compiler.runtime import cycles
 from pto_compiler.runtime.executor import execute, expand_trace
 from pto_compiler.runtime.vf_executor import expand_log
@@ -53,6 +53,7 @@ def unbatched(monkeypatch):
     def off():
         monkeypatch.setattr(loop_batch, "EXACT_TRIPS", 10 ** 9)
         monkeypatch.setattr(vf_executor, "run_batched", lambda *a: False)
+        monkeypatch.setattr(vf_batch.StaticPlan, "launch", lambda *a: None)
     return off
 
 
@@ -81,8 +82,10 @@ def test_batched_run_is_the_trip_by_trip_run(target, text, unbatched, monkeypatc
     program = pipeline.compile_module(module, target)
     gm = pipeline.gm_inputs(values)
     batched = []
-    run_batched = vf_executor.run_batched
+    run_batched, launch = vf_executor.run_batched, vf_batch.StaticPlan.launch
     monkeypatch.setattr(vf_executor, "run_batched", lambda *a: batched.append(run_batched(*a)) or batched[-1])
+    monkeypatch.setattr(vf_batch.StaticPlan, "launch",  # (a static plan's launch runs every loop batched)
+                        lambda *a: (lambda res: batched.append(res is not None) or res)(launch(*a)))
     fast = _run(program, gm)
     assert not fast.findings
     if text is SOFTMAX and target is ASCEND950:  # every VF's hardware loop ran batched

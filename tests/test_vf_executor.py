@@ -751,9 +751,12 @@ def test_a_relaunch_with_the_same_arguments_runs_on_the_new_data(monkeypatch):
     the later ones run its kept data steps on what the UB holds then, so z = 8x."""
     from pto_compiler import pipeline
 
+    from pto_compiler.runtime import vf_batch
+
     decodes = []
-    call = vx.VfRunner.call
+    call, launch = vx.VfRunner.call, vf_batch.StaticPlan.launch
     monkeypatch.setattr(vx.VfRunner, "call", lambda self, *a: decodes.append(1) or call(self, *a))
+    monkeypatch.setattr(vf_batch.StaticPlan, "launch", lambda self, *a: decodes.append(1) or launch(self, *a))
     prog = pipeline.compile_module(api.parse(_RELAUNCH, "relaunch.pto"), ASCEND950)
     x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32) / 7
     res = pipeline.run_program(prog, {"x": x, "z": np.zeros((32, 32), np.float32)})
