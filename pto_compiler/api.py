@@ -277,17 +277,17 @@ def run(program, inputs: dict, *, blocks: int = 1, max_steps: int | None = None,
     its element type and element count) and every scalar argument by name; a missing or unknown
     name, another element type or count is a PtocError (exit 2), as ``ptoc --input`` refuses them.
     Races and deadlocks are returned in ``findings``, not raised."""
-    from pto_compiler import pipeline
-    from pto_compiler.runtime.executor import ExecutionError
+    import pto_compiler.pipeline as pipeline
+    import pto_compiler.runtime.executor as X
 
     gm, scalars = pipeline.program_inputs(program, inputs)
     try:
         res = pipeline.run_program(program, gm, scalars, blocks=blocks, check=check, stats=stats,
                                    max_steps=max_steps)
         outputs, st, findings = res.outputs, res.stats, res.findings
-    except ExecutionError as e:  # a deadlock or an invalid access: the run stopped there
+    except X.ExecutionError as e:  # a deadlock or an invalid access: the run stopped there
         outputs, st, findings = (dict(e.result.outputs) if e.result is not None else {}), None, list(e.findings)
-    diagnostics = ExecutionError(findings).quote(sources_of(program)).diagnostics if findings else []
+    diagnostics = X.ExecutionError(findings).quote(sources_of(program)).diagnostics if findings else []
     return RunResult(outputs, st, findings, diagnostics)
 
 

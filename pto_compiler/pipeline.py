@@ -403,16 +403,16 @@ def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int 
     """Execute ``program`` (hazard checking on); races are returned in ``findings`` (not raised);
     a deadlock or an invalid access raises ``ExecutionError``; a run longer than ``max_steps``
     (default: the executor's) is a usage error (exit 2)."""
-    from pto_compiler.runtime.executor import DEFAULT_MAX_STEPS, ExecutionError, StepLimitError, execute
+    import pto_compiler.runtime.executor as X  # (no ``from``: a from-import of a name costs more per call)
 
     gm = {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
     try:
-        r = execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats,
-                    max_steps=max_steps or DEFAULT_MAX_STEPS)
+        r = X.execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats,
+                      max_steps=max_steps or X.DEFAULT_MAX_STEPS)
         findings = list(r.findings)
-    except StepLimitError as e:
+    except X.StepLimitError as e:
         raise _usage(str(e)) from None
-    except ExecutionError as e:
+    except X.ExecutionError as e:
         if e.result is None or any(f.kind not in ("race", "sync") for f in e.findings):
             raise
         r, findings = e.result, list(e.findings)
@@ -424,12 +424,9 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
     """(GM arrays, scalars) of ``program`` from ``inputs`` by name, refused (exit 2) as ``ptoc
     --input`` refuses them: a missing or unknown name, another element type or element count.
     The ``resultN`` buffers pto-bufferize adds for an L1 kernel's results may be left out."""
-    from types import SimpleNamespace
-
     import numpy as np
 
-    from pto_compiler.runtime import elementwise as E
-    from pto_compiler.runtime import reference as golden
+    import pto_compiler.runtime.elementwise as E
 
     names = [g.name for g in program.gm_args] + [s.name for s in program.scalar_args]
     unknown = sorted(set(inputs) - set(names))
@@ -440,9 +437,14 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
     missing = [n for n in names if n not in inputs and not (n[:6] == "result" and n[6:].isdecimal())]
     if missing:
         raise _usage(f"missing input for argument(s) {', '.join(missing)}")
-    gm = {g.name: golden.check_array(SimpleNamespace(name=g.name, dtype=E.np_dtype(g.dtype)), inputs[g.name],
-                                     g.shape)
-          for g in program.gm_args if g.name in inputs}
+    gm = {}
+    for g in program.gm_args:
+        if g.name in inputs:
+            v = inputs[g.name]
+            npd = E.np_dtype(g.dtype)
+            if not (type(v) is np.ndarray and v.dtype == npd and v.shape == g.shape and v.flags.c_contiguous):
+                v = _checked_array(g.name, npd, v, g.shape)
+            gm[g.name] = v  # (an array of the argument's type and shape: what checking would return)
     scalars = {}
     for s in program.scalar_args:
         v = inputs[s.name]
@@ -452,6 +454,16 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
                          f"got {v!r}")
         scalars[s.name] = v
     return gm, scalars
+
+
+def _checked_array(name: str, npd, value, shape: tuple):
+    """``value`` as GM argument ``name``'s array, checked as ``ptoc --input`` checks it
+    (reference.check_array: its element type, or raw bf16 bits, and its element count)."""
+    from types import SimpleNamespace
+
+    from pto_compiler.runtime import reference as golden
+
+    return golden.check_array(SimpleNamespace(name=name, dtype=npd), value, shape)
 
 
 def kernel_scalars(module, values: dict, entry: str | None = None) -> dict:

@@ -434,7 +434,37 @@ def _fresh_ub(ub_bytes: int, ub_init: int) -> np.ndarray:
     return np.full(ub_bytes, ub_init & 0xFF, dtype=np.uint8) if ub_init & 0xFF else np.zeros(ub_bytes, np.uint8)
 
 
+class _GmBytes(dict):
+    """The GM arguments' bytes by name (``uint8`` views of the arrays), each made when an
+    instruction first asks for it."""
+
+    def __init__(self, gm: dict):
+        super().__init__()
+        self.gm = gm
+
+    def __missing__(self, name: str) -> np.ndarray:
+        b = self[name] = self.gm[name].reshape(-1).view(np.uint8)
+        return b
+
+
 class _Machine:
+    # the state most runs leave as it starts (the class's, not set per run)
+    seq = 0
+    block = 0
+    first_unordered = 0
+    ub_image = None
+    batch = None
+    """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
+    tape = None
+    """While loop_batch.py records a trip: [(dyn, pipe, accesses, vectorised)] as executed."""
+    subblock = (0, 1)
+    """(get_subblock_idx, get_subblock_num) of the core this machine is."""
+    agent_pipe = None
+    """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
+    dry: list | None = None
+    """In the first checked run of a replayable program: its NumPy steps in execution order
+    (:func:`_recorded`)."""
+
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
                  check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS,
                  schedule: str = "eager", cube_spaces: tuple = ()):
@@ -447,7 +477,7 @@ class _Machine:
         self.ub_init = ub_init
         self._views: dict = {}
         self.gm = gm                     # name -> ndarray (contiguous)
-        self.gm_bytes = {k: v.reshape(-1).view(np.uint8) for k, v in gm.items()}
+        self.gm_bytes = _GmBytes(gm)
         self.gm_esize = {k: v.dtype.itemsize for k, v in gm.items()}
         self.arg_scalars = scalars
         self.check = check
@@ -457,11 +487,10 @@ class _Machine:
         self._race_keys: set = set()
         self.trace: list[TraceEntry] = []
         self.counts: dict[str, int] = {}
-        self.seq = 0
         # hazard state
         self.local = _Memories(self.ub, cube_spaces)
         """The on-chip memories by name (targets.py Space): the UB and the cube memories."""
-        self.log = HazardLog(len(_PIPE_NAMES))
+        self.log = HazardLog(_NP)
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
         # per token (token 0: "never accessed", always ordered): its pipe, epoch, block and issue;
         # the clocks and these are Python lists: NumPy's first call of each path costs more than
@@ -471,28 +500,14 @@ class _Machine:
         self.pipe_toks: list = [[] for _ in range(_NP)]
         self.pipe_epochs: list = [[] for _ in range(_NP)]
         """Per pipe, its tokens and their epochs in issue order (both ascending)."""
-        self.first_unordered = 0
         self.epoch = [0] * _NP
         self.known = [[0] * _NP for _ in range(_NP)]
-        self.block = 0
         self.plan = plan_of(program) if program is not None else Plan(None)
         self.space_sizes = {"UB": ub_bytes, **{sp.name: sp.bytes for sp in cube_spaces},
                             **{k: v.size for k, v in gm.items()}}
         """Units (bytes, GM elements) per memory."""
         self.sizes = tuple(self.space_sizes.items())
         """The memory sizes: an access inside them once is inside them again."""
-        self.ub_image = None
-        self.batch = None
-        """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
-        self.tape = None
-        """While loop_batch.py records a trip: [(dyn, pipe, accesses, vectorised)] as executed."""
-        self.subblock = (0, 1)
-        """(get_subblock_idx, get_subblock_num) of the core this machine is."""
-        self.agent_pipe = None
-        """A mixed kernel's agent: its end of the cube<->vector pipe (runtime/pipes.py)."""
-        self.dry: list | None = None
-        """In the first checked run of a replayable program: its NumPy steps in execution order
-        (:func:`_recorded`)."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -694,7 +709,7 @@ class _Machine:
         fam = ins.spec.family
         te = None
         if self.want_trace:
-            te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), origin=ins.origin, block=self.block)
+            te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), ins.origin, self.block)
             self.trace.append(te)
         if self.tape is not None:
             self.tape.append([d, p, [], fam in _BATCHED, 0])
@@ -1402,6 +1417,8 @@ class _Bursts:
 
     def view(self, arr: np.ndarray) -> np.ndarray:
         """The bytes as an ``(n, length)`` view of the byte array ``arr`` (bounds checked)."""
+        if self.stride == self.length:  # one run: a slice (NumPy's buffer constructor costs ~6x more)
+            return arr[self.base:self.base + self.n * self.length].reshape(self.n, self.length)
         return np.ndarray((self.n, self.length), np.uint8, buffer=arr, offset=self.base, strides=(self.stride, 1))
 
 
@@ -1573,9 +1590,9 @@ def _print_ub(m: _Machine, d: _Dyn, p: int, te):
 
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):
     """ascend950 ``vf_call``: runs the callee on the UB (runtime/vf_executor.py)."""
-    from .vf_executor import exec_vf_call
+    import pto_compiler.runtime.vf_executor as vx  # (no ``from``: a from-import costs more per call)
 
-    exec_vf_call(m, d, p, te)
+    vx.exec_vf_call(m, d, p, te)
 
 
 _PREPARE = {
@@ -1662,12 +1679,16 @@ class Plan:
         shim = _PlanMachine(program, self)
         writes = set()
         for ins in program.instructions():
-            const = not ins.dyn
+            for f in _GM_WRITTEN[ins.opcode]:
+                v = ins.args.get(f)
+                if type(v) is GmAddr:
+                    writes.add(v.arg)
+            if ins.dyn:
+                continue
             fam = ins.spec.family
-            writes.update(v.arg for v in map(ins.args.get, _GM_WRITTEN[ins.opcode]) if type(v) is GmAddr)
-            if fam == "mask" and const:
+            if fam == "mask":
                 _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
-            elif fam in _PREPARE and const:
+            elif fam in _PREPARE:
                 try:
                     _prep_of(shim, _Dyn(ins, ins.args, (), 0))
                 except (_Abort, ValueError, KeyError, TypeError):
@@ -1748,7 +1769,7 @@ class _ReplayMachine:
 
     def __init__(self, ub: np.ndarray, gm: dict):
         self.ub, self._views = ub, {}
-        self.gm_bytes = {k: v.reshape(-1).view(np.uint8) for k, v in gm.items()}
+        self.gm_bytes = _GmBytes(gm)
 
 
 def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool) -> "ExecResult | None":

@@ -61,6 +61,48 @@ def test_inputs_are_checked_as_strictly_as_the_cli(inputs, fragment):
         assert info.value.exit_code == 2 and fragment in info.value.diagnostics[0].message
 
 
+_BF16_ADD = """func.func @k(%x: !pto.tile<16x16xbf16>, %y: !pto.tile<16x16xbf16>) -> !pto.tile<16x16xbf16> {
+  %d = pto.tadd %x, %y : !pto.tile<16x16xbf16>, !pto.tile<16x16xbf16> -> !pto.tile<16x16xbf16>
+  return %d : !pto.tile<16x16xbf16>
+}
+"""
+
+
+def test_inputs_run_takes_are_what_checking_them_gives():
+    """pipeline.program_inputs passes an array of the argument's element type, shape and C order
+    through as it is (what reference.check_array would return, unchecked again), and checks any
+    other value as before: another layout or shape of the same element count, raw bf16 bits, no
+    ``resultN``; another element type is refused with the same words."""
+    import ml_dtypes
+
+    from pto_compiler import pipeline
+
+    program = api.compile(_module("vadd.pto"), "a2a3")
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    exact = {"x": x, "y": x + 1, "z": np.zeros((32, 32), np.float32)}
+    gm, scalars = pipeline.program_inputs(program, exact)
+    assert all(gm[n] is exact[n] for n in "xyz") and scalars == {}
+    others = {"x": np.asfortranarray(x), "y": (x + 1).reshape(-1), "z": np.zeros((64, 32), np.float32)[::2]}
+    gm, _ = pipeline.program_inputs(program, others)
+    for n in "xyz":
+        want = pipeline._checked_array(n, np.dtype(np.float32), others[n], (32, 32))
+        assert gm[n].shape == (32, 32) and gm[n].flags.c_contiguous and np.array_equal(gm[n], want)
+        assert np.array_equal(gm[n], exact[n])
+
+    bf = api.compile(api.parse(_BF16_ADD, "bf.pto"), "ascend950")
+    a = np.arange(256, dtype=np.float32).reshape(16, 16).astype(ml_dtypes.bfloat16)
+    raw = {"x": a.view(np.dtype("V2")), "y": a}  # raw bits of x; no result0
+    gm, _ = pipeline.program_inputs(bf, raw)
+    assert set(gm) == {"x", "y"} and gm["x"].dtype == a.dtype and np.array_equal(gm["x"].view(np.uint16),
+                                                                               a.view(np.uint16))
+    assert np.array_equal(api.run(bf, raw).outputs["result0"].view(np.uint16),
+                          (a.astype(np.float32) * 2).astype(ml_dtypes.bfloat16).view(np.uint16))
+    with pytest.raises(PtocError) as info:
+        api.run(bf, {"x": a.astype(np.float32), "y": a})
+    assert info.value.exit_code == 2
+    assert info.value.diagnostics[0].message == "input 'x' has element type f32, expected bf16"
+
+
 def test_run_and_reference_agree():
     module = _module("vadd.pto")
     rng = np.random.default_rng(1)

@@ -882,3 +882,17 @@ def test_sync_builders_and_error_type():
     c = Instr.make("vconv", "f16", src_dtype="f32", dst=0x100, src=0, repeat=2, dst_rep_stride=4)
     assert c.to_text() == "V    vconv.f32.f16 dst=0x100 src=0x0 repeat=2 blk=1,1 rep=4,8"
     assert issubclass(ExecutionError, PtocError)
+
+
+def test_burst_views_are_the_bytes_they_name():
+    """_Bursts.view: a slice when the bursts are one run, NumPy's strided view otherwise; either
+    way the (n, length) bytes the bursts name, writable through to the array."""
+    from pto_compiler.runtime.executor import _Bursts
+
+    for base, n, length, stride in [(0, 4, 16, 16), (8, 3, 10, 10), (5, 1, 7, 32), (0, 3, 8, 24), (4, 0, 8, 8)]:
+        arr = np.arange(256, dtype=np.uint8)
+        v = _Bursts(base, n, length, stride).view(arr)
+        want = np.array([arr[base + i * stride:base + i * stride + length] for i in range(n)], np.uint8)
+        assert v.shape == (n, length) and np.array_equal(v, want.reshape(n, length))
+        v[...] = 0
+        assert all(not arr[base + i * stride:base + i * stride + length].any() for i in range(n))
