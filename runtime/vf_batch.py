@@ -17,6 +17,11 @@ interpretation exactly when the trips do not feed each other:
   common loop: in a trip of that loop, ops run in program order either way).
 
 When a condition fails the stores are undone and the loop runs trip by trip.
+
+Most VFs decide all of this from their IR alone: the compile then makes a StaticPlan of the VF
+(see "static plans" below) and a launch only checks the addresses of its tile arguments and runs
+the NumPy steps; the rest (scalar parameters, ops the planner does not know, a launch whose
+addresses fail the checks) runs through _Batch as each launch comes.
 """
 
 from __future__ import annotations
@@ -598,6 +603,8 @@ class _Planner:
         """Events of two tile arguments a launch must find apart (else the dynamic path compares)."""
         self.on: dict = {}
         self.env: dict = {}
+        self.unbatched = None
+        """The top-level loop that raised NoBatch, if one did."""
 
     all_on = _Batch.all_on
 
@@ -620,8 +627,12 @@ class _Planner:
             short.append(log[-1])
             if cls is scf.ForOp:  # (VfRunner._for, run_batched)
                 self.counts, self.events = {}, []
-                log.append(self.loop(op, (), ()))
-                self.trips_apart()
+                try:
+                    log.append(self.loop(op, (), ()))
+                    self.trips_apart()
+                except NoBatch:  # (not _Unfit: what the dynamic path finds too, wherever the tiles are)
+                    self.unbatched = op
+                    raise
                 for k, n in self.counts.items():
                     counts[k] = counts.get(k, 0) + n
             elif cls is vf.CreateMaskOp:
@@ -664,7 +675,9 @@ class _Planner:
         env[args[0]] = _Affine(lb, (0,) * d + (step,), (1,) * d + (trips,))
         for k, barg in enumerate(args[1:]):  # an update_mask count chain, in closed form
             um, c0 = _count_chain(barg, yld, k), env[operands[3 + k]]
-            if um is None or type(c0) in _SYMBOLIC or not 0 <= c0 < 1 << 31:
+            if um is None:
+                raise NoBatch  # (the loop carries something else: a register, say)
+            if type(c0) in _SYMBOLIC or not 0 <= c0 < 1 << 31:
                 raise _Unfit
             env[barg] = _TripCounts(int(c0), um.results[0].type.nlanes, d, trips)
             env[op.results[k]] = max(int(c0) - trips * env[barg].lanes, 0)
@@ -881,13 +894,17 @@ class StaticPlan:
         return _vx.VfCallResult(reads, writes, dict(self.counts), list(self.log if want_log else self.log_short))
 
 
-def static_plan(fn) -> StaticPlan | None:
-    """The StaticPlan of vf.func ``fn``, or None when something of it is known at a launch only
-    or it does not run batched (the dynamic path runs it, and reports what it finds)."""
+def static_plan(fn) -> tuple:
+    """``(plan, loop)``: the StaticPlan of vf.func ``fn``, or None when something of it is known
+    at a launch only or it does not run batched (the dynamic path runs it, and reports what it
+    finds); ``loop``: a top-level loop found not to run batched at any launch (its trips write
+    what other trips touch, a per-trip scalar operand...: _Batch would find the same and undo
+    its work), else None."""
+    planner = _Planner()
     try:
-        return _Planner().plan(fn)
+        return planner.plan(fn), None
     except Exception:  # (_Unfit, NoBatch, a fault of a constant's arithmetic, an op it does not know)
-        return None
+        return None, planner.unbatched
 
 
 def _affine_arith(op, vals: list):
@@ -1136,8 +1153,7 @@ def _only_yielded(v) -> bool:
 
 _HANDLERS = {
     vf.CreateMaskOp: _h_create_mask, vf.UpdateMaskOp: _h_update_mask,
-    vf.LoadAlignOp: lambda b, op, env, depth: b.load(op, env, depth),  # (the batch's own: a static
-    vf.StoreAlignOp: lambda b, op, env, depth: b.store(op, env, depth),  # plan's _Static has its own)
+    vf.LoadAlignOp: _Batch.load, vf.StoreAlignOp: _Batch.store,
     **{c: _h_binary for c in vf.BINARY_OPS.values()}, **{c: _h_scalar for c in vf.SCALAR_OPS.values()},
     **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()},

@@ -434,6 +434,8 @@ class VfRunner:
         """``(ubs, lo)``: run for every trip of a batched scalar loop (vf_batch.run_batched)."""
         self.all_batched = True
         """Every hardware loop ran batched and no memory op ran outside one."""
+        self.unbatched = None
+        """A top-level loop of the VF running that never runs batched (VfPlan.unbatched)."""
 
     def emit(self, step) -> None:
         """Run the data step ``step(ub, regs)`` (and keep it on the tape)."""
@@ -444,11 +446,14 @@ class VfRunner:
     # ---- entry -------------------------------------------------------------------------
     def call(self, fn: vf.VfFuncOp, args: Sequence) -> VfCallResult:
         """Run ``fn``; ``args`` per parameter: a TileRef (or a byte address) for a tile, a number for a scalar.
-        Raises :class:`VfFault` on an invalid access."""
+        Raises :class:`VfFault` on an invalid access.  A VF with a static plan whose checks these
+        addresses pass runs its planned steps (runtime/vf_batch.py StaticPlan.launch), not the
+        decoding below."""
         params = fn.args
         if len(args) != len(params):
             raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
         plan = vf_plan(fn)
+        self.unbatched = plan.unbatched
         if plan.static is not None and self.outer is None:  # decided by the compile, if the checks pass
             tiles = [a if isinstance(a, TileRef) else TileRef(int(a), _nbytes(p.type))
                      for p, a in zip(params, args) if isinstance(p.type, pto.TileLikeType)]
@@ -505,7 +510,7 @@ class VfRunner:
         trips = max(0, -(-(ub - lb) // step))
         if trips > vf.HW_LOOP_MAX:
             raise _fault("invalid", op, f"hardware loop runs {trips} trips, more than {vf.HW_LOOP_MAX} (uint16)")
-        if self.depth == 0 and run_batched(self, op, fp, env):
+        if self.depth == 0 and (op is not self.unbatched or self.outer) and run_batched(self, op, fp, env):
             return
         self.all_batched = False
         srcs, body, args = fp.inits, fp.body, fp.args
@@ -731,11 +736,12 @@ class VfPlan:
     when that does not depend on a launch's arguments (``static``: runtime/vf_batch.py
     StaticPlan, else None), and the body a launch runs otherwise (``body``: made when first
     needed, at once when there is no static plan)."""
-    __slots__ = ("fn", "static", "_body")
+    __slots__ = ("fn", "static", "unbatched", "_body")
 
     def __init__(self, fn: vf.VfFuncOp):
         self.fn = fn
-        self.static = static_plan(fn)
+        self.static, self.unbatched = static_plan(fn)
+        """(``unbatched``: a top-level loop the plan found never runs batched: run trip by trip.)"""
         self._body = None if self.static is not None else _BlockPlan(fn.block)
 
     @property

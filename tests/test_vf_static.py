@@ -45,6 +45,8 @@ KERNELS = {
     "max_16x48_f16": _kernel("tmax", 16, 48, "f16"),
     "add_valid_8x128": _kernel("tadd", 8, 128, valid=", valid=5x100"),
     "rowsum_8x128": _kernel("trowsum", 8, 128),
+    "rowsum_8x2048": _kernel("trowsum", 8, 2048),                # a register carried from trip to trip
+    "rowexpandmax_32x32": _kernel("trowexpandmax", 32, 32),       # a row's register reaches the next row
     "rowmax_16x64": _kernel("trowmax", 16, 64),
 }
 FILES = ["examples/softmax.pto", "examples/layernorm.pto", "examples/study/tail_broadcast.pto",
@@ -203,3 +205,36 @@ def test_a_misaligned_or_aliased_launch_runs_through_the_dynamic_path():
         args = _place(fn, addrs)
         assert vx.vf_plan(fn).static.bind(args, 256 * 1024) is None
         _same_run(fn, args)
+
+
+def test_a_loop_the_plan_finds_unbatched_is_one_the_dynamic_path_does_not_batch():
+    """The top-level loop a failed plan names (VfPlan.unbatched) runs trip by trip without trying
+    _Batch first: _Batch, tried anyway, gives up on it (at every launch address tried)."""
+    named = [(name, fn) for name, fn in VFS if vx.vf_plan(fn).unbatched is not None]
+    assert {"rowsum_8x2048:0", "rowexpandmax_32x32:0", "rowexpandmax_12x96:0"} <= {n for n, _ in named}
+    for name, fn in named:
+        plan = vx.vf_plan(fn)
+        loop, tried = plan.unbatched, []
+        run_batched = vx.run_batched
+        try:
+            plan.unbatched = None
+            vx.run_batched = lambda r, op, *a: tried.append((op, run_batched(r, op, *a))) or tried[-1][1]
+            for addrs in (None, [0x2000 * (i + 1) + 32 * i for i in range(len(fn.args))]):
+                ub = np.zeros(256 * 1024, np.uint8)
+                with np.errstate(all="ignore"):
+                    try:
+                        VfRunner(ub).call(fn, _place(fn, addrs))
+                    except VfFault:
+                        pass
+        finally:
+            plan.unbatched, vx.run_batched = loop, run_batched
+        assert tried and all(not ok for op, ok in tried if op is loop), name
+
+
+def test_first_lanes_are_the_masks_numpy_makes():
+    for n, lanes in ((0, 64), (1, 64), (37, 64), (64, 64), (128, 128), (256, 256), (3, 8), (9, 8), (-2, 8)):
+        want = np.zeros(lanes, bool)
+        want[:n] = True
+        got = vx.first_lanes(n, lanes)
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+        assert not got.flags.writeable and vx.all_lanes(got) == bool(want.all())
