@@ -100,6 +100,9 @@ _PIPE_IDX = {name: i for i, name in enumerate(_PIPE_NAMES)}
 _NP = len(_PIPE_NAMES)
 _IN_ORDER = frozenset(_PIPE_IDX[q] for q in IN_ORDER_PIPES)
 _S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
+_EAGER_ORDER = (_V, _MTE2, _MTE3, *range(_MTE3 + 1, _NP))
+_REVERSE_ORDER = (_MTE3, _MTE2, _V, *range(_MTE3 + 1, _NP))
+"""The queued pipes in the order ``_pump`` runs them (``schedule``: eager or lazy, reverse)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,13 +394,21 @@ class _Shadow:
         self.r = np.zeros((len(_PIPE_NAMES), n), np.int32)
 
 
+_SPACE_SIZES: dict = {}
+"""A target's cube spaces -> bytes per memory name (:class:`_Memories`)."""
+
+
 class _Memories(dict):
     """The on-chip memories by name: the UB, and each cube memory zeroed when first touched (a
     vector kernel never pays for the 0.8 MiB of L1 and L0)."""
 
     def __init__(self, ub: np.ndarray, spaces: tuple):
         super().__init__(UB=ub)
-        self.sizes = {sp.name: sp.bytes for sp in spaces}
+        sizes = _SPACE_SIZES.get(spaces)
+        if sizes is None:
+            sizes = _SPACE_SIZES[spaces] = {sp.name: sp.bytes for sp in spaces}
+        self.sizes = sizes
+        """Bytes per cube memory (shared by the machines of these spaces: never changed)."""
 
     def __missing__(self, name: str) -> np.ndarray:
         mem = self[name] = np.zeros(self.sizes[name], np.uint8)
@@ -503,8 +514,7 @@ class _Machine:
         self.epoch = [0] * _NP
         self.known = [[0] * _NP for _ in range(_NP)]
         self.plan = plan_of(program) if program is not None else Plan(None)
-        self.space_sizes = {"UB": ub_bytes, **{sp.name: sp.bytes for sp in cube_spaces},
-                            **{k: v.size for k, v in gm.items()}}
+        self.space_sizes = {"UB": ub_bytes, **self.local.sizes, **{k: v.size for k, v in gm.items()}}
         """Units (bytes, GM elements) per memory."""
         self.sizes = tuple(self.space_sizes.items())
         """The memory sizes: an access inside them once is inside them again."""
@@ -568,8 +578,7 @@ class _Machine:
                     mem.fill(0)
             self.log.reset()  # fresh on-chip memories; GM conflicts across blocks: gm_shadow
         self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-        order = (_MTE3, _MTE2, _V) if self.schedule == "reverse" else (_V, _MTE2, _MTE3)
-        self.queues = {p: deque() for p in (*order, *range(_MTE3 + 1, _NP))}
+        self.queues = {p: deque() for p in (_REVERSE_ORDER if self.schedule == "reverse" else _EAGER_ORDER)}
         self.flags: dict = {}
         self.ctx: tuple = ()
         with np.errstate(all="ignore"):
@@ -657,12 +666,9 @@ class _Machine:
             self._exec(dyn, p)
             return
         q = self.queues[p]
-        q.append(dyn)
-        if self.schedule == "lazy" or len(q) > 1:
-            return  # a queue holding more is blocked at a wait_flag: only a set_flag can free it
-        if ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args)):
+        if q or self.schedule == "lazy" or (ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args))):
+            q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
             return
-        q.popleft()
         self._exec(dyn, p)
         if ins.opcode == "set_flag":
             self._pump()  # it may free a waiting pipe
@@ -685,6 +691,8 @@ class _Machine:
 
     def _drain_or_deadlock(self, waiter: _Dyn | None):
         self._pump()
+        if not any(self.queues.values()):
+            return  # (the usual end: every queue drained)
         stuck = sorted((q[0] for q in self.queues.values() if q), key=lambda d: d.seq)
         if stuck:
             first = stuck[0]
@@ -1157,8 +1165,11 @@ def _ub_addr(m: _Machine, d: _Dyn, a: dict, name: str, align: int) -> int:
 
 def _ints(m, d, a, names):
     out = list(map(a.__getitem__, names))
-    if set(map(type, out)) == {int} and min(out) >= 0:
-        return out  # the usual case, without a Python loop
+    for v in out:
+        if type(v) is not int or v < 0:
+            break
+    else:
+        return out  # the usual case
     out = []
     for n in names:
         try:
@@ -1858,11 +1869,12 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
               and plan.replay is None)
     gm = make_inputs(program, inputs, plan.gm_written)
     sc = dict(scalars or {})
-    missing = [s.name for s in program.scalar_args if s.name not in sc]
-    if missing:
-        raise ValueError(f"missing kernel scalar(s): {', '.join('%' + n for n in missing)}")
-    for s in program.scalar_args:
-        sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
+    if program.scalar_args:
+        missing = [s.name for s in program.scalar_args if s.name not in sc]
+        if missing:
+            raise ValueError(f"missing kernel scalar(s): {', '.join('%' + n for n in missing)}")
+        for s in program.scalar_args:
+            sc[s.name] = _py(ew.scalar_to(sc[s.name], s.dtype))
     if blocks < 1:
         raise ValueError("blocks must be >= 1")
     init = None
