@@ -171,9 +171,7 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     PUSHQ VF = ``launch`` + the time until the last instruction completes.  The trips of a
     ``LOG_LOOP`` run one by one until STEADY_TRIPS of them moved every clock alike; the rest
     are extrapolated."""
-    P = {k: v for k, (v, _src) in VF_PARAMS.items()}
-    if params:
-        P.update(params)
+    P = {**_PARAMS, **params} if params else _PARAMS
     decoded = _DECODES[0]
     t = _VfTimer(P)
     t.stream(log)
@@ -188,6 +186,10 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
         pushes = pb_pushes(fn, P["pb_regs"])
     c["push_pb"] = P["push_pb"] * pushes
     return c
+
+
+_PARAMS = {k: v for k, (v, _src) in VF_PARAMS.items()}
+""":data:`VF_PARAMS`' values (read only)."""
 
 
 def _vf_func(log: list):
@@ -222,8 +224,13 @@ def _pb_pushes(fn, offsets: list, pb_regs: float) -> int:
     strides: set = set()
     memo: dict = {}
     for off in offsets:
-        strides.update(c for c in _linear(off, memo).values() if c[0])
-    regs = sum(1 for a in fn.args if not _offset_only(a)) + len(strides)
+        for c in _linear(off, memo).values():
+            if c[0]:
+                strides.add(c)
+    regs = len(strides)
+    for a in fn.args:
+        if not _offset_only(a):
+            regs += 1
     return max(1, math.ceil(regs / pb_regs))
 
 
@@ -242,11 +249,21 @@ def _nested_ops(op, out: list) -> list:
 
 
 def _offset_only(v) -> bool:
-    """``v`` only ever ends up added into the offset operand of a vf memory op."""
-    uses = list(v.uses)
-    return bool(uses) and all(
-        u.index == 1 if u.operation.name.startswith("vf.") else
-        u.operation.name == "arith.addi" and _offset_only(u.operation.results[0]) for u in uses)
+    """``v`` only ever ends up added into the offset operand of a vf memory op (xDSL's use list
+    walked as ``v.uses`` walks it)."""
+    u = v.first_use
+    if u is None:
+        return False
+    while u is not None:
+        op = u._operation
+        name = op.name
+        if name.startswith("vf."):
+            if u._index != 1:
+                return False
+        elif name != "arith.addi" or not _offset_only(op.results[0]):
+            return False
+        u = u._next_use
+    return True
 
 
 def _linear(v, memo: dict) -> dict:
@@ -255,20 +272,23 @@ def _linear(v, memo: dict) -> dict:
     got = memo.get(id(v))
     if got is not None:
         return got
-    op = v.owner
-    name = op.name if isinstance(v, OpResult) else None
+    if type(v) is OpResult:  # (xDSL's SSA values: OpResult, BlockArgument, ErasedSSAValue)
+        op = v.op
+        name = op.name
+    else:
+        op, name = v.owner, None
     out: dict = {}
     if name is None:  # a block argument: a loop's induction variable
         parent = op.parent_op()
         if parent is not None and parent.name == "scf.for" and v.index == 0:
             out = {id(v): (1, ())}
     elif name == "arith.addi":
-        lhs, rhs = op.operands
+        lhs, rhs = op._operands
         out = dict(_linear(lhs, memo))
         for k, c in _linear(rhs, memo).items():
             out[k] = (out[k][0] + c[0], c[1]) if k in out and out[k][1] == c[1] else c
     elif name == "arith.muli":
-        lhs, rhs = op.operands
+        lhs, rhs = op._operands
         a, b = _linear(lhs, memo), _linear(rhs, memo)
         lin, other = (a, rhs) if a else (b, lhs)
         f, syms = _factor(other)
@@ -279,12 +299,11 @@ def _linear(v, memo: dict) -> dict:
 
 def _factor(v) -> tuple:
     """A loop-invariant index value as a coefficient factor: its constant, else itself."""
-    op = v.owner
-    name = op.name if isinstance(v, OpResult) else None
+    name = v.op.name if type(v) is OpResult else None
     if name == "arith.constant":
-        return op.properties["value"].value.data, ()
+        return v.op.properties["value"].value.data, ()
     if name == "arith.muli":
-        lhs, rhs = op.operands
+        lhs, rhs = v.op._operands
         a, b = _factor(lhs), _factor(rhs)
         return a[0] * b[0], tuple(sorted(a[1] + b[1]))
     return 1, (id(v),)
@@ -299,23 +318,25 @@ its operand and it occupies no unit and no dispatch slot."""
 
 class _Decoded:
     """What the VF timer needs of one op, read once (values by ``id``: xDSL hashes in Python)."""
-    __slots__ = ("key", "kind", "ins", "outs", "unit", "occ", "lat", "counter", "cycles", "loop", "args",
-                 "su_events", "at_zero", "reads", "vreads", "inner", "hidden")
+    __slots__ = ("key", "kind", "ins", "outs", "timing", "loop", "args", "su_events", "at_zero", "reads", "vreads",
+                 "inner", "hidden")
 
-    def __init__(self, op, name: str, parent, ins: tuple, reads: tuple):
-        """``op`` named ``name`` in a block of ``parent``, its operand ids ``ins`` and those of them
-        not ready at 0 ``reads`` (:func:`_decode_ops`)."""
+    def __init__(self, op, timing: tuple, parent, ins: tuple, reads: tuple):
+        """``op`` (``timing``: :func:`_classify`) in a block of ``parent``, its operand ids
+        ``ins`` and those of them not ready at 0 ``reads`` (:func:`_decode_ops`)."""
         self.key = id(op)
         self.ins = ins
         self.outs = tuple(map(id, op.results))
-        self.kind, self.unit, self.occ, self.lat, self.counter, self.cycles = _by_name(name)
+        self.timing = timing
+        """(kind, unit, occupancy parameter, latency parameter, counter, event cycles): :func:`_classify`."""
+        self.kind = kind = timing[0]
         self.reads = reads
         """The operands whose ready times can matter: not ready at 0 (``zero``, :func:`_decode_vf`;
         one ready at 0 never delays an op: the front and every clock are >= 0)."""
         self.at_zero = False
         """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
         VF's parameters): the timer need not run it (those ops share :data:`_AT_ZERO`)."""
-        self.loop = id(parent) if self.kind == _YIELD else None
+        self.loop = id(parent) if kind == _YIELD else None
         self.inner = self.hidden = False
         """``inner``: arithmetic on values ready by the front, in the body of an innermost loop;
         ``hidden``: such arithmetic whose results no op reads but VF ops (which leave them out,
@@ -331,6 +352,7 @@ _AT_ZERO = _Decoded.__new__(_Decoded)
 """The decoding of every op whose results are ready at 0 in every trip (:attr:`_Decoded.at_zero`):
 nothing else of it is read."""
 _AT_ZERO.kind, _AT_ZERO.at_zero, _AT_ZERO.outs, _AT_ZERO.reads, _AT_ZERO.hidden = _FREE, True, (), (), False
+_AT_ZERO.timing = (_FREE, None, None, None, None, 0)
 
 
 def _decode_vf(fn) -> None:
@@ -374,30 +396,26 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
     read by an op that is neither a VF op nor such arithmetic (:attr:`_Decoded.hidden`)."""
     loops = False
     while op is not None:
-        name = op.name
+        group, timing = _CLASSES.get(type(op)) or _classify(op)
         ins = tuple(map(id, op._operands))  # (a tuple: xDSL's operands view reads it one item at a time)
         reads = tuple(filterfalse(zero.__contains__, ins)) if ins else ()
-        if not reads and name.startswith("arith."):
+        if group == _G_ARITH and not reads:
             op._vft = _AT_ZERO
             zero.update(map(id, op.results))
         else:
-            d = op._vft = _Decoded(op, name, parent, ins, reads)
-            if d.kind == _VF:
+            d = op._vft = _Decoded(op, timing, parent, ins, reads)
+            if timing[0] == _VF:
                 d.vreads = tuple(filterfalse(early.__contains__, reads))
-            elif name.startswith("arith.") and early.issuperset(reads):
+            elif group == _G_ARITH and early.issuperset(reads):
                 early.update(d.outs)
                 arith.append(d)
             else:
                 seen.update(reads)
-            if name.startswith("vf."):
-                has = _HAS_OFFSET.get(type(op))
-                if has is None:
-                    has = _HAS_OFFSET[type(op)] = hasattr(type(op), "dyn_offset")
-                if has:
-                    off = op.dyn_offset
-                    if off is not None:
-                        offsets.append(off)
-            elif name == "scf.for":
+            if group == _G_MEM:
+                off = op.dyn_offset
+                if off is not None:
+                    offsets.append(off)
+            elif group == _G_FOR:
                 loops = True
                 body = op.regions[0].first_block
                 carried = ins[3:]  # (lb, ub, step, iter_args...)
@@ -414,9 +432,9 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
                 d.su_events = (innermost or top) + scalars
                 if alone:
                     return loops
-                op = op.next_op
+                op = op._next_op
                 continue
-        if not name.startswith(_NO_REGIONS) and op.regions:  # (another op holding ops: decoded after it)
+        if group == _G_OTHER and op.regions:  # (another op holding ops: decoded after it)
             for region in op.regions:
                 block = region.first_block
                 while block is not None:
@@ -424,29 +442,29 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
                     block = block.next_block
         if alone:
             break
-        op = op.next_op
+        op = op._next_op  # (xDSL's next_op, without its property call)
     return loops
 
 
-_NO_REGIONS = ("vf.", "arith.")
-"""The dialects whose ops (in a VF: vf.func holds the VF) hold no ops."""
-_HAS_OFFSET: dict = {}
-"""Op class -> whether it has a ``dyn_offset`` (a vf memory op: :func:`pb_pushes`)."""
+_G_ARITH, _G_VF, _G_MEM, _G_FOR, _G_OTHER = range(5)
+"""What :func:`_decode_ops` does with an op of a class: arith (ready at 0 when its operands are),
+a vf op (they hold no ops), a vf memory op (its ``dyn_offset``: :func:`pb_pushes`), an
+``scf.for``, another op (it may hold ops)."""
+_CLASSES: dict = {}
+"""Op class -> (its group, its timing): :func:`_classify` (xDSL's op names are class constants)."""
 
 
-_BY_NAME: dict = {}
-"""Op name -> :func:`_by_name` (the tables above, read once per name)."""
-
-
-def _by_name(name: str) -> tuple:
-    """(kind, unit, occupancy parameter, latency parameter, counter, event cycles) of an op name."""
-    got = _BY_NAME.get(name)
-    if got is None:
-        kind = (_YIELD if name == "scf.yield" else _FREE if name in _VF_FREE
-                else _VF if name.startswith("vf.") else _FREE)
-        unit = _VF_UNIT.get(name, "EX")
-        got = _BY_NAME[name] = (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
-                             "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1))
+def _classify(op) -> tuple:
+    """:data:`_CLASSES` of ``op``'s class: its group, and its timing (kind, unit, occupancy
+    parameter, latency parameter, counter, event cycles) from the tables above."""
+    t, name = type(op), op.name
+    vf_op = name.startswith("vf.")
+    group = (_G_ARITH if name.startswith("arith.") else _G_FOR if name == "scf.for"
+             else (_G_MEM if hasattr(t, "dyn_offset") else _G_VF) if vf_op else _G_OTHER)
+    kind = _YIELD if name == "scf.yield" else _FREE if name in _VF_FREE else _VF if vf_op else _FREE
+    unit = _VF_UNIT.get(name, "EX")
+    got = _CLASSES[t] = (group, (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
+                                 "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1)))
     return got
 
 
@@ -516,7 +534,7 @@ class _VfTimer:
         if got is None:
             got = self.loops[id(per_trip)] = (self._values(op, per_trip), [_tripped(d), *self._compile(per_trip)])
         values, body = got
-        run, forget, clocks = self._run, self._forget, self._clocks
+        run, clocks, ends, w = self._run, self._clocks, self.ends, self.window
         layout, last = clocks(values)
         deltas: list = []
         """Per trip since the layout last changed, what it advanced every clock by."""
@@ -530,7 +548,8 @@ class _VfTimer:
                     self._extrapolate(values, layout, last, deltas[-1], trips - k)
                     break
             run(body)
-            forget()
+            if len(self.issued) >= w and max(map(len, ends)) > w:
+                self._forget()
             now, flat = clocks(values)
             if now != layout:
                 deltas = []
@@ -542,13 +561,11 @@ class _VfTimer:
 
     def _forget(self) -> None:
         """Once a unit holds more than ``window`` busy intervals (a unit that is the bottleneck
-        runs ever further ahead of the front, so they pile up and no two trips look alike), drop
-        those no later instruction can meet: each issues no earlier than the front, nor than the
-        instruction ``window`` places before it, so no earlier than the oldest of the last
-        ``window`` issues, and an interval ending by then is passed over."""
+        runs ever further ahead of the front, so they pile up and no two trips look alike;
+        :meth:`loop` calls it then), drop those no later instruction can meet: each issues no
+        earlier than the front, nor than the instruction ``window`` places before it, so no earlier
+        than the oldest of the last ``window`` issues, and an interval ending by then is passed over."""
         issued, w = self.issued, self.window
-        if len(issued) < w or max(map(len, self.ends)) <= w:
-            return
         horizon = max(self.front, min(issued[-w:]))
         for starts, ends in self.busy.values():
             i = bisect_right(ends, horizon)
@@ -558,11 +575,18 @@ class _VfTimer:
     @staticmethod
     def _values(op, per_trip: list) -> list:
         """The values whose ready times :meth:`_clocks` reads for a loop running ``per_trip``."""
-        from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+        from pto_compiler.runtime.vf_executor import LOG_LOOP, LOG_OP
 
-        values = list(_decoded(op).args) + [r for kind, o in per_trip if kind == LOG_OP and not _decoded(o).at_zero
-                                            for r in _decoded(o).outs]
-        return values + [r for kind, x in per_trip if kind == LOG_LOOP for r in _decoded(x[0]).outs]
+        values = list(_decoded(op).args)
+        loops = []
+        for kind, x in per_trip:
+            if kind == LOG_OP:
+                d = getattr(x, "_vft", None) or _decoded(x)
+                if not d.at_zero:
+                    values += d.outs
+            elif kind == LOG_LOOP:
+                loops += (getattr(x[0], "_vft", None) or _decoded(x[0])).outs
+        return values + loops
 
     def _compile(self, stream: list, inner: bool = False, counts: dict | None = None) -> list:
         """A stream as :meth:`_run` runs it: per op what its timing reads (operand and result
@@ -575,7 +599,7 @@ class _VfTimer:
         ``inner``: ``stream`` is the trip of a loop written out (no snapshot reads its values:
         :attr:`_Decoded.hidden` arithmetic is left out); ``counts``: the counters add up there
         (the caller's, else an entry at the end)."""
-        from ..runtime.vf_executor import LOG_ENTER, LOG_LOOP, LOG_OP, LOG_TRIP
+        from pto_compiler.runtime.vf_executor import LOG_ENTER, LOG_LOOP, LOG_OP, LOG_TRIP
 
         P, body = self.P, []
         own = counts is None
@@ -583,11 +607,12 @@ class _VfTimer:
             counts = {}
         for i, (kind, x) in enumerate(stream):
             if kind == LOG_OP:
-                d = _decoded(x)
-                if d.kind == _VF:
-                    body.append((_VF, d.vreads, d.outs, self.busy[d.unit], P[d.occ] if d.occ else 1.0, P[d.lat]))
-                    counts[d.counter] = counts.get(d.counter, 0) + d.cycles
-                elif d.kind == _YIELD:
+                d = getattr(x, "_vft", None) or _decoded(x)
+                kind, unit, occ, lat, counter, cycles = d.timing
+                if kind == _VF:
+                    body.append((_VF, d.vreads, d.outs, self.busy[unit], P[occ] if occ else 1.0, P[lat]))
+                    counts[counter] = counts.get(counter, 0) + cycles
+                elif kind == _YIELD:
                     if d.ins:  # (a loop carrying no values: nothing to hand on)
                         body.append((_YIELD, d.loop, d.ins))
                 elif not d.at_zero and not (inner and d.hidden) and not _entered_next(stream, i, x, LOG_LOOP, LOG_ENTER):
@@ -747,7 +772,7 @@ def vf_static_cycles(fn, known: dict | None = None) -> float | None:
     from the loops' constant bounds, a bound that is parameter k taking ``known[k]`` (what every
     launch passes; None when a bound is neither).  The VF optimisation passes ask this to choose
     between forms."""
-    from ..runtime.vf_executor import LOG_LOOP, LOG_OP
+    from pto_compiler.runtime.vf_executor import LOG_LOOP, LOG_OP
 
     params = {a: k for k, a in enumerate(fn.args)}
 
@@ -901,13 +926,29 @@ _VF_LABEL = {"vf_count": "VF count", "pushq_vf": "PUSHQ VF", "push_pb": "PUSH_PB
              "rveclp": "RVECLP", "rvecld": "RVECLD", "rvecex": "RVECEX", "rvecst": "RVECST"}
 
 
-_UNITS = {"repeat": attrgetter("repeats"), "byte": attrgetter("nbytes"), "burst": attrgetter("bursts")}
-"""OpCost.unit -> the trace entry's count of them (other units: none)."""
+_UNITS = {"repeat": "repeats", "byte": "nbytes", "burst": "bursts"}
+"""OpCost.unit -> the trace entry's field counting them (other units: none)."""
 
 
-def _units(cost: OpCost, e) -> float:
-    got = _UNITS.get(cost.unit)
-    return 0 if got is None else got(e)
+def _cost_row(c: OpCost) -> tuple:
+    """(issue, per_unit, the entry's field counting units or None, per_burst, latency) of ``c``:
+    busy = issue + per_unit * units + per_burst * (bursts of a byte copy, else 0)."""
+    return c.issue, c.per_unit, _UNITS.get(c.unit), c.per_burst, c.latency
+
+
+def _cost_rows(table: CycleTable) -> dict:
+    """:func:`_cost_row` of each opcode of ``table`` (a frozen table: made once per table)."""
+    got = _COST_ROWS.get(id(table))
+    if got is None or got[0] is not table:
+        got = _COST_ROWS[id(table)] = (table, {op: _cost_row(c) for op, c in table.ops.items()})
+    return got[1]
+
+
+_COST_ROWS: dict = {}
+"""id of a cycle table -> (the table, :func:`_cost_rows`)."""
+_NO_ROW = _cost_row(_NO_COST)
+for _t in CYCLE_TABLES.values():
+    _cost_rows(_t)
 
 
 def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores: list | None = None) -> CycleStats:
@@ -934,8 +975,13 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores:
             entries = sorted(trace if len(blocks) == 1 else [e for e in trace if e.block == b], key=_SEQ)
             sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats,
                                done_at)
-            group[b] = (sched, sched.feed(entries, trace))
-        _run_together(group)
+            if n == 1:  # one core: nothing to wait for across cores
+                sched.alone(entries, trace)
+                group[b] = (sched, None)
+            else:
+                group[b] = (sched, sched.feed(entries, trace))
+        if n > 1:
+            _run_together(group)
         for b, (sched, _) in group.items():
             per_block.append(sched.finish())
             if cores:
@@ -984,6 +1030,7 @@ class _Scheduler:
 
     def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats, done_at=None):
         self.table, self.pipes, self.counts, self.events = table, pipes, counts, events
+        self.rows = _cost_rows(table)
         self.block, self.vfc, self.flows, self.repeats = block, vfc, flows, repeats
         self.done_at: dict = {} if done_at is None else done_at
         """id(trace entry) -> (complete time, event index) of the pipe ops of every core of the block."""
@@ -1004,7 +1051,7 @@ class _Scheduler:
     def feed(self, entries, trace):
         """Issue ``entries`` in order, yielding True after each and False while one has to wait
         for another core (:func:`_run_together` drives the cores of a block)."""
-        from .executor import TraceRepeat
+        from pto_compiler.runtime.executor import TraceRepeat  # (absolute: no package resolution)
 
         for e in entries:
             if isinstance(e, TraceRepeat):
@@ -1015,6 +1062,19 @@ class _Scheduler:
                 while not self.issue(e):
                     yield False
             yield True
+
+    def alone(self, entries, trace) -> None:
+        """Issue ``entries`` in order, the only core of the block (:meth:`feed` as :func:`_run_together`
+        drives one core: nothing to wait for across cores, so the waits give way)."""
+        from pto_compiler.runtime.executor import TraceRepeat
+
+        self.stuck = True
+        issue = self.issue
+        for e in entries:
+            if isinstance(e, TraceRepeat):
+                self.repeat(sorted(trace[e.start:e.start + e.length], key=_SEQ), e.times)
+            else:
+                issue(e)
 
     def finish(self) -> float:
         self.pump()
@@ -1034,9 +1094,9 @@ class _Scheduler:
         return t
 
     def exec(self, e, pipe, t_issue) -> bool:
-        table, free, complete, signals = self.table, self.free, self.complete, self.signals
+        free, complete = self.free, self.complete
         op = e.opcode
-        c = table.ops.get(op) or _NO_COST
+        issue, per_unit, units, per_burst, latency = self.rows.get(op) or _NO_ROW
         start = max(t_issue, free[pipe])
         setter = None
         deps = getattr(e, "deps", None)
@@ -1054,12 +1114,12 @@ class _Scheduler:
         sync = op in _SYNC_OPS
         if sync:
             if op == "wait_flag":
-                q = signals.get(e.flag)
+                q = self.signals.get(e.flag)
                 if not q:
                     return False
                 t_sig, setter = q.pop(0)
-                start = max(start, t_sig + table.flag_latency)
-            elif op == "ld_ub" and "vf_call" in table.ops:
+                start = max(start, t_sig + self.table.flag_latency)
+            elif op == "ld_ub" and "vf_call" in self.rows:
                 start = max(start, complete["V"])  # ascend950: a scalar UB read waits for the VF in flight
             elif op == "pipe_barrier":
                 target = e.flag[0] if e.flag else pipe
@@ -1067,7 +1127,8 @@ class _Scheduler:
                     start = max([start] + list(complete.values()))
                 else:
                     start = max(start, complete[target])
-        busy = c.issue + c.per_unit * _units(c, e) + c.per_burst * (e.bursts if c.unit == "byte" else 0)
+        busy = (issue + per_unit * (0 if units is None else getattr(e, units))
+                + per_burst * (e.bursts if units == "nbytes" else 0))
         name = e.opcode
         log = getattr(e, "vf_log", None)
         if log is not None:
@@ -1082,12 +1143,12 @@ class _Scheduler:
             self.pipes["S"].busy += v["push_pb"]  # the scalar unit pushes the parameters
             name = getattr(e, "vf_callee", name)
         stop = start + busy
-        done = stop + c.latency
+        done = stop + latency
         events = self.events
         if events is not None and setter is not None:
             self.flows.append((setter, len(events)))
         if sync and op == "set_flag":
-            signals.setdefault(e.flag, []).append((max(stop, complete[pipe]),
+            self.signals.setdefault(e.flag, []).append((max(stop, complete[pipe]),
                                                    len(events) if events is not None else 0))
         elif sync and op == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             for p in PIPE_ORDER:

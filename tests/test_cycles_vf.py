@@ -328,3 +328,70 @@ def test_operands_ready_by_the_front_never_delay(name):
         d.hidden = False
     assert pruned  # (the study's loops address by their induction variables)
     assert fast == [cycles.vf_timing(log) for log in logs] + [cycles.vf_timing(expand_log(logs[0]))]
+
+
+def _scheduled(trace: list, target: str, fed: bool) -> tuple:
+    """One block of ``trace`` scheduled alone (``_Scheduler.alone``), or fed as ``_run_together``
+    feeds the cores of a block: every clock, figure and event."""
+    pipes = {p: cycles.PipeStats() for p in cycles.PIPE_ORDER}
+    counts, events, vfc, flows, repeats = {}, [], {}, [], []
+    s = cycles._Scheduler(cycles.CYCLE_TABLES[target], pipes, counts, events, 0, vfc, flows, repeats, {})
+    entries = sorted(trace, key=lambda e: e.seq)
+    if fed:
+        cycles._run_together({0: (s, s.feed(entries, trace))})
+    else:
+        s.alone(entries, trace)
+    return (s.finish(), s.s_clock, s.end, s.free, s.complete, s.signals, s.pipe_wait,
+            {p: (x.busy, x.instructions) for p, x in pipes.items()}, counts, events, vfc, flows, repeats)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "ascend950"])
+def test_a_block_scheduled_alone_is_the_block_fed(target):
+    """One core: ``simulate`` issues the trace in a plain loop, without the generator that lets
+    the cores of a mixed kernel wait for each other; every figure and event is the same (a
+    batched loop's TraceRepeat, flags, barriers and on ascend950 a VF launch included)."""
+    import pathlib
+    import sys
+
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.executor import TraceRepeat
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+    from exec_speed import ROWEXPANDMAX, tiled_loop  # (bench/ is not a package)
+
+    softmax = (pathlib.Path(__file__).resolve().parents[1] / "examples" / "softmax.pto").read_text()
+    seen_repeat = False
+    for text in (tiled_loop(16), ROWEXPANDMAX, softmax):
+        module = api.parse(text, "<k>")
+        values = golden.make_inputs(module, 0)
+        res = pipeline.run_program(pipeline.compile_module(module, TARGETS[target]), pipeline.gm_inputs(values))
+        trace = res.exec_result.trace
+        seen_repeat |= any(isinstance(e, TraceRepeat) for e in trace)
+        assert _scheduled(trace, target, False) == _scheduled(trace, target, True)
+    assert seen_repeat
+
+
+def test_offset_only_walks_the_use_list_as_xdsl():
+    """``_offset_only`` reads xDSL's use list directly; it answers what the definition over
+    ``v.uses`` answers, for every value of the study's VFs."""
+    from pathlib import Path
+
+    def by_uses(v) -> bool:
+        uses = list(v.uses)
+        return bool(uses) and all(
+            u.index == 1 if u.operation.name.startswith("vf.") else
+            u.operation.name == "arith.addi" and by_uses(u.operation.results[0]) for u in uses)
+
+    checked = 0
+    for path in sorted((Path(__file__).resolve().parents[1] / "bench" / "study").glob("*.pto")):
+        module = api.parse(path.read_text(), path.name)
+        for fn in module.walk():
+            if fn.name != "vf.func":
+                continue
+            values = list(fn.args) + [r for op in cycles._nested_ops(fn, []) for r in op.results]
+            values += [a for op in cycles._nested_ops(fn, []) for region in op.regions
+                       for block in region.blocks for a in block.args]
+            for v in values:
+                assert cycles._offset_only(v) == by_uses(v)
+                checked += 1
+    assert checked > 100
