@@ -181,7 +181,7 @@ def vf_timing(log: list, params: dict | None = None) -> dict:
     fn = _vf_func(log)
     got = getattr(fn, "_vf_offsets", None)
     if got is not None and got[0] > decoded:  # (fn decoded by this call: its offsets are the IR's now)
-        pushes = _pb_pushes(fn, got[1], P["pb_regs"])
+        pushes = _pb_pushes(fn, got[1], got[2], P["pb_regs"])
     else:
         pushes = pb_pushes(fn, P["pb_regs"])
     c["push_pb"] = P["push_pb"] * pushes
@@ -196,9 +196,17 @@ def _vf_func(log: list):
     for _kind, x in log[:1]:
         op = x[0] if isinstance(x, tuple) else x
         while op is not None and op.name != "vf.func":
-            op = op.parent_op()
+            op = _parent_op(op)
         return op
     return None
+
+
+def _parent_op(op):
+    """``op.parent_op()``: xDSL's links of an op to its block, of a block to its region and of a
+    region to its op, read without its three calls."""
+    block = op.parent
+    region = block.parent if block is not None else None
+    return region.parent if region is not None else None
 
 
 def pb_pushes(fn, pb_regs: float) -> int:
@@ -211,20 +219,24 @@ def pb_pushes(fn, pb_regs: float) -> int:
     addresses is the study's pointer arithmetic (``xUb + offset``): it rides in its pointer."""
     if fn is None:
         return 1
-    offsets = []
+    offsets: list = []
+    forms: dict = {}
     for op in _nested_ops(fn, []):
-        off = getattr(op, "dyn_offset", None) if op.name.startswith("vf.") else None
+        name = op.name
+        off = getattr(op, "dyn_offset", None) if name.startswith("vf.") else None
         if off is not None:
             offsets.append(off)
-    return _pb_pushes(fn, offsets, pb_regs)
+        elif name in _LINEAR:
+            _linear(op, name, forms)
+    return _pb_pushes(fn, offsets, forms, pb_regs)
 
 
-def _pb_pushes(fn, offsets: list, pb_regs: float) -> int:
-    """:func:`pb_pushes` of ``fn`` given the offset operands of its memory ops."""
+def _pb_pushes(fn, offsets: list, forms: dict, pb_regs: float) -> int:
+    """:func:`pb_pushes` of ``fn`` given the offset operands of its memory ops and the linear
+    forms of its index values (:func:`_linear`)."""
     strides: set = set()
-    memo: dict = {}
     for off in offsets:
-        for c in _linear(off, memo).values():
+        for c in forms.get(id(off), _NO_FORM).values():
             if c[0]:
                 strides.add(c)
     regs = len(strides)
@@ -266,35 +278,36 @@ def _offset_only(v) -> bool:
     return True
 
 
-def _linear(v, memo: dict) -> dict:
-    """{id of a loop induction variable: coefficient} of an index expression (+, * of constants,
-    loop variables and parameters); a coefficient is (integer factor, ids of the symbolic factors)."""
-    got = memo.get(id(v))
-    if got is not None:
-        return got
-    if type(v) is OpResult:  # (xDSL's SSA values: OpResult, BlockArgument, ErasedSSAValue)
-        op = v.op
-        name = op.name
-    else:
-        op, name = v.owner, None
-    out: dict = {}
-    if name is None:  # a block argument: a loop's induction variable
-        parent = op.parent_op()
-        if parent is not None and parent.name == "scf.for" and v.index == 0:
-            out = {id(v): (1, ())}
-    elif name == "arith.addi":
-        lhs, rhs = op._operands
-        out = dict(_linear(lhs, memo))
-        for k, c in _linear(rhs, memo).items():
+def _linear(op, name: str, forms: dict) -> None:
+    """Record in ``forms`` (id of a value -> {id of a loop induction variable: coefficient}) the
+    linear form of what ``op`` (named ``name``, one of :data:`_LINEAR`) defines, its operands'
+    forms recorded before (ops in program order; a value with none has the empty form): an
+    ``scf.for`` defines its induction variable, ``arith.addi``/``arith.muli`` an index expression
+    (+, * of constants, loop variables and parameters).  A coefficient is (integer factor, ids of
+    the symbolic factors)."""
+    if name == "scf.for":
+        iv = op.regions[0].first_block.args[0]
+        forms[id(iv)] = {id(iv): (1, ())}
+        return
+    lhs, rhs = op._operands
+    a, b = forms.get(id(lhs), _NO_FORM), forms.get(id(rhs), _NO_FORM)
+    if name == "arith.addi":
+        out = dict(a)
+        for k, c in b.items():
             out[k] = (out[k][0] + c[0], c[1]) if k in out and out[k][1] == c[1] else c
-    elif name == "arith.muli":
-        lhs, rhs = op._operands
-        a, b = _linear(lhs, memo), _linear(rhs, memo)
+    else:
         lin, other = (a, rhs) if a else (b, lhs)
+        if not lin:
+            return
         f, syms = _factor(other)
         out = {k: (c[0] * f, tuple(sorted(c[1] + syms))) for k, c in lin.items()}
-    memo[id(v)] = out
-    return out
+    if out:
+        forms[id(op.results[0])] = out
+
+
+_LINEAR = frozenset({"scf.for", "arith.addi", "arith.muli"})
+"""The ops :func:`_linear` reads."""
+_NO_FORM: dict = {}
 
 
 def _factor(v) -> tuple:
@@ -309,7 +322,7 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP, _COUNT = range(8)
+_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP, _COUNT, _FIRST, _NEXT, _LAST = range(11)
 _VF_FREE = frozenset({"vf.bitcast"})
 """VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
 type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
@@ -360,8 +373,10 @@ def _decode_vf(fn) -> None:
     ``_vft`` in one pass in program order: a value is ready at 0 whenever an op reads it when it
     is a parameter of the VF (never timed) or a result of an op that is :attr:`_Decoded.at_zero`,
     and SSA defines it before any op that reads it.  The offsets of its memory ops go to
-    ``fn._vf_offsets`` for :func:`pb_pushes` (with the decode's serial number: see :func:`vf_timing`)."""
+    ``fn._vf_offsets`` for :func:`pb_pushes` with the linear forms of its index values
+    (:func:`_linear`) and the decode's serial number (see :func:`vf_timing`)."""
     offsets: list = []
+    forms: dict = {}
     early: set = set()
     arith: list = []
     seen: set = set()
@@ -370,24 +385,24 @@ def _decode_vf(fn) -> None:
         for region in fn.regions:
             block = region.first_block
             while block is not None:
-                _decode_ops(block.first_op, fn, zero, early, offsets, arith, seen)
+                _decode_ops(block.first_op, fn, zero, early, offsets, forms, arith, seen)
                 block = block.next_block
     else:  # (a stream outside a vf.func: its outermost op and what it holds)
-        _decode_ops(fn, fn.parent_op(), set(), early, offsets, arith, seen, alone=True)
+        _decode_ops(fn, fn.parent_op(), set(), early, offsets, forms, arith, seen, alone=True)
     for d in reversed(arith):  # (readers before the ops they read)
         if d.inner and seen.isdisjoint(d.outs):
             d.hidden = True
         else:
             seen.update(d.reads)
     _DECODES[0] += 1
-    fn._vf_offsets = (_DECODES[0], offsets)
+    fn._vf_offsets = (_DECODES[0], offsets, forms)
 
 
 _DECODES = [0]
 """How many VFs :func:`_decode_vf` decoded so far (a serial number per decoding)."""
 
 
-def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, seen: set,
+def _decode_ops(op, parent, zero: set, early: set, offsets: list, forms: dict, arith: list, seen: set,
                 alone: bool = False) -> bool:
     """Decode the ops of a block of ``parent`` from ``op`` on (``alone``: ``op`` only), nested ones
     after the op holding them (program order); True when one of them is an ``scf.for``.  ``early``:
@@ -396,7 +411,7 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
     read by an op that is neither a VF op nor such arithmetic (:attr:`_Decoded.hidden`)."""
     loops = False
     while op is not None:
-        group, timing = _CLASSES.get(type(op)) or _classify(op)
+        group, timing, linear = _CLASSES.get(type(op)) or _classify(op)
         ins = tuple(map(id, op._operands))  # (a tuple: xDSL's operands view reads it one item at a time)
         reads = tuple(filterfalse(zero.__contains__, ins)) if ins else ()
         if group == _G_ARITH and not reads:
@@ -411,6 +426,8 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
                 arith.append(d)
             else:
                 seen.update(reads)
+            if linear:  # (an op on values ready at 0 has the empty form: skipped above)
+                _linear(op, linear, forms)
             if group == _G_MEM:
                 off = op.dyn_offset
                 if off is not None:
@@ -423,7 +440,9 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
                 d.args = tuple(map(id, body.args))
                 early.add(d.args[0])
                 n = len(arith)
-                innermost = not _decode_ops(body.first_op, op, zero, early, offsets, arith, seen)
+                iv = d.args[0]
+                forms[iv] = {iv: (1, ())}  # (:func:`_linear` of an scf.for)
+                innermost = not _decode_ops(body.first_op, op, zero, early, offsets, forms, arith, seen)
                 if innermost:
                     for a in islice(arith, n, None):
                         a.inner = True
@@ -438,7 +457,7 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, arith: list, s
             for region in op.regions:
                 block = region.first_block
                 while block is not None:
-                    _decode_ops(block.first_op, op, zero, early, offsets, arith, seen)
+                    _decode_ops(block.first_op, op, zero, early, offsets, forms, arith, seen)
                     block = block.next_block
         if alone:
             break
@@ -451,7 +470,8 @@ _G_ARITH, _G_VF, _G_MEM, _G_FOR, _G_OTHER = range(5)
 a vf op (they hold no ops), a vf memory op (its ``dyn_offset``: :func:`pb_pushes`), an
 ``scf.for``, another op (it may hold ops)."""
 _CLASSES: dict = {}
-"""Op class -> (its group, its timing): :func:`_classify` (xDSL's op names are class constants)."""
+"""Op class -> (its group, its timing, its name if :func:`_linear` reads it): :func:`_classify`
+(xDSL's op names are class constants)."""
 
 
 def _classify(op) -> tuple:
@@ -464,7 +484,8 @@ def _classify(op) -> tuple:
     kind = _YIELD if name == "scf.yield" else _FREE if name in _VF_FREE else _VF if vf_op else _FREE
     unit = _VF_UNIT.get(name, "EX")
     got = _CLASSES[t] = (group, (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
-                                 "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1)))
+                                 "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1)),
+                         name if group == _G_ARITH and name in _LINEAR else None)
     return got
 
 
@@ -486,6 +507,33 @@ def _tripped(d: _Decoded) -> tuple:
     return _TRIP, d.key, d.args[0], d.args[1:]
 
 
+def _written_out(d: _Decoded, P: dict, steps: list, trips: int) -> list | None:
+    """The entries of a loop (``d``) written out, ``trips`` times ``steps`` (a trip but its start),
+    with what its entering, its trips' starts, its yields and its exit hand over fused: the loop
+    entered and its first trip started (:data:`_FIRST`), its yield's values carried into the next
+    trip (:data:`_NEXT`) or out of the loop (:data:`_LAST`), without the loop's carried values in
+    the timer's ``pend`` (no snapshot is taken inside a trip when no loop in it is extrapolated).
+    None (not fused) when it runs no trip, or when a trip carrying values ends elsewhere than at
+    its own yield."""
+    if not trips:
+        return None
+    if steps and steps[-1][0] == _YIELD and steps[-1][1] == d.key:
+        yins, steps = steps[-1][2], steps[:-1]
+    elif d.ins or len(d.args) > 1 or d.outs:
+        return None
+    else:  # (a loop carrying no values: no yield entry, nothing out)
+        yins = None
+    iv, args = d.args[0], d.args[1:]
+    out = [(_FIRST, P["rveclp"], P["rvecsu"] * d.su_events, P["loop_entry"], d.ins, iv, args), *steps]
+    nxt = (_NEXT, yins or (), iv, args)
+    for _ in range(trips - 1):
+        out.append(nxt)
+        out += steps
+    if yins is not None:
+        out.append((_LAST, yins, d.outs))
+    return out
+
+
 def _decoded(op) -> _Decoded:
     d = getattr(op, "_vft", None)
     if d is None:  # the first op of its VF the timer meets: the whole VF is decoded
@@ -496,8 +544,11 @@ def _decoded(op) -> _Decoded:
 
 def _enclosing_vf(op):
     """The ``vf.func`` around ``op`` (else its outermost parent op)."""
-    while op.name != "vf.func" and op.parent_op() is not None:
-        op = op.parent_op()
+    while op.name != "vf.func":
+        parent = _parent_op(op)
+        if parent is None:
+            break
+        op = parent
     return op
 
 
@@ -637,6 +688,10 @@ class _VfTimer:
                     else:
                         for k, n in sub.items():
                             counts[k] = counts.get(k, 0) + n * trips
+                        fused = _written_out(d, P, trip[1:], trips)
+                        if fused is not None:
+                            body += fused
+                            continue
                     body += [_entered(d, P), *trip * trips, (_EXIT, d.key, d.outs)]
             else:
                 d = _decoded(x)
@@ -699,6 +754,11 @@ class _VfTimer:
                         t = r
                 for r in e[2]:
                     ready[r] = t
+            elif kind == _NEXT:  # (a loop written out: its yield's values read before any is written)
+                ts = list(map(get, e[1], zeros))
+                ready[e[2]] = front
+                for a, t in zip(e[3], ts):
+                    ready[a] = t
             elif kind == _YIELD:
                 if e[1] in pend:
                     pend[e[1]] = list(map(get, e[2], zeros))
@@ -718,6 +778,18 @@ class _VfTimer:
             elif kind == _COUNT:
                 for k, n in e[1]:
                     c[k] += n
+            elif kind == _FIRST:
+                _, lp, su, entry, ins, iv, args = e
+                c["rveclp"] += lp
+                c["rvecsu"] += su
+                front += entry
+                ts = list(map(get, ins, zeros))
+                ready[iv] = front
+                for a, t in zip(args, ts):
+                    ready[a] = t
+            elif kind == _LAST:
+                for r, t in zip(e[2], list(map(get, e[1], zeros))):
+                    ready[r] = t
             else:  # a loop whose trips may be extrapolated
                 self.front, self.end = front, end
                 self.loop(*e[1:])
@@ -1031,6 +1103,7 @@ class _Scheduler:
     def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats, done_at=None):
         self.table, self.pipes, self.counts, self.events = table, pipes, counts, events
         self.rows = _cost_rows(table)
+        self.dispatch, self.s_stats = table.dispatch, pipes["S"]
         self.block, self.vfc, self.flows, self.repeats = block, vfc, flows, repeats
         self.done_at: dict = {} if done_at is None else done_at
         """id(trace entry) -> (complete time, event index) of the pipe ops of every core of the block."""
@@ -1094,12 +1167,15 @@ class _Scheduler:
         return t
 
     def exec(self, e, pipe, t_issue) -> bool:
+        """Run ``e`` on ``pipe`` (issued at ``t_issue``); False when it has to wait (a flag not set
+        yet, another core's entry).  (``b if b > a else a`` is ``max(a, b)``, without its call.)"""
         free, complete = self.free, self.complete
         op = e.opcode
         issue, per_unit, units, per_burst, latency = self.rows.get(op) or _NO_ROW
-        start = max(t_issue, free[pipe])
+        t = free[pipe]
+        start = t if t > t_issue else t_issue
         setter = None
-        deps = getattr(e, "deps", None)
+        deps = e.deps  # (TraceEntry's fields default in its class: no failed lookups)
         if deps is not None:  # a pipe op of a mixed kernel
             ready = self._ready(e)
             if ready is None:
@@ -1118,7 +1194,9 @@ class _Scheduler:
                 if not q:
                     return False
                 t_sig, setter = q.pop(0)
-                start = max(start, t_sig + self.table.flag_latency)
+                t = t_sig + self.table.flag_latency
+                if t > start:
+                    start = t
             elif op == "ld_ub" and "vf_call" in self.rows:
                 start = max(start, complete["V"])  # ascend950: a scalar UB read waits for the VF in flight
             elif op == "pipe_barrier":
@@ -1129,8 +1207,8 @@ class _Scheduler:
                     start = max(start, complete[target])
         busy = (issue + per_unit * (0 if units is None else getattr(e, units))
                 + per_burst * (e.bursts if units == "nbytes" else 0))
-        name = e.opcode
-        log = getattr(e, "vf_log", None)
+        name = op
+        log = e.vf_log
         if log is not None:
             v = self.vf_times.get(id(log))
             if v is None:  # the trips of a batched loop share their VF's log (runtime/loop_batch.py)
@@ -1148,19 +1226,22 @@ class _Scheduler:
         if events is not None and setter is not None:
             self.flows.append((setter, len(events)))
         if sync and op == "set_flag":
-            self.signals.setdefault(e.flag, []).append((max(stop, complete[pipe]),
-                                                   len(events) if events is not None else 0))
+            t = complete[pipe]
+            self.signals.setdefault(e.flag, []).append((t if t > stop else stop,
+                                                        len(events) if events is not None else 0))
         elif sync and op == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
             for p in PIPE_ORDER:
                 free[p] = max(free[p], stop)
         free[pipe] = stop
-        complete[pipe] = max(complete[pipe], done)
+        if done > complete[pipe]:
+            complete[pipe] = done
         ps = self.pipes[pipe]
         ps.busy += busy
         if op != "loop_trip":
             ps.instructions += 1
         self.counts[op] = self.counts.get(op, 0) + 1
-        self.end = max(self.end, done)
+        if done > self.end:
+            self.end = done
         if deps is not None:
             self.done_at[id(e)] = (done, len(events) if events is not None else None)
         if events is not None:
@@ -1200,15 +1281,17 @@ class _Scheduler:
             return False
         t_issue = self.s_clock
         if e.opcode != "loop_trip":
-            self.s_clock += self.table.dispatch
-            self.pipes["S"].busy += self.table.dispatch  # the scalar unit issues every instruction
+            self.s_clock = t_issue + self.dispatch
+            self.s_stats.busy += self.dispatch  # the scalar unit issues every instruction
         if pipe == "S":
             if e.opcode == "wait_flag" and not self.signals.get(e.flag):
                 self.pump()
             if e.opcode == "pipe_barrier" and e.flag and e.flag[0] == "ALL":
                 self.pump()
             if self.exec(e, "S", t_issue):
-                self.s_clock = max(self.s_clock, self.free["S"])
+                t = self.free["S"]
+                if t > self.s_clock:
+                    self.s_clock = t
             else:  # the executor reported this deadlock; skip the wait
                 self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
         elif self.queued or not self.exec(e, pipe, t_issue):  # (nothing queued: it runs now or waits)

@@ -294,7 +294,7 @@ def test_push_pb_of_the_decoding_equals_the_walk(name):
         op.__dict__.pop("_vft", None)
     assert cycles.vf_timing(log)["push_pb"] == want
     assert cycles.vf_timing(log)["push_pb"] == want  # decoded before: the walk
-    fn._vf_offsets = (fn._vf_offsets[0], [])  # a stale decoding's offsets are not read
+    fn._vf_offsets = (fn._vf_offsets[0], [], {})  # a stale decoding's offsets are not read
     assert cycles.vf_timing(log)["push_pb"] == want
     if name == "mid_axis_4_vfloop_mbn":
         assert want == 2 * per_push  # three strides: two pushes (test_study)
@@ -371,9 +371,9 @@ def test_a_block_scheduled_alone_is_the_block_fed(target):
     assert seen_repeat
 
 
-def test_offset_only_walks_the_use_list_as_xdsl():
+def test_xdsl_links_read_directly_are_xdsls():
     """``_offset_only`` reads xDSL's use list directly; it answers what the definition over
-    ``v.uses`` answers, for every value of the study's VFs."""
+    ``v.uses`` answers, for every value of the study's VFs; ``_parent_op`` is ``parent_op()``."""
     from pathlib import Path
 
     def by_uses(v) -> bool:
@@ -386,6 +386,7 @@ def test_offset_only_walks_the_use_list_as_xdsl():
     for path in sorted((Path(__file__).resolve().parents[1] / "bench" / "study").glob("*.pto")):
         module = api.parse(path.read_text(), path.name)
         for fn in module.walk():
+            assert cycles._parent_op(fn) is fn.parent_op()
             if fn.name != "vf.func":
                 continue
             values = list(fn.args) + [r for op in cycles._nested_ops(fn, []) for r in op.results]
@@ -395,3 +396,34 @@ def test_offset_only_walks_the_use_list_as_xdsl():
                 assert cycles._offset_only(v) == by_uses(v)
                 checked += 1
     assert checked > 100
+
+
+def test_a_written_out_loop_fused_times_as_entered_and_exited(monkeypatch):
+    """A loop of few trips is written out with its hand-overs fused (entered + first trip, yield +
+    next trip, yield + exit: ``_written_out``); timing it with the separate entries (enter, trip,
+    yield, exit through the timer's ``pend``) gives the same figures to the last bit."""
+    from pathlib import Path
+
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.vf_executor import expand_log
+
+    logs = []
+    for name in ["mid_axis_4_vfloop_mbn", "head_axis_3_vfloop_mn", "reduce_max_ra_unroll", "tail_axis_2_distbrc",
+                 "reduce_sum_ar_binary", "elemwise_axpy_unroll"]:
+        text = (Path(__file__).resolve().parents[1] / "bench" / "study" / f"{name}.pto").read_text()
+        module = api.parse(text, f"{name}.pto")
+        prog = pipeline.compile_module(module, TARGETS["ascend950"], vf_opt="none")
+        res = pipeline.run_program(prog, pipeline.gm_inputs(golden.make_inputs(module, 0)))
+        logs += [t.vf_log for t in res.exec_result.trace if t.opcode == "vf_call"][:1]
+    module = api.parse(_CHAIN, "<k>")
+    res = pipeline.run_program(pipeline.compile_module(module, TARGETS["ascend950"], vf_opt="none"),
+                               pipeline.gm_inputs(golden.make_inputs(module, 0)))
+    logs += [t.vf_log for t in res.exec_result.trace if t.opcode == "vf_call"]
+    streams = logs + [expand_log(log) for log in logs]
+    params = [None, {"window": 4, "dispatch_width": 2.0}]
+    fused = [cycles.vf_timing(s, p) for s in streams for p in params]
+    calls = []
+    real = cycles._written_out
+    monkeypatch.setattr(cycles, "_written_out", lambda *a: calls.append(real(*a)))
+    assert fused == [cycles.vf_timing(s, p) for s in streams for p in params]
+    assert any(c is not None for c in calls)  # (fused entries were made, and are not used now)
