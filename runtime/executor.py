@@ -64,7 +64,6 @@ code 4) carrying :class:`Finding` s of kind ``race``, ``deadlock``, ``bounds``, 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 from operator import attrgetter
@@ -75,7 +74,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import cube_exec, pipes
 from . import elementwise as ew
 from .cycles import simulate
-from .hazards import Footprint, HazardLog
+from .hazards import Footprint, HazardLog, Record
 from .kernel_interface import DEFAULT_MAX_STEPS
 from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, operands
@@ -98,7 +97,8 @@ _ROUND = {"r": "RINT", "a": "ROUND", "f": "FLOOR", "c": "CEIL", "z": "TRUNC", "o
 _PIPE_NAMES = PIPES
 _PIPE_IDX = {name: i for i, name in enumerate(_PIPE_NAMES)}
 _NP = len(_PIPE_NAMES)
-_IN_ORDER = frozenset(_PIPE_IDX[q] for q in IN_ORDER_PIPES)
+_ORDERED = frozenset(_PIPE_IDX[q] for q in ("S", *IN_ORDER_PIPES))
+"""The S pipe and the in-order pipes: each instruction sees what its pipe's previous one did."""
 _S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
 _EAGER_ORDER = (_V, _MTE2, _MTE3, *range(_MTE3 + 1, _NP))
 _REVERSE_ORDER = (_MTE3, _MTE2, _V, *range(_MTE3 + 1, _NP))
@@ -245,6 +245,10 @@ class ExecResult:
     @property
     def races(self) -> list:
         return [f for f in self.findings if f.kind == "race"]
+
+
+_NO_TOKEN = Record(0, -1, 0, 0, None, ())
+"""Token 0: "never accessed", ordered before everything."""
 
 
 class _Abort(Exception):
@@ -400,7 +404,8 @@ _SPACE_SIZES: dict = {}
 
 class _Memories(dict):
     """The on-chip memories by name: the UB, and each cube memory zeroed when first touched (a
-    vector kernel never pays for the 0.8 MiB of L1 and L0)."""
+    vector kernel never pays for the 0.8 MiB of L1 and L0).  ``sizes``: bytes per cube memory
+    (shared by the machines of these spaces: never changed)."""
 
     def __init__(self, ub: np.ndarray, spaces: tuple):
         super().__init__(UB=ub)
@@ -408,7 +413,6 @@ class _Memories(dict):
         if sizes is None:
             sizes = _SPACE_SIZES[spaces] = {sp.name: sp.bytes for sp in spaces}
         self.sizes = sizes
-        """Bytes per cube memory (shared by the machines of these spaces: never changed)."""
 
     def __missing__(self, name: str) -> np.ndarray:
         mem = self[name] = np.zeros(self.sizes[name], np.uint8)
@@ -459,10 +463,17 @@ class _GmBytes(dict):
 
 
 class _Machine:
+    """One core running a program.  Besides the run's options: ``local``, the on-chip memories by
+    name (targets.py Space: the UB and the cube memories); ``toks``, every token's hazard
+    :class:`Record` by number (the clocks and these are Python lists: NumPy's first call of each
+    path costs more than a whole short run's Python; only a run that may race turns them into
+    arrays, _conflicts); ``space_sizes``, units (bytes, GM elements) per memory, and ``sizes``
+    the same as a tuple (an access inside them once is inside them again)."""
     # the state most runs leave as it starts (the class's, not set per run)
     seq = 0
     block = 0
-    first_unordered = 0
+    _race_keys = None
+    """The (earlier, later instruction, space) of the races reported (a set once one is)."""
     ub_image = None
     batch = None
     """While runtime/loop_batch.py runs trips of a loop at once: their private UBs."""
@@ -495,29 +506,17 @@ class _Machine:
         self.want_trace = trace
         self.max_races = max_races
         self.findings: list[Finding] = []
-        self._race_keys: set = set()
         self.trace: list[TraceEntry] = []
         self.counts: dict[str, int] = {}
-        # hazard state
         self.local = _Memories(self.ub, cube_spaces)
-        """The on-chip memories by name (targets.py Space): the UB and the cube memories."""
         self.log = HazardLog(_NP)
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
-        # per token (token 0: "never accessed", always ordered): its pipe, epoch, block and issue;
-        # the clocks and these are Python lists: NumPy's first call of each path costs more than
-        # a whole short run's Python (only a run that may race turns them into arrays, _conflicts)
-        self.tok_pipe, self.tok_epoch, self.tok_block, self.tok_info = [0], [-1], [0], [None]
-        self.ntok = 1
-        self.pipe_toks: list = [[] for _ in range(_NP)]
-        self.pipe_epochs: list = [[] for _ in range(_NP)]
-        """Per pipe, its tokens and their epochs in issue order (both ascending)."""
+        self.toks = [_NO_TOKEN]
         self.epoch = [0] * _NP
         self.known = [[0] * _NP for _ in range(_NP)]
         self.plan = plan_of(program) if program is not None else Plan(None)
         self.space_sizes = {"UB": ub_bytes, **self.local.sizes, **{k: v.size for k, v in gm.items()}}
-        """Units (bytes, GM elements) per memory."""
         self.sizes = tuple(self.space_sizes.items())
-        """The memory sizes: an access inside them once is inside them again."""
 
     # -- views -----------------------------------------------------------------------------
     def view(self, dtype: str):
@@ -567,8 +566,7 @@ class _Machine:
         runtime/pipes.py sets ``subblock``)."""
         self.block = b
         self.env = {"block_idx": b, "block_num": self.blocks, "subblock_idx": self.subblock[0],
-                    "subblock_num": self.subblock[1]}
-        self.env.update(self.arg_scalars)
+                    "subblock_num": self.subblock[1], **self.arg_scalars}
         if b:
             self.ub.fill(self.ub_init & 0xFF)
             if self.ub_image is not None:
@@ -662,16 +660,16 @@ class _Machine:
         self.seq += 1
         dyn = _Dyn(ins, args, self.ctx, self.seq)
         p = _PIPE_IDX[ins.pipe]
-        if p == _S:
+        if p:  # a queued pipe (S runs what it issues)
+            q = self.queues[p]
+            if q or self.schedule == "lazy" or (ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args))):
+                q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
+                return
             self._exec(dyn, p)
-            return
-        q = self.queues[p]
-        if q or self.schedule == "lazy" or (ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args))):
-            q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
-            return
-        self._exec(dyn, p)
-        if ins.opcode == "set_flag":
-            self._pump()  # it may free a waiting pipe
+            if ins.opcode == "set_flag":
+                self._pump()  # it may free a waiting pipe
+        else:
+            self._exec(dyn, p)
 
     def _pump(self) -> bool:
         """Run every queued instruction that can run; True if any ran."""
@@ -711,67 +709,18 @@ class _Machine:
         ins = d.ins
         op = ins.opcode
         self.counts[op] = self.counts.get(op, 0) + 1
-        if p == _S or p in _IN_ORDER:  # in order: each sees what its pipe's previous one did
+        if p in _ORDERED:  # in order: each sees what its pipe's previous one did
             self.known[p][p] = self.epoch[p]
         self.epoch[p] += 1
-        fam = ins.spec.family
         te = None
         if self.want_trace:
             te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), ins.origin, self.block)
             self.trace.append(te)
         if self.tape is not None:
-            self.tape.append([d, p, [], fam in _BATCHED, 0])
-        if fam == "sync":
-            self._sync(d, p, te)
-            return
-        if fam == "mask":
-            self._mask(d)
-            return
-        handler = _HANDLERS[fam]
-        handler(self, d, p, te)
+            self.tape.append([d, p, [], ins.spec.family in _BATCHED, 0])
+        _HANDLERS[ins.spec.family](self, d, p, te)
 
-    # -- sync ----------------------------------------------------------------------------------
-    def _sync(self, d: _Dyn, p: int, te):
-        a = d.args
-        op = d.ins.opcode
-        if op == "pipe_barrier":
-            pipe = a["pipe"]
-            if te is not None:
-                te.flag = (pipe,)
-            if pipe == "ALL":
-                self._drain_or_deadlock(d)
-                for q in range(_NP):
-                    _merge_clock(self.known[q], self.epoch)
-            else:
-                q = _PIPE_IDX[pipe]
-                self.known[q][q] = self.epoch[q]
-            return
-        key = _flag_key(a)
-        if not (0 <= key[2] < 8):
-            self.fail("invalid", f"{_desc(d)}: event id {key[2]} out of range 0..7", d)
-        if te is not None:
-            te.flag = key
-        if op == "set_flag":
-            snap = list(self.known[p])
-            snap[p] = self.epoch[p]
-            self.flags.setdefault(key, deque()).append((snap, d))
-        else:  # wait_flag
-            q = self.flags.get(key)
-            if not q:
-                # only the S pipe gets here with no flag: the queued pipes block in _pump
-                self._pump()
-                q = self.flags.get(key)
-                if not q:
-                    self.findings.append(Finding(
-                        "deadlock",
-                        f"{_desc(d)} waits forever: no set_flag {key[0]}->{key[1]} id={key[2]} "
-                        f"was issued before it (the scalar unit stops here)" + _ctx_text(d),
-                        (d.ins,)))
-                    raise _Abort()
-            snap, _ = q.popleft()
-            _merge_clock(self.known[p], snap)
-
-    def _mask(self, d: _Dyn):
+    def _mask(self, d: _Dyn, p=None, te=None):
         op = d.ins.opcode
         a = d.args
         if op == "set_mask_norm":
@@ -784,27 +733,12 @@ class _Machine:
             self.mask_hi, self.mask_lo = 0, _int(a["count"])
 
     # -- hazard checking -------------------------------------------------------------------------
-    def _token(self, p: int, d: _Dyn) -> int:
-        t = self.ntok
-        self.tok_pipe.append(p)
-        self.tok_epoch.append(self.epoch[p])
-        self.tok_block.append(self.block)
-        self.tok_info.append(d)
-        self.ntok = t + 1
-        self.pipe_toks[p].append(t)
-        self.pipe_epochs[p].append(self.epoch[p])
-        return t
-
-    def _first_unordered(self, p: int) -> int:
-        """The smallest token that pipe ``p`` is not ordered after: a pipe's tokens have ascending
-        epochs, so the ones ``known[p]`` orders are a prefix of them."""
-        krow = self.known[p]
-        first = self.ntok
-        for q in range(_NP):
-            i = bisect_right(self.pipe_epochs[q], krow[q])
-            if i < len(self.pipe_toks[q]):
-                first = min(first, self.pipe_toks[q][i])
-        return first
+    def _token(self, p: int, d: _Dyn, epoch=None) -> Record:
+        """A new token of pipe ``p`` (at its epoch unless given) for the issue ``d``, in the log."""
+        rec = Record(len(self.toks), self.epoch[p] if epoch is None else epoch, p, self.block, d, [])
+        self.toks.append(rec)
+        self.log.add(rec)
+        return rec
 
     def _accesses(self, d: _Dyn, p: int, accs: list[_Acc], bounded: bool = False):
         """Bounds-check every access (unless ``bounded``: checked at an earlier issue), then check
@@ -823,19 +757,17 @@ class _Machine:
             return
         if self.agent_pipe is not None:
             pipes.check_gm_across_cores(self, d, accs)
-        tok = self._token(p, d)
+        log = self.log
+        cands = log.unordered(self.known[p])
+        rec = self._token(p, d)
         if self.tape is not None:
-            self.tape[-1][4] = tok
-        cands = self.log.unordered(self.known[p])
-        self.first_unordered = None
-        epoch = self.epoch[p]
-        add = self.log.add
-        check = cands or self.gm_shadow
+            self.tape[-1][4] = rec.tok
+        shadow = self.gm_shadow
         for acc in sorted(accs, key=_WRITES):  # reads first
             if acc.fp.hi > acc.fp.lo:
-                if check:
-                    self._hazard(d, p, tok, acc, cands)
-                add(tok, epoch, p, acc.write, acc.space, acc.fp)
+                if (shadow and acc.space in shadow) or (cands and log.may_race(cands, acc.space, acc.write, p, acc.fp)):
+                    self._hazard(d, p, rec.tok, acc)
+                rec.accs.append(acc)
 
     def _bounds(self, d: _Dyn, acc: _Acc):
         """Report ``acc`` (non-empty) if it leaves its memory."""
@@ -853,60 +785,59 @@ class _Machine:
                           f"argument @{acc.space}, which has {size} elements "
                           f"({ew.dtype_name(arr.dtype)}{list(arr.shape)})", d)
 
-    def _hazard(self, d: _Dyn, p: int, tok: int, acc: _Acc, cands):
+    def _hazard(self, d: _Dyn, p: int, tok: int, acc: _Acc):
+        """Report the races of ``acc``: its units' last writer and readers are rebuilt, from GM's
+        shadow (runs of several blocks) or by painting the log's records over them."""
         krow = self.known[p]
         kind = "RAW" if not acc.write else "WAW"
+        first = self.log.first_unordered(krow, len(self.toks))
         sh = self.gm_shadow.get(acc.space)
         if sh is not None:  # several blocks: GM per element, every block's accesses
             sel = acc.fp.units()
             cross_block = self.block > 0
-            if self.first_unordered is None:
-                self.first_unordered = self._first_unordered(p)
-            self._conflicts(d, p, sh.w[sel], krow, kind, acc, sel, cross_block)
+            self._conflicts(d, p, sh.w[sel], krow, kind, acc, sel, cross_block, first)
             if acc.write:
                 for q in range(len(_PIPE_NAMES)):
                     if q != p:  # WAR within a pipe: in-order issue
-                        self._conflicts(d, p, sh.r[q][sel], krow, "WAR", acc, sel, cross_block)
+                        self._conflicts(d, p, sh.r[q][sel], krow, "WAR", acc, sel, cross_block, first)
                 sh.w[sel] = tok
                 sh.r[:, sel] = 0
             else:
                 sh.r[p][sel] = tok
             return
-        if not self.log.may_race(cands, acc.space, acc.write, p, tok, acc.fp):
-            return
-        if self.first_unordered is None:
-            self.first_unordered = self._first_unordered(p)
-        w, r = self.log.paint(self.first_unordered, acc.space, acc.fp)
+        w, r = self.log.paint(self.toks, first, acc.space, acc.fp)
         sel = acc.fp.units()
         loc = sel - acc.fp.lo
-        self._conflicts(d, p, w[loc], krow, kind, acc, sel, False)
+        self._conflicts(d, p, w[loc], krow, kind, acc, sel, False, first)
         if acc.write:
             for q in range(len(_PIPE_NAMES)):
                 if q != p:
-                    self._conflicts(d, p, r[q][loc], krow, "WAR", acc, sel, False)
+                    self._conflicts(d, p, r[q][loc], krow, "WAR", acc, sel, False, first)
 
-    def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block):
-        if not cross_block and toks.max() < self.first_unordered:
+    def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block, first_unordered):
+        if not cross_block and toks.max() < first_unordered:
             return  # every token is ordered before this access (the usual case)
-        tok_pipe, tok_block = np.asarray(self.tok_pipe), np.asarray(self.tok_block)
-        bad = np.asarray(self.tok_epoch)[toks] > np.asarray(krow)[tok_pipe[toks]]
+        recs = self.toks
+        tok_pipe = np.array([r.pipe for r in recs])
+        bad = np.array([r.epoch for r in recs])[toks] > np.asarray(krow)[tok_pipe[toks]]
         if cross_block:
-            bad |= (tok_block[toks] != self.block) & (toks != 0)
+            bad |= (np.array([r.block for r in recs])[toks] != self.block) & (toks != 0)
         if not bad.any():
             return
         atomic = _atomic(d) and acc.space in self.gm
         for t in np.unique(toks[bad]):
-            t = int(t)
-            other = self.tok_info[t]
-            if atomic and _atomic(other):
+            rec = recs[int(t)]
+            if atomic and _atomic(rec.d):
                 continue  # two atomic adds to GM commute: whichever lands first, the sum is the same
             units = sel[np.nonzero(bad & (toks == t))[0]]
             first, last = int(units.min()), int(units.max())
-            self._race(d, other, p, self.tok_pipe[t], kind, acc, first, last, self.tok_block[t])
+            self._race(d, rec.d, p, rec.pipe, kind, acc, first, last, rec.block)
 
     def _race(self, d, other, p, q, kind, acc, first, last, other_block):
         key = (id(other.ins), id(d.ins), acc.space)  # one finding per pair (RAW wins: reads go first)
-        if key in self._race_keys:
+        if self._race_keys is None:
+            self._race_keys = set()
+        elif key in self._race_keys:
             return
         self._race_keys.add(key)
         if len([f for f in self.findings if f.kind == "race"]) >= self.max_races:
@@ -1599,6 +1530,43 @@ def _print_ub(m: _Machine, d: _Dyn, p: int, te):
     ew.print_tile(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx])
 
 
+def _sync(m: _Machine, d: _Dyn, p: int, te):
+    a = d.args
+    op = d.ins.opcode
+    if op == "pipe_barrier":
+        pipe = a["pipe"]
+        if te is not None:
+            te.flag = (pipe,)
+        if pipe == "ALL":
+            m._drain_or_deadlock(d)
+            for q in range(_NP):
+                _merge_clock(m.known[q], m.epoch)
+        else:
+            q = _PIPE_IDX[pipe]
+            m.known[q][q] = m.epoch[q]
+        return
+    key = _flag_key(a)
+    if not (0 <= key[2] < 8):
+        m.fail("invalid", f"{_desc(d)}: event id {key[2]} out of range 0..7", d)
+    if te is not None:
+        te.flag = key
+    if op == "set_flag":
+        snap = list(m.known[p])
+        snap[p] = m.epoch[p]
+        m.flags.setdefault(key, deque()).append((snap, d))
+        return
+    q = m.flags.get(key)  # wait_flag
+    if not q:
+        m._pump()  # only the S pipe gets here with no flag: the queued pipes block in _pump
+        q = m.flags.get(key)
+        if not q:
+            m.findings.append(Finding(
+                "deadlock", f"{_desc(d)} waits forever: no set_flag {key[0]}->{key[1]} id={key[2]} "
+                            f"was issued before it (the scalar unit stops here)" + _ctx_text(d), (d.ins,)))
+            raise _Abort()
+    _merge_clock(m.known[p], q.popleft()[0])
+
+
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):
     """ascend950 ``vf_call``: runs the callee on the UB (runtime/vf_executor.py)."""
     import pto_compiler.runtime.vf_executor as vx  # (no ``from``: a from-import costs more per call)
@@ -1649,7 +1617,7 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
 
 
 _HANDLERS = {
-    "vf": _vf_call, **{fam: _prepared for fam in _PREPARE},
+    "vf": _vf_call, **{fam: _prepared for fam in _PREPARE}, "sync": _sync, "mask": _Machine._mask,
     **cube_exec.HANDLERS, **pipes.HANDLERS,
     "sload": _sload, "sstore": _sstore, "sload_gm": _sload_gm, "sstore_gm": _sstore_gm, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
@@ -1671,19 +1639,19 @@ class Plan:
     each vector or copy instruction with constant operands (``Instr.dyn`` empty) under
     the mask state it runs with (guessed in program order here; an issue under another mask
     state decodes again and keeps that too)."""
+    replay: _Replay | None = None
+    """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
+    replayable = False
+    """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
+    gm_written = frozenset()
+    """The GM arguments an instruction may write (a GM operand other than a source: the others
+    are read-only views of the inputs, not copies; a VF reads and writes only the UB)."""
 
     def __init__(self, program: Program | None):
         self.prep: dict = {}
         """(id of an instruction, mask state or None) -> (the instruction, its :class:`_Prep`)."""
         self.loops: dict = {}
         """id of a loop -> (the loop, may runtime/loop_batch.py batch its trips?)."""
-        self.replay: _Replay | None = None
-        """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
-        self.replayable = False
-        """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
-        self.gm_written = frozenset()
-        """The GM arguments an instruction may write (a GM operand other than a source: the others
-        are read-only views of the inputs, not copies; a VF reads and writes only the UB)."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
         self.replayable = _replayable(program)
@@ -1691,19 +1659,19 @@ class Plan:
         writes = set()
         for ins in program.instructions():
             for f in _GM_WRITTEN[ins.opcode]:
-                v = ins.args.get(f)
-                if type(v) is GmAddr:
-                    writes.add(v.arg)
-            if ins.dyn:
-                continue
+                if type(ins.args.get(f)) is GmAddr:
+                    writes.add(ins.args[f].arg)
             fam = ins.spec.family
+            if ins.dyn or fam not in _PREPARE and fam != "mask":
+                continue
+            d = _Dyn(ins, ins.args, (), 0)
             if fam == "mask":
-                _Machine._mask(shim, _Dyn(ins, ins.args, (), 0))
-            elif fam in _PREPARE:
-                try:
-                    _prep_of(shim, _Dyn(ins, ins.args, (), 0))
-                except (_Abort, ValueError, KeyError, TypeError):
-                    continue  # the issue reports it, with the machine's state
+                _Machine._mask(shim, d)
+                continue
+            try:
+                _prep_of(shim, d)
+            except (_Abort, ValueError, KeyError, TypeError):
+                pass  # the issue reports it, with the machine's state
         self.gm_written = frozenset(writes)
 
 

@@ -15,9 +15,9 @@ so all are painted), and the per-unit rule runs there: same findings as a shadow
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from itertools import repeat
-from operator import lt
+from operator import attrgetter, lt
 
 import numpy as np
 
@@ -175,72 +175,83 @@ _PY_RUNS = (tuple, range)
 
 
 class Record:
-    __slots__ = ("tok", "epoch", "pipe", "write", "space", "fp")
+    """One checked issue of an instruction (its *token*, numbered in issue order): its epoch on its
+    pipe, its block, the issue (the executor's ``_Dyn``, for messages) and its non-empty accesses
+    (objects with ``space``, ``write`` and ``fp``; reads first), added as they are checked."""
+    __slots__ = ("tok", "epoch", "pipe", "block", "d", "accs")
 
-    def __init__(self, tok, epoch, pipe, write, space, fp):
-        self.tok, self.epoch, self.pipe, self.write, self.space, self.fp = tok, epoch, pipe, write, space, fp
+    def __init__(self, tok, epoch, pipe, block, d, accs):
+        self.tok, self.epoch, self.pipe, self.block, self.d, self.accs = tok, epoch, pipe, block, d, accs
+
+
+_EPOCH = attrgetter("epoch")
 
 
 class HazardLog:
-    """Every checked access of a run, per pipe in issue order (see the module docstring)."""
+    """Every checked issue of a block, per pipe in issue order (see the module docstring)."""
 
     def __init__(self, npipes: int):
         self.npipes = npipes
         self.by_pipe: list[list[Record]] = [[] for _ in range(npipes)]
-        self.epochs: list[list[int]] = [[] for _ in range(npipes)]
-        self.all: list[Record] = []
-        self.toks: list[int] = []
         self.used: list[int] = []
         """The pipes with records, in order of their first."""
 
     def reset(self):
         self.__init__(self.npipes)
 
-    def add(self, tok: int, epoch: int, pipe: int, write: bool, space: str, fp: Footprint):
-        """Record an access (a :class:`Record` of these fields)."""
-        rec = Record(tok, epoch, pipe, write, space, fp)
-        ep = self.epochs[pipe]
-        if not ep:
-            self.used.append(pipe)
-        self.by_pipe[pipe].append(rec)
-        ep.append(epoch)
-        self.all.append(rec)
-        self.toks.append(tok)
+    def add(self, rec: Record):
+        recs = self.by_pipe[rec.pipe]
+        if not recs:
+            self.used.append(rec.pipe)
+        recs.append(rec)
 
     def unordered(self, krow) -> list[Record]:
         """The records of every pipe whose epoch is past what ``krow`` (a pipe's clock) knows."""
         out = []
         for q in self.used:
-            ep = self.epochs[q]
-            if ep[-1] > krow[q]:
-                out.extend(self.by_pipe[q][bisect_right(ep, krow[q]):])
+            recs = self.by_pipe[q]
+            if recs[-1].epoch > krow[q]:
+                out.extend(recs[bisect_right(recs, krow[q], key=_EPOCH):])
         return out
 
-    def may_race(self, cands: list[Record], space: str, write: bool, p: int, tok: int, fp: Footprint) -> bool:
-        for r in cands:
-            if r.space != space or r.tok == tok or not (r.write or (write and r.pipe != p)):
-                continue
-            if r.fp.overlaps(fp):
-                return True
+    def first_unordered(self, krow, none: int) -> int:
+        """The smallest token that a pipe of clock ``krow`` is not ordered after (``none`` if every
+        one is): a pipe's records have ascending epochs, so the ones ``krow`` orders are a prefix.
+        (Only this block's: an earlier block's token has no record here to paint, and a smaller
+        bound than the true one only paints ordered records more.)"""
+        first = none
+        for q in self.used:
+            recs = self.by_pipe[q]
+            i = bisect_right(recs, krow[q], key=_EPOCH)
+            if i < len(recs) and recs[i].tok < first:
+                first = recs[i].tok
+        return first
+
+    def may_race(self, cands: list[Record], space: str, write: bool, p: int, fp: Footprint) -> bool:
+        for rec in cands:
+            for r in rec.accs:
+                if r.space == space and (r.write or (write and rec.pipe != p)) and r.fp.overlaps(fp):
+                    return True
         return False
 
-    def paint(self, first_tok: int, space: str, fp: Footprint):
-        """(last writer, last reader per pipe) of the units of ``fp``'s hull as the records from
-        token ``first_tok`` on leave them (0: no such record)."""
+    def paint(self, toks: list, first_tok: int, space: str, fp: Footprint):
+        """(last writer, last reader per pipe) of the units of ``fp``'s hull as the records
+        ``toks[first_tok:]`` (every token's, by number) leave them (0: no such record)."""
         lo, hi = fp.lo, fp.hi
         w = np.zeros(hi - lo, np.int64)
         r = np.zeros((self.npipes, hi - lo), np.int64)
-        for rec in self.all[bisect_left(self.toks, first_tok):]:
-            f = rec.fp
-            if rec.space != space or f.hi <= lo or f.lo >= hi:
-                continue
-            for a, b in zip(f.los, f.his):
-                a, b = max(int(a), lo) - lo, min(int(b), hi) - lo
-                if b <= a:
+        for rec in toks[first_tok:]:
+            for acc in rec.accs:
+                f = acc.fp
+                if acc.space != space or f.hi <= lo or f.lo >= hi:
                     continue
-                if rec.write:
-                    w[a:b] = rec.tok
-                    r[:, a:b] = 0
-                else:
-                    r[rec.pipe, a:b] = rec.tok
+                for a, b in zip(f.los, f.his):
+                    a, b = max(int(a), lo) - lo, min(int(b), hi) - lo
+                    if b <= a:
+                        continue
+                    if acc.write:
+                        w[a:b] = rec.tok
+                        r[:, a:b] = 0
+                    else:
+                        r[rec.pipe, a:b] = rec.tok
         return w, r

@@ -65,7 +65,7 @@ class Batch:
 def run_loop(m, n, trips: range) -> None:
     outer = m.ctx
     plan = len(trips) >= EXACT_TRIPS + 2 and _static_ok(m, n)
-    states, tok0 = [], m.ntok
+    states, tok0 = [], len(m.toks)
     for k, v in enumerate(trips):
         if plan and k == EXACT_TRIPS:
             if _try_batch(m, n, trips, states, tok0, outer):
@@ -237,9 +237,11 @@ def _independent(m, tape, deltas, T: int, tok0: int) -> bool:
                 continue
             du = deltas.get(id(dy.ins), 0) // m.gm_esize[a.space]
             span = _shifted(a.fp, du, 1, T)
-            for r in m.log.unordered(m.known[p]):
-                if r.tok < tok0 and r.space == a.space and (r.write or a.write) and r.fp.overlaps(span):
-                    return False
+            for rec in m.log.unordered(m.known[p]):
+                if rec.tok < tok0:
+                    for r in rec.accs:
+                        if r.space == a.space and (r.write or a.write) and r.fp.overlaps(span):
+                            return False
     return True
 
 
@@ -275,6 +277,7 @@ def _shifted(fp: Footprint, du: int, k0: int, k1: int) -> Footprint:
 
 def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: int, seq0: int,
              outer) -> None:
+    from . import executor as X
     from .executor import TraceRepeat, _Dyn
 
     (_, k1, f1, _, _), (_, k2, f2, _, _) = states
@@ -302,22 +305,13 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
             if not accs:
                 continue
             info = _Dyn(dy.ins, m.args_of(dy.ins), ctx, dy.seq + T * per_seq)
-            epoch = m.tok_epoch[tok] + T * int(d[p])
-            last_tok = _new_token(m, p, epoch, info)
+            rec = m._token(p, info, m.toks[tok].epoch + T * int(d[p]))
             for a in accs:
-                fp = a.fp
                 if a.space != "UB":
-                    fp = _shifted(a.fp, deltas.get(id(dy.ins), 0) // m.gm_esize[a.space], 1, T)
-                m.log.add(last_tok, epoch, p, a.write, a.space, fp)
+                    a = X._Acc(a.space, a.write, _shifted(a.fp, deltas.get(id(dy.ins), 0) // m.gm_esize[a.space], 1, T),
+                               a.what)
+                rec.accs.append(a)
     m.ctx = outer
 
-
-def _new_token(m, p: int, epoch: int, info) -> int:
-    save = m.epoch[p]
-    m.epoch[p] = epoch
-    try:
-        return m._token(p, info)
-    finally:
-        m.epoch[p] = save
 
 
