@@ -356,14 +356,14 @@ class _Acc:
 class _Prep:
     """An instruction with its operands decoded: the accesses it makes, what the trace counts and
     its NumPy step ``run(machine, dyn)``.  Made once per instruction and mask state when the
-    operands are constants (:class:`Plan`), else at every issue."""
+    operands are constants (:class:`Plan`), else at every issue.  ``bounded``: the memory sizes
+    (``_Machine.sizes``) its accesses were last found inside."""
     __slots__ = ("accs", "run", "vectorised", "repeats", "nbytes", "bursts", "bounded")
 
-    def __init__(self, accs: list, run, vectorised: bool = True):
-        self.accs, self.run, self.vectorised = accs, run, vectorised
-        self.repeats = self.nbytes = self.bursts = 0
+    def __init__(self, accs: list, run, vectorised: bool = True, repeats: int = 0, nbytes: int = 0, bursts: int = 0):
+        self.accs, self.run, self.vectorised, self.repeats, self.nbytes, self.bursts = \
+            accs, run, vectorised, repeats, nbytes, bursts
         self.bounded = None
-        """The memory sizes (``_Machine.sizes``) its accesses were last found inside."""
 
     def counting(self, repeats: int, nbytes: int = 0, bursts: int = 0) -> "_Prep":
         self.repeats, self.nbytes, self.bursts = repeats, nbytes, bursts
@@ -596,8 +596,24 @@ class _Machine:
 
     def _body(self, body):
         for n in body:
-            if isinstance(n, Instr):
-                self._issue(n)
+            if isinstance(n, Instr):  # issued: S runs it, the other pipes queue it
+                self.steps_left -= 1
+                if self.steps_left < 0:
+                    self._step()  # reports it
+                args = self.args_of(n) if n.dyn else n.args
+                self.seq += 1
+                dyn = _Dyn(n, args, self.ctx, self.seq)
+                p = _PIPE_IDX[n.pipe]
+                if p:
+                    q = self.queues[p]
+                    if q or self.schedule == "lazy" or (n.opcode == "wait_flag" and not self.flags.get(_flag_key(args))):
+                        q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
+                        continue
+                    self._exec(dyn, p)
+                    if n.opcode == "set_flag":
+                        self._pump()  # it may free a waiting pipe
+                else:
+                    self._exec(dyn, p)
             elif isinstance(n, Loop):
                 try:
                     start, stop, step = (_int(v) for v in n.bounds(self.env))
@@ -651,25 +667,6 @@ class _Machine:
         except KeyError as e:
             self.findings.append(Finding("invalid", f"'{ins}': undefined scalar %{e.args[0]}", (ins,)))
             raise _Abort() from None
-
-    def _issue(self, ins: Instr):
-        self.steps_left -= 1
-        if self.steps_left < 0:
-            self._step()  # reports it
-        args = self.args_of(ins) if ins.dyn else ins.args
-        self.seq += 1
-        dyn = _Dyn(ins, args, self.ctx, self.seq)
-        p = _PIPE_IDX[ins.pipe]
-        if p:  # a queued pipe (S runs what it issues)
-            q = self.queues[p]
-            if q or self.schedule == "lazy" or (ins.opcode == "wait_flag" and not self.flags.get(_flag_key(args))):
-                q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
-                return
-            self._exec(dyn, p)
-            if ins.opcode == "set_flag":
-                self._pump()  # it may free a waiting pipe
-        else:
-            self._exec(dyn, p)
 
     def _pump(self) -> bool:
         """Run every queued instruction that can run; True if any ran."""
@@ -1399,7 +1396,7 @@ def _copy_in(m: _Machine, d: _Dyn) -> "_Prep":
             m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
         if rpad and n:
             m.ub_bytes(pad)[...] = pad_bytes
-    return _Prep(accs, run).counting(0, n * length, n)
+    return _Prep(accs, run, True, 0, n * length, n)
 
 
 def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
@@ -1424,7 +1421,7 @@ def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
             out[...] = m.ub_bytes(u)
     return _Prep([_Acc("UB", False, u.footprint(), what="src"),
                   *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")],
-                 run).counting(0, n * length, n)
+                 run, True, 0, n * length, n)
 
 
 def _copy_ub(m: _Machine, d: _Dyn) -> "_Prep":
@@ -1440,7 +1437,7 @@ def _copy_ub(m: _Machine, d: _Dyn) -> "_Prep":
         if n and length:
             m.ub_bytes(db)[...] = m.ub_bytes(sb).copy()  # the source as it was before the copy
     return _Prep([_Acc("UB", False, sb.footprint(), what="src"), _Acc("UB", True, db.footprint(), what="dst")],
-                 run).counting(0, n * length * 32, n)
+                 run, True, 0, n * length * 32, n)
 
 
 # -- scalar unit ----------------------------------------------------------------------------------
@@ -1605,9 +1602,8 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
         te.repeats, te.nbytes, te.bursts = pr.repeats, pr.nbytes, pr.bursts
     if m.tape is not None:
         m.tape[-1][3] = pr.vectorised and m.tape[-1][3]
-    sizes = m.sizes
-    m._accesses(d, p, pr.accs, pr.bounded == sizes)
-    pr.bounded = sizes
+    m._accesses(d, p, pr.accs, pr.bounded == m.sizes)
+    pr.bounded = m.sizes
     if m.dry is not None:  # the run a replay repeats (_recorded): this instruction's data step
         m.dry.append((pr.run, d))
     try:
@@ -1795,7 +1791,7 @@ def make_inputs(program: Program, inputs: dict | None = None, written=None) -> d
                 view.flags.writeable = False
         else:
             out[g.name] = np.zeros(g.shape, npd)
-    unknown = set(inputs) - {g.name for g in program.gm_args}
+    unknown = inputs.keys() - out.keys()
     if unknown:
         raise ValueError(f"unknown GM argument(s): {', '.join(sorted(unknown))}")
     return out
@@ -1822,19 +1818,11 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         return pipes.execute_agents(program, inputs, scalars, blocks=blocks, check=check,
                                     raise_on_findings=raise_on_findings, ub_init=ub_init, trace=trace,
                                     max_races=max_races, max_steps=max_steps, schedule=schedule)
-    tname = target or program.target
-    t = lookup_target(tname)
+    t = lookup_target(target or program.target)
     if t is None:
-        raise ValueError(f"unknown target '{tname}'")
+        raise ValueError(f"unknown target '{target or program.target}'")
     ub_bytes = t.ub_bytes
     plan = plan_of(program)
-    rp = plan.replay
-    plain = blocks == 1 and schedule == "eager"
-    if not (rp is not None and plain and rp.ub_bytes == ub_bytes and rp.nsteps <= max_steps
-            and rp.body == tuple(program.body)):
-        rp = None
-    record = (rp is None and plain and plan.replayable and check and trace and ub_init == 0 and ub is None
-              and plan.replay is None)
     gm = make_inputs(program, inputs, plan.gm_written)
     sc = dict(scalars or {})
     if program.scalar_args:
@@ -1851,7 +1839,9 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
             else np.ascontiguousarray(ub).reshape(-1).view(np.uint8)
         if init.size > ub_bytes:
             raise ValueError(f"initial UB image of {init.size} bytes exceeds the {ub_bytes}-byte UB")
-    if rp is not None:
+    rp = plan.replay
+    plain = blocks == 1 and schedule == "eager"
+    if rp is not None and plain and rp.ub_bytes == ub_bytes and rp.nsteps <= max_steps and rp.body == tuple(program.body):
         mem = _fresh_ub(ub_bytes, ub_init)
         if init is not None:
             mem[: init.size] = init
@@ -1864,16 +1854,17 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     if init is not None:
         m.ub_image = init.copy()
         m.ub[: init.size] = init
-    if record:
-        m.dry = []
+    if rp is None and plain and plan.replayable and check and trace and ub_init == 0 and init is None:
+        m.dry = []  # the run a replay repeats (recorded if it finds nothing)
     try:
         m.run()
     except _Abort:
         pass
-    if record:
-        plan.replay = _recorded(program, m, ub_bytes)
+    if m.dry is not None:
+        rp = plan.replay = _recorded(program, m, ub_bytes)
     result = ExecResult(outputs=m.gm, findings=m.findings, trace=m.trace, counts=m.counts,
-                        ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks, replay=plan.replay if record else None)
+                        ub=m.ub, scalars=dict(getattr(m, "env", {})), blocks=blocks,
+                        replay=rp if m.dry is not None else None)
     if m.findings and raise_on_findings:
         raise ExecutionError(m.findings, result)
     return result
