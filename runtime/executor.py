@@ -74,7 +74,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import cube_exec, pipes
 from . import elementwise as ew
 from .cycles import simulate
-from .hazards import Footprint, HazardLog, Record
+from .hazards import Footprint, HazardLog
 from .kernel_interface import DEFAULT_MAX_STEPS
 from .loop_batch import BATCHED as _BATCHED, run_loop
 from .program import DTYPE_SIZES, GmAddr, If, Instr, Loop, Program, While, operands
@@ -247,10 +247,6 @@ class ExecResult:
         return [f for f in self.findings if f.kind == "race"]
 
 
-_NO_TOKEN = Record(0, -1, 0, 0, None, ())
-"""Token 0: "never accessed", ordered before everything."""
-
-
 class _Abort(Exception):
     pass
 
@@ -399,7 +395,8 @@ class _Shadow:
 
 
 _SPACE_SIZES: dict = {}
-"""A target's cube spaces -> bytes per memory name (:class:`_Memories`)."""
+"""id of a target's cube spaces -> (the spaces, bytes per memory name) (:class:`_Memories`; by id:
+hashing the tuple hashes each Space dataclass field by field, in Python)."""
 
 
 class _Memories(dict):
@@ -408,11 +405,11 @@ class _Memories(dict):
     (shared by the machines of these spaces: never changed)."""
 
     def __init__(self, ub: np.ndarray, spaces: tuple):
-        super().__init__(UB=ub)
-        sizes = _SPACE_SIZES.get(spaces)
-        if sizes is None:
-            sizes = _SPACE_SIZES[spaces] = {sp.name: sp.bytes for sp in spaces}
-        self.sizes = sizes
+        self["UB"] = ub
+        got = _SPACE_SIZES.get(id(spaces))
+        if got is None or got[0] is not spaces:
+            got = _SPACE_SIZES[id(spaces)] = (spaces, {sp.name: sp.bytes for sp in spaces})
+        self.sizes = got[1]
 
     def __missing__(self, name: str) -> np.ndarray:
         mem = self[name] = np.zeros(self.sizes[name], np.uint8)
@@ -454,8 +451,7 @@ class _GmBytes(dict):
     instruction first asks for it."""
 
     def __init__(self, gm: dict):
-        super().__init__()
-        self.gm = gm
+        self.gm = gm  # (dict's own __init__ has nothing to do: no super() call)
 
     def __missing__(self, name: str) -> np.ndarray:
         b = self[name] = self.gm[name].reshape(-1).view(np.uint8)
@@ -464,10 +460,8 @@ class _GmBytes(dict):
 
 class _Machine:
     """One core running a program.  Besides the run's options: ``local``, the on-chip memories by
-    name (targets.py Space: the UB and the cube memories); ``toks``, every token's hazard
-    :class:`Record` by number (the clocks and these are Python lists: NumPy's first call of each
-    path costs more than a whole short run's Python; only a run that may race turns them into
-    arrays, _conflicts); ``space_sizes``, units (bytes, GM elements) per memory, and ``sizes``
+    name (targets.py Space: the UB and the cube memories); ``log``, the hazard records
+    (runtime/hazards.py); ``space_sizes``, units (bytes, GM elements) per memory, and ``sizes``
     the same as a tuple (an access inside them once is inside them again)."""
     # the state most runs leave as it starts (the class's, not set per run)
     seq = 0
@@ -500,7 +494,6 @@ class _Machine:
         self._views: dict = {}
         self.gm = gm                     # name -> ndarray (contiguous)
         self.gm_bytes = _GmBytes(gm)
-        self.gm_esize = {k: v.dtype.itemsize for k, v in gm.items()}
         self.arg_scalars = scalars
         self.check = check
         self.want_trace = trace
@@ -511,11 +504,12 @@ class _Machine:
         self.local = _Memories(self.ub, cube_spaces)
         self.log = HazardLog(_NP)
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
-        self.toks = [_NO_TOKEN]
         self.epoch = [0] * _NP
         self.known = [[0] * _NP for _ in range(_NP)]
         self.plan = plan_of(program) if program is not None else Plan(None)
-        self.space_sizes = {"UB": ub_bytes, **self.local.sizes, **{k: v.size for k, v in gm.items()}}
+        self.gm_esize, self.space_sizes = {}, {"UB": ub_bytes, **self.local.sizes}
+        for k, v in gm.items():
+            self.gm_esize[k], self.space_sizes[k] = v.dtype.itemsize, v.size
         self.sizes = tuple(self.space_sizes.items())
 
     # -- views -----------------------------------------------------------------------------
@@ -730,13 +724,6 @@ class _Machine:
             self.mask_hi, self.mask_lo = 0, _int(a["count"])
 
     # -- hazard checking -------------------------------------------------------------------------
-    def _token(self, p: int, d: _Dyn, epoch=None) -> Record:
-        """A new token of pipe ``p`` (at its epoch unless given) for the issue ``d``, in the log."""
-        rec = Record(len(self.toks), self.epoch[p] if epoch is None else epoch, p, self.block, d, [])
-        self.toks.append(rec)
-        self.log.add(rec)
-        return rec
-
     def _accesses(self, d: _Dyn, p: int, accs: list[_Acc], bounded: bool = False):
         """Bounds-check every access (unless ``bounded``: checked at an earlier issue), then check
         and record hazards (reads first)."""
@@ -756,7 +743,7 @@ class _Machine:
             pipes.check_gm_across_cores(self, d, accs)
         log = self.log
         cands = log.unordered(self.known[p])
-        rec = self._token(p, d)
+        rec = log.new(p, self.epoch[p], self.block, d)
         if self.tape is not None:
             self.tape[-1][4] = rec.tok
         shadow = self.gm_shadow
@@ -787,7 +774,7 @@ class _Machine:
         shadow (runs of several blocks) or by painting the log's records over them."""
         krow = self.known[p]
         kind = "RAW" if not acc.write else "WAW"
-        first = self.log.first_unordered(krow, len(self.toks))
+        first = self.log.first_unordered(krow, len(self.log.toks))
         sh = self.gm_shadow.get(acc.space)
         if sh is not None:  # several blocks: GM per element, every block's accesses
             sel = acc.fp.units()
@@ -802,7 +789,7 @@ class _Machine:
             else:
                 sh.r[p][sel] = tok
             return
-        w, r = self.log.paint(self.toks, first, acc.space, acc.fp)
+        w, r = self.log.paint(first, acc.space, acc.fp)
         sel = acc.fp.units()
         loc = sel - acc.fp.lo
         self._conflicts(d, p, w[loc], krow, kind, acc, sel, False, first)
@@ -814,7 +801,7 @@ class _Machine:
     def _conflicts(self, d, p, toks, krow, kind, acc, sel, cross_block, first_unordered):
         if not cross_block and toks.max() < first_unordered:
             return  # every token is ordered before this access (the usual case)
-        recs = self.toks
+        recs = self.log.toks
         tok_pipe = np.array([r.pipe for r in recs])
         bad = np.array([r.epoch for r in recs])[toks] > np.asarray(krow)[tok_pipe[toks]]
         if cross_block:
@@ -1711,13 +1698,12 @@ _REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
 class _Replay:
     """The run of a straight-line program whose operands are all constants: its schedule, hazard
     findings, trace and counts do not depend on the data, so its first checked run decides them
-    and every later execution runs only the NumPy steps, in that run's order."""
+    and every later execution runs only the NumPy steps, in that run's order.  ``stats``: target ->
+    the cycle model's stats of ``trace``."""
 
     def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int):
         self.body, self.steps, self.trace, self.counts = body, steps, trace, counts
-        self.nsteps, self.ub_bytes = nsteps, ub_bytes
-        self.stats: dict = {}
-        """target -> the cycle model's stats of ``trace``."""
+        self.nsteps, self.ub_bytes, self.stats = nsteps, ub_bytes, {}
 
 
 def _replayable(program: Program) -> bool:

@@ -187,29 +187,39 @@ class Record:
 _EPOCH = attrgetter("epoch")
 
 
+_NONE = Record(0, -1, 0, 0, None, ())
+"""Token 0: "never accessed", ordered before everything."""
+
+
 class HazardLog:
-    """Every checked issue of a block, per pipe in issue order (see the module docstring)."""
+    """Every checked issue of a run: ``toks``, every token's :class:`Record` by number (Python lists:
+    NumPy's first call of each path costs more than a whole short run's Python; only a run that
+    may race turns them into arrays, executor._conflicts); ``by_pipe``, the current block's per
+    pipe with records (in order of their first) in issue order (see the module docstring)."""
 
     def __init__(self, npipes: int):
         self.npipes = npipes
-        self.by_pipe: list[list[Record]] = [[] for _ in range(npipes)]
-        self.used: list[int] = []
-        """The pipes with records, in order of their first."""
+        self.toks = [_NONE]
+        self.reset()
 
     def reset(self):
-        self.__init__(self.npipes)
+        """A new block (fresh on-chip memories): its records only (tokens go on)."""
+        self.by_pipe: dict[int, list[Record]] = {}
 
-    def add(self, rec: Record):
-        recs = self.by_pipe[rec.pipe]
-        if not recs:
-            self.used.append(rec.pipe)
+    def new(self, pipe: int, epoch: int, block: int, d) -> Record:
+        """A new token of ``pipe`` at ``epoch`` for the issue ``d``: its record, accesses to come."""
+        rec = Record(len(self.toks), epoch, pipe, block, d, [])
+        self.toks.append(rec)
+        recs = self.by_pipe.get(pipe)
+        if recs is None:
+            recs = self.by_pipe[pipe] = []
         recs.append(rec)
+        return rec
 
     def unordered(self, krow) -> list[Record]:
         """The records of every pipe whose epoch is past what ``krow`` (a pipe's clock) knows."""
         out = []
-        for q in self.used:
-            recs = self.by_pipe[q]
+        for q, recs in self.by_pipe.items():
             if recs[-1].epoch > krow[q]:
                 out.extend(recs[bisect_right(recs, krow[q], key=_EPOCH):])
         return out
@@ -220,8 +230,7 @@ class HazardLog:
         (Only this block's: an earlier block's token has no record here to paint, and a smaller
         bound than the true one only paints ordered records more.)"""
         first = none
-        for q in self.used:
-            recs = self.by_pipe[q]
+        for q, recs in self.by_pipe.items():
             i = bisect_right(recs, krow[q], key=_EPOCH)
             if i < len(recs) and recs[i].tok < first:
                 first = recs[i].tok
@@ -234,13 +243,13 @@ class HazardLog:
                     return True
         return False
 
-    def paint(self, toks: list, first_tok: int, space: str, fp: Footprint):
-        """(last writer, last reader per pipe) of the units of ``fp``'s hull as the records
-        ``toks[first_tok:]`` (every token's, by number) leave them (0: no such record)."""
+    def paint(self, first_tok: int, space: str, fp: Footprint):
+        """(last writer, last reader per pipe) of the units of ``fp``'s hull as the records from
+        token ``first_tok`` on leave them (0: no such record)."""
         lo, hi = fp.lo, fp.hi
         w = np.zeros(hi - lo, np.int64)
         r = np.zeros((self.npipes, hi - lo), np.int64)
-        for rec in toks[first_tok:]:
+        for rec in self.toks[first_tok:]:
             for acc in rec.accs:
                 f = acc.fp
                 if acc.space != space or f.hi <= lo or f.lo >= hi:

@@ -65,7 +65,7 @@ class Batch:
 def run_loop(m, n, trips: range) -> None:
     outer = m.ctx
     plan = len(trips) >= EXACT_TRIPS + 2 and _static_ok(m, n)
-    states, tok0 = [], len(m.toks)
+    states, tok0 = [], len(m.log.toks)
     for k, v in enumerate(trips):
         if plan and k == EXACT_TRIPS:
             if _try_batch(m, n, trips, states, tok0, outer):
@@ -305,7 +305,7 @@ def _advance(m, n, trips, tape, states, deltas, d: np.ndarray, T: int, trace0: i
             if not accs:
                 continue
             info = _Dyn(dy.ins, m.args_of(dy.ins), ctx, dy.seq + T * per_seq)
-            rec = m._token(p, info, m.toks[tok].epoch + T * int(d[p]))
+            rec = m.log.new(p, m.log.toks[tok].epoch + T * int(d[p]), m.block, info)
             for a in accs:
                 if a.space != "UB":
                     a = X._Acc(a.space, a.write, _shifted(a.fp, deltas.get(id(dy.ins), 0) // m.gm_esize[a.space], 1, T),
