@@ -330,6 +330,114 @@ def test_operands_ready_by_the_front_never_delay(name):
     assert fast == [cycles.vf_timing(log) for log in logs] + [cycles.vf_timing(expand_log(logs[0]))]
 
 
+def _reference_timing(stream: list, P: dict) -> dict:
+    """The VF timer's definition (vf_timing's docstring), interpreted op by op on a stream with
+    every loop written out (``expand_log``): no compiled plan, no busy interval ever dropped, every
+    operand of every op read, every op run."""
+    from bisect import insort
+
+    from pto_compiler.runtime.vf_executor import LOG_ENTER, LOG_EXIT, LOG_OP, LOG_TRIP
+
+    def parent(op):
+        return op.parent.parent.parent
+
+    front = end = 0.0
+    ready, pend, issued = {}, {}, []
+    busy = {u: [] for u in ("LD", "ST", "MSK", "EX")}
+    c = dict.fromkeys(cycles.VF_COUNTERS, 0.0)
+    for kind, op in stream:
+        name = op.name
+        if kind == LOG_OP and name == "scf.yield":
+            if parent(op) in pend:
+                pend[parent(op)] = [ready.get(v, 0.0) for v in op.operands]
+        elif kind == LOG_OP and name.startswith("vf.") and name != "vf.bitcast":
+            unit = cycles._VF_UNIT.get(name, "EX")
+            occ = P[cycles._VF_OCC[name]] if name in cycles._VF_OCC else 1.0
+            front += 1.0 / P["dispatch_width"]
+            t = max([front] + [ready.get(v, 0.0) for v in op.operands])
+            if len(issued) >= int(P["window"]):
+                t = max(t, issued[-int(P["window"])])
+            for s, e in busy[unit]:  # (sorted, never overlapping)
+                if e > t and s < t + occ:
+                    t = e
+            insort(busy[unit], (t, t + occ))
+            issued.append(t)
+            c["rvec" + {"MSK": "ex"}.get(unit, unit.lower())] += cycles.VF_EVENT_CYCLES.get(name, 1)
+            for r in op.results:
+                ready[r] = t + P[cycles._VF_LAT.get(name, "lat_other")]
+            end = max(end, t + P[cycles._VF_LAT.get(name, "lat_other")], t + occ)
+        elif kind == LOG_OP:  # arith, scf.for, vf.bitcast: ready with their operands
+            for r in op.results:
+                ready[r] = max([0.0] + [ready.get(v, 0.0) for v in op.operands])
+        elif kind == LOG_ENTER:
+            body = op.body.blocks[0]
+            innermost = not any(o.name == "scf.for" for o in body.ops)
+            scalars = sum(1 for v in op.operands[3:] if not v.type.name.startswith("vf."))
+            c["rveclp"] += P["rveclp"]
+            c["rvecsu"] += P["rvecsu"] * ((innermost or parent(op).name == "vf.func") + scalars)
+            front += P["loop_entry"]
+            pend[op] = [ready.get(v, 0.0) for v in op.operands[3:]]
+        elif kind == LOG_TRIP:
+            ready[op.body.blocks[0].args[0]] = front
+            ready.update(zip(op.body.blocks[0].args[1:], pend[op]))
+        elif kind == LOG_EXIT:
+            ready.update(zip(op.results, pend.pop(op)))
+    c["vf_count"] = 1
+    c["pushq_vf"] = P["launch"] + max(end, front)
+    del c["push_pb"]  # (pb_pushes: test_push_pb_is_the_walks_at_every_call)
+    return c
+
+
+def test_the_timer_is_its_definition_on_written_out_streams():
+    """vf_timing of a stream with every loop written out equals the definition interpreted op by op
+    (:func:`_reference_timing`), every counter to the last bit, on the study's VFs, the chain
+    kernel and the 128x128 trowexpandmax, with the fitted parameters and others; a stream whose
+    loops have at most STEADY_TRIPS + 1 trips (written out by the timer itself) times as its
+    written-out form."""
+    import pathlib
+    import sys
+
+    from pto_compiler.runtime import reference as golden
+    from pto_compiler.runtime.vf_executor import LOG_LOOP, expand_log
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+    from exec_speed import ROWEXPANDMAX  # (bench/ is not a package)
+
+    texts = [_CHAIN, ROWEXPANDMAX]
+    for name in ["mid_axis_4_vfloop_mbn", "head_axis_3_vfloop_mn", "reduce_max_ra_unroll", "tail_axis_2_distbrc",
+                 "reduce_sum_ar_binary", "elemwise_axpy_unroll", "reduce_max_ar_pragma"]:
+        texts.append((pathlib.Path(__file__).resolve().parents[1] / "bench" / "study" / f"{name}.pto").read_text())
+    base = {k: v for k, (v, _src) in cycles.VF_PARAMS.items()}
+    params = [None, {"window": 4, "dispatch_width": 2.0}, {"dispatch_width": 5.0, "lat_max": 7.3, "rveclp": 0.3,
+                                                          "occ_reduce_max": 3.0, "loop_entry": 0.5}]
+    checked = short = 0
+    for text in texts:
+        module = api.parse(text, "<k>")
+        res = pipeline.run_program(pipeline.compile_module(module, TARGETS["ascend950"], vf_opt="none"),
+                                   pipeline.gm_inputs(golden.make_inputs(module, 0)))
+        for log in [t.vf_log for t in res.exec_result.trace if t.opcode == "vf_call"][:3]:
+            full = expand_log(log)
+            for p in params:
+                got = cycles.vf_timing(full, p)
+                want = _reference_timing(full, {**base, **(p or {})})
+                assert {k: v for k, v in got.items() if k != "push_pb"} == want, (text[:40], p)
+                checked += 1
+            trips = [x[2] for k, x in _loops(log) if k == LOG_LOOP]
+            if trips and max(trips) <= cycles.STEADY_TRIPS + 1:
+                assert cycles.vf_timing(log) == cycles.vf_timing(full)
+                short += 1
+    assert checked >= 30 and short
+
+
+def _loops(log: list):
+    from pto_compiler.runtime.vf_executor import LOG_LOOP
+
+    for kind, x in log:
+        yield kind, x
+        if kind == LOG_LOOP:
+            yield from _loops(x[1])
+
+
 def _scheduled(trace: list, target: str, fed: bool) -> tuple:
     """One block of ``trace`` scheduled alone (``_Scheduler.alone``), or fed as ``_run_together``
     feeds the cores of a block: every clock, figure and event."""
