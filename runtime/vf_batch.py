@@ -27,6 +27,7 @@ addresses fail the checks) runs through _Batch as each launch comes.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
@@ -589,81 +590,56 @@ class _Planner:
     on tiles that are symbols (_TileArg) and registers that are shapes (_Reg).  Raises _Unfit
     (or NoBatch) where the VF needs the dynamic path."""
 
+    # steps: per data step ``(None, step, None)``, or ``(tile index, step, rel)``: a memory step
+    # ``step(rel + tile address, ub, regs)`` (rel: a byte offset, or byte addresses, in the tile);
+    # checks: a launch's, ``(tile, lo, hi, n, align)``: every span aligned and in the UB, ``(tile,
+    # lo, end, None, None)``: a store inside its tile buffer; touched: ``(is write, tile, (lo, hi)
+    # run or None, span starts (n > 0) or bytes (n = 0), n)``, relative to the tile; pairs: events
+    # of two tile arguments a launch must find apart (else the dynamic path compares)
+    unbatched = None
+    """The top-level loop that raised NoBatch, if one did."""
+
     def __init__(self):
-        self.r = self
-        self.steps: list = []
-        """Per data step: ``(None, step)``, or ``(tile index, binder(tile address) -> step)``."""
-        self.checks: list = []
-        """A launch's checks: ``(tile, lo, hi, n, align)``: every span aligned and in the UB;
-        ``(tile, lo, end, None, None)``: a store inside its tile buffer."""
-        self.touched: list = []
-        """``(is write, tile, (lo, hi) run or None, span starts (n > 0) or bytes (n = 0), n)``,
-        relative to the tile."""
-        self.pairs: list = []
-        """Events of two tile arguments a launch must find apart (else the dynamic path compares)."""
-        self.on: dict = {}
-        self.env: dict = {}
-        self.unbatched = None
-        """The top-level loop that raised NoBatch, if one did."""
+        self.r, self.steps, self.checks, self.touched, self.pairs, self.on, self.env = self, [], [], [], [], {}, {}
 
     all_on = _Batch.all_on
 
     def emit(self, step) -> None:
-        self.steps.append((None, step))
+        self.steps.append((None, step, None))
 
-    def plan(self, fn) -> "StaticPlan":
-        env, tiles = self.env, []
-        for p in fn.args:
-            if isinstance(p.type, TileLikeType):
-                env[p] = _TileArg(len(tiles))
-                tiles.append(p)
-        counts, log, short = {}, [], []
-        op = fn.block.first_op
-        while op is not None:  # (VfRunner.run_block at depth 0)
-            cls = type(op)
-            name = cls.name
-            counts[name] = counts.get(name, 0) + 1
-            log.append((_vx.LOG_OP, op))
-            short.append(log[-1])
-            if cls is scf.ForOp:  # (VfRunner._for, run_batched)
-                self.counts, self.events = {}, []
-                try:
-                    log.append(self.loop(op, (), ()))
-                    self.trips_apart()
-                except NoBatch:  # (not _Unfit: what the dynamic path finds too, wherever the tiles are)
-                    self.unbatched = op
-                    raise
-                for k, n in self.counts.items():
-                    counts[k] = counts.get(k, 0) + n
-            elif cls is vf.CreateMaskOp:
-                _h_create_mask(None, op, env, 0)
-            elif name.startswith("arith."):
-                self.scalar(op)
-            else:
-                raise _Unfit
-            op = op.next_op
+    def plan(self, fn, sizes: tuple) -> "StaticPlan":
+        """``sizes``: per parameter of ``fn``, its tile buffer's bytes or None (vf_executor.VfPlan)."""
+        env, k = self.env, 0
+        block = fn.regions[0].first_block
+        for p, n in zip(block._args, sizes):
+            if n is not None:
+                env[p] = _TileArg(k)
+                k += 1
+        self.counts, self.short = {}, []
         plan = StaticPlan()
-        plan.tiles, plan.steps, plan.checks, plan.touched, plan.pairs = tiles, self.steps, self.checks, \
-            self.touched, self.pairs
-        plan.counts, plan.log, plan.log_short = counts, log, short
+        plan.log = self.block(block, (), ())  # (VfRunner.run_block at depth 0)
+        plan.steps, plan.checks, plan.touched, plan.pairs = self.steps, self.checks, self.touched, self.pairs
+        plan.counts, plan.log_short = self.counts, self.short
         return plan
 
     def scalar(self, op) -> None:
         """An ``arith`` op on numbers: as a trip runs it."""
+        env = self.env
         c = _vx._int_constant_value(op) if type(op) is arith.ConstantOp else None
         if c is not None:
-            self.env[c[0]] = c[1]
+            env[c[0]] = c[1]
             return
-        if any(type(self.env[v]) in _SYMBOLIC for v in op.operands):
-            raise _Unfit
-        _vx.run_arith(op, self.env)
+        for v in op._operands:
+            if type(env[v]) in _SYMBOLIC:
+                raise _Unfit
+        _vx.run_arith(op, env)
 
     def loop(self, op, shape: tuple, chain: tuple) -> tuple:
         """_Batch.loop: the log entry of ``op`` run over its trips."""
         env = self.env
-        operands = tuple(op.operands)
-        lb, ub, step = (env[v] for v in operands[:3])
-        if any(type(v) in _SYMBOLIC for v in (lb, ub, step)):
+        operands = tuple(op._operands)
+        lb, ub, step = env[operands[0]], env[operands[1]], env[operands[2]]
+        if type(lb) in _SYMBOLIC or type(ub) in _SYMBOLIC or type(step) in _SYMBOLIC:
             raise _Unfit
         lb, ub, step = int(lb), int(ub), int(step)
         trips = -(-(ub - lb) // step) if step > 0 else -1
@@ -671,45 +647,62 @@ class _Planner:
             raise _Unfit
         trips = max(trips, 0)
         block = op.regions[0].first_block
-        args, yld, d = block.args, block.last_op, len(shape)
+        args, d = block._args, len(shape)
         env[args[0]] = _Affine(lb, (0,) * d + (step,), (1,) * d + (trips,))
-        for k, barg in enumerate(args[1:]):  # an update_mask count chain, in closed form
-            um, c0 = _count_chain(barg, yld, k), env[operands[3 + k]]
+        for k in range(1, len(args)):  # an update_mask count chain, in closed form
+            um, c0 = _count_chain(args[k], block._last_op, k - 1), env[operands[2 + k]]
             if um is None:
                 raise NoBatch  # (the loop carries something else: a register, say)
             if type(c0) in _SYMBOLIC or not 0 <= c0 < 1 << 31:
                 raise _Unfit
-            env[barg] = _TripCounts(int(c0), um.results[0].type.nlanes, d, trips)
-            env[op.results[k]] = max(int(c0) - trips * env[barg].lanes, 0)
-        chain += (op,)
-        return _vx.LOG_LOOP, (op, self.block(block, shape + (trips,), chain) if trips else [], trips)
+            env[args[k]] = c = _TripCounts(int(c0), um.results[0].type.nlanes, d, trips)
+            env[tuple.__getitem__(op.results, k - 1)] = max(c.c0 - trips * c.lanes, 0)
+        return _vx.LOG_LOOP, (op, self.block(block, shape + (trips,), chain + (op,)) if trips else [], trips)
 
     def block(self, block, shape: tuple, chain: tuple) -> list:
-        """_Batch.block: a loop body over the trips ``shape``; its log."""
+        """_Batch.block: a loop body over the trips ``shape`` (the VF's body: no trips, depth 0,
+        where only loops, masks and scalars run); its log."""
         env, counts, n, depth = self.env, self.counts, math.prod(shape), len(shape)
         log = []
-        op = block.first_op
+        op = block._first_op
         while op is not None:
             cls = type(op)
-            log.append((_vx.LOG_OP, op))
-            if cls is scf.YieldOp:
+            entry = _vx.LOG_OP, op
+            log.append(entry)
+            if not depth:
+                self.short.append(entry)
+            elif cls is scf.YieldOp:
                 return log
             name = cls.name
             counts[name] = counts.get(name, 0) + n
-            if cls is vf.LoadAlignOp:
+            if cls is scf.ForOp:
+                if depth:
+                    log.append(self.loop(op, shape, chain))
+                else:  # (VfRunner._for, run_batched)
+                    self.events = []
+                    try:
+                        log.append(self.loop(op, (), ()))
+                        self.trips_apart()
+                    except NoBatch:  # (not _Unfit: what the dynamic path finds too, wherever the tiles are)
+                        self.unbatched = op
+                        raise
+            elif cls is arith.ConstantOp:
+                self.scalar(op)
+            elif name.startswith("arith."):
+                vals = [env[v] for v in op._operands]
+                if _Affine not in map(type, vals):
+                    self.scalar(op)
+                else:
+                    v = _affine_arith(op, vals)
+                    if v is None:
+                        raise _Unfit
+                    env[tuple.__getitem__(op.results, 0)] = v
+            elif not depth and cls is not vf.CreateMaskOp:
+                raise _Unfit
+            elif cls is vf.LoadAlignOp:
                 self.load(op, depth, shape, chain)
             elif cls is vf.StoreAlignOp:
                 self.store(op, depth, shape, chain)
-            elif cls is scf.ForOp:
-                log.append(self.loop(op, shape, chain))
-            elif name.startswith("arith."):
-                if type(op) is arith.ConstantOp or not any(isinstance(env[v], _Affine) for v in op.operands):
-                    self.scalar(op)
-                else:
-                    v = _affine_arith(op, [env[v] for v in op.operands])
-                    if v is None:
-                        raise _Unfit
-                    env[op.results[0]] = v
             else:
                 h = _HANDLERS.get(cls)
                 if h is None:
@@ -726,12 +719,12 @@ class _Planner:
                         if px.mode == "MERGING" and not self.all_on(env[m]):
                             leads.append(_lead(env[px.merge_source], depth))
                     env[px.results[0]] = _Reg(_bshape(*leads) if leads else ())
-            op = op.next_op
+            op = op._next_op
         return log
 
     def address(self, op, depth: int):
         """(tile index, element bytes, the byte address per trip relative to the tile)."""
-        operands = tuple(op.operands)
+        operands = tuple(op._operands)
         tile = self.env[operands[0]]
         dyn = self.env[operands[1]] if len(operands) > 1 and type(operands[1].type) is IndexType else 0
         if type(tile) is not _TileArg or type(dyn) in _SYMBOLIC and type(dyn) is not _Affine:
@@ -773,20 +766,12 @@ class _Planner:
             vshape, strides = vshape[:-1] + (REG // n, n // u), strides[:-1] + (0, u)
             rshape = vshape[:-2] + (REG // u,)
 
-            def bind(base):
-                off = base + rel
-
-                def step(ub, regs):
-                    regs[key] = np.ndarray(vshape, unit, ub, off, strides).copy().reshape(rshape).view(np.uint8)
-                return step
+            def step(off, ub, regs):
+                regs[key] = np.ndarray(vshape, unit, ub, off, strides).copy().reshape(rshape).view(np.uint8)
         else:
-            def bind(base):
-                off = base + rel
-
-                def step(ub, regs):
-                    regs[key] = np.ndarray(vshape, np.uint8, ub, off, strides).copy()
-                return step
-        self.steps.append((k, bind))
+            def step(off, ub, regs):
+                regs[key] = np.ndarray(vshape, np.uint8, ub, off, strides).copy()
+        self.steps.append((k, step, rel))
 
     def store(self, op, depth: int, shape: tuple, chain: tuple) -> None:
         k, e, addr = self.address(op, depth)
@@ -809,13 +794,9 @@ class _Planner:
         if full == addr.shape + (n,) and self.all_on(act):  # every byte of every span: one strided assignment
             self.checks.append((k, lo, hi + n, None, None))
 
-            def bind(base):
-                off = base + rel
-
-                def step(ub, regs):
-                    np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
-                return step
-            self.steps.append((k, bind))
+            def step(off, ub, regs):
+                np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
+            self.steps.append((k, step, rel))
             self.touch(True, k, addr, n)
         else:
             keep = np.repeat(act, n // act.shape[-1], axis=-1)
@@ -824,33 +805,36 @@ class _Planner:
             if sel.size:
                 self.checks.append((k, int(sel.min()), int(sel.max()) + 1, None, None))
 
-                def bind(base):
-                    at = sel + base
-
-                    def step(ub, regs):
-                        ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
-                    return step
-                self.steps.append((k, bind))
+                def step(at, ub, regs):
+                    ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
+                self.steps.append((k, step, sel))
                 self.touched.append((True, k, None, sel, 0))
         self.events.append(((True, addr.broadcast(shape), n, chain), k))
 
     def trips_apart(self) -> None:
         """_Batch.check_trips for a top-level loop: pairs of one tile argument now (the answer
-        does not depend on where the tile is), pairs of two at a launch (:meth:`StaticPlan.bind`)."""
-        ev = [e for e, _ in self.events]
-        tile = [k for _, k in self.events]
-        spans = [e[1].bounds() for e in ev]
-        for i, j in _store_pairs(ev):
-            if tile[i] != tile[j]:
-                self.pairs.append((tile[i], spans[i], ev[i][2], tile[j], spans[j], ev[j][2]))
-            elif not _apart(spans[i], ev[i][2], spans[j], ev[j][2]):
-                _check_pair(ev[i], ev[j], i == j)
+        does not depend on where the tile is), pairs of two at a launch (:meth:`StaticPlan.bind`);
+        the pairs of :func:`_store_pairs`, in its order."""
+        ev = self.events
+        spans = [e[1].bounds() for e, _ in ev]
+        for i, (e1, k1) in enumerate(ev):
+            if not e1[0]:
+                continue
+            (lo1, hi1), n1 = spans[i], e1[2]
+            for j, (e2, k2) in enumerate(ev):
+                if j < i and e2[0]:
+                    continue  # that pair was checked from the other side
+                s2, n2 = spans[j], e2[2]
+                if k1 != k2:
+                    self.pairs.append((k1, spans[i], n1, k2, s2, n2))
+                elif not (s2[0] >= hi1 + n1 or lo1 >= s2[1] + n2):  # (_apart)
+                    _check_pair(e1, e2, i == j)
 
 
 class StaticPlan:
     """A VF's batched run decided at the compile (see _Planner): data steps (memory steps bound
     to their tile's address at a launch), a launch's checks, counts and log."""
-    __slots__ = ("tiles", "steps", "checks", "touched", "pairs", "counts", "log", "log_short")
+    __slots__ = ("steps", "checks", "touched", "pairs", "counts", "log", "log_short")
 
     def bind(self, tiles: list, ub_size: int) -> list | None:
         """The data steps for the tile arguments ``tiles`` (TileRefs, by tile parameter), or None
@@ -867,7 +851,7 @@ class StaticPlan:
             a1, a2 = tiles[k1].addr, tiles[k2].addr
             if not _apart((lo1 + a1, hi1 + a1), n1, (lo2 + a2, hi2 + a2), n2):
                 return None
-        return [step if k is None else step(tiles[k].addr) for k, step in self.steps]
+        return [step if k is None else partial(step, rel + tiles[k].addr) for k, step, rel in self.steps]
 
     def launch(self, ub: np.ndarray, tiles: list, want_log: bool = True, tape: list | None = None):
         """Run the VF on ``ub`` with the tile arguments ``tiles`` (TileRefs, by tile parameter): its
@@ -894,7 +878,7 @@ class StaticPlan:
         return _vx.VfCallResult(reads, writes, dict(self.counts), list(self.log if want_log else self.log_short))
 
 
-def static_plan(fn) -> tuple:
+def static_plan(fn, sizes: tuple) -> tuple:
     """``(plan, loop)``: the StaticPlan of vf.func ``fn``, or None when something of it is known
     at a launch only or it does not run batched (the dynamic path runs it, and reports what it
     finds); ``loop``: a top-level loop found not to run batched at any launch (its trips write
@@ -902,7 +886,7 @@ def static_plan(fn) -> tuple:
     its work), else None."""
     planner = _Planner()
     try:
-        return planner.plan(fn), None
+        return planner.plan(fn, sizes), None
     except Exception:  # (_Unfit, NoBatch, a fault of a constant's arithmetic, an op it does not know)
         return None, planner.unbatched
 
@@ -986,11 +970,12 @@ def _spans(addr: np.ndarray, m: int):
 
 def _count_chain(barg, yld, k: int):
     """The ``update_mask`` whose count ``barg`` is, if the loop carries nothing else in it."""
-    uses = list(barg.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, vf.UpdateMaskOp):
+    use = barg.first_use  # (xDSL's use list: ``barg`` used once)
+    if use is None or use._next_use is not None:
         return None
-    um = uses[0].operation
-    if um.count_in is not barg or yld.operands[k] is not um.results[1]:
+    um = use.operation
+    if not isinstance(um, vf.UpdateMaskOp) or um.count_in is not barg or \
+            tuple.__getitem__(yld._operands, k) is not tuple.__getitem__(um.results, 1):
         return None
     return um
 

@@ -422,20 +422,18 @@ class VfRunner:
     values; the step runs at once.  With ``tape`` the steps are kept too: :func:`run_tape`
     replays the call on other data without decoding anything again."""
 
+    depth = 0
+    all_batched = True
+    """Every hardware loop ran batched and no memory op ran outside one."""
+    unbatched = None
+    """A top-level loop of the VF running that never runs batched (VfPlan.unbatched)."""
+
     def __init__(self, ub: np.ndarray, want_log: bool = True, outer=None, tape: list | None = None):
-        self.ub = ub
-        self.tape = tape
-        """The data steps run so far, in order (when kept)."""
+        self.ub, self.want_log, self.outer, self.tape = ub, want_log, outer, tape
+        """``want_log``: keep the executed stream (``log``) for the cycle model; ``outer``:
+        ``(ubs, lo)``, run for every trip of a batched scalar loop (vf_batch.run_batched);
+        ``tape``: the data steps run so far, in order (when kept)."""
         self.counts: dict[str, int] = {}
-        self.want_log = want_log
-        """Keep the executed stream (``log``) for the cycle model."""
-        self.depth = 0
-        self.outer = outer
-        """``(ubs, lo)``: run for every trip of a batched scalar loop (vf_batch.run_batched)."""
-        self.all_batched = True
-        """Every hardware loop ran batched and no memory op ran outside one."""
-        self.unbatched = None
-        """A top-level loop of the VF running that never runs batched (VfPlan.unbatched)."""
 
     def emit(self, step) -> None:
         """Run the data step ``step(ub, regs)`` (and keep it on the tape)."""
@@ -449,17 +447,17 @@ class VfRunner:
         Raises :class:`VfFault` on an invalid access.  A VF with a static plan whose checks these
         addresses pass runs its planned steps (runtime/vf_batch.py StaticPlan.launch), not the
         decoding below."""
-        params = fn.args
-        if len(args) != len(params):
-            raise ValueError(f"@{fn.sym_name.data} takes {len(params)} arguments, {len(args)} given")
         plan = vf_plan(fn)
-        self.unbatched = plan.unbatched
+        sizes = plan.sizes
+        if len(args) != len(sizes):
+            raise ValueError(f"@{fn.sym_name.data} takes {len(sizes)} arguments, {len(args)} given")
         if plan.static is not None and self.outer is None:  # decided by the compile, if the checks pass
-            tiles = [a if isinstance(a, TileRef) else TileRef(int(a), _nbytes(p.type))
-                     for p, a in zip(params, args) if isinstance(p.type, pto.TileLikeType)]
-            res = plan.static.launch(self.ub, tiles, self.want_log, self.tape)
+            res = plan.static.launch(self.ub, [a if type(a) is TileRef else TileRef(int(a), n)
+                                               for a, n in zip(args, sizes) if n is not None], self.want_log, self.tape)
             if res is not None:
                 return res
+        self.unbatched = plan.unbatched
+        params = fn.args
         self.reads = Touched()
         self.writes = Touched()
         self.pending: dict[int, set[int]] = {}
@@ -736,12 +734,14 @@ class VfPlan:
     when that does not depend on a launch's arguments (``static``: runtime/vf_batch.py
     StaticPlan, else None), and the body a launch runs otherwise (``body``: made when first
     needed, at once when there is no static plan)."""
-    __slots__ = ("fn", "static", "unbatched", "_body")
+    __slots__ = ("fn", "static", "unbatched", "_body", "sizes")
 
     def __init__(self, fn: vf.VfFuncOp):
         self.fn = fn
-        self.static, self.unbatched = static_plan(fn)
-        """(``unbatched``: a top-level loop the plan found never runs batched: run trip by trip.)"""
+        # sizes: per parameter, the bytes of its tile buffer or None (a scalar); unbatched: a
+        # top-level loop the plan found never runs batched (run trip by trip)
+        self.sizes = tuple(_nbytes(p.type) if isinstance(p.type, pto.TileLikeType) else None for p in fn.args)
+        self.static, self.unbatched = static_plan(fn, self.sizes)
         self._body = None if self.static is not None else _BlockPlan(fn.block)
 
     @property
@@ -1368,18 +1368,10 @@ def exec_vf_call(m, d, p: int, te) -> None:
     fn = m.p.vf_funcs.get(name) if m.p is not None else None
     if fn is None:
         m.fail("invalid", f"vf_call: the program has no vf.func @{name}", d)
-    vals, params = list(a["args"]), fn.args
-    if len(vals) != len(params):
-        m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(params)}", d)
-    args, inside = [], []
-    for prm, v in zip(params, vals):
-        t = prm.type
-        if isinstance(t, pto.TileLikeType):
-            addr, n = int(v), t.rows * t.cols * t.elem_bytes
-            args.append(TileRef(addr, n))
-            inside.append((addr, addr + n))
-        else:
-            args.append(v)
+    vals, sizes = a["args"], vf_plan(fn).sizes
+    if len(vals) != len(sizes):
+        m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(sizes)}", d)
+    args = [v if n is None else TileRef(int(v), n) for v, n in zip(vals, sizes)]
     if m.batch is not None:  # every trip of a batched scalar loop (runtime/loop_batch.py)
         VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo)).call(fn, args)
         return
@@ -1387,18 +1379,14 @@ def exec_vf_call(m, d, p: int, te) -> None:
     key = (name, tuple(vals), m.ub.size, te is not None)
     got = launches.get(key)
     if got is None:  # the first launch of this VF with these arguments: decoded as it runs
-        static, tape = vf_plan(fn).static, []
-        res = static.launch(m.ub, [a for a in args if type(a) is TileRef], te is not None, tape) \
-            if static is not None else None
-        all_batched = True
-        if res is None:  # no static plan, or this launch's addresses need the dynamic path
-            runner = VfRunner(m.ub, want_log=te is not None, tape=tape)
-            try:
-                res = runner.call(fn, args)
-            except VfFault as f:
-                m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
-            all_batched = runner.all_batched
-        got = launches[key] = (tape, res, all_batched, res.reads.footprint(inside), res.writes.footprint())
+        runner = VfRunner(m.ub, te is not None, None, [])
+        try:
+            res = runner.call(fn, args)  # (its static plan if the checks pass, else the dynamic path)
+        except VfFault as f:
+            m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
+        inside = [(t.addr, t.addr + t.nbytes) for t in args if type(t) is TileRef]
+        got = launches[key] = (runner.tape, res, runner.all_batched, res.reads.footprint(inside),
+                               res.writes.footprint())
     else:  # the same again: its data steps only (addresses, masks and trips do not depend on data)
         run_tape(got[0], m, d)
     tape, res, all_batched, reads, writes = got

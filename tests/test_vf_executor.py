@@ -753,13 +753,15 @@ def test_a_relaunch_with_the_same_arguments_runs_on_the_new_data(monkeypatch):
 
     from pto_compiler.runtime import vf_batch
 
-    decodes = []
+    decodes, launches = [], []
     call, launch = vx.VfRunner.call, vf_batch.StaticPlan.launch
+    # (a launch runs through VfRunner.call, which runs the static plan or the dynamic path: one
+    # call per decoded launch; the static plan's launches are counted too, not as decodes)
     monkeypatch.setattr(vx.VfRunner, "call", lambda self, *a: decodes.append(1) or call(self, *a))
-    monkeypatch.setattr(vf_batch.StaticPlan, "launch", lambda self, *a: decodes.append(1) or launch(self, *a))
+    monkeypatch.setattr(vf_batch.StaticPlan, "launch", lambda self, *a: launches.append(1) or launch(self, *a))
     prog = pipeline.compile_module(api.parse(_RELAUNCH, "relaunch.pto"), ASCEND950)
     x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32) / 7
     res = pipeline.run_program(prog, {"x": x, "z": np.zeros((32, 32), np.float32)})
     assert not res.findings
     assert np.array_equal(res.outputs["z"], x * np.float32(8))
-    assert res.stats.vf["vf_count"] == 3 and len(decodes) == 1
+    assert res.stats.vf["vf_count"] == 3 and len(decodes) == 1 and len(launches) <= 1
