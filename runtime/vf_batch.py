@@ -755,9 +755,9 @@ class _Planner:
         n, align = (REG, 32) if dist == "NORM" else (32, 32) if dist == "BLK" else (e, e)
         if dist not in ("NORM", "BLK") and not dist.startswith("BRC_B"):
             raise _Unfit
-        (vshape, rel, strides), _, _ = self.span(k, addr, n, align)
+        (vshape, rel, strides), lo, hi = self.span(k, addr, n, align)
         self.touch(False, k, addr, n)
-        self.events.append(((False, addr.broadcast(shape), n, chain), k))
+        self.events.append(((False, addr.broadcast(shape), n, chain), k, (lo, hi)))
         key = op.results[0]
         self.env[key] = _Reg(vshape[:-1])
         if n < REG:  # the n bytes repeated over the register: a view repeating them in units of
@@ -809,24 +809,23 @@ class _Planner:
                     ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
                 self.steps.append((k, step, sel))
                 self.touched.append((True, k, None, sel, 0))
-        self.events.append(((True, addr.broadcast(shape), n, chain), k))
+        self.events.append(((True, addr.broadcast(shape), n, chain), k, (lo, hi)))
 
     def trips_apart(self) -> None:
         """_Batch.check_trips for a top-level loop: pairs of one tile argument now (the answer
         does not depend on where the tile is), pairs of two at a launch (:meth:`StaticPlan.bind`);
         the pairs of :func:`_store_pairs`, in its order."""
-        ev = self.events
-        spans = [e[1].bounds() for e, _ in ev]
-        for i, (e1, k1) in enumerate(ev):
+        ev = self.events  # (event, tile, the bounds of its span starts: its _Affine's, as broadcast)
+        for i, (e1, k1, s1) in enumerate(ev):
             if not e1[0]:
                 continue
-            (lo1, hi1), n1 = spans[i], e1[2]
-            for j, (e2, k2) in enumerate(ev):
+            (lo1, hi1), n1 = s1, e1[2]
+            for j, (e2, k2, s2) in enumerate(ev):
                 if j < i and e2[0]:
                     continue  # that pair was checked from the other side
-                s2, n2 = spans[j], e2[2]
+                n2 = e2[2]
                 if k1 != k2:
-                    self.pairs.append((k1, spans[i], n1, k2, s2, n2))
+                    self.pairs.append((k1, s1, n1, k2, s2, n2))
                 elif not (s2[0] >= hi1 + n1 or lo1 >= s2[1] + n2):  # (_apart)
                     _check_pair(e1, e2, i == j)
 
@@ -847,9 +846,9 @@ class StaticPlan:
                     return None
             elif (t.addr + lo) % align or t.addr + lo < 0 or t.addr + hi + n > ub_size:
                 return None
-        for k1, (lo1, hi1), n1, k2, (lo2, hi2), n2 in self.pairs:
+        for k1, (lo1, hi1), n1, k2, (lo2, hi2), n2 in self.pairs:  # (_apart, the tiles placed)
             a1, a2 = tiles[k1].addr, tiles[k2].addr
-            if not _apart((lo1 + a1, hi1 + a1), n1, (lo2 + a2, hi2 + a2), n2):
+            if not (lo2 + a2 >= hi1 + a1 + n1 or lo1 + a1 >= hi2 + a2 + n2):
                 return None
         return [step if k is None else partial(step, rel + tiles[k].addr) for k, step, rel in self.steps]
 

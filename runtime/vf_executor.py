@@ -429,10 +429,10 @@ class VfRunner:
     """A top-level loop of the VF running that never runs batched (VfPlan.unbatched)."""
 
     def __init__(self, ub: np.ndarray, want_log: bool = True, outer=None, tape: list | None = None):
+        # want_log: keep the executed stream (log) for the cycle model; outer: (ubs, lo), run for
+        # every trip of a batched scalar loop (vf_batch.run_batched); tape: the data steps run so
+        # far, in order (when kept)
         self.ub, self.want_log, self.outer, self.tape = ub, want_log, outer, tape
-        """``want_log``: keep the executed stream (``log``) for the cycle model; ``outer``:
-        ``(ubs, lo)``, run for every trip of a batched scalar loop (vf_batch.run_batched);
-        ``tape``: the data steps run so far, in order (when kept)."""
         self.counts: dict[str, int] = {}
 
     def emit(self, step) -> None:
