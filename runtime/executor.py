@@ -802,10 +802,12 @@ class _Machine:
         if not cross_block and toks.max() < first_unordered:
             return  # every token is ordered before this access (the usual case)
         recs = self.log.toks
-        tok_pipe = np.array([r.pipe for r in recs])
-        bad = np.array([r.epoch for r in recs])[toks] > np.asarray(krow)[tok_pipe[toks]]
+        uniq, inv = np.unique(toks, return_inverse=True)
+        seen = [recs[t] for t in uniq.tolist()]  # (the records these units name, not every record)
+        bad = np.array([r.epoch for r in seen]) > np.asarray(krow)[[r.pipe for r in seen]]
         if cross_block:
-            bad |= (np.array([r.block for r in recs])[toks] != self.block) & (toks != 0)
+            bad |= (np.array([r.block for r in seen]) != self.block) & (uniq != 0)
+        bad = bad[inv.reshape(-1)].reshape(toks.shape)
         if not bad.any():
             return
         atomic = _atomic(d) and acc.space in self.gm

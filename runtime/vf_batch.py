@@ -816,18 +816,12 @@ class _Planner:
         does not depend on where the tile is), pairs of two at a launch (:meth:`StaticPlan.bind`);
         the pairs of :func:`_store_pairs`, in its order."""
         ev = self.events  # (event, tile, the bounds of its span starts: its _Affine's, as broadcast)
-        for i, (e1, k1, s1) in enumerate(ev):
-            if not e1[0]:
-                continue
-            (lo1, hi1), n1 = s1, e1[2]
-            for j, (e2, k2, s2) in enumerate(ev):
-                if j < i and e2[0]:
-                    continue  # that pair was checked from the other side
-                n2 = e2[2]
-                if k1 != k2:
-                    self.pairs.append((k1, s1, n1, k2, s2, n2))
-                elif not (s2[0] >= hi1 + n1 or lo1 >= s2[1] + n2):  # (_apart)
-                    _check_pair(e1, e2, i == j)
+        for i, j in _store_pairs([e for e, _, _ in ev]):
+            (e1, k1, s1), (e2, k2, s2) = ev[i], ev[j]
+            if k1 != k2:
+                self.pairs.append((k1, s1, e1[2], k2, s2, e2[2]))
+            elif not _apart(s1, e1[2], s2, e2[2]):
+                _check_pair(e1, e2, i == j)
 
 
 class StaticPlan:
@@ -846,9 +840,9 @@ class StaticPlan:
                     return None
             elif (t.addr + lo) % align or t.addr + lo < 0 or t.addr + hi + n > ub_size:
                 return None
-        for k1, (lo1, hi1), n1, k2, (lo2, hi2), n2 in self.pairs:  # (_apart, the tiles placed)
+        for k1, (lo1, hi1), n1, k2, (lo2, hi2), n2 in self.pairs:
             a1, a2 = tiles[k1].addr, tiles[k2].addr
-            if not (lo2 + a2 >= hi1 + a1 + n1 or lo1 + a1 >= hi2 + a2 + n2):
+            if not _apart((lo1 + a1, hi1 + a1), n1, (lo2 + a2, hi2 + a2), n2):
                 return None
         return [step if k is None else partial(step, rel + tiles[k].addr) for k, step, rel in self.steps]
 
