@@ -44,7 +44,7 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import filterfalse, islice, repeat
-from operator import attrgetter, sub
+from operator import add, attrgetter, mul, sub
 
 from xdsl.ir import OpResult
 
@@ -322,59 +322,37 @@ def _factor(v) -> tuple:
     return 1, (id(v),)
 
 
-_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP, _COUNT, _FIRST, _NEXT, _LAST = range(11)
+_YIELD, _VF, _FREE, _ENTER, _TRIP, _EXIT, _LOOP, _COUNT, _FIRST, _NEXT, _LAST, _ZERO, _FOR = range(13)
 _VF_FREE = frozenset({"vf.bitcast"})
 """VF ops that issue no instruction: ``vf.bitcast`` reads the same register as another element
 type (the A5 headers' RegTensor reinterpret_cast, dialects/vf.py), so its result is ready with
 its operand and it occupies no unit and no dispatch slot."""
 
-
-class _Decoded:
-    """What the VF timer needs of one op, read once (values by ``id``: xDSL hashes in Python)."""
-    __slots__ = ("key", "kind", "ins", "outs", "timing", "loop", "args", "su_events", "at_zero", "reads", "vreads",
-                 "inner", "hidden")
-
-    def __init__(self, op, timing: tuple, parent, ins: tuple, reads: tuple):
-        """``op`` (``timing``: :func:`_classify`) in a block of ``parent``, its operand ids
-        ``ins`` and those of them not ready at 0 ``reads`` (:func:`_decode_ops`)."""
-        self.key = id(op)
-        self.ins = ins
-        self.outs = tuple(map(id, op.results))
-        self.timing = timing
-        """(kind, unit, occupancy parameter, latency parameter, counter, event cycles): :func:`_classify`."""
-        self.kind = kind = timing[0]
-        self.reads = reads
-        """The operands whose ready times can matter: not ready at 0 (``zero``, :func:`_decode_vf`;
-        one ready at 0 never delays an op: the front and every clock are >= 0)."""
-        self.at_zero = False
-        """Its results are ready at 0 in every trip (constants and arithmetic on them and on the
-        VF's parameters): the timer need not run it (those ops share :data:`_AT_ZERO`)."""
-        self.loop = id(parent) if kind == _YIELD else None
-        self.inner = self.hidden = False
-        """``inner``: arithmetic on values ready by the front, in the body of an innermost loop;
-        ``hidden``: such arithmetic whose results no op reads but VF ops (which leave them out,
-        :attr:`vreads`) and other hidden arithmetic: where no snapshot of the clocks reads its
-        results either (a loop's trips written out, :meth:`_VfTimer._compile`), it is not run."""
-        self.vreads = reads
-        """A VF op's :attr:`reads` but those ready no later than the front whenever it issues (it
-        issues no earlier than the front): a loop's induction variable is ready at its trip's
-        start, and arithmetic on those and on values ready at 0 with its operands."""
-
-
-_AT_ZERO = _Decoded.__new__(_Decoded)
-"""The decoding of every op whose results are ready at 0 in every trip (:attr:`_Decoded.at_zero`):
-nothing else of it is read."""
-_AT_ZERO.kind, _AT_ZERO.at_zero, _AT_ZERO.outs, _AT_ZERO.reads, _AT_ZERO.hidden = _FREE, True, (), (), False
-_AT_ZERO.timing = (_FREE, None, None, None, None, 0)
+# What the VF timer needs of one op, read once into its ``_vft`` (values by ``id``: xDSL hashes in
+# Python), a tuple whose first three items are its kind, the ids of the operands whose ready times
+# can matter and of its results:
+#   (_VF, vreads, outs, unit, occupancy parameter, latency parameter, counter, event cycles, reads)
+#   (_FREE, reads, outs, hidden)     arith, vf.bitcast, other ops: ready with their operands
+#   (_YIELD, ins, (), id of its loop)
+#   (_FOR, reads, outs, id of the op, carried ins, ids of the body's arguments, RVECSU events)
+#   _AT_ZERO                         results ready at 0 in every trip: never run
+# ``reads``: the operands not ready at 0 (one ready at 0 never delays an op: the front and every
+# clock are >= 0); ``vreads``: a VF op's reads but those ready no later than the front whenever it
+# issues (a loop's induction variable is ready at its trip's start, and arithmetic on those and on
+# values ready at 0 with its operands); ``hidden``: such arithmetic in the body of an innermost
+# loop whose results no op reads but VF ops and other hidden arithmetic: where no snapshot of the
+# clocks reads its results either (a loop's trips written out, :meth:`_VfTimer._compile`), it is
+# not run.
+_AT_ZERO = (_ZERO, (), ())
 
 
 def _decode_vf(fn) -> None:
     """Decode every op of ``fn`` (a ``vf.func``, else the op the stream starts from) into its
     ``_vft`` in one pass in program order: a value is ready at 0 whenever an op reads it when it
-    is a parameter of the VF (never timed) or a result of an op that is :attr:`_Decoded.at_zero`,
-    and SSA defines it before any op that reads it.  The offsets of its memory ops go to
-    ``fn._vf_offsets`` for :func:`pb_pushes` with the linear forms of its index values
-    (:func:`_linear`) and the decode's serial number (see :func:`vf_timing`)."""
+    is a parameter of the VF (never timed) or a result of an op ready at 0, and SSA defines it
+    before any op that reads it.  The offsets of its memory ops go to ``fn._vf_offsets`` for
+    :func:`pb_pushes` with the linear forms of its index values (:func:`_linear`) and the
+    decode's serial number (see :func:`vf_timing`)."""
     offsets: list = []
     forms: dict = {}
     early: set = set()
@@ -382,18 +360,19 @@ def _decode_vf(fn) -> None:
     seen: set = set()
     if fn.name == "vf.func":
         zero = set(map(id, fn.args))
-        for region in fn.regions:
-            block = region.first_block
+        for region in fn.regions:  # (xDSL's first_block, first_op, next_block read without their calls)
+            block = region._first_block
             while block is not None:
-                _decode_ops(block.first_op, fn, zero, early, offsets, forms, arith, seen)
-                block = block.next_block
+                _decode_ops(block._first_op, fn, zero, early, offsets, forms, arith, seen)
+                block = block._next_block
     else:  # (a stream outside a vf.func: its outermost op and what it holds)
         _decode_ops(fn, fn.parent_op(), set(), early, offsets, forms, arith, seen, alone=True)
-    for d in reversed(arith):  # (readers before the ops they read)
-        if d.inner and seen.isdisjoint(d.outs):
-            d.hidden = True
-        else:
-            seen.update(d.reads)
+    for a in reversed(arith):  # (readers before the ops they read)
+        op, reads, outs, inner = a
+        hidden = inner and seen.isdisjoint(outs)
+        if not hidden:
+            seen.update(reads)
+        op._vft = (_FREE, reads, outs, hidden)
     _DECODES[0] += 1
     fn._vf_offsets = (_DECODES[0], offsets, forms)
 
@@ -406,86 +385,101 @@ def _decode_ops(op, parent, zero: set, early: set, offsets: list, forms: dict, a
                 alone: bool = False) -> bool:
     """Decode the ops of a block of ``parent`` from ``op`` on (``alone``: ``op`` only), nested ones
     after the op holding them (program order); True when one of them is an ``scf.for``.  ``early``:
-    the values ready no later than the front whenever an op reads them (:attr:`_Decoded.vreads`);
-    ``arith``: the decodings of the arithmetic on them, in program order; ``seen``: the values
-    read by an op that is neither a VF op nor such arithmetic (:attr:`_Decoded.hidden`)."""
+    the values ready no later than the front whenever an op reads them (``vreads``); ``arith``:
+    [op, reads, outs, in an innermost loop] of the arithmetic on them, in program order (its
+    ``_vft`` made once ``hidden`` is known, :func:`_decode_vf`); ``seen``: the values read by an op
+    that is neither a VF op nor such arithmetic."""
     loops = False
     while op is not None:
-        group, timing, linear = _CLASSES.get(type(op)) or _classify(op)
+        group, vf_timing_, linear = _CLASSES.get(type(op)) or _classify(op)
         ins = tuple(map(id, op._operands))  # (a tuple: xDSL's operands view reads it one item at a time)
         reads = tuple(filterfalse(zero.__contains__, ins)) if ins else ()
-        if group == _G_ARITH and not reads:
-            op._vft = _AT_ZERO
-            zero.update(map(id, op.results))
-        else:
-            d = op._vft = _Decoded(op, timing, parent, ins, reads)
-            if timing[0] == _VF:
-                d.vreads = tuple(filterfalse(early.__contains__, reads))
-            elif group == _G_ARITH and early.issuperset(reads):
-                early.update(d.outs)
-                arith.append(d)
+        if group == _G_ARITH:
+            if not reads:
+                op._vft = _AT_ZERO
+                zero.update(map(id, op.results))
             else:
-                seen.update(reads)
-            if linear:  # (an op on values ready at 0 has the empty form: skipped above)
-                _linear(op, linear, forms)
+                outs = tuple(map(id, op.results))
+                if early.issuperset(reads):
+                    early.update(outs)
+                    arith.append([op, reads, outs, False])
+                else:
+                    seen.update(reads)
+                    op._vft = (_FREE, reads, outs, False)
+                if linear:  # (an op on values ready at 0 has the empty form: skipped above)
+                    _linear(op, linear, forms)
+        elif vf_timing_ is not None:  # a VF op that issues an instruction
+            op._vft = (_VF, tuple(filterfalse(early.__contains__, reads)), tuple(map(id, op.results)),
+                       *vf_timing_, reads)
             if group == _G_MEM:
                 off = op.dyn_offset
                 if off is not None:
                     offsets.append(off)
-            elif group == _G_FOR:
-                loops = True
-                body = op.regions[0].first_block
-                carried = ins[3:]  # (lb, ub, step, iter_args...)
-                d.ins = carried
-                d.args = tuple(map(id, body.args))
-                early.add(d.args[0])
-                n = len(arith)
-                iv = d.args[0]
-                forms[iv] = {iv: (1, ())}  # (:func:`_linear` of an scf.for)
-                innermost = not _decode_ops(body.first_op, op, zero, early, offsets, forms, arith, seen)
-                if innermost:
-                    for a in islice(arith, n, None):
-                        a.inner = True
-                top = parent is not None and parent.name == "vf.func"
-                scalars = sum(1 for v in islice(op._operands, 3, None) if not v.type.name.startswith("vf."))
-                d.su_events = (innermost or top) + scalars
-                if alone:
-                    return loops
-                op = op._next_op
-                continue
-        if group == _G_OTHER and op.regions:  # (another op holding ops: decoded after it)
-            for region in op.regions:
-                block = region.first_block
-                while block is not None:
-                    _decode_ops(block.first_op, op, zero, early, offsets, forms, arith, seen)
-                    block = block.next_block
+        elif group == _G_FOR:
+            seen.update(reads)
+            loops = True
+            body = op.regions[0]._first_block
+            args = tuple(map(id, body._args))
+            iv = args[0]
+            early.add(iv)
+            forms[iv] = {iv: (1, ())}  # (:func:`_linear` of an scf.for)
+            n = len(arith)
+            innermost = not _decode_ops(body._first_op, op, zero, early, offsets, forms, arith, seen)
+            if innermost:
+                for a in islice(arith, n, None):
+                    a[3] = True
+            top = parent is not None and parent.name == "vf.func"
+            scalars = sum(1 for v in islice(op._operands, 3, None) if not v._type.name.startswith("vf."))
+            op._vft = (_FOR, reads, tuple(map(id, op.results)), id(op), ins[3:], args, (innermost or top) + scalars)
+            if alone:
+                return loops
+        else:
+            seen.update(reads)
+            if group == _G_YIELD:
+                op._vft = (_YIELD, ins, (), id(parent))
+            else:
+                op._vft = (_FREE, reads, tuple(map(id, op.results)), False)
+                if op.regions:  # (another op holding ops: decoded after it)
+                    for region in op.regions:
+                        block = region._first_block
+                        while block is not None:
+                            _decode_ops(block._first_op, op, zero, early, offsets, forms, arith, seen)
+                            block = block._next_block
         if alone:
             break
         op = op._next_op  # (xDSL's next_op, without its property call)
     return loops
 
 
-_G_ARITH, _G_VF, _G_MEM, _G_FOR, _G_OTHER = range(5)
+_G_ARITH, _G_VF, _G_MEM, _G_FOR, _G_YIELD, _G_OTHER = range(6)
 """What :func:`_decode_ops` does with an op of a class: arith (ready at 0 when its operands are),
 a vf op (they hold no ops), a vf memory op (its ``dyn_offset``: :func:`pb_pushes`), an
-``scf.for``, another op (it may hold ops)."""
+``scf.for``, an ``scf.yield``, another op (it may hold ops)."""
 _CLASSES: dict = {}
-"""Op class -> (its group, its timing, its name if :func:`_linear` reads it): :func:`_classify`
-(xDSL's op names are class constants)."""
+"""Op class -> (its group, the timing of a VF op issuing an instruction (unit, occupancy parameter,
+latency parameter, counter, event cycles) else None, its name if :func:`_linear` reads it):
+:func:`_classify` (xDSL's op names are class constants)."""
+_COUNTER = {"LD": "rvecld", "ST": "rvecst", "MSK": "rvecex", "EX": "rvecex"}
+"""The study's counter of each issue unit's events (masks count as EX)."""
 
 
 def _classify(op) -> tuple:
-    """:data:`_CLASSES` of ``op``'s class: its group, and its timing (kind, unit, occupancy
-    parameter, latency parameter, counter, event cycles) from the tables above."""
+    """:data:`_CLASSES` of ``op``'s class, from the tables above."""
     t, name = type(op), op.name
-    vf_op = name.startswith("vf.")
-    group = (_G_ARITH if name.startswith("arith.") else _G_FOR if name == "scf.for"
-             else (_G_MEM if hasattr(t, "dyn_offset") else _G_VF) if vf_op else _G_OTHER)
-    kind = _YIELD if name == "scf.yield" else _FREE if name in _VF_FREE else _VF if vf_op else _FREE
-    unit = _VF_UNIT.get(name, "EX")
-    got = _CLASSES[t] = (group, (kind, unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"),
-                                 "rvec" + {"MSK": "ex"}.get(unit, unit.lower()), VF_EVENT_CYCLES.get(name, 1)),
-                         name if group == _G_ARITH and name in _LINEAR else None)
+    timing = linear = None
+    if name.startswith("vf."):
+        unit = _VF_UNIT.get(name, "EX")
+        group = _G_MEM if unit == "LD" or unit == "ST" else _G_VF  # (the ops with a dyn_offset)
+        if name not in _VF_FREE:
+            timing = (unit, _VF_OCC.get(name), _VF_LAT.get(name, "lat_other"), _COUNTER[unit],
+                      VF_EVENT_CYCLES.get(name, 1))
+    elif name.startswith("arith."):
+        group = _G_ARITH
+        if name in _LINEAR:
+            linear = name
+    else:
+        group = _G_FOR if name == "scf.for" else _G_YIELD if name == "scf.yield" else _G_OTHER
+    got = _CLASSES[t] = (group, timing, linear)
     return got
 
 
@@ -497,17 +491,23 @@ def _entered_next(stream: list, i: int, op, loop: int, enter: int) -> bool:
     return (kind == loop and x[0] is op) or (kind == enter and x is op)
 
 
-def _entered(d: _Decoded, P: dict) -> tuple:
-    """A loop entered: the counters it adds, its front-end bubble, the values its trips carry."""
-    return _ENTER, d.key, d.ins, P["rveclp"], P["rvecsu"] * d.su_events, P["loop_entry"]
+def _entered(d: tuple, P: dict) -> tuple:
+    """A loop (its ``_vft``) entered: the counters it adds, its front-end bubble, the values its
+    trips carry."""
+    return _ENTER, d[3], d[4], P["rveclp"], P["rvecsu"] * d[6], P["loop_entry"]
 
 
-def _tripped(d: _Decoded) -> tuple:
+def _tripped(d: tuple) -> tuple:
     """A trip started: its induction variable and the values carried into it."""
-    return _TRIP, d.key, d.args[0], d.args[1:]
+    return _TRIP, d[3], d[5][0], d[5][1:]
 
 
-def _written_out(d: _Decoded, P: dict, steps: list, trips: int) -> list | None:
+def _exited(d: tuple) -> tuple:
+    """A loop left: its results take the values its last trip carried out."""
+    return _EXIT, d[3], d[2]
+
+
+def _written_out(d: tuple, P: dict, steps: list, trips: int) -> list | None:
     """The entries of a loop (``d``) written out, ``trips`` times ``steps`` (a trip but its start),
     with what its entering, its trips' starts, its yields and its exit hand over fused: the loop
     entered and its first trip started (:data:`_FIRST`), its yield's values carried into the next
@@ -517,24 +517,25 @@ def _written_out(d: _Decoded, P: dict, steps: list, trips: int) -> list | None:
     its own yield."""
     if not trips:
         return None
-    if steps and steps[-1][0] == _YIELD and steps[-1][1] == d.key:
+    _, _, outs, key, ins, args, su = d
+    if steps and steps[-1][0] == _YIELD and steps[-1][1] == key:
         yins, steps = steps[-1][2], steps[:-1]
-    elif d.ins or len(d.args) > 1 or d.outs:
+    elif ins or len(args) > 1 or outs:
         return None
     else:  # (a loop carrying no values: no yield entry, nothing out)
         yins = None
-    iv, args = d.args[0], d.args[1:]
-    out = [(_FIRST, P["rveclp"], P["rvecsu"] * d.su_events, P["loop_entry"], d.ins, iv, args), *steps]
+    iv, args = args[0], args[1:]
+    out = [(_FIRST, P["rveclp"], P["rvecsu"] * su, P["loop_entry"], ins, iv, args), *steps]
     nxt = (_NEXT, yins or (), iv, args)
     for _ in range(trips - 1):
         out.append(nxt)
         out += steps
     if yins is not None:
-        out.append((_LAST, yins, d.outs))
+        out.append((_LAST, yins, outs))
     return out
 
 
-def _decoded(op) -> _Decoded:
+def _decoded(op) -> tuple:
     d = getattr(op, "_vft", None)
     if d is None:  # the first op of its VF the timer meets: the whole VF is decoded
         _decode_vf(_enclosing_vf(op))
@@ -557,11 +558,14 @@ class _VfTimer:
         self.P = P
         self.step = 1.0 / P["dispatch_width"]
         self.window = int(P["window"])
-        self.busy: dict = {u: ([], []) for u in ("LD", "ST", "MSK", "EX")}
-        """Per issue unit, the (starts, ends) of its busy intervals (lists kept for the timer's
-        life: a compiled instruction holds its unit's, :meth:`_compile`)."""
-        self.ends = [ends for _starts, ends in self.busy.values()]
-        self.issued: list = []
+        self.busy: dict = {u: [] for u in ("LD", "ST", "MSK", "EX")}
+        """Per issue unit, its busy intervals in one sorted list ``[start, end, start, end, ...]``
+        (one list to search, insert into and drop from, not two; kept for the timer's life: a
+        compiled instruction holds its unit's, :meth:`_compile`)."""
+        self.units = list(self.busy.values())
+        self.issued: list = [0.0] * self.window
+        """The issue times, after ``window`` zeros: the instruction ``window`` places back is always
+        there (a zero bounds nothing: every instruction issues after the front, > 0)."""
         self.ready: dict = {}
         self.pend: dict = {}
         self.front = self.end = 0.0
@@ -583,12 +587,17 @@ class _VfTimer:
         self._run((_entered(d, self.P),))
         got = self.loops.get(id(per_trip))
         if got is None:
-            got = self.loops[id(per_trip)] = (self._values(op, per_trip), [_tripped(d), *self._compile(per_trip)])
-        values, body = got
-        run, clocks, ends, w = self._run, self._clocks, self.ends, self.window
-        layout, last = clocks(values)
+            body = [_tripped(d), *self._compile(per_trip)]
+            got = self.loops[id(per_trip)] = (self._values(op, per_trip), body, any(e[0] == _VF for e in body))
+        values, body, grows = got
+        run, clocks, units, w = self._run, self._clocks, self.units, self.window
+        layout = last = None
+        if not grows or len(self.issued) >= 2 * w:
+            layout, last = clocks(values)
         deltas: list = []
-        """Per trip since the layout last changed, what it advanced every clock by."""
+        """Per trip since the layout last changed, what it advanced every clock by (a snapshot
+        while fewer than ``window`` instructions issued is not taken when the trip issues some:
+        the next one holds more of them, another layout)."""
         for k in range(trips):
             if len(deltas) >= STEADY_TRIPS:
                 first = deltas[-STEADY_TRIPS]
@@ -599,7 +608,11 @@ class _VfTimer:
                     self._extrapolate(values, layout, last, deltas[-1], trips - k)
                     break
             run(body)
-            if len(self.issued) >= w and max(map(len, ends)) > w:
+            if len(self.issued) < 2 * w:
+                if grows:
+                    layout = None
+                    continue
+            elif max(map(len, units)) > 2 * w:
                 self._forget()
             now, flat = clocks(values)
             if now != layout:
@@ -608,7 +621,7 @@ class _VfTimer:
             else:
                 deltas.append(list(map(sub, flat, last)))
             last = flat
-        self._run(((_EXIT, d.key, d.outs),))
+        self._run((_exited(d),))
 
     def _forget(self) -> None:
         """Once a unit holds more than ``window`` busy intervals (a unit that is the bottleneck
@@ -618,25 +631,21 @@ class _VfTimer:
         than the oldest of the last ``window`` issues, and an interval ending by then is passed over."""
         issued, w = self.issued, self.window
         horizon = max(self.front, min(issued[-w:]))
-        for starts, ends in self.busy.values():
-            i = bisect_right(ends, horizon)
-            if i:
-                del starts[:i], ends[:i]
+        for b in self.units:
+            del b[:bisect_right(b, horizon) & -2]
 
     @staticmethod
     def _values(op, per_trip: list) -> list:
         """The values whose ready times :meth:`_clocks` reads for a loop running ``per_trip``."""
         from pto_compiler.runtime.vf_executor import LOG_LOOP, LOG_OP
 
-        values = list(_decoded(op).args)
+        values = list(_decoded(op)[5])
         loops = []
         for kind, x in per_trip:
             if kind == LOG_OP:
-                d = getattr(x, "_vft", None) or _decoded(x)
-                if not d.at_zero:
-                    values += d.outs
+                values += (getattr(x, "_vft", None) or _decoded(x))[2]
             elif kind == LOG_LOOP:
-                loops += (getattr(x[0], "_vft", None) or _decoded(x[0])).outs
+                loops += (getattr(x[0], "_vft", None) or _decoded(x[0]))[2]
         return values + loops
 
     def _compile(self, stream: list, inner: bool = False, counts: dict | None = None) -> list:
@@ -648,7 +657,7 @@ class _VfTimer:
         the counters, :meth:`_clocks`, is taken there).  An ``scf.for`` entered next runs no entry of
         its own (its results are the loop's exit values, :data:`_EXIT`), nor a yield of no values.
         ``inner``: ``stream`` is the trip of a loop written out (no snapshot reads its values:
-        :attr:`_Decoded.hidden` arithmetic is left out); ``counts``: the counters add up there
+        ``hidden`` arithmetic is left out, :func:`_decode_ops`); ``counts``: the counters add up there
         (the caller's, else an entry at the end)."""
         from pto_compiler.runtime.vf_executor import LOG_ENTER, LOG_LOOP, LOG_OP, LOG_TRIP
 
@@ -659,15 +668,19 @@ class _VfTimer:
         for i, (kind, x) in enumerate(stream):
             if kind == LOG_OP:
                 d = getattr(x, "_vft", None) or _decoded(x)
-                kind, unit, occ, lat, counter, cycles = d.timing
+                kind = d[0]
                 if kind == _VF:
-                    body.append((_VF, d.vreads, d.outs, self.busy[unit], P[occ] if occ else 1.0, P[lat]))
+                    _, vreads, outs, unit, occ, lat, counter, cycles, _reads = d
+                    body.append((_VF, vreads, outs, self.busy[unit], P[occ] if occ else 1.0, P[lat]))
                     counts[counter] = counts.get(counter, 0) + cycles
+                elif kind == _FREE:
+                    if not (inner and d[3]):
+                        body.append((_FREE, d[1], d[2]))
                 elif kind == _YIELD:
-                    if d.ins:  # (a loop carrying no values: nothing to hand on)
-                        body.append((_YIELD, d.loop, d.ins))
-                elif not d.at_zero and not (inner and d.hidden) and not _entered_next(stream, i, x, LOG_LOOP, LOG_ENTER):
-                    body.append((_FREE, d.reads, d.outs))
+                    if d[1]:  # (a loop carrying no values: nothing to hand on)
+                        body.append((_YIELD, d[3], d[1]))
+                elif kind == _FOR and not _entered_next(stream, i, x, LOG_LOOP, LOG_ENTER):
+                    body.append((_FREE, d[1], d[2]))
             elif kind == LOG_LOOP:
                 op, per_trip, trips = x
                 if trips > STEADY_TRIPS + 1:
@@ -692,11 +705,11 @@ class _VfTimer:
                         if fused is not None:
                             body += fused
                             continue
-                    body += [_entered(d, P), *trip * trips, (_EXIT, d.key, d.outs)]
+                    body += [_entered(d, P), *trip * trips, _exited(d)]
             else:
                 d = _decoded(x)
                 body.append(_entered(d, P) if kind == LOG_ENTER else _tripped(d) if kind == LOG_TRIP
-                            else (_EXIT, d.key, d.outs))
+                            else _exited(d))
         if own and counts:
             body.append((_COUNT, tuple(counts.items())))
         return body
@@ -710,35 +723,35 @@ class _VfTimer:
         ready, c, pend, window, step = self.ready, self.c, self.pend, self.window, self.step
         get, zeros = ready.get, repeat(0.0)  # (map(get, values, zeros): what get(v, 0.0) gives each)
         front, end, issued = self.front, self.end, self.issued
-        count = len(issued)
+        w = -window
         for e in body:
             kind = e[0]
             if kind == _VF:
-                _, ins, outs, (starts, ends), occ, lat = e
+                _, ins, outs, b, occ, lat = e
                 front += step
                 t = front
                 for v in ins:
                     r = get(v, 0.0)
                     if r > t:
                         t = r
-                if count >= window:
-                    r = issued[count - window]
-                    if r > t:
-                        t = r
-                i = bisect_right(ends, front)  # the first free slot of the unit
-                if i:
-                    del starts[:i], ends[:i]
-                i = bisect_right(ends, t)
-                n = len(starts)
-                while i < n and starts[i] < t + occ:
-                    if ends[i] > t:
-                        t = ends[i]
-                    i += 1
-                stop = t + occ
-                starts.insert(i, t)
-                ends.insert(i, stop)
+                r = issued[w]
+                if r > t:
+                    t = r
+                if b and b[1] <= front:  # the intervals over by the front dropped
+                    del b[:bisect_right(b, front) & -2]
+                if b and b[-1] > t:  # the first free slot of the unit (else: from t on)
+                    i = bisect_right(b, t) & -2
+                    n = len(b)
+                    while i < n and b[i] < t + occ:
+                        if b[i + 1] > t:
+                            t = b[i + 1]
+                        i += 2
+                    stop = t + occ
+                    b[i:i] = t, stop
+                else:
+                    stop = t + occ
+                    b += t, stop
                 issued.append(t)
-                count += 1
                 done = t + lat
                 for r in outs:
                     ready[r] = done
@@ -794,49 +807,43 @@ class _VfTimer:
                 self.front, self.end = front, end
                 self.loop(*e[1:])
                 front, end, issued = self.front, self.end, self.issued
-                count = len(issued)
         self.front, self.end = front, end
 
     def _clocks(self, values) -> tuple:
         """The timer's clocks and counters as (their layout, one flat list): the front, the end,
         the ready times of ``values``, the loops' carried values, the last ``window`` issues, each
-        unit's busy (starts, ends), the counters (the same keys always)."""
+        unit's busy intervals, the counters (the same keys always)."""
         w = self.window
         flat = [self.front, self.end, *map(self.ready.get, values, repeat(0.0))]
         for ts in self.pend.values():
             flat += ts
-        issued = self.issued[-w:]
+        issued = self.issued[max(w, len(self.issued) - w):]
         flat += issued
         lens = [len(self.pend), len(flat), len(issued)]
-        for starts, ends in self.busy.values():
-            flat += starts
-            flat += ends
-            lens.append(len(starts))
+        for b in self.units:
+            flat += b
+            lens.append(len(b))
         flat += self.c.values()
         return tuple(lens), flat
 
     def _extrapolate(self, values, layout: tuple, last: list, delta: list, n: int) -> None:
         """Every clock and counter ``n`` more trips on from the snapshot ``last`` (of ``layout``),
-        each moving by its ``delta`` per trip."""
-        x = [y + n * d for y, d in zip(last, delta)]
+        each moving by its ``delta`` per trip (a value not ready yet stays at 0: ``ready.get``'s
+        default)."""
+        x = list(map(add, last, map(mul, repeat(n), delta)))
         self.front, self.end = x[0], x[1]
-        k = 2
-        for v in values:
-            if v in self.ready:
-                self.ready[v] = x[k]
-            k += 1
+        k = 2 + len(values)
+        self.ready.update(zip(values, x[2:k]))
         for key, ts in self.pend.items():
             self.pend[key] = x[k:k + len(ts)]
             k += len(ts)
         h = layout[2]
-        self.issued = x[k:k + h]
+        self.issued = [0.0] * self.window + x[k:k + h]
         k += h
-        for (starts, ends), h in zip(self.busy.values(), layout[3:]):
-            starts[:], ends[:] = x[k:k + h], x[k + h:k + 2 * h]
-            k += 2 * h
-        for key in self.c:
-            self.c[key] = x[k]
-            k += 1
+        for b, h in zip(self.units, layout[3:]):
+            b[:] = x[k:k + h]
+            k += h
+        self.c.update(zip(VF_COUNTERS, x[k:]))
 
 
 def vf_static_cycles(fn, known: dict | None = None) -> float | None:

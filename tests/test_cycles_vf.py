@@ -320,12 +320,13 @@ def test_operands_ready_by_the_front_never_delay(name):
     fn = cycles._vf_func(logs[0])
     fast = [cycles.vf_timing(log) for log in logs] + [cycles.vf_timing(expand_log(logs[0]))]
     pruned = 0
-    for op in cycles._nested_ops(fn, []):
+    for op in cycles._nested_ops(fn, []):  # (_vft: cycles._decode_ops)
         d = op._vft
-        if d.kind == cycles._VF:
-            pruned += len(d.reads) - len(d.vreads)
-            d.vreads = d.reads
-        d.hidden = False
+        if d[0] == cycles._VF:
+            pruned += len(d[8]) - len(d[1])
+            op._vft = (d[0], d[8], *d[2:])  # every operand not ready at 0 timed
+        elif d[0] == cycles._FREE:
+            op._vft = (*d[:3], False)  # no arithmetic hidden
     assert pruned  # (the study's loops address by their induction variables)
     assert fast == [cycles.vf_timing(log) for log in logs] + [cycles.vf_timing(expand_log(logs[0]))]
 
@@ -535,3 +536,17 @@ def test_a_written_out_loop_fused_times_as_entered_and_exited(monkeypatch):
     monkeypatch.setattr(cycles, "_written_out", lambda *a: calls.append(real(*a)))
     assert fused == [cycles.vf_timing(s, p) for s in streams for p in params]
     assert any(c is not None for c in calls)  # (fused entries were made, and are not used now)
+
+
+def test_the_memory_ops_are_the_ld_and_st_ops():
+    """The timer's decode takes a vf op's dynamic offset (PB pushes) where its unit is LD or ST:
+    exactly the vf ops with a ``dyn_offset`` (what ``pb_pushes``' own walk reads)."""
+    from xdsl.irdl import IRDLOperation
+
+    from pto_compiler.dialects import vf
+
+    ops = [c for c in vars(vf).values() if isinstance(c, type) and issubclass(c, IRDLOperation)
+           and isinstance(getattr(c, "name", None), str) and c.name.startswith("vf.")]
+    assert len(ops) > 30 and any(hasattr(c, "dyn_offset") for c in ops)
+    for c in ops:
+        assert hasattr(c, "dyn_offset") == (cycles._VF_UNIT.get(c.name) in ("LD", "ST")), c.name
