@@ -309,14 +309,16 @@ def _wrap_pyint(q: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _maxmin(a, b, is_max: bool) -> np.ndarray:
     a, b = _same(a, b)
+    f = np.maximum if is_max else np.minimum
     if not is_float_dtype(a.dtype):
-        return (np.maximum if is_max else np.minimum)(a, b)
+        return f(a, b)
     wa, wb = _work(a), _work(b)
-    r = (np.maximum if is_max else np.minimum)(wa, wb)
+    r = f(wa, wb)
     # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which
     # zero of a ±0 tie are left to fix: max(±0, ±0) is -0 only if both are -0, min(±0, ±0)
-    # is +0 only if both are +0.  One reduction tells whether any result is NaN or zero.
-    if r.size == 0 or np.abs(r).min() > 0:
+    # is +0 only if both are +0.  One reduction tells whether any result is NaN or zero (the
+    # ufunc's own, not ndarray.min's Python wrapper: a cold process pays ~6 us for that).
+    if r.size == 0 or np.minimum.reduce(np.abs(r), None) > 0:
         return r.astype(a.dtype, copy=False)  # exact: r is one of the operands
     zero = r == 0
     if zero.any():

@@ -703,24 +703,67 @@ class _Planner:
                 self.load(op, depth, shape, chain)
             elif cls is vf.StoreAlignOp:
                 self.store(op, depth, shape, chain)
-            else:
+            elif cls is vf.UpdateMaskOp and type(env[tuple.__getitem__(op._operands, 0)]) is _TripCounts:
+                r0, r1 = op.results  # (_h_update_mask on a count chain, read here once)
+                env[r0], rest = env[tuple.__getitem__(op._operands, 0)].update_mask(r0.type.nlanes)
+                env[r1] = rest if _only_yielded(r1) else rest.array()
+            elif cls not in _LANEWISE or not self.lanewise(op, cls, depth):
                 h = _HANDLERS.get(cls)
                 if h is None:
                     raise _Unfit
-                px = op.__dict__.get("_vfx")
-                if px is None:
-                    px = op._vfx = _vx._Decoded(op)
-                h(self, px, env, depth)
+                h(self, op, env, depth)  # (the op itself: each is read once here, no _Decoded cache)
                 if h in _COMPUTE:  # its register's trip axes, as its data step makes them
-                    leads = [_lead(env[v], depth) for v in px.sources if type(env.get(v)) is _Reg]
-                    m = px.mask_operand
+                    leads = [_lead(env[v], depth) for v in op.sources if type(env.get(v)) is _Reg]
+                    m = op.mask_operand
                     if m is not None:
                         leads.append(_lead(env[m], depth))
-                        if px.mode == "MERGING" and not self.all_on(env[m]):
-                            leads.append(_lead(env[px.merge_source], depth))
-                    env[px.results[0]] = _Reg(_bshape(*leads) if leads else ())
+                        if op.mode == "MERGING" and not self.all_on(env[m]):
+                            leads.append(_lead(env[op.merge_source], depth))
+                    env[op.results[0]] = _Reg(_bshape(*leads) if leads else ())
             op = op._next_op
         return log
+
+    def lanewise(self, op, cls, depth: int) -> bool:
+        """A binary or unary op under a mask with every lane on (the usual case): _h_binary's or
+        _h_unary's step with the operands' padding and the result's shape found now, not per
+        launch (the same arrays: a register's shape is its _Reg's trip axes and bytes).  False
+        (nothing done) for any other case: the handler plans it."""
+        env, srcs, m = self.env, [], None
+        for v in op._operands:  # (sources, then the mask: _ComputeOp.sources / mask_operand)
+            if type(v.type) is vf.MaskType:
+                m = v
+                break
+            srcs.append(v)
+        if m is None or len(srcs) != cls.N_SRC or not self.all_on(env[m]):
+            return False
+        ins, leads = [], [_lead(env[m], depth)]
+        for v in srcs:
+            reg = env[v]
+            if type(reg) is not _Reg:
+                return False
+            lead = _lead(reg, depth)
+            leads.append(lead)
+            ins.append((v, lead + (REG,) if len(reg.lead) < depth else None))  # (as _at pads it)
+        lead = _bshape(*leads)
+        key = tuple.__getitem__(op.results, 0)
+        env[key] = _Reg(lead)
+        dt, fn, shape = _vx._dtype_of(op), _vx._RAW[cls.FN], lead + (REG,)
+        if len(ins) == 2:
+            (x, px), (y, py) = ins
+
+            def step(ub, regs):
+                a, b = regs[x], regs[y]
+                r = _to_reg(fn((a if px is None else a.reshape(px)).view(dt), (b if py is None else b.reshape(py)).view(dt)))
+                regs[key] = r if r.shape == shape else np.broadcast_to(r, shape)
+        else:
+            ((x, px),) = ins
+
+            def step(ub, regs):
+                a = regs[x]
+                r = _to_reg(fn((a if px is None else a.reshape(px)).view(dt)))
+                regs[key] = r if r.shape == shape else np.broadcast_to(r, shape)
+        self.steps.append((None, step, None))
+        return True
 
     def address(self, op, depth: int):
         """(tile index, element bytes, the byte address per trip relative to the tile)."""
@@ -735,18 +778,31 @@ class _Planner:
         return tile.k, e, dyn.at(depth).scaled(e, op.static_offset * e)
 
     def span(self, k: int, addr: _Affine, n: int, align: int) -> tuple:
-        """_Batch.span (the steps along the trips now, the rest at a launch): the spans' view
-        (``(shape, relative offset, strides)``) and bounds."""
-        lo, hi = addr.bounds()
-        view = addr.view(n)
-        if view is None or any(c % align for c in addr.coefs):
-            raise _Unfit  # (a misaligned step: the dynamic path finds the fault)
+        """_Batch.span (the steps along the trips now, the rest at a launch) and what a memory op's
+        touched bytes and event need, from one walk of the address's axes: the spans' view
+        (``(shape, relative offset, strides)``, as _Affine.view), their bounds, the one run of bytes
+        they tile (_Affine.run, or None) and the coefficients of the address broadcast to the trips."""
+        hi, ks, moving = addr.base, [], []
+        for c, size in zip(addr.coefs, addr.shape):
+            if c % align or size > 1 and c < 0:
+                raise _Unfit  # (a misaligned or descending step: the dynamic path decides)
+            if size > 1:
+                hi += c * (size - 1)
+                ks.append(c)
+                moving.append((c, size))
+            else:
+                ks.append(0)
+        lo, ks, step = addr.base, tuple(ks), n
+        for c, size in sorted(moving):
+            if c != step:  # (c = 0: the spans repeat)
+                step = None
+                break
+            step *= size
         self.checks.append((k, lo, hi, n, align))
-        return view, lo, hi
+        return (addr.shape + (n,), lo, ks + (1,)), lo, hi, (lo, lo + step) if step is not None else None, ks
 
-    def touch(self, write: bool, k: int, addr: _Affine, n: int) -> None:
+    def touch(self, write: bool, k: int, addr: _Affine, n: int, run) -> None:
         """_Batch.touch, relative to tile ``k``: one run of bytes, else the spans' starts."""
-        run = addr.run(n)
         self.touched.append((write, k, run, None if run is not None else addr.array(), n))
 
     def load(self, op, depth: int, shape: tuple, chain: tuple) -> None:
@@ -755,14 +811,14 @@ class _Planner:
         n, align = (REG, 32) if dist == "NORM" else (32, 32) if dist == "BLK" else (e, e)
         if dist not in ("NORM", "BLK") and not dist.startswith("BRC_B"):
             raise _Unfit
-        (vshape, rel, strides), lo, hi = self.span(k, addr, n, align)
-        self.touch(False, k, addr, n)
-        self.events.append(((False, addr.broadcast(shape), n, chain), k, (lo, hi)))
+        (vshape, rel, strides), lo, hi, run, ks = self.span(k, addr, n, align)
+        self.touch(False, k, addr, n, run)
+        self.events.append(((False, _Affine(lo, ks, shape), n, chain), k, (lo, hi)))  # (addr.broadcast(shape))
         key = op.results[0]
         self.env[key] = _Reg(vshape[:-1])
         if n < REG:  # the n bytes repeated over the register: a view repeating them in units of
-            unit = np.dtype(f"<u{8 if n % 8 == 0 else n}")  # up to 8 bytes (aligned: n-aligned spans)
-            u = unit.itemsize
+            u = 8 if n % 8 == 0 else n  # up to 8 bytes (aligned: n-aligned spans)
+            unit = _vx._UINT[u]
             vshape, strides = vshape[:-1] + (REG // n, n // u), strides[:-1] + (0, u)
             rshape = vshape[:-2] + (REG // u,)
 
@@ -779,26 +835,38 @@ class _Planner:
         reg, act = self.env[value], self.env[op.mask]
         if type(reg) is not _Reg or type(act) is not np.ndarray:
             raise _Unfit
-        act = _at(act, depth, 1)
         lead = _lead(reg, depth)
         dist = op.dist_name
-        if dist == "NORM":
-            n, align = REG, 32
-        elif dist == "ONEPT":  # lane 0, if active, to an element-aligned address
-            n, align, act = e, e, act[..., :1]
+        if dist == "NORM" and self.all_on(act):  # every lane: the mask's trip axes are all that count
+            n = REG
+            (vshape, rel, strides), lo, hi, run, ks = self.span(k, addr, n, 32)
+            full = _bshape(addr.shape, _lead(act, depth), lead) + (n,)
         else:
-            raise _Unfit
-        (vshape, rel, strides), lo, hi = self.span(k, addr, n, align)
-        full = _bshape(addr.shape + (n,), act.shape[:-1] + (n,), lead + (n,))
+            act = _at(act, depth, 1)
+            if dist == "NORM":
+                n, align = REG, 32
+            elif dist == "ONEPT":  # lane 0, if active, to an element-aligned address
+                n, align, act = e, e, act[..., :1]
+            else:
+                raise _Unfit
+            (vshape, rel, strides), lo, hi, run, ks = self.span(k, addr, n, align)
+            full = _bshape(addr.shape + (n,), act.shape[:-1] + (n,), lead + (n,))
         lanes = slice(0, n)  # (ONEPT: lane 0's bytes)
         if full == addr.shape + (n,) and self.all_on(act):  # every byte of every span: one strided assignment
             self.checks.append((k, lo, hi + n, None, None))
+            if n == REG:  # (the whole register: no lane slice; padded as _at pads it)
+                pad = lead + (REG,) if len(reg.lead) < depth else None
 
-            def step(off, ub, regs):
-                np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
+                def step(off, ub, regs):
+                    a = regs[value]
+                    np.ndarray(vshape, np.uint8, ub, off, strides)[...] = a if pad is None else a.reshape(pad)
+            else:
+                def step(off, ub, regs):
+                    np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
             self.steps.append((k, step, rel))
-            self.touch(True, k, addr, n)
+            self.touch(True, k, addr, n, run)
         else:
+            act = _at(act, depth, 1)  # (padded once)
             keep = np.repeat(act, n // act.shape[-1], axis=-1)
             idx, keep = (np.broadcast_to(x, full) for x in (_bytes(addr.array(), n), keep))
             sel = idx[keep]
@@ -809,7 +877,7 @@ class _Planner:
                     ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
                 self.steps.append((k, step, sel))
                 self.touched.append((True, k, None, sel, 0))
-        self.events.append(((True, addr.broadcast(shape), n, chain), k, (lo, hi)))
+        self.events.append(((True, _Affine(lo, ks, shape), n, chain), k, (lo, hi)))
 
     def trips_apart(self) -> None:
         """_Batch.check_trips for a top-level loop: pairs of one tile argument now (the answer
@@ -1030,7 +1098,7 @@ def _scalar(v):
 
 
 def _h_binary(b, op, env, depth):
-    dt, fn, (x, y) = _vx._dtype_of(op), _vx._FN[op.FN], op.sources
+    dt, fn, (x, y) = _vx._dtype_of(op), _vx._RAW[op.FN], op.sources
     act = env[op.mask_operand]
     on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(
@@ -1038,7 +1106,7 @@ def _h_binary(b, op, env, depth):
 
 
 def _h_scalar(b, op, env, depth):
-    dt, fn, x = _vx._dtype_of(op), _vx._FN[op.FN], op.sources[0]
+    dt, fn, x = _vx._dtype_of(op), _vx._RAW[op.FN], op.sources[0]
     s = ew.scalar_to(_scalar(env[op.scalar]), dt)
     act = env[op.mask_operand]
     on = _on(b, act, depth)
@@ -1050,7 +1118,7 @@ def _h_scalar(b, op, env, depth):
 
 
 def _h_unary(b, op, env, depth):
-    dt, fn, x = _vx._dtype_of(op), _vx._FN[op.FN], op.sources[0]
+    dt, fn, x = _vx._dtype_of(op), _vx._RAW[op.FN], op.sources[0]
     act = env[op.mask_operand]
     on = _on(b, act, depth)
     _emit(b, op, env, depth, lambda regs: _to_reg(ew.on_active(fn, on, _at(regs[x], depth, 1).view(dt))), act)
@@ -1126,7 +1194,12 @@ def _h_update_mask(b, op, env, depth):
 
 def _only_yielded(v) -> bool:
     """Is ``v`` used by nothing but a loop's yield (so its array is never needed)?"""
-    return all(isinstance(u.operation, scf.YieldOp) for u in v.uses)
+    use = v.first_use  # (xDSL's use list, walked as v.uses walks it)
+    while use is not None:
+        if not isinstance(use.operation, scf.YieldOp):
+            return False
+        use = use._next_use
+    return True
 
 
 _HANDLERS = {
@@ -1136,6 +1209,9 @@ _HANDLERS = {
     **{c: _h_unary for c in vf.UNARY_OPS.values()}, vf.DupOp: _h_dup,
     **{c: _h_reduce for c in vf.REDUCE_OPS.values()},
 }
+
+_LANEWISE = frozenset((*vf.BINARY_OPS.values(), *vf.UNARY_OPS.values()))
+"""The op classes a static plan may plan itself (_Planner.lanewise)."""
 
 _COMPUTE = frozenset((_h_binary, _h_scalar, _h_unary, _h_dup, _h_reduce))
 """The batched handlers that set a register (a static plan notes its shape)."""

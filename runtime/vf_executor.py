@@ -114,7 +114,7 @@ from functools import lru_cache, partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, Float16Type, Float32Type, IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from pto_compiler.diagnostics import PtocError, op_error
@@ -352,13 +352,21 @@ class Touched:
     def footprint(self, within: Sequence[tuple[int, int]] | None = None) -> Footprint:
         """The bytes touched (only those inside one of the ``within`` spans, if given)."""
         if not self.runs:  # byte ranges only (the usual VF): one merged range, found in Python
-            spans = sorted((max(lo, a), min(hi, b)) for lo, hi in self.spans
-                           for a, b in (((lo, hi),) if within is None else within))
-            spans = [(a, b) for a, b in spans if b > a]
+            spans = []  # (plain loops: a fresh process pays for each generator's first run)
+            for lo, hi in self.spans:
+                if within is None:
+                    if hi > lo:
+                        spans.append((lo, hi))
+                    continue
+                for a, b in within:
+                    a, b = max(lo, a), min(hi, b)
+                    if b > a:
+                        spans.append((a, b))
             if not spans:
                 return Footprint((), ())
+            spans.sort()
             lo, hi = spans[0]
-            for a, b in spans[1:]:
+            for a, b in spans:
                 if a > hi:
                     break  # a gap: several ranges, merged below
                 hi = max(hi, b)
@@ -395,6 +403,9 @@ class VfCallResult:
 
 
 _FN = {c.FN: getattr(ew, c.FN) for c in (*vf.BINARY_OPS.values(), *vf.SCALAR_OPS.values(), *vf.UNARY_OPS.values())}
+_RAW = {k: f.fn for k, f in _FN.items()}
+"""The raw element functions (no ``np.errstate`` per call): the batched steps run inside a VF
+launch, and every launch runs under one (the executor's run, :func:`run_vf`, the kernel runner)."""
 
 
 LOG_OP, LOG_ENTER, LOG_TRIP, LOG_EXIT, LOG_LOOP = range(5)
@@ -867,7 +878,12 @@ def _h_store_unalign_post(r: VfRunner, op: vf.StoreUnalignPostOp, env: dict) -> 
 
 
 def _dtype_of(op: vf._ComputeOp) -> np.dtype:
-    return np_dtype(op.reg_type.element_type)
+    elt = op.reg_type.element_type
+    dt = _FLOAT_DTYPES.get(type(elt))  # (the usual types, without pto.dtype_name's isinstance chain)
+    return dt if dt is not None else np_dtype(elt)
+
+
+_FLOAT_DTYPES = {Float16Type: np.dtype(np.float16), Float32Type: np.dtype(np.float32)}
 
 
 def _active(act: np.ndarray | None) -> np.ndarray | None:
@@ -1009,7 +1025,8 @@ from .vf_batch import _HANDLERS as _BATCHED  # noqa: E402  (the batched handlers
 def run_vf(fn: vf.VfFuncOp, ub: np.ndarray, args: Sequence) -> VfCallResult:
     """Run one VF on ``ub`` (modified in place).  Faults raise :class:`ExecutionError` (exit 4)."""
     try:
-        return VfRunner(ub).call(fn, args)
+        with np.errstate(all="ignore"):
+            return VfRunner(ub).call(fn, args)
     except VfFault as f:
         raise ExecutionError([f.finding]) from None
 
@@ -1391,7 +1408,10 @@ def exec_vf_call(m, d, p: int, te) -> None:
         run_tape(got[0], m, d)
     tape, res, all_batched, reads, writes = got
     if te is not None:
-        te.repeats = sum(n for k, n in res.counts.items() if k.startswith("vf."))
+        te.repeats = 0
+        for k, n in res.counts.items():
+            if k.startswith("vf."):
+                te.repeats += n
         te.vf_counts = dict(res.counts)
         te.vf_log = res.log
         te.vf_callee = name
