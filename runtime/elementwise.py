@@ -312,6 +312,17 @@ def _maxmin(a, b, is_max: bool) -> np.ndarray:
     f = np.maximum if is_max else np.minimum
     if not is_float_dtype(a.dtype):
         return f(a, b)
+    return _float_maxmin(a, b, f, is_max)
+
+
+def float_maxmin(is_max: bool):
+    """:func:`maximum` (or :func:`minimum`) of two arrays of one float dtype, without the operand
+    checks (a VF step's registers, their dtype known when the step is made)."""
+    f = np.maximum if is_max else np.minimum
+    return lambda a, b: _float_maxmin(a, b, f, is_max)
+
+
+def _float_maxmin(a, b, f, is_max: bool) -> np.ndarray:
     wa, wb = _work(a), _work(b)
     r = f(wa, wb)
     # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which

@@ -31,7 +31,7 @@ from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerType
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 
 from pto_compiler.dialects import vf
 from pto_compiler.dialects.pto import TileLikeType
@@ -687,7 +687,12 @@ class _Planner:
                         self.unbatched = op
                         raise
             elif cls is arith.ConstantOp:
-                self.scalar(op)
+                attr, r = op.properties.get("value"), tuple.__getitem__(op.results, 0)
+                if type(attr) is IntegerAttr and type(r.type) is IndexType and \
+                        -(1 << 63) <= attr.value.data < 1 << 63:  # (an index: _int_constant_value's)
+                    env[r] = attr.value.data
+                else:
+                    self.scalar(op)
             elif name.startswith("arith."):
                 vals = [env[v] for v in op._operands]
                 if _Affine not in map(type, vals):
@@ -748,6 +753,8 @@ class _Planner:
         key = tuple.__getitem__(op.results, 0)
         env[key] = _Reg(lead)
         dt, fn, shape = _vx._dtype_of(op), _vx._RAW[cls.FN], lead + (REG,)
+        if dt.kind == "f" and cls.FN in ("maximum", "minimum"):  # (operands of dtype dt: unchecked)
+            fn = ew.float_maxmin(cls.FN == "maximum")
         if len(ins) == 2:
             (x, px), (y, py) = ins
 

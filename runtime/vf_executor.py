@@ -122,7 +122,7 @@ from pto_compiler.dialects import pto, vf
 
 from . import elementwise as ew
 from . import reference as golden
-from .executor import ExecutionError, Finding
+from .executor import ExecutionError, Finding, _Acc
 from .hazards import Footprint
 from .vf_batch import run_batched, static_plan
 from .program import Origin
@@ -1378,14 +1378,13 @@ def exec_vf_call(m, d, p: int, te) -> None:
     ends), so a VF never races with an earlier VF; reads are counted within the tile buffers it
     is given (a tail chunk's load reads the whole register, the masked lanes past the buffer are
     not data the VF uses).  Faults (alignment, bounds, loop limit) stop the run."""
-    from .executor import _Acc
-
     a = d.args
     name = a["callee"]
     fn = m.p.vf_funcs.get(name) if m.p is not None else None
     if fn is None:
         m.fail("invalid", f"vf_call: the program has no vf.func @{name}", d)
-    vals, sizes = a["args"], vf_plan(fn).sizes
+    plan = vf_plan(fn)
+    vals, sizes = a["args"], plan.sizes
     if len(vals) != len(sizes):
         m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(sizes)}", d)
     args = [v if n is None else TileRef(int(v), n) for v, n in zip(vals, sizes)]
@@ -1396,14 +1395,19 @@ def exec_vf_call(m, d, p: int, te) -> None:
     key = (name, tuple(vals), m.ub.size, te is not None)
     got = launches.get(key)
     if got is None:  # the first launch of this VF with these arguments: decoded as it runs
-        runner = VfRunner(m.ub, te is not None, None, [])
-        try:
-            res = runner.call(fn, args)  # (its static plan if the checks pass, else the dynamic path)
-        except VfFault as f:
-            m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
-        inside = [(t.addr, t.addr + t.nbytes) for t in args if type(t) is TileRef]
-        got = launches[key] = (runner.tape, res, runner.all_batched, res.reads.footprint(inside),
-                               res.writes.footprint())
+        tiles = [t for t in args if type(t) is TileRef]
+        tape: list = []  # (VfRunner.call: its static plan if the checks pass, else the dynamic path)
+        res = plan.static.launch(m.ub, tiles, te is not None, tape) if plan.static is not None else None
+        all_batched = True
+        if res is None:
+            runner = VfRunner(m.ub, te is not None, None, tape)
+            try:
+                res = runner.call(fn, args)
+            except VfFault as f:
+                m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
+            all_batched = runner.all_batched
+        inside = [(t.addr, t.addr + t.nbytes) for t in tiles]
+        got = launches[key] = (tape, res, all_batched, res.reads.footprint(inside), res.writes.footprint())
     else:  # the same again: its data steps only (addresses, masks and trips do not depend on data)
         run_tape(got[0], m, d)
     tape, res, all_batched, reads, writes = got

@@ -755,8 +755,8 @@ def test_a_relaunch_with_the_same_arguments_runs_on_the_new_data(monkeypatch):
 
     decodes, launches = [], []
     call, launch = vx.VfRunner.call, vf_batch.StaticPlan.launch
-    # (a launch runs through VfRunner.call, which runs the static plan or the dynamic path: one
-    # call per decoded launch; the static plan's launches are counted too, not as decodes)
+    # (a first launch runs the static plan, else (or when its checks fail) VfRunner.call's
+    # dynamic path: each at most once; the later launches run the kept data steps)
     monkeypatch.setattr(vx.VfRunner, "call", lambda self, *a: decodes.append(1) or call(self, *a))
     monkeypatch.setattr(vf_batch.StaticPlan, "launch", lambda self, *a: launches.append(1) or launch(self, *a))
     prog = pipeline.compile_module(api.parse(_RELAUNCH, "relaunch.pto"), ASCEND950)
@@ -764,4 +764,4 @@ def test_a_relaunch_with_the_same_arguments_runs_on_the_new_data(monkeypatch):
     res = pipeline.run_program(prog, {"x": x, "z": np.zeros((32, 32), np.float32)})
     assert not res.findings
     assert np.array_equal(res.outputs["z"], x * np.float32(8))
-    assert res.stats.vf["vf_count"] == 3 and len(decodes) == 1 and len(launches) <= 1
+    assert res.stats.vf["vf_count"] == 3 and len(decodes) <= 1 and len(launches) <= 1 and decodes + launches
