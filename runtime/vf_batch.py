@@ -780,9 +780,12 @@ class _Planner:
         if type(tile) is not _TileArg or type(dyn) in _SYMBOLIC and type(dyn) is not _Affine:
             raise _Unfit
         e = operands[0].type.elem_bytes
-        if type(dyn) is not _Affine:
-            dyn = _Affine(int(dyn), (), ())
-        return tile.k, e, dyn.at(depth).scaled(e, op.static_offset * e)
+        if type(dyn) is not _Affine:  # (dyn.at(depth).scaled(e, offset * e), as one _Affine)
+            return tile.k, e, _Affine((int(dyn) + op.static_offset) * e, (0,) * depth, (1,) * depth)
+        coefs, shape, extra = dyn.coefs, dyn.shape, depth - len(dyn.shape)
+        if extra > 0:
+            coefs, shape = coefs + (0,) * extra, shape + (1,) * extra
+        return tile.k, e, _Affine(dyn.base * e + op.static_offset * e, tuple([c * e for c in coefs]), shape)
 
     def span(self, k: int, addr: _Affine, n: int, align: int) -> tuple:
         """_Batch.span (the steps along the trips now, the rest at a launch) and what a memory op's
@@ -963,8 +966,9 @@ def _affine_arith(op, vals: list):
     """``op`` on operands of which one at least is an _Affine, as an _Affine (None: the array
     path computes it): ``addi``/``subi``, ``muli`` by a number and the casts
     :meth:`_Batch.arith` batches, when the result fits its integer type (so nothing wraps)."""
-    if any(isinstance(v, np.ndarray) for v in vals):
-        return None
+    for v in vals:
+        if isinstance(v, np.ndarray):
+            return None
     name = op.name.split(".", 1)[1]
     a, b = (vals + [None])[:2]
     if name == "addi":
