@@ -283,7 +283,7 @@ def run(program, inputs: dict, *, blocks: int = 1, max_steps: int | None = None,
     gm, scalars = pipeline.program_inputs(program, inputs)
     try:
         res = pipeline.run_program(program, gm, scalars, blocks=blocks, check=check, stats=stats,
-                                   max_steps=max_steps)
+                                   max_steps=max_steps, checked=True)
         outputs, st, findings = res.outputs, res.stats, res.findings
     except X.ExecutionError as e:  # a deadlock or an invalid access: the run stopped there
         outputs, st, findings = (dict(e.result.outputs) if e.result is not None else {}), None, list(e.findings)

@@ -399,16 +399,17 @@ class RunResult:
 
 
 def run_program(program, inputs: dict, scalars: dict | None = None, blocks: int = 1, check: bool = True,
-                stats: bool = True, max_steps: int | None = None) -> RunResult:
+                stats: bool = True, max_steps: int | None = None, checked: bool = False) -> RunResult:
     """Execute ``program`` (hazard checking on); races are returned in ``findings`` (not raised);
     a deadlock or an invalid access raises ``ExecutionError``; a run longer than ``max_steps``
-    (default: the executor's) is a usage error (exit 2)."""
+    (default: the executor's) is a usage error (exit 2).  ``checked``: ``inputs`` are
+    :func:`program_inputs`'s GM arrays (not checked again)."""
     import pto_compiler.runtime.executor as X  # (no ``from``: a from-import of a name costs more per call)
 
-    gm = {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
+    gm = inputs if checked else {g.name: inputs[g.name] for g in program.gm_args if g.name in inputs}
     try:
         r = X.execute(program, gm, scalars or {}, blocks=blocks, check=check, trace=stats,
-                      max_steps=max_steps or X.DEFAULT_MAX_STEPS)
+                      max_steps=max_steps or X.DEFAULT_MAX_STEPS, checked_inputs=checked)
         findings = list(r.findings)
     except X.StepLimitError as e:
         raise _usage(str(e)) from None
@@ -428,17 +429,24 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
 
     import pto_compiler.runtime.elementwise as E
 
-    names = [g.name for g in program.gm_args] + [s.name for s in program.scalar_args]
-    unknown = sorted(set(inputs) - set(names))
-    if unknown:
-        raise _usage(f"no kernel argument named {', '.join(map(repr, unknown))} "
-                     f"(arguments: {', '.join(names) or 'none'})")
-    # (a string test, not a regex: compiling one costs more than the rest of a small run)
-    missing = [n for n in names if n not in inputs and not (n[:6] == "result" and n[6:].isdecimal())]
+    gm_args, scalar_args = program.gm_args, program.scalar_args
+    found, missing = 0, []
+    for a in (*gm_args, *scalar_args):
+        if a.name in inputs:
+            found += 1
+        # (a string test, not a regex: compiling one costs more than the rest of a small run)
+        elif not (a.name[:6] == "result" and a.name[6:].isdecimal()):
+            missing.append(a.name)
+    if found != len(inputs):
+        names = [g.name for g in gm_args] + [s.name for s in scalar_args]
+        unknown = sorted(set(inputs) - set(names))
+        if unknown:
+            raise _usage(f"no kernel argument named {', '.join(map(repr, unknown))} "
+                         f"(arguments: {', '.join(names) or 'none'})")
     if missing:
         raise _usage(f"missing input for argument(s) {', '.join(missing)}")
     gm = {}
-    for g in program.gm_args:
+    for g in gm_args:
         if g.name in inputs:
             v = inputs[g.name]
             npd = E.np_dtype(g.dtype)
@@ -446,7 +454,7 @@ def program_inputs(program, inputs: dict) -> tuple[dict, dict]:
                 v = _checked_array(g.name, npd, v, g.shape)
             gm[g.name] = v  # (an array of the argument's type and shape: what checking would return)
     scalars = {}
-    for s in program.scalar_args:
+    for s in scalar_args:
         v = inputs[s.name]
         v = v.item() if isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, np.generic) else v
         if not isinstance(v, (int, float)) or (isinstance(v, float) and s.dtype[0] in "iu" and not v.is_integer()):

@@ -103,6 +103,9 @@ _S, _V, _MTE2, _MTE3 = 0, 1, 2, 3
 _EAGER_ORDER = (_V, _MTE2, _MTE3, *range(_MTE3 + 1, _NP))
 _REVERSE_ORDER = (_MTE3, _MTE2, _V, *range(_MTE3 + 1, _NP))
 """The queued pipes in the order ``_pump`` runs them (``schedule``: eager or lazy, reverse)."""
+_NO_ITEMS = ((),) * _NP
+"""What each new queue (and each new clock, :data:`_ZERO_CLOCKS`) starts from."""
+_ZERO_CLOCKS = ((0,) * _NP,) * _NP
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,8 +353,8 @@ class _Acc:
 
 
 class _Prep:
-    """An instruction with its operands decoded: the accesses it makes, what the trace counts and
-    its NumPy step ``run(machine, dyn)``.  Made once per instruction and mask state when the
+    """An instruction with its operands decoded: the accesses it makes (reads first), what the
+    trace counts and its NumPy step ``run(machine, dyn)``.  Made once per instruction and mask state when the
     operands are constants (:class:`Plan`), else at every issue.  ``bounded``: the memory sizes
     (``_Machine.sizes``) its accesses were last found inside."""
     __slots__ = ("accs", "run", "vectorised", "repeats", "nbytes", "bursts", "bounded")
@@ -483,7 +486,7 @@ class _Machine:
 
     def __init__(self, program: Program, gm: dict, scalars: dict, blocks: int, ub_bytes: int,
                  check: bool, ub_init: int, trace: bool, max_races: int, max_steps: int = DEFAULT_MAX_STEPS,
-                 schedule: str = "eager", cube_spaces: tuple = ()):
+                 schedule: str = "eager", cube_spaces: tuple = (), plan: "Plan | None" = None):
         self.p = program
         self.schedule = schedule
         self.steps_left = max_steps
@@ -505,8 +508,8 @@ class _Machine:
         self.log = HazardLog(_NP)
         self.gm_shadow = {k: _Shadow(v.size) for k, v in gm.items()} if check and blocks > 1 else {}
         self.epoch = [0] * _NP
-        self.known = [[0] * _NP for _ in range(_NP)]
-        self.plan = plan_of(program) if program is not None else Plan(None)
+        self.known = list(map(list, _ZERO_CLOCKS))
+        self.plan = plan or (plan_of(program) if program is not None else Plan(None))
         self.gm_esize, self.space_sizes = {}, {"UB": ub_bytes, **self.local.sizes}
         for k, v in gm.items():
             self.gm_esize[k], self.space_sizes[k] = v.dtype.itemsize, v.size
@@ -570,7 +573,7 @@ class _Machine:
                     mem.fill(0)
             self.log.reset()  # fresh on-chip memories; GM conflicts across blocks: gm_shadow
         self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-        self.queues = {p: deque() for p in (_REVERSE_ORDER if self.schedule == "reverse" else _EAGER_ORDER)}
+        self.queues = dict(zip(_REVERSE_ORDER if self.schedule == "reverse" else _EAGER_ORDER, map(deque, _NO_ITEMS)))
         self.flags: dict = {}
         self.ctx: tuple = ()
         with np.errstate(all="ignore"):
@@ -604,7 +607,7 @@ class _Machine:
                         q.append(dyn)  # behind a queue blocked at a wait_flag (only a set_flag can free it), or waiting
                         continue
                     self._exec(dyn, p)
-                    if n.opcode == "set_flag":
+                    if n.opcode == "set_flag" and any(self.queues.values()):
                         self._pump()  # it may free a waiting pipe
                 else:
                     self._exec(dyn, p)
@@ -703,13 +706,14 @@ class _Machine:
         if p in _ORDERED:  # in order: each sees what its pipe's previous one did
             self.known[p][p] = self.epoch[p]
         self.epoch[p] += 1
-        te = None
         if self.want_trace:
             te = TraceEntry(d.seq, ins.pipe, op, d.args.get("dtype"), ins.origin, self.block)
             self.trace.append(te)
+        else:
+            te = None
         if self.tape is not None:
             self.tape.append([d, p, [], ins.spec.family in _BATCHED, 0])
-        _HANDLERS[ins.spec.family](self, d, p, te)
+        _OP_HANDLERS[op](self, d, p, te)
 
     def _mask(self, d: _Dyn, p=None, te=None):
         op = d.ins.opcode
@@ -724,9 +728,10 @@ class _Machine:
             self.mask_hi, self.mask_lo = 0, _int(a["count"])
 
     # -- hazard checking -------------------------------------------------------------------------
-    def _accesses(self, d: _Dyn, p: int, accs: list[_Acc], bounded: bool = False):
+    def _accesses(self, d: _Dyn, p: int, accs: list[_Acc], bounded: bool = False, ordered: bool = False):
         """Bounds-check every access (unless ``bounded``: checked at an earlier issue), then check
-        and record hazards (reads first)."""
+        and record hazards (reads first; ``ordered``: ``accs`` lists them so, as a :class:`_Prep`
+        does)."""
         if self.batch is not None:
             return  # loop_batch.py checked the batched trips beforehand
         if self.tape is not None:
@@ -747,7 +752,7 @@ class _Machine:
         if self.tape is not None:
             self.tape[-1][4] = rec.tok
         shadow = self.gm_shadow
-        for acc in sorted(accs, key=_WRITES):  # reads first
+        for acc in accs if ordered else sorted(accs, key=_WRITES):  # reads first
             if acc.fp.hi > acc.fp.lo:
                 if (shadow and acc.space in shadow) or (cands and log.may_race(cands, acc.space, acc.write, p, acc.fp)):
                     self._hazard(d, p, rec.tok, acc)
@@ -1019,7 +1024,8 @@ def _mask_row(bits: int, lanes: int) -> np.ndarray:
 
 
 def _flag_key(a) -> tuple:
-    return (a["src_pipe"], a["dst_pipe"], _int(a["event_id"]))
+    e = a["event_id"]
+    return (a["src_pipe"], a["dst_pipe"], e if type(e) is int else _int(e))
 
 
 def _int(v) -> int:
@@ -1080,13 +1086,13 @@ def _ub_addr(m: _Machine, d: _Dyn, a: dict, name: str, align: int) -> int:
     return v
 
 
+_INT = {int}
+
+
 def _ints(m, d, a, names):
     out = list(map(a.__getitem__, names))
-    for v in out:
-        if type(v) is not int or v < 0:
-            break
-    else:
-        return out  # the usual case
+    if {*map(type, out)} == _INT and min(out) >= 0:
+        return out  # the usual case: non-negative ints
     out = []
     for n in names:
         try:
@@ -1107,7 +1113,7 @@ def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     dt = a.get("dtype")
     e = _esize(m, d, dt)
     lanes = 256 // e
-    (repeat,) = _ints(m, d, a, ["repeat"])
+    (repeat,) = _ints(m, d, a, ("repeat",))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
@@ -1116,7 +1122,7 @@ def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     idx = {}
     for o in ops:
         base = _ub_addr(m, d, a, o, 32)
-        blk, rep = _ints(m, d, a, [f"{o}_blk_stride", f"{o}_rep_stride"])
+        blk, rep = _ints(m, d, a, (f"{o}_blk_stride", f"{o}_rep_stride"))
         idx[o] = _SV.vector(base, e, nrep, blk, rep, lanes)
     srcs = [(idx[o], act, dt, o) for o in ops[1:]]
     on = (lambda rs: None) if act is None else (lambda rs: act[rs])  # noqa: E731
@@ -1143,7 +1149,7 @@ def _vbrcb(m: _Machine, d: _Dyn) -> "_Prep":
     e = _esize(m, d, dt)
     if e not in (2, 4):
         m.fail("invalid", f"{_desc(d)}: vbrcb takes 16- or 32-bit elements", d)
-    repeat, blk, rep = _ints(m, d, a, ["repeat", "dst_blk_stride", "dst_rep_stride"])
+    repeat, blk, rep = _ints(m, d, a, ("repeat", "dst_blk_stride", "dst_rep_stride"))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     blk = blk or 1  # "dst blk stride 0 is treated as 1" [AC 0089]
@@ -1188,8 +1194,8 @@ def _reduce(m: _Machine, d: _Dyn) -> "_Prep":
     e = _esize(m, d, dt)
     lanes = 256 // e
     epb = 32 // e
-    repeat, drep, sblk, srep = _ints(m, d, a, ["repeat", "dst_rep_stride", "src_blk_stride",
-                                                "src_rep_stride"])
+    repeat, drep, sblk, srep = _ints(m, d, a, ("repeat", "dst_rep_stride", "src_blk_stride",
+                                                "src_rep_stride"))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
@@ -1242,8 +1248,8 @@ def _vcpadd(m: _Machine, d: _Dyn) -> "_Prep":
     dt = a.get("dtype")
     e = _esize(m, d, dt)
     lanes = 256 // e
-    repeat, drep, sblk, srep = _ints(m, d, a, ["repeat", "dst_rep_stride", "src_blk_stride",
-                                                "src_rep_stride"])
+    repeat, drep, sblk, srep = _ints(m, d, a, ("repeat", "dst_rep_stride", "src_blk_stride",
+                                                "src_rep_stride"))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
@@ -1269,7 +1275,7 @@ def _vbitsort(m: _Machine, d: _Dyn) -> "_Prep":
     a = d.args
     dt = a.get("dtype")
     e = _esize(m, d, dt)
-    (repeat,) = _ints(m, d, a, ["repeat"])
+    (repeat,) = _ints(m, d, a, ("repeat",))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     dst, s0, s1 = (_ub_addr(m, d, a, o, 32) for o in ("dst", "src0", "src1"))
@@ -1285,7 +1291,7 @@ def _vmrgsort4(m: _Machine, d: _Dyn) -> "_Prep":
     a = d.args
     dt = a.get("dtype")
     _esize(m, d, dt)
-    ns = _ints(m, d, a, ["n0", "n1", "n2", "n3"])
+    ns = _ints(m, d, a, ("n0", "n1", "n2", "n3"))
     total = sum(ns)
     dsv = _SV(_ub_addr(m, d, a, "dst", 32), 1, (1, 8 * total), (8 * total, 1))
     srcs = [(_SV(_ub_addr(m, d, a, f"src{k}", 32), 1, (1, 8 * n), (8 * n, 1)), None, "u8", f"src{k}")
@@ -1307,12 +1313,12 @@ def _vconv(m: _Machine, d: _Dyn) -> "_Prep":
     dt, st = a.get("dtype"), a.get("src_dtype")
     de, se = _esize(m, d, dt), _esize(m, d, st)
     lanes = 256 // max(de, se)
-    (repeat,) = _ints(m, d, a, ["repeat"])
+    (repeat,) = _ints(m, d, a, ("repeat",))
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    dblk, sblk, drep, srep = _ints(m, d, a, ["dst_blk_stride", "src_blk_stride", "dst_rep_stride",
-                                             "src_rep_stride"])
+    dblk, sblk, drep, srep = _ints(m, d, a, ("dst_blk_stride", "src_blk_stride", "dst_rep_stride",
+                                             "src_rep_stride"))
     didx = _SV.vector(_ub_addr(m, d, a, "dst", 32), de, nrep, dblk, drep, lanes)
     sidx = _SV.vector(_ub_addr(m, d, a, "src", 32), se, nrep, sblk, srep, lanes)
     mode = _ROUND[a.get("round", "r")]
@@ -1366,8 +1372,8 @@ def _copy_in(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_gm_to_ubuf (§1.10): burst i reads len_burst bytes at src + i*(len_burst+src_gap) and
     writes them at dst + i*(ceil(len_burst/32)+dst_gap)*32, then right_pad pad elements."""
     a = d.args
-    n, length, sgap, dgap, rpad = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap",
-                                                  "right_pad"])
+    n, length, sgap, dgap, rpad = _ints(m, d, a, ("n_burst", "len_burst", "src_gap", "dst_gap",
+                                                  "right_pad"))
     name, off = _gm_base(m, d, a, "src")
     dst = _ub_addr(m, d, a, "dst", 32)
     dstride = (-(-length // 32) + dgap) * 32
@@ -1385,14 +1391,33 @@ def _copy_in(m: _Machine, d: _Dyn) -> "_Prep":
             m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
         if rpad and n:
             m.ub_bytes(pad)[...] = pad_bytes
+    if not rpad and (n == 1 or length + sgap == length == dstride):  # one run of bytes on each side
+        run = _one_run(run, name, off, dst, n * length, False)
     return _Prep(accs, run, True, 0, n * length, n)
+
+
+def _one_run(general, name: str, gm_lo: int, ub_lo: int, nbytes: int, out: bool):
+    """A copy whose bursts are one run of bytes in GM and in the UB: two slices (the ``general``
+    step while loop_batch.py runs trips at once)."""
+    gm_hi, ub_hi = gm_lo + nbytes, ub_lo + nbytes
+    if out:
+        def run(m, d):
+            if m.batch is not None:
+                return general(m, d)
+            m.gm_bytes[name][gm_lo:gm_hi] = m.ub[ub_lo:ub_hi]
+    else:
+        def run(m, d):
+            if m.batch is not None:
+                return general(m, d)
+            m.ub[ub_lo:ub_hi] = m.gm_bytes[name][gm_lo:gm_hi]
+    return run
 
 
 def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_ubuf_to_gm (§1.10, the mirror image): burst i reads len_burst bytes at
     src + i*(ceil(len_burst/32)+src_gap)*32 and writes them at dst + i*(len_burst+dst_gap)."""
     a = d.args
-    n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
+    n, length, sgap, dgap = _ints(m, d, a, ("n_burst", "len_burst", "src_gap", "dst_gap"))
     name, off = _gm_base(m, d, a, "dst")
     src = _ub_addr(m, d, a, "src", 32)
     u, g = _Bursts(src, n, length, (-(-length // 32) + sgap) * 32), _Bursts(off, n, length, length + dgap)
@@ -1408,6 +1433,8 @@ def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
             out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
         else:
             out[...] = m.ub_bytes(u)
+    if not atomic and (n == 1 or length + dgap == length == u.stride):  # one run of bytes on each side
+        run = _one_run(run, name, off, src, n * length, True)
     return _Prep([_Acc("UB", False, u.footprint(), what="src"),
                   *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")],
                  run, True, 0, n * length, n)
@@ -1417,7 +1444,7 @@ def _copy_ub(m: _Machine, d: _Dyn) -> "_Prep":
     """copy_ubuf_to_ubuf (§1.10): everything in 32 B blocks; burst i copies len_burst*32 bytes
     from src + i*(len_burst+src_gap)*32 to dst + i*(len_burst+dst_gap)*32."""
     a = d.args
-    n, length, sgap, dgap = _ints(m, d, a, ["n_burst", "len_burst", "src_gap", "dst_gap"])
+    n, length, sgap, dgap = _ints(m, d, a, ("n_burst", "len_burst", "src_gap", "dst_gap"))
     dst = _ub_addr(m, d, a, "dst", 32)
     src = _ub_addr(m, d, a, "src", 32)
     sb, db = _Bursts(src, n, length * 32, (length + sgap) * 32), _Bursts(dst, n, length * 32, (length + dgap) * 32)
@@ -1509,39 +1536,51 @@ def _print_ub(m: _Machine, d: _Dyn, p: int, te):
     dt = a["dtype"]
     e = _esize(m, d, dt)
     base = _ub_addr(m, d, a, "src", e) // e
-    rows, cols, rs, cs = _ints(m, d, a, ["rows", "cols", "row_stride", "col_stride"])
+    rows, cols, rs, cs = _ints(m, d, a, ("rows", "cols", "row_stride", "col_stride"))
     idx = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
     m._accesses(d, p, [_Acc("UB", False, _ub_elems(e, idx.reshape(-1)), what="src")])
     o = d.ins.origin
     ew.print_tile(f"{o.file}:{o.line}:{o.col}" if o else "?", m.view(dt)[idx])
 
 
-def _sync(m: _Machine, d: _Dyn, p: int, te):
+def _barrier(m: _Machine, d: _Dyn, p: int, te):
+    pipe = d.args["pipe"]
+    if te is not None:
+        te.flag = (pipe,)
+    if pipe == "ALL":
+        m._drain_or_deadlock(d)
+        for q in range(_NP):
+            _merge_clock(m.known[q], m.epoch)
+    else:
+        q = _PIPE_IDX[pipe]
+        m.known[q][q] = m.epoch[q]
+
+
+def _event(m: _Machine, d: _Dyn, te) -> tuple:
+    """A set_flag's or wait_flag's (src pipe, dst pipe, event id), the id checked (:func:`_flag_key`)."""
     a = d.args
-    op = d.ins.opcode
-    if op == "pipe_barrier":
-        pipe = a["pipe"]
-        if te is not None:
-            te.flag = (pipe,)
-        if pipe == "ALL":
-            m._drain_or_deadlock(d)
-            for q in range(_NP):
-                _merge_clock(m.known[q], m.epoch)
-        else:
-            q = _PIPE_IDX[pipe]
-            m.known[q][q] = m.epoch[q]
-        return
-    key = _flag_key(a)
+    e = a["event_id"]
+    key = (a["src_pipe"], a["dst_pipe"], e if type(e) is int else _int(e))
     if not (0 <= key[2] < 8):
         m.fail("invalid", f"{_desc(d)}: event id {key[2]} out of range 0..7", d)
     if te is not None:
         te.flag = key
-    if op == "set_flag":
-        snap = list(m.known[p])
-        snap[p] = m.epoch[p]
-        m.flags.setdefault(key, deque()).append((snap, d))
-        return
-    q = m.flags.get(key)  # wait_flag
+    return key
+
+
+def _set_flag(m: _Machine, d: _Dyn, p: int, te):
+    key = _event(m, d, te)
+    snap = m.known[p][:]
+    snap[p] = m.epoch[p]
+    q = m.flags.get(key)
+    if q is None:
+        q = m.flags[key] = deque()
+    q.append((snap, d))
+
+
+def _wait_flag(m: _Machine, d: _Dyn, p: int, te):
+    key = _event(m, d, te)
+    q = m.flags.get(key)
     if not q:
         m._pump()  # only the S pipe gets here with no flag: the queued pipes block in _pump
         q = m.flags.get(key)
@@ -1550,7 +1589,8 @@ def _sync(m: _Machine, d: _Dyn, p: int, te):
                 "deadlock", f"{_desc(d)} waits forever: no set_flag {key[0]}->{key[1]} id={key[2]} "
                             f"was issued before it (the scalar unit stops here)" + _ctx_text(d), (d.ins,)))
             raise _Abort()
-    _merge_clock(m.known[p], q.popleft()[0])
+    row = m.known[p]
+    row[:] = map(max, row, q.popleft()[0])  # (_merge_clock)
 
 
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):
@@ -1586,12 +1626,14 @@ def _prep_of(m, d: _Dyn) -> "_Prep":
 
 
 def _prepared(m: _Machine, d: _Dyn, p: int, te):
-    pr = _prep_of(m, d)
+    ins = d.ins  # (the plan's step when it has one: _prep_of's lookup)
+    got = m.plan.prep.get((id(ins), None if ins.spec.family in _UNMASKED else (m.mask_mode, m.mask_hi, m.mask_lo)))
+    pr = got[1] if got is not None and got[0] is ins else _prep_of(m, d)
     if te is not None:
         te.repeats, te.nbytes, te.bursts = pr.repeats, pr.nbytes, pr.bursts
     if m.tape is not None:
         m.tape[-1][3] = pr.vectorised and m.tape[-1][3]
-    m._accesses(d, p, pr.accs, pr.bounded == m.sizes)
+    m._accesses(d, p, pr.accs, pr.bounded == m.sizes, True)
     pr.bounded = m.sizes
     if m.dry is not None:  # the run a replay repeats (_recorded): this instruction's data step
         m.dry.append((pr.run, d))
@@ -1601,11 +1643,18 @@ def _prepared(m: _Machine, d: _Dyn, p: int, te):
         m.fail("invalid", f"{_desc(d)}: {ex}", d)
 
 
+def _sync(m: _Machine, d: _Dyn, p: int, te):
+    _SYNC[d.ins.opcode](m, d, p, te)
+
+
+_SYNC = {"pipe_barrier": _barrier, "set_flag": _set_flag, "wait_flag": _wait_flag}
 _HANDLERS = {
     "vf": _vf_call, **{fam: _prepared for fam in _PREPARE}, "sync": _sync, "mask": _Machine._mask,
     **cube_exec.HANDLERS, **pipes.HANDLERS,
     "sload": _sload, "sstore": _sstore, "sload_gm": _sload_gm, "sstore_gm": _sstore_gm, "smov": _smov, "salu": _salu, "block": _block, "print": _print_ub,
 }
+_OP_HANDLERS = {op: _SYNC.get(op) or _HANDLERS[spec.family] for op, spec in OPCODES.items()}
+"""opcode -> its handler (:data:`_HANDLERS` by family; the sync ops each their own)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1614,9 +1663,9 @@ _HANDLERS = {
 
 _GM_SOURCES = frozenset({("copy_in", "src"), ("cube_copy", "src"), ("sload_gm", "addr")})
 """(family, GM operand field) that an instruction only reads."""
-_GM_WRITTEN = {op: tuple(f for f, k in spec.kinds.items() if k == "gm" and (spec.family, f) not in _GM_SOURCES)
-               for op, spec in OPCODES.items()}
-"""opcode -> its GM operand fields that it may write (:attr:`Plan.gm_written`)."""
+_GM_WRITTEN = {op: fields for op, spec in OPCODES.items()
+               if (fields := tuple(f for f, k in spec.kinds.items() if k == "gm" and (spec.family, f) not in _GM_SOURCES))}
+"""opcode -> its GM operand fields that it may write, for the opcodes with any (:attr:`Plan.gm_written`)."""
 
 
 class Plan:
@@ -1627,7 +1676,9 @@ class Plan:
     replay: _Replay | None = None
     """A straight-line program's run, kept from its first checked run (:func:`_recorded`)."""
     replayable = False
-    """Straight-line, constant operands (:func:`_replayable`): one checked run decides the rest."""
+    """Straight-line, every operand a constant, no scalar-unit or cube work, a known target and no
+    kernel scalars: its schedule, hazard findings, trace and counts do not depend on the data, so
+    one checked run decides the rest."""
     gm_written = frozenset()
     """The GM arguments an instruction may write (a GM operand other than a source: the others
     are read-only views of the inputs, not copies; a VF reads and writes only the UB)."""
@@ -1639,25 +1690,43 @@ class Plan:
         """id of a loop -> (the loop, may runtime/loop_batch.py batch its trips?)."""
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
-        self.replayable = _replayable(program)
-        shim = _PlanMachine(program, self)
+        body = program.body
+        if all(type(n) is Instr for n in body):  # straight-line: replayable unless an instruction says no
+            instrs, replay = body, not program.scalar_args
+        else:
+            instrs, replay = program.instructions(), False
+        shim = None
         writes = set()
-        for ins in program.instructions():
-            for f in _GM_WRITTEN[ins.opcode]:
-                if type(ins.args.get(f)) is GmAddr:
-                    writes.add(ins.args[f].arg)
+        prep = self.prep
+        for ins in instrs:
+            if ins.opcode in _PLAIN and not ins.dyn:
+                continue  # (a flag, a barrier, a VF call: nothing to decode, no GM written, replayable)
+            gm = _GM_WRITTEN.get(ins.opcode)
+            if gm:
+                for f in gm:
+                    if type(ins.args.get(f)) is GmAddr:
+                        writes.add(ins.args[f].arg)
             fam = ins.spec.family
-            if ins.dyn or fam not in _PREPARE and fam != "mask":
+            if ins.dyn:
+                replay = False
                 continue
+            if fam not in _PREPARE and fam != "mask":
+                if fam not in _REPLAYABLE:
+                    replay = False
+                continue
+            if shim is None:
+                shim = _PlanMachine(program, self)
             d = _Dyn(ins, ins.args, (), 0)
             if fam == "mask":
                 _Machine._mask(shim, d)
                 continue
-            try:
-                _prep_of(shim, d)
+            key = (id(ins), None if fam in _UNMASKED else (shim.mask_mode, shim.mask_hi, shim.mask_lo))
+            try:  # (as _prep_of keeps it: constant operands)
+                prep[key] = (ins, _PREPARE[fam](shim, d))
             except (_Abort, ValueError, KeyError, TypeError):
                 pass  # the issue reports it, with the machine's state
         self.gm_written = frozenset(writes)
+        self.replayable = replay and lookup_target(program.target) is not None
 
 
 class _PlanMachine:
@@ -1695,6 +1764,8 @@ def plan_of(program: Program) -> Plan:
 
 
 _REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
+_PLAIN = frozenset(op for op, spec in OPCODES.items() if spec.family in ("sync", "vf") and op not in _GM_WRITTEN)
+"""Opcodes the plan has nothing to decode of (their operands are read at issue) and that write no GM."""
 
 
 class _Replay:
@@ -1706,13 +1777,6 @@ class _Replay:
     def __init__(self, body: tuple, steps: list, trace: list, counts: dict, nsteps: int, ub_bytes: int):
         self.body, self.steps, self.trace, self.counts = body, steps, trace, counts
         self.nsteps, self.ub_bytes, self.stats = nsteps, ub_bytes, {}
-
-
-def _replayable(program: Program) -> bool:
-    """Straight-line, every operand a constant, no scalar-unit or cube work, a known target and no
-    kernel scalars: its schedule, hazard findings, trace and counts do not depend on the data."""
-    return (all(isinstance(n, Instr) and n.spec.family in _REPLAYABLE and not n.dyn for n in program.body)
-            and lookup_target(program.target) is not None and not program.scalar_args)
 
 
 def _recorded(program: Program, m: "_Machine", ub_bytes: int) -> "_Replay | None":
@@ -1754,41 +1818,45 @@ def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool)
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-def make_inputs(program: Program, inputs: dict | None = None, written=None) -> dict:
+def make_inputs(program: Program, inputs: dict | None = None, written=None, checked: bool = False) -> dict:
     """GM arrays for every argument: the given ones (any shape with the right element count,
     converted to the argument's dtype) and zeros for the rest; with ``written`` (the arguments
-    the run may write), the others are read-only views of the inputs, not copies."""
+    the run may write), the others are read-only views of the inputs, not copies.  ``checked``:
+    ``inputs`` holds only GM arguments, each an array of its type and shape already
+    (pipeline.program_inputs)."""
     inputs = inputs or {}
     out = {}
     for g in program.gm_args:
-        npd = ew.np_dtype(g.dtype)
-        if g.name in inputs:
-            arr = inputs[g.name]
-            if not (type(arr) is np.ndarray and arr.dtype == npd and arr.shape == g.shape):
-                # (what pipeline.program_inputs hands over has been checked and shaped already)
+        name = g.name
+        if name in inputs:
+            arr = inputs[name]
+            if not checked and not (type(arr) is np.ndarray and arr.dtype == ew.np_dtype(g.dtype)
+                                    and arr.shape == g.shape):
                 arr = np.asarray(arr)
                 n = math.prod(g.shape)
                 if arr.size != n:
-                    raise ValueError(f"input @{g.name}: {arr.size} elements given, the program's "
+                    raise ValueError(f"input @{name}: {arr.size} elements given, the program's "
                                      f"argument {g.dtype}{list(g.shape)} has {n}")
-                arr = np.asarray(arr, npd).reshape(g.shape)
-            if written is None or g.name in written:
-                out[g.name] = arr.copy()  # the run writes GM
+                arr = np.asarray(arr, ew.np_dtype(g.dtype)).reshape(g.shape)
+            if written is None or name in written:
+                out[name] = arr.copy()  # the run writes GM
             else:
-                out[g.name] = view = arr.view()
+                out[name] = view = arr.view()
                 view.flags.writeable = False
         else:
-            out[g.name] = np.zeros(g.shape, npd)
-    unknown = inputs.keys() - out.keys()
-    if unknown:
-        raise ValueError(f"unknown GM argument(s): {', '.join(sorted(unknown))}")
+            out[name] = np.zeros(g.shape, ew.np_dtype(g.dtype))
+    if not checked and len(out) != len(inputs):
+        unknown = inputs.keys() - out.keys()
+        if unknown:
+            raise ValueError(f"unknown GM argument(s): {', '.join(sorted(unknown))}")
     return out
 
 
 def execute(program: Program, inputs: dict | None = None, scalars: dict | None = None, *,
             blocks: int = 1, target: str | None = None, check: bool = True,
             raise_on_findings: bool = True, ub_init: int = 0, ub=None, trace: bool = True,
-            max_races: int = 20, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "eager") -> ExecResult:
+            max_races: int = 20, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "eager",
+            checked_inputs: bool = False) -> ExecResult:
     """Run ``program`` on GM arrays made from ``inputs`` (name -> array; missing ones are zero).
 
     ``scalars`` gives the kernel scalars (``.scalar`` arguments).  ``blocks`` runs block_idx
@@ -1798,7 +1866,8 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
     ``ub_init`` is the byte every UB byte starts as; ``ub`` (bytes or a uint8 array, at most
     the UB size) overrides the first bytes of the initial UB of every block (for tests).
     More than ``max_steps`` instructions plus loop trips raise :class:`StepLimitError`.
-    ``schedule`` is one of :data:`SCHEDULES`.
+    ``schedule`` is one of :data:`SCHEDULES`.  ``checked_inputs``: ``inputs`` are
+    pipeline.program_inputs's GM arrays (:func:`make_inputs` need not check them again).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule '{schedule}' (choose from {', '.join(SCHEDULES)})")
@@ -1811,7 +1880,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
         raise ValueError(f"unknown target '{target or program.target}'")
     ub_bytes = t.ub_bytes
     plan = plan_of(program)
-    gm = make_inputs(program, inputs, plan.gm_written)
+    gm = make_inputs(program, inputs, plan.gm_written, checked_inputs)
     sc = dict(scalars or {})
     if program.scalar_args:
         missing = [s.name for s in program.scalar_args if s.name not in sc]
@@ -1838,7 +1907,7 @@ def execute(program: Program, inputs: dict | None = None, scalars: dict | None =
             return result
         gm = make_inputs(program, inputs)  # the replay wrote GM before it failed: start again
     m = _Machine(program, gm, sc, blocks, ub_bytes, check, ub_init, trace, max_races, max_steps, schedule,
-                 t.cube_spaces)
+                 t.cube_spaces, plan)
     if init is not None:
         m.ub_image = init.copy()
         m.ub[: init.size] = init

@@ -49,7 +49,11 @@ class Footprint:
 
     @classmethod
     def span(cls, lo: int, hi: int) -> "Footprint":
-        return cls((lo,), (hi,)) if hi > lo else cls((), ())
+        if hi <= lo:
+            return cls((), ())
+        fp = _new(cls)  # (no __init__: one interval is its own hull)
+        fp.los, fp.his, fp.lo, fp.hi, fp.stride = (lo,), (hi,), int(lo), int(hi), 0
+        return fp
 
     @classmethod
     def runs(cls, starts: list, length: int) -> "Footprint":
@@ -170,6 +174,7 @@ class Footprint:
         return start + np.arange(int(n.sum()), dtype=np.int64)
 
 
+_new = object.__new__
 _PY_RUNS = (tuple, range)
 """The Python forms of ``Footprint.los``/``his`` (searched with bisect, not NumPy)."""
 
