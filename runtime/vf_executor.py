@@ -467,6 +467,11 @@ class VfRunner:
                                                for a, n in zip(args, sizes) if n is not None], self.want_log, self.tape)
             if res is not None:
                 return res
+        return self.run_dynamic(fn, args, plan)
+
+    def run_dynamic(self, fn: vf.VfFuncOp, args: Sequence, plan: "VfPlan") -> VfCallResult:
+        """:meth:`call` without the static plan: decode and run ``fn`` op by op (batching its
+        top-level loops where run_batched can)."""
         self.unbatched = plan.unbatched
         params = fn.args
         self.reads = Touched()
@@ -1400,13 +1405,13 @@ def exec_vf_call(m, d, p: int, te) -> None:
     got = launches.get(key)
     if got is None:  # the first launch of this VF with these arguments: decoded as it runs
         tiles = [t for t in args if type(t) is TileRef]
-        tape: list = []  # (VfRunner.call: its static plan if the checks pass, else the dynamic path)
+        tape: list = []  # (as VfRunner.call: its static plan if the checks pass, else the dynamic path)
         res = plan.static.launch(m.ub, tiles, te is not None, tape) if plan.static is not None else None
         all_batched = True
         if res is None:
             runner = VfRunner(m.ub, te is not None, None, tape)
             try:
-                res = runner.call(fn, args)
+                res = runner.run_dynamic(fn, args, plan)
             except VfFault as f:
                 m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
             all_batched = runner.all_batched
