@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import filterfalse, islice, repeat
@@ -1000,6 +1001,9 @@ _NO_COST = OpCost(issue=1, unit="none")
 """An opcode the table has no row for."""
 _SYNC_OPS = frozenset({"wait_flag", "set_flag", "pipe_barrier", "ld_ub"})
 """The opcodes :meth:`_Scheduler.exec` times specially (ld_ub: on ascend950)."""
+_SLOW_OPS = frozenset({"wait_flag", "pipe_barrier", "ld_ub", "loop_trip"})
+"""What :func:`_alone` leaves to :meth:`_Scheduler.issue`: a wait_flag while its flag is not set, a
+pipe_barrier on ALL, ld_ub, loop_trip (not issued by dispatch, not an instruction)."""
 
 _VF_LABEL = {"vf_count": "VF count", "pushq_vf": "PUSHQ VF", "push_pb": "PUSH_PB", "rvecsu": "RVECSU",
              "rveclp": "RVECLP", "rvecld": "RVECLD", "rvecex": "RVECEX", "rvecst": "RVECST"}
@@ -1038,40 +1042,37 @@ def simulate(trace: list, target: str = "a2a3", keep_events: bool = True, cores:
     table = CYCLE_TABLES.get(target)
     if table is None:
         raise ValueError(f"no cycle table for target '{target}'")
-    pipes = {p: PipeStats() for p in PIPE_ORDER}
-    counts: dict[str, int] = {}
-    events: list = []
-    per_block: list[float] = []
-    vfc: dict = {}
-    flows: list = []
-    repeats: list = []
-    waits: dict = {}
+    pipe_busy, instrs = _ZEROS.copy(), _NONE_RUN.copy()  # (the PipeStats made at the end: of the pipes kept)
+    counts, events, per_block, vfc, flows, repeats, waits = {}, [], [], {}, [], [], {}
     blocks = sorted(set(map(_BLOCK, trace))) or [0]
     n = len(cores) if cores else 1
+    if not cores:  # one core per block: each block alone
+        for b in blocks:
+            entries = sorted(trace if len(blocks) == 1 else [e for e in trace if e.block == b], key=_SEQ)
+            per_block.append(_alone(table, pipe_busy, instrs, counts, events if keep_events else None, b, vfc,
+                                    flows, repeats, entries, trace))
+        blocks = ()
     for g in range(0, len(blocks), n):
         group, done_at = {}, {}
         for b in blocks[g:g + n]:
             entries = sorted(trace if len(blocks) == 1 else [e for e in trace if e.block == b], key=_SEQ)
-            sched = _Scheduler(table, pipes, counts, events if keep_events else None, b, vfc, flows, repeats,
-                               done_at)
-            if n == 1:  # one core: nothing to wait for across cores
-                sched.alone(entries, trace)
-                group[b] = (sched, None)
-            else:
-                group[b] = (sched, sched.feed(entries, trace))
-        if n > 1:
-            _run_together(group)
+            sched = _Scheduler(table, pipe_busy, instrs, counts, events if keep_events else None, b, vfc, flows,
+                               repeats, done_at)
+            group[b] = (sched, sched.feed(entries, trace))
+        _run_together(group)  # (one core: fed without waits)
         for b, (sched, _) in group.items():
             per_block.append(sched.finish())
-            if cores:
-                name = cores[b % n] if len(blocks) == n else f"block {b // n} {cores[b % n]}"
-                waits[name] = {k: round(v, 2) for k, v in sched.pipe_wait.items()}
-    pipes = {p: s for p, s in pipes.items() if s.instructions or p not in IN_ORDER_PIPES}  # cube pipes: if used
-    return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(blocks),
+            name = cores[b % n] if len(blocks) == n else f"block {b // n} {cores[b % n]}"
+            waits[name] = {k: round(v, 2) for k, v in sched.pipe_wait.items()}
+    pipes = {p: PipeStats(pipe_busy[p], instrs[p]) for p in PIPE_ORDER
+             if instrs[p] or p not in IN_ORDER_PIPES}  # cube pipes: if used
+    return CycleStats(target, max(per_block) if per_block else 0.0, pipes, counts, len(per_block),
                       per_block, events, table.clock_ghz, vfc, flows, repeats, waits)
 
 
 _BLOCK, _SEQ = attrgetter("block"), attrgetter("seq")
+_EXECUTOR = __name__.rpartition(".")[0] + ".executor"
+"""The executor's module name (it imports this one: read from sys.modules)."""
 
 
 def _run_together(group: dict) -> None:
@@ -1098,6 +1099,97 @@ def _run_together(group: dict) -> None:
                 sched.stuck = True
 
 
+_ZEROS, _NONE_RUN = dict.fromkeys(PIPE_ORDER, 0.0), dict.fromkeys(PIPE_ORDER, 0)
+
+def _alone(table: CycleTable, pipe_busy, instrs, counts, events, block, vfc, flows, repeats, entries, trace) -> float:
+    """Schedule ``entries`` in order, the only core of ``block``, and return its makespan: what
+    :meth:`_Scheduler.feed` does as :func:`_run_together` drives one core (the waits give way).
+    The usual entry (nothing queued, its flag already set) is :meth:`_Scheduler.issue` +
+    :meth:`_Scheduler.exec` inline with the clocks in locals (a short trace's cost is its lines
+    and objects, not its work); the first other entry makes the :class:`_Scheduler` of these
+    clocks, which issues it."""
+    executor = sys.modules.get(_EXECUTOR)  # (not imported: no TraceRepeat exists; an import costs more)
+    TraceRepeat = executor.TraceRepeat if executor is not None else ()
+    got = _COST_ROWS.get(id(table))
+    rows, dispatch = got[1] if got is not None and got[0] is table else _cost_rows(table), table.dispatch
+    free, complete, signals, vf_times = _ZEROS.copy(), _ZEROS.copy(), {}, {}
+    s_clock = end = 0.0
+    sched = None
+    for e in entries:
+        if isinstance(e, TraceRepeat) or sched is not None and sched.queued or e.deps is not None or (
+                e.opcode in _SLOW_OPS and (not signals.get(e.flag) if e.opcode == "wait_flag"
+                                           else e.opcode != "pipe_barrier" or not e.flag or e.flag[0] == "ALL")):
+            if sched is None:
+                sched = _Scheduler(table, pipe_busy, instrs, counts, events, block, vfc, flows, repeats, None,
+                                   (free, complete, signals, vf_times))
+                sched.stuck = True
+            sched.s_clock, sched.end = s_clock, end
+            if isinstance(e, TraceRepeat):
+                sched.repeat(sorted(trace[e.start:e.start + e.length], key=_SEQ), e.times)
+            else:
+                sched.issue(e)
+            s_clock, end, free, complete = sched.s_clock, sched.end, sched.free, sched.complete
+            continue
+        op, pipe = e.opcode, e.pipe
+        t_issue = s_clock
+        s_clock = t_issue + dispatch
+        pipe_busy["S"] += dispatch  # the scalar unit issues every instruction
+        issue, per_unit, units, per_burst, latency = rows.get(op) or _NO_ROW
+        t = free[pipe]
+        start = t if t > t_issue else t_issue
+        if op == "wait_flag":
+            t_sig, setter = signals[e.flag].pop(0)
+            t = t_sig + table.flag_latency
+            if t > start:
+                start = t
+            if events is not None:
+                flows.append((setter, len(events)))
+        elif op == "pipe_barrier":  # (on one pipe: _SLOW_OPS)
+            start = max(start, complete[e.flag[0]])
+        busy = (issue + per_unit * (0 if units is None else getattr(e, units))
+                + per_burst * (e.bursts if units == "nbytes" else 0))
+        name = op
+        log = e.vf_log
+        if log is not None:
+            busy, name = _vf_launch(e, log, start, busy, complete["S"], vf_times, vfc, pipe_busy)
+        stop = start + busy
+        done = stop + latency
+        if op == "set_flag":
+            t = complete[pipe]
+            signals.setdefault(e.flag, []).append((t if t > stop else stop,
+                                                   len(events) if events is not None else 0))
+        free[pipe] = stop
+        if done > complete[pipe]:
+            complete[pipe] = done
+        pipe_busy[pipe] += busy
+        instrs[pipe] += 1
+        counts[op] = counts.get(op, 0) + 1
+        if done > end:
+            end = done
+        if events is not None:
+            events.append((block, pipe, name, start, stop, done, e.origin))
+        if pipe == "S" and stop > s_clock:
+            s_clock = stop
+    if sched is None:
+        return max([end, s_clock] + list(complete.values()))
+    sched.s_clock, sched.end = s_clock, end
+    return sched.finish()
+
+
+def _vf_launch(e, log, start, busy, s_complete, vf_times, vfc, pipe_busy) -> tuple:
+    """(busy, event name) of the VF launch ``e`` starting at ``start``: its V-pipe time and study
+    counters (:func:`vf_timing`), the scalar unit's PB pushes."""
+    v = vf_times.get(id(log))
+    if v is None:  # the trips of a batched loop share their VF's log (runtime/loop_batch.py)
+        v = vf_times[id(log)] = vf_timing(log)
+    for k, x in v.items():
+        vfc[k] = vfc.get(k, 0.0) + x
+    wait = max(0.0, s_complete - start)  # its PB push reads a register S is still loading
+    vfc["pushq_vf"] += wait
+    pipe_busy["S"] += v["push_pb"]  # the scalar unit pushes the parameters
+    return busy + (v["pushq_vf"] + wait), getattr(e, "vf_callee", e.opcode)
+
+
 STEADY_TRIPS = 3
 """A repeated trip (``TraceRepeat``) is extrapolated once this many consecutive trips advanced
 every clock of the schedule by the same amount (each clock its own: a pipe that is the
@@ -1107,26 +1199,28 @@ bottleneck drifts away from the scalar unit's issue clock at a constant rate).""
 class _Scheduler:
     """The schedule of one block (module docstring, "Model")."""
 
-    def __init__(self, table: CycleTable, pipes, counts, events, block, vfc, flows, repeats, done_at=None):
-        self.table, self.pipes, self.counts, self.events = table, pipes, counts, events
+    stuck = False
+    """No core of the block can go on (a deadlock the executor reported): waits give way."""
+    queued = 0
+    """Entries queued to a pipe and not run yet."""
+    queues = heads = None
+    """Pipe -> its queue and its head's index (made by the first entry queued: most traces queue none)."""
+    s_clock = end = 0.0
+
+    def __init__(self, table: CycleTable, pipe_busy, instrs, counts, events, block, vfc, flows, repeats, done_at=None,
+                 clocks: tuple | None = None):
+        self.table, self.pipe_busy, self.instrs, self.counts, self.events = table, pipe_busy, instrs, counts, events
         self.rows = _cost_rows(table)
-        self.dispatch, self.s_stats = table.dispatch, pipes["S"]
+        self.dispatch = table.dispatch
         self.block, self.vfc, self.flows, self.repeats = block, vfc, flows, repeats
         self.done_at: dict = {} if done_at is None else done_at
         """id(trace entry) -> (complete time, event index) of the pipe ops of every core of the block."""
         self.pipe_wait = {"push": 0.0, "pop": 0.0}
-        self.stuck = False
-        """No core of the block can go on (a deadlock the executor reported): waits give way."""
-        self.free = dict.fromkeys(PIPE_ORDER, 0.0)       # pipe can start its next instruction
-        self.complete = dict.fromkeys(PIPE_ORDER, 0.0)   # every started instruction of the pipe complete
-        self.signals: dict = {}
-        self.queues = {p: [] for p in PIPE_ORDER if p != "S"}
-        self.heads = dict.fromkeys(self.queues, 0)
-        self.queued = 0
-        """Entries queued to a pipe and not run yet."""
-        self.s_clock = 0.0
-        self.end = 0.0
-        self.vf_times: dict = {}
+        if clocks is None:  # (:func:`_alone` hands over its clocks)
+            clocks = _ZEROS.copy(), _ZEROS.copy(), {}, {}
+        self.free, self.complete, self.signals, self.vf_times = clocks
+        """When each pipe can start its next instruction, when every started instruction of each
+        pipe is complete, the flags set and not waited for, the VF timings (id of a log ->)."""
 
     def feed(self, entries, trace):
         """Issue ``entries`` in order, yielding True after each and False while one has to wait
@@ -1143,21 +1237,9 @@ class _Scheduler:
                     yield False
             yield True
 
-    def alone(self, entries, trace) -> None:
-        """Issue ``entries`` in order, the only core of the block (:meth:`feed` as :func:`_run_together`
-        drives one core: nothing to wait for across cores, so the waits give way)."""
-        from pto_compiler.runtime.executor import TraceRepeat
-
-        self.stuck = True
-        issue = self.issue
-        for e in entries:
-            if isinstance(e, TraceRepeat):
-                self.repeat(sorted(trace[e.start:e.start + e.length], key=_SEQ), e.times)
-            else:
-                issue(e)
-
     def finish(self) -> float:
-        self.pump()
+        if self.queued:
+            self.pump()
         return max([self.end, self.s_clock] + list(self.complete.values()))
 
     def _ready(self, e):
@@ -1217,16 +1299,7 @@ class _Scheduler:
         name = op
         log = e.vf_log
         if log is not None:
-            v = self.vf_times.get(id(log))
-            if v is None:  # the trips of a batched loop share their VF's log (runtime/loop_batch.py)
-                v = self.vf_times[id(log)] = vf_timing(log)
-            for k, x in v.items():
-                self.vfc[k] = self.vfc.get(k, 0.0) + x
-            wait = max(0.0, complete["S"] - start)  # its PB push reads a register S is still loading
-            self.vfc["pushq_vf"] += wait
-            busy += v["pushq_vf"] + wait
-            self.pipes["S"].busy += v["push_pb"]  # the scalar unit pushes the parameters
-            name = getattr(e, "vf_callee", name)
+            busy, name = _vf_launch(e, log, start, busy, complete["S"], self.vf_times, self.vfc, self.pipe_busy)
         stop = start + busy
         done = stop + latency
         events = self.events
@@ -1242,10 +1315,9 @@ class _Scheduler:
         free[pipe] = stop
         if done > complete[pipe]:
             complete[pipe] = done
-        ps = self.pipes[pipe]
-        ps.busy += busy
+        self.pipe_busy[pipe] += busy
         if op != "loop_trip":
-            ps.instructions += 1
+            self.instrs[pipe] += 1
         self.counts[op] = self.counts.get(op, 0) + 1
         if done > self.end:
             self.end = done
@@ -1289,7 +1361,7 @@ class _Scheduler:
         t_issue = self.s_clock
         if e.opcode != "loop_trip":
             self.s_clock = t_issue + self.dispatch
-            self.s_stats.busy += self.dispatch  # the scalar unit issues every instruction
+            self.pipe_busy["S"] += self.dispatch  # the scalar unit issues every instruction
         if pipe == "S":
             if e.opcode == "wait_flag" and not self.signals.get(e.flag):
                 self.pump()
@@ -1302,6 +1374,9 @@ class _Scheduler:
             else:  # the executor reported this deadlock; skip the wait
                 self.counts[e.opcode] = self.counts.get(e.opcode, 0) + 1
         elif self.queued or not self.exec(e, pipe, t_issue):  # (nothing queued: it runs now or waits)
+            if self.queues is None:
+                self.queues = {p: [] for p in PIPE_ORDER if p != "S"}
+                self.heads = dict.fromkeys(self.queues, 0)
             self.queues[pipe].append((e, t_issue))
             self.queued += 1
             self.pump()
@@ -1315,7 +1390,7 @@ class _Scheduler:
             return None
         sig = {k: [t for t, _ in q] for k, q in self.signals.items() if q}
         return ([self.s_clock, self.end, *self.free.values(), *self.complete.values()], sig,
-                [(s.busy, s.instructions) for s in self.pipes.values()], dict(self.counts), dict(self.vfc),
+                list(zip(self.pipe_busy.values(), self.instrs.values())), dict(self.counts), dict(self.vfc),
                 len(self.events) if self.events is not None else 0)
 
     def repeat(self, period: list, times: int) -> None:
@@ -1341,8 +1416,8 @@ class _Scheduler:
         for key, q in self.signals.items():
             if q:
                 self.signals[key] = [(y + n * (y - x), ev) for x, (y, ev) in zip(sa[key], q)]
-        for s, (ba, ia), (bb, ib) in zip(self.pipes.values(), pa, pb):
-            s.busy, s.instructions = bb + n * (bb - ba), ib + n * (ib - ia)
+        for p, (ba, ia), (bb, ib) in zip(PIPE_ORDER, pa, pb):
+            self.pipe_busy[p], self.instrs[p] = bb + n * (bb - ba), ib + n * (ib - ia)
         for key, v in nb.items():
             self.counts[key] = v + n * (v - na.get(key, 0))
         for key, v in vb.items():

@@ -440,25 +440,26 @@ def _loops(log: list):
 
 
 def _scheduled(trace: list, target: str, fed: bool) -> tuple:
-    """One block of ``trace`` scheduled alone (``_Scheduler.alone``), or fed as ``_run_together``
-    feeds the cores of a block: every clock, figure and event."""
-    pipes = {p: cycles.PipeStats() for p in cycles.PIPE_ORDER}
+    """One block of ``trace`` scheduled alone (``_alone``), or fed as ``_run_together`` feeds the
+    cores of a block: the makespan, every figure and event."""
+    busy, instrs = dict.fromkeys(cycles.PIPE_ORDER, 0.0), dict.fromkeys(cycles.PIPE_ORDER, 0)
     counts, events, vfc, flows, repeats = {}, [], {}, [], []
-    s = cycles._Scheduler(cycles.CYCLE_TABLES[target], pipes, counts, events, 0, vfc, flows, repeats, {})
+    table = cycles.CYCLE_TABLES[target]
     entries = sorted(trace, key=lambda e: e.seq)
     if fed:
+        s = cycles._Scheduler(table, busy, instrs, counts, events, 0, vfc, flows, repeats, {})
         cycles._run_together({0: (s, s.feed(entries, trace))})
+        end = s.finish()
     else:
-        s.alone(entries, trace)
-    return (s.finish(), s.s_clock, s.end, s.free, s.complete, s.signals, s.pipe_wait,
-            {p: (x.busy, x.instructions) for p, x in pipes.items()}, counts, events, vfc, flows, repeats)
+        end = cycles._alone(table, busy, instrs, counts, events, 0, vfc, flows, repeats, entries, trace)
+    return end, busy, instrs, counts, events, vfc, flows, repeats
 
 
 @pytest.mark.parametrize("target", ["a2a3", "ascend950"])
 def test_a_block_scheduled_alone_is_the_block_fed(target):
-    """One core: ``simulate`` issues the trace in a plain loop, without the generator that lets
-    the cores of a mixed kernel wait for each other; every figure and event is the same (a
-    batched loop's TraceRepeat, flags, barriers and on ascend950 a VF launch included)."""
+    """One core: ``simulate`` issues the trace in a plain loop (its usual entries inline), without
+    the generator that lets the cores of a mixed kernel wait for each other; every figure and event
+    is the same (a batched loop's TraceRepeat, flags, barriers and on ascend950 a VF launch included)."""
     import pathlib
     import sys
 
