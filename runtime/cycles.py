@@ -1019,6 +1019,14 @@ def _cost_row(c: OpCost) -> tuple:
     return c.issue, c.per_unit, _UNITS.get(c.unit), c.per_burst, c.latency
 
 
+def _busy(row: tuple, e) -> float:
+    """The cycles trace entry ``e`` holds its pipe (its :func:`_cost_row` ``row``), a VF launch's
+    own time apart."""
+    issue, per_unit, units, per_burst, _latency = row
+    return (issue + per_unit * (0 if units is None else getattr(e, units))
+            + per_burst * (e.bursts if units == "nbytes" else 0))
+
+
 def _cost_rows(table: CycleTable) -> dict:
     """:func:`_cost_row` of each opcode of ``table`` (a frozen table: made once per table)."""
     got = _COST_ROWS.get(id(table))
@@ -1134,7 +1142,8 @@ def _alone(table: CycleTable, pipe_busy, instrs, counts, events, block, vfc, flo
         t_issue = s_clock
         s_clock = t_issue + dispatch
         pipe_busy["S"] += dispatch  # the scalar unit issues every instruction
-        issue, per_unit, units, per_burst, latency = rows.get(op) or _NO_ROW
+        row = rows.get(op) or _NO_ROW
+        latency = row[4]
         t = free[pipe]
         start = t if t > t_issue else t_issue
         if op == "wait_flag":
@@ -1146,8 +1155,7 @@ def _alone(table: CycleTable, pipe_busy, instrs, counts, events, block, vfc, flo
                 flows.append((setter, len(events)))
         elif op == "pipe_barrier":  # (on one pipe: _SLOW_OPS)
             start = max(start, complete[e.flag[0]])
-        busy = (issue + per_unit * (0 if units is None else getattr(e, units))
-                + per_burst * (e.bursts if units == "nbytes" else 0))
+        busy = _busy(row, e)
         name = op
         log = e.vf_log
         if log is not None:
@@ -1260,7 +1268,8 @@ class _Scheduler:
         yet, another core's entry).  (``b if b > a else a`` is ``max(a, b)``, without its call.)"""
         free, complete = self.free, self.complete
         op = e.opcode
-        issue, per_unit, units, per_burst, latency = self.rows.get(op) or _NO_ROW
+        row = self.rows.get(op) or _NO_ROW
+        latency = row[4]
         t = free[pipe]
         start = t if t > t_issue else t_issue
         setter = None
@@ -1294,8 +1303,7 @@ class _Scheduler:
                     start = max([start] + list(complete.values()))
                 else:
                     start = max(start, complete[target])
-        busy = (issue + per_unit * (0 if units is None else getattr(e, units))
-                + per_burst * (e.bursts if units == "nbytes" else 0))
+        busy = _busy(row, e)
         name = op
         log = e.vf_log
         if log is not None:

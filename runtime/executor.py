@@ -1557,10 +1557,8 @@ def _barrier(m: _Machine, d: _Dyn, p: int, te):
 
 
 def _event(m: _Machine, d: _Dyn, te) -> tuple:
-    """A set_flag's or wait_flag's (src pipe, dst pipe, event id), the id checked (:func:`_flag_key`)."""
-    a = d.args
-    e = a["event_id"]
-    key = (a["src_pipe"], a["dst_pipe"], e if type(e) is int else _int(e))
+    """A set_flag's or wait_flag's :func:`_flag_key`, its event id checked."""
+    key = _flag_key(d.args)
     if not (0 <= key[2] < 8):
         m.fail("invalid", f"{_desc(d)}: event id {key[2]} out of range 0..7", d)
     if te is not None:
@@ -1589,8 +1587,7 @@ def _wait_flag(m: _Machine, d: _Dyn, p: int, te):
                 "deadlock", f"{_desc(d)} waits forever: no set_flag {key[0]}->{key[1]} id={key[2]} "
                             f"was issued before it (the scalar unit stops here)" + _ctx_text(d), (d.ins,)))
             raise _Abort()
-    row = m.known[p]
-    row[:] = map(max, row, q.popleft()[0])  # (_merge_clock)
+    _merge_clock(m.known[p], q.popleft()[0])
 
 
 def _vf_call(m: _Machine, d: _Dyn, p: int, te):
@@ -1626,9 +1623,7 @@ def _prep_of(m, d: _Dyn) -> "_Prep":
 
 
 def _prepared(m: _Machine, d: _Dyn, p: int, te):
-    ins = d.ins  # (the plan's step when it has one: _prep_of's lookup)
-    got = m.plan.prep.get((id(ins), None if ins.spec.family in _UNMASKED else (m.mask_mode, m.mask_hi, m.mask_lo)))
-    pr = got[1] if got is not None and got[0] is ins else _prep_of(m, d)
+    pr = _prep_of(m, d)
     if te is not None:
         te.repeats, te.nbytes, te.bursts = pr.repeats, pr.nbytes, pr.bursts
     if m.tape is not None:
