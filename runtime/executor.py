@@ -1351,7 +1351,7 @@ class _Bursts:
 
     def view(self, arr: np.ndarray) -> np.ndarray:
         """The bytes as an ``(n, length)`` view of the byte array ``arr`` (bounds checked)."""
-        if self.stride == self.length:  # one run: a slice (NumPy's buffer constructor costs ~6x more)
+        if self.stride == self.length or self.n == 1:  # one run: a slice (NumPy's buffer constructor costs ~6x more)
             return arr[self.base:self.base + self.n * self.length].reshape(self.n, self.length)
         return np.ndarray((self.n, self.length), np.uint8, buffer=arr, offset=self.base, strides=(self.stride, 1))
 
@@ -1391,26 +1391,7 @@ def _copy_in(m: _Machine, d: _Dyn) -> "_Prep":
             m.ub_bytes(u)[...] = m.gm_bytes_of(g, name, d)
         if rpad and n:
             m.ub_bytes(pad)[...] = pad_bytes
-    if not rpad and (n == 1 or length + sgap == length == dstride):  # one run of bytes on each side
-        run = _one_run(run, name, off, dst, n * length, False)
     return _Prep(accs, run, True, 0, n * length, n)
-
-
-def _one_run(general, name: str, gm_lo: int, ub_lo: int, nbytes: int, out: bool):
-    """A copy whose bursts are one run of bytes in GM and in the UB: two slices (the ``general``
-    step while loop_batch.py runs trips at once)."""
-    gm_hi, ub_hi = gm_lo + nbytes, ub_lo + nbytes
-    if out:
-        def run(m, d):
-            if m.batch is not None:
-                return general(m, d)
-            m.gm_bytes[name][gm_lo:gm_hi] = m.ub[ub_lo:ub_hi]
-    else:
-        def run(m, d):
-            if m.batch is not None:
-                return general(m, d)
-            m.ub[ub_lo:ub_hi] = m.gm_bytes[name][gm_lo:gm_hi]
-    return run
 
 
 def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
@@ -1433,8 +1414,6 @@ def _copy_out(m: _Machine, d: _Dyn) -> "_Prep":
             out[...] = ew.add(out.view(dt), m.ub_bytes(u).view(dt)).view(np.uint8)
         else:
             out[...] = m.ub_bytes(u)
-    if not atomic and (n == 1 or length + dgap == length == u.stride):  # one run of bytes on each side
-        run = _one_run(run, name, off, src, n * length, True)
     return _Prep([_Acc("UB", False, u.footprint(), what="src"),
                   *([_Acc(name, False, gfp, what="dst")] if atomic else []), _Acc(name, True, gfp, what="dst")],
                  run, True, 0, n * length, n)
