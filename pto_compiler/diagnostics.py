@@ -126,10 +126,11 @@ def api_boundary(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        sources = sources_of(args[0]) if args else {}
         try:
-            with quoting(sources_of(args[0]) if args else {}):
-                return fn(*args, **kwargs)
-        except PtocError:
+            return fn(*args, **kwargs)
+        except PtocError as e:  # (as :func:`quoting` does, without a generator and a context manager per call)
+            e.quote(sources)
             raise
         except Exception as e:  # noqa: BLE001 - the one place that turns every other exception into PtocError
             from xdsl.utils.exceptions import DiagnosticException

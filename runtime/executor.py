@@ -83,6 +83,22 @@ from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES
 from pto_compiler.targets import lookup_target
 
+try:  # NumPy 2 keeps the floating-point error state in a context variable: np.errstate's Python around
+    # setting it costs more than a short run's NumPy steps in a fresh process
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE, _make_extobj
+
+    def _fp_ignore():
+        """``np.errstate(all="ignore").__enter__()``: its token for :func:`_fp_restore`."""
+        return _FP_STATE.set(_make_extobj(all="ignore"))
+
+    _fp_restore = _FP_STATE.reset
+except ImportError:  # NumPy 1.x
+    def _fp_ignore():
+        return np.seterr(all="ignore")
+
+    def _fp_restore(old) -> None:
+        np.seterr(**old)
+
 # ---------------------------------------------------------------------------------------------
 # The one table from opcodes to element functions (runtime/elementwise.py, by name)
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +330,10 @@ class _SV:
         while k and (self.shape[k - 1] == 1 or self.strides[k - 1] == run):
             run *= self.shape[k - 1]
             k -= 1
-        outer = [(n, st) for n, st in zip(self.shape[:k], self.strides[:k]) if n > 1 and st]
+        outer = []  # (a loop, not a comprehension: see _Machine._vector)
+        for n, st in zip(self.shape[:k], self.strides[:k]):
+            if n > 1 and st:
+                outer.append((n, st))
         if not outer:
             fp = Footprint.span(self.base, self.base + run)
         elif len(outer) == 1 and outer[0][1] > 0:  # one run, or runs in ascending order
@@ -576,9 +595,12 @@ class _Machine:
         self.queues = dict(zip(_REVERSE_ORDER if self.schedule == "reverse" else _EAGER_ORDER, map(deque, _NO_ITEMS)))
         self.flags: dict = {}
         self.ctx: tuple = ()
-        with np.errstate(all="ignore"):
+        fp = _fp_ignore()
+        try:
             self._body(self.p.body)
             self._drain_or_deadlock(None)
+        finally:
+            _fp_restore(fp)
         self._unwaited_flags()
 
     def _unwaited_flags(self):
@@ -888,22 +910,34 @@ class _Machine:
         """
         dsv, dact, dname = dst
         out_dt = ew.np_dtype(out_dtype or view_dtype)
-        accs = [_Acc("UB", False, sv.footprint() if act is None else _ub_elems(sv.esize, sv.idx()[act]),
-                     what=name) for sv, act, dt, name in srcs]
+        # one pass over the sources (plain loops: each comprehension is a function call, and a
+        # fresh process pays for each one's first run): their accesses, and whether every lane is
+        # active, whether the operands share one shape and are rows (or repeated blocks)
+        accs, every_lane, flat, rows = [], dact is None, lanewise, _rows(dsv)
+        for sv, act, dt, name in srcs:
+            accs.append(_Acc("UB", False, sv.footprint() if act is None else _ub_elems(sv.esize, sv.idx()[act]),
+                             what=name))
+            every_lane = every_lane and act is None
+            flat = flat and sv.shape == dsv.shape
+            rows = rows and (_rows(sv) or _repeated_block(sv))
         accs.append(_Acc("UB", True, dsv.footprint() if dact is None else
                          _ub_elems(dsv.esize, dsv.idx()[dact]), what=dname))
         nrep = dsv.shape[0]
         if nrep == 0:
             return _Prep(accs, _nothing)
         dfp = accs[-1].fp
-        if dact is None and all(act is None for _, act, _, _ in srcs) and dsv.distinct() and all(
-                sv.same(dsv) or not acc.fp.overlaps(dfp) for (sv, _, _, _), acc in zip(srcs, accs)):
+        views, as_views = [], every_lane and dsv.distinct()
+        if as_views:
+            for (sv, _, dt, _), acc in zip(srcs, accs):
+                if not sv.same(dsv) and acc.fp.overlaps(dfp):
+                    as_views = False
+                    break
+                views.append((sv, ew.np_dtype(dt)))
+        if as_views:
             # every lane active, no source read after the destination overwrote it: NumPy views
-            views = [(sv, ew.np_dtype(dt)) for sv, _, dt, _ in srcs]
-            flat = lanewise and all(sv.shape == dsv.shape for sv, _ in views)
-            widths = [sv.size // nrep for sv, _ in views]
-            if flat and _rows(dsv) and all(_rows(sv) or _repeated_block(sv) for sv, _ in views):
+            if flat and rows:
                 return _Prep(accs, _lanes_run(views, dsv, out_dt, compute))
+            widths = [sv.size // nrep for sv, _ in views]
 
             def run(m, d):
                 g = [m.ub_view(sv, dt) for sv, dt in views]
@@ -961,7 +995,9 @@ def _lanes_run(views, dsv: "_SV", out_dt, compute):
     ``ndarray.repeat``: whole blocks copied, where a copy of the stride-0 view goes lane by lane)."""
     nblk = dsv.shape[1]
     lanes = nblk * dsv.shape[2]
-    spread = [_repeated_block(sv) and not _rows(sv) for sv, _ in views]
+    spread = []
+    for sv, _ in views:
+        spread.append(_repeated_block(sv) and not _rows(sv))
 
     def run(m, d):
         g = []
@@ -1105,6 +1141,12 @@ def _ints(m, d, a, names):
     return out
 
 
+_VECTOR_OPERANDS = {fam: tuple((o, (f"{o}_blk_stride", f"{o}_rep_stride")) for o in ops)
+                    for fam, ops in (("binary", ("dst", "src0", "src1")), ("scalar", ("dst", "src")),
+                                     ("unary", ("dst", "src")), ("dup", ("dst",)))}
+"""Family -> its UB operands (the destination first), each with its (block, repeat) stride fields."""
+
+
 def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     """vadd..vmin, vadds..vmins, vexp..vrelu, vector_dup: lane-wise under the mask."""
     a = d.args
@@ -1117,14 +1159,13 @@ def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     if repeat > 255:
         m.fail("invalid", f"{_desc(d)}: repeat {repeat} exceeds 255", d)
     nrep, act = m._active(d, lanes, repeat)
-    ops = {"binary": ("dst", "src0", "src1"), "scalar": ("dst", "src"), "unary": ("dst", "src"),
-           "dup": ("dst",)}[fam]
-    idx = {}
-    for o in ops:
-        base = _ub_addr(m, d, a, o, 32)
-        blk, rep = _ints(m, d, a, (f"{o}_blk_stride", f"{o}_rep_stride"))
-        idx[o] = _SV.vector(base, e, nrep, blk, rep, lanes)
-    srcs = [(idx[o], act, dt, o) for o in ops[1:]]
+    srcs = []
+    for o, strides in _VECTOR_OPERANDS[fam]:
+        sv = _SV.vector(_ub_addr(m, d, a, o, 32), e, nrep, *_ints(m, d, a, strides), lanes)
+        if o == "dst":
+            dsv = sv
+        else:
+            srcs.append((sv, act, dt, o))
     on = (lambda rs: None) if act is None else (lambda rs: act[rs])  # noqa: E731
     if fam == "binary":
         fn = _FN[op]
@@ -1139,7 +1180,7 @@ def _elementwise(m: _Machine, d: _Dyn) -> "_Prep":
     else:
         s = _scalar_value(m, d, a["scalar"], dt)
         compute = lambda g, rs: np.broadcast_to(s, (rs.stop - rs.start, lanes))  # noqa: E731
-    return m._vector(d, srcs, (idx["dst"], act, "dst"), compute, dt, lanewise=fam != "dup").counting(nrep)
+    return m._vector(d, srcs, (dsv, act, "dst"), compute, dt, lanewise=fam != "dup").counting(nrep)
 
 
 def _vbrcb(m: _Machine, d: _Dyn) -> "_Prep":
@@ -1665,7 +1706,7 @@ class Plan:
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
         body = program.body
-        if all(type(n) is Instr for n in body):  # straight-line: replayable unless an instruction says no
+        if {*map(type, body)} <= _INSTR:  # straight-line: replayable unless an instruction says no
             instrs, replay = body, not program.scalar_args
         else:
             instrs, replay = program.instructions(), False
@@ -1710,9 +1751,11 @@ class _PlanMachine:
     def __init__(self, program: Program, plan: Plan):
         self.plan = plan
         self.mask_mode, self.mask_hi, self.mask_lo = "norm", -1, -1
-        self.gm = dict.fromkeys(g.name for g in program.gm_args)
+        self.gm: dict = {}
         """The GM arguments by name (no arrays: a decoded step reads its run's)."""
-        self.gm_esize = {g.name: DTYPE_SIZES[g.dtype] for g in program.gm_args}
+        self.gm_esize: dict = {}
+        for g in program.gm_args:
+            self.gm[g.name], self.gm_esize[g.name] = None, DTYPE_SIZES[g.dtype]
 
     def fail(self, kind, msg, dyn):
         raise _Abort()
@@ -1737,6 +1780,8 @@ def plan_of(program: Program) -> Plan:
     return plan
 
 
+_INSTR = frozenset({Instr})
+"""The node types of a straight-line body."""
 _REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
 _PLAIN = frozenset(op for op, spec in OPCODES.items() if spec.family in ("sync", "vf") and op not in _GM_WRITTEN)
 """Opcodes the plan has nothing to decode of (their operands are read at issue) and that write no GM."""
@@ -1777,12 +1822,14 @@ def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool)
     """The run of ``rp`` on these memories; None when a step fails on the data (an integer
     division by zero): the caller runs the program instruction by instruction to report it."""
     m = _ReplayMachine(ub, gm)
+    fp = _fp_ignore()
     try:
-        with np.errstate(all="ignore"):
-            for run, d in rp.steps:
-                run(m, d)
+        for run, d in rp.steps:
+            run(m, d)
     except ew.ElementwiseError:
         return None
+    finally:
+        _fp_restore(fp)
     env = {"block_idx": 0, "block_num": 1, "subblock_idx": 0, "subblock_num": 1, **scalars}
     return ExecResult(outputs=gm, findings=[], trace=list(rp.trace) if trace else [], counts=dict(rp.counts),
                       ub=ub, scalars=env, blocks=1, replay=rp if trace else None)

@@ -896,3 +896,19 @@ def test_burst_views_are_the_bytes_they_name():
         assert v.shape == (n, length) and np.array_equal(v, want.reshape(n, length))
         v[...] = 0
         assert all(not arr[base + i * stride:base + i * stride + length].any() for i in range(n))
+
+
+def test_a_run_ignores_fp_errors_and_restores_the_callers_state():
+    """A block runs with NumPy's floating-point errors ignored (IEEE results, no warnings), set
+    without np.errstate's Python (executor._fp_ignore), and the caller's error state is back
+    afterwards, also when the run stops at a finding."""
+    ub = ub_with(a_0x0=np.ones(64, np.float32), b_0x100=np.zeros(64, np.float32))
+    div = "a2a3.vdiv dst=%c0x200 src0=%c0x0 src1=%c0x100 repeat=%c1 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n"
+    with np.errstate(all="raise"):
+        before = np.geterr()
+        got = run_body(div, ub).ub
+        assert np.geterr() == before
+        with pytest.raises(ExecutionError):
+            run_body(div.replace("%c0x200", "%c0x40000"), ub)
+        assert np.geterr() == before
+    assert np.isposinf(read(got, 0x200, 64, np.float32)).all()
