@@ -773,22 +773,10 @@ class _VfTimer:
                 ready[e[2]] = front
                 for a, t in zip(e[3], ts):
                     ready[a] = t
-            elif kind == _YIELD:
-                if e[1] in pend:
-                    pend[e[1]] = list(map(get, e[2], zeros))
             elif kind == _TRIP:
                 ready[e[2]] = front
                 for a, t in zip(e[3], pend[e[1]]):
                     ready[a] = t
-            elif kind == _ENTER:
-                _, key, ins, lp, su, entry = e
-                c["rveclp"] += lp
-                c["rvecsu"] += su
-                front += entry
-                pend[key] = list(map(get, ins, zeros))
-            elif kind == _EXIT:
-                for r, t in zip(e[2], pend.pop(e[1])):
-                    ready[r] = t
             elif kind == _COUNT:
                 for k, n in e[1]:
                     c[k] += n
@@ -803,6 +791,18 @@ class _VfTimer:
                     ready[a] = t
             elif kind == _LAST:
                 for r, t in zip(e[2], list(map(get, e[1], zeros))):
+                    ready[r] = t
+            elif kind == _YIELD:
+                if e[1] in pend:
+                    pend[e[1]] = list(map(get, e[2], zeros))
+            elif kind == _ENTER:
+                _, key, ins, lp, su, entry = e
+                c["rveclp"] += lp
+                c["rvecsu"] += su
+                front += entry
+                pend[key] = list(map(get, ins, zeros))
+            elif kind == _EXIT:
+                for r, t in zip(e[2], pend.pop(e[1])):
                     ready[r] = t
             else:  # a loop whose trips may be extrapolated
                 self.front, self.end = front, end
@@ -831,7 +831,7 @@ class _VfTimer:
         """Every clock and counter ``n`` more trips on from the snapshot ``last`` (of ``layout``),
         each moving by its ``delta`` per trip (a value not ready yet stays at 0: ``ready.get``'s
         default)."""
-        x = list(map(add, last, map(mul, repeat(n), delta)))
+        x = list(map(add, last, map(mul, repeat(float(n)), delta)))  # (float * float: no int operand to convert per item)
         self.front, self.end = x[0], x[1]
         k = 2 + len(values)
         self.ready.update(zip(values, x[2:k]))
