@@ -318,19 +318,19 @@ def _maxmin(a, b, is_max: bool) -> np.ndarray:
 def float_maxmin(is_max: bool):
     """:func:`maximum` (or :func:`minimum`) of two arrays of one float dtype, without the operand
     checks (a VF step's registers, their dtype known when the step is made)."""
-    f = np.maximum if is_max else np.minimum
-    return lambda a, b: _float_maxmin(a, b, f, is_max)
+    return functools.partial(_float_maxmin, f=np.maximum if is_max else np.minimum, is_max=is_max)
 
 
 def _float_maxmin(a, b, f, is_max: bool) -> np.ndarray:
-    wa, wb = _work(a), _work(b)
+    wa, wb = (a, b) if a.dtype.itemsize > 2 else (_work(a), _work(b))  # (f32/f64: no widening)
     r = f(wa, wb)
     # np.maximum/np.minimum already give NaN for a NaN operand; only which NaN and which
     # zero of a ±0 tie are left to fix: max(±0, ±0) is -0 only if both are -0, min(±0, ±0)
     # is +0 only if both are +0.  One reduction tells whether any result is NaN or zero (the
-    # ufunc's own, not ndarray.min's Python wrapper: a cold process pays ~6 us for that).
-    if r.size == 0 or np.minimum.reduce(np.abs(r), None) > 0:
-        return r.astype(a.dtype, copy=False)  # exact: r is one of the operands
+    # ufunc's own, not ndarray.min's Python wrapper: a cold process pays ~6 us for that; its
+    # NumPy scalar compared as a Python float, not through NumPy's scalar comparison).
+    if r.size == 0 or float(np.minimum.reduce(np.abs(r), None)) > 0:
+        return r if wa is a else r.astype(a.dtype)  # exact: r is one of the operands
     zero = r == 0
     if zero.any():
         zero = np.flatnonzero(zero)

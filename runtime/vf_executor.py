@@ -1396,36 +1396,36 @@ def exec_vf_call(m, d, p: int, te) -> None:
     vals, sizes = a["args"], plan.sizes
     if len(vals) != len(sizes):
         m.fail("invalid", f"vf_call @{name}: {len(vals)} arguments given, the vf.func takes {len(sizes)}", d)
-    args = [v if n is None else TileRef(int(v), n) for v, n in zip(vals, sizes)]
     if m.batch is not None:  # every trip of a batched scalar loop (runtime/loop_batch.py)
-        VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo)).call(fn, args)
+        VfRunner(m.ub, want_log=False, outer=(m.batch.ub, m.batch.lo)).call(fn, _vf_args(vals, sizes))
         return
     launches = m.p.__dict__.setdefault("_vf_launches", {})
     key = (name, tuple(vals), m.ub.size, te is not None)
     got = launches.get(key)
     if got is None:  # the first launch of this VF with these arguments: decoded as it runs
-        tiles = [t for t in args if type(t) is TileRef]
+        tiles = [TileRef(int(v), n) for v, n in zip(vals, sizes) if n is not None]
         tape: list = []  # (as VfRunner.call: its static plan if the checks pass, else the dynamic path)
         res = plan.static.launch(m.ub, tiles, te is not None, tape) if plan.static is not None else None
         all_batched = True
         if res is None:
             runner = VfRunner(m.ub, te is not None, None, tape)
             try:
-                res = runner.run_dynamic(fn, args, plan)
+                res = runner.run_dynamic(fn, _vf_args(vals, sizes), plan)
             except VfFault as f:
                 m.fail(f.finding.kind, f"vf_call @{name}: {f.finding.message}", d)
             all_batched = runner.all_batched
-        inside = [(t.addr, t.addr + t.nbytes) for t in tiles]
-        got = launches[key] = (tape, res, all_batched, res.reads.footprint(inside), res.writes.footprint())
-    else:  # the same again: its data steps only (addresses, masks and trips do not depend on data)
-        run_tape(got[0], m, d)
-    tape, res, all_batched, reads, writes = got
-    if te is not None:
-        te.repeats = 0
+        repeats = 0  # (te.repeats: the vector instructions the VF issued)
         for k, n in res.counts.items():
             if k.startswith("vf."):
-                te.repeats += n
-        te.vf_counts = dict(res.counts)
+                repeats += n
+        got = launches[key] = (tape, res, all_batched, res.reads.footprint([(t.addr, t.addr + t.nbytes) for t in tiles]),
+                               res.writes.footprint(), repeats)
+    else:  # the same again: its data steps only (addresses, masks and trips do not depend on data)
+        run_tape(got[0], m, d)
+    tape, res, all_batched, reads, writes, repeats = got
+    if te is not None:
+        te.repeats = repeats
+        te.vf_counts = res.counts  # (read only, as vf_log)
         te.vf_log = res.log
         te.vf_callee = name
     m.known[p][p] = m.epoch[p] - 1  # every earlier VF is complete
@@ -1435,6 +1435,11 @@ def exec_vf_call(m, d, p: int, te) -> None:
         m.tape[-1].append(res.reads.footprint())
     if m.dry is not None:  # a replayed program (executor._recorded): this call is its data steps
         m.dry.append((partial(run_tape, tape), d))
+
+
+def _vf_args(vals, sizes: tuple) -> list:
+    """A vf_call's arguments as VfRunner takes them: a TileRef per tile parameter."""
+    return [v if n is None else TileRef(int(v), n) for v, n in zip(vals, sizes)]
 
 
 def run_tape(tape: list, m, d) -> None:
