@@ -83,22 +83,6 @@ from pto_compiler.diagnostics import Diagnostic, PtocError
 from pto_compiler.dialects.a2a3 import IN_ORDER_PIPES, OPCODES, PIPES
 from pto_compiler.targets import lookup_target
 
-try:  # NumPy 2 keeps the floating-point error state in a context variable: np.errstate's Python around
-    # setting it costs more than a short run's NumPy steps in a fresh process
-    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE, _make_extobj
-
-    def _fp_ignore():
-        """``np.errstate(all="ignore").__enter__()``: its token for :func:`_fp_restore`."""
-        return _FP_STATE.set(_make_extobj(all="ignore"))
-
-    _fp_restore = _FP_STATE.reset
-except ImportError:  # NumPy 1.x
-    def _fp_ignore():
-        return np.seterr(all="ignore")
-
-    def _fp_restore(old) -> None:
-        np.seterr(**old)
-
 # ---------------------------------------------------------------------------------------------
 # The one table from opcodes to element functions (runtime/elementwise.py, by name)
 # ---------------------------------------------------------------------------------------------
@@ -595,12 +579,9 @@ class _Machine:
         self.queues = dict(zip(_REVERSE_ORDER if self.schedule == "reverse" else _EAGER_ORDER, map(deque, _NO_ITEMS)))
         self.flags: dict = {}
         self.ctx: tuple = ()
-        fp = _fp_ignore()
-        try:
+        with np.errstate(all="ignore"):
             self._body(self.p.body)
             self._drain_or_deadlock(None)
-        finally:
-            _fp_restore(fp)
         self._unwaited_flags()
 
     def _unwaited_flags(self):
@@ -1706,7 +1687,7 @@ class Plan:
         if program is None:  # a machine that runs no program (runtime/vf_executor.py's checker)
             return
         body = program.body
-        if {*map(type, body)} <= _INSTR:  # straight-line: replayable unless an instruction says no
+        if all(type(n) is Instr for n in body):  # straight-line: replayable unless an instruction says no
             instrs, replay = body, not program.scalar_args
         else:
             instrs, replay = program.instructions(), False
@@ -1780,8 +1761,6 @@ def plan_of(program: Program) -> Plan:
     return plan
 
 
-_INSTR = frozenset({Instr})
-"""The node types of a straight-line body."""
 _REPLAYABLE = frozenset(_PREPARE) | {"sync", "mask", "vf"}
 _PLAIN = frozenset(op for op, spec in OPCODES.items() if spec.family in ("sync", "vf") and op not in _GM_WRITTEN)
 """Opcodes the plan has nothing to decode of (their operands are read at issue) and that write no GM."""
@@ -1822,14 +1801,12 @@ def _replayed(rp: _Replay, ub: np.ndarray, gm: dict, scalars: dict, trace: bool)
     """The run of ``rp`` on these memories; None when a step fails on the data (an integer
     division by zero): the caller runs the program instruction by instruction to report it."""
     m = _ReplayMachine(ub, gm)
-    fp = _fp_ignore()
     try:
-        for run, d in rp.steps:
-            run(m, d)
+        with np.errstate(all="ignore"):
+            for run, d in rp.steps:
+                run(m, d)
     except ew.ElementwiseError:
         return None
-    finally:
-        _fp_restore(fp)
     env = {"block_idx": 0, "block_num": 1, "subblock_idx": 0, "subblock_num": 1, **scalars}
     return ExecResult(outputs=gm, findings=[], trace=list(rp.trace) if trace else [], counts=dict(rp.counts),
                       ub=ub, scalars=env, blocks=1, replay=rp if trace else None)

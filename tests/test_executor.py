@@ -899,9 +899,8 @@ def test_burst_views_are_the_bytes_they_name():
 
 
 def test_a_run_ignores_fp_errors_and_restores_the_callers_state():
-    """A block runs with NumPy's floating-point errors ignored (IEEE results, no warnings), set
-    without np.errstate's Python (executor._fp_ignore), and the caller's error state is back
-    afterwards, also when the run stops at a finding."""
+    """A block runs with NumPy's floating-point errors ignored (IEEE results, no warnings), and the
+    caller's error state is back afterwards, also when the run stops at a finding."""
     ub = ub_with(a_0x0=np.ones(64, np.float32), b_0x100=np.zeros(64, np.float32))
     div = "a2a3.vdiv dst=%c0x200 src0=%c0x0 src1=%c0x100 repeat=%c1 blk=%c1,%c1,%c1 rep=%c8,%c8,%c8 : f32\n"
     with np.errstate(all="raise"):
