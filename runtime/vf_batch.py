@@ -615,9 +615,13 @@ class _Planner:
             if n is not None:
                 env[p] = _TileArg(k)
                 k += 1
-        self.counts, self.short = {}, []
+        self.counts, self.short, self.stored, self.copies = {}, [], [], [True]
         plan = StaticPlan()
         plan.log = self.block(block, (), ())  # (VfRunner.run_block at depth 0)
+        # a register load keeps a view of the UB, not a copy, when no step after it can see its
+        # bytes written: the VF stores nothing, or only in its last step (which reads its
+        # registers before it writes; NumPy copies a source that overlaps what it assigns)
+        self.copies[0] = bool(self.stored) and self.stored != [len(self.steps) - 1]
         plan.steps, plan.checks, plan.touched, plan.pairs = self.steps, self.checks, self.touched, self.pairs
         plan.counts, plan.log_short = self.counts, self.short
         return plan
@@ -835,8 +839,11 @@ class _Planner:
             def step(off, ub, regs):
                 regs[key] = np.ndarray(vshape, unit, ub, off, strides).copy().reshape(rshape).view(np.uint8)
         else:
+            copies = self.copies
+
             def step(off, ub, regs):
-                regs[key] = np.ndarray(vshape, np.uint8, ub, off, strides).copy()
+                got = np.ndarray(vshape, np.uint8, ub, off, strides)
+                regs[key] = got.copy() if copies[0] else got  # (copies: see plan)
         self.steps.append((k, step, rel))
 
     def store(self, op, depth: int, shape: tuple, chain: tuple) -> None:
@@ -873,6 +880,7 @@ class _Planner:
             else:
                 def step(off, ub, regs):
                     np.ndarray(vshape, np.uint8, ub, off, strides)[...] = _at(regs[value], depth, 1)[..., lanes]
+            self.stored.append(len(self.steps))
             self.steps.append((k, step, rel))
             self.touch(True, k, addr, n, run)
         else:
@@ -885,6 +893,7 @@ class _Planner:
 
                 def step(at, ub, regs):
                     ub[at] = np.broadcast_to(_at(regs[value], depth, 1)[..., lanes], full)[keep]
+                self.stored.append(len(self.steps))
                 self.steps.append((k, step, sel))
                 self.touched.append((True, k, None, sel, 0))
         self.events.append(((True, _Affine(lo, ks, shape), n, chain), k, (lo, hi)))

@@ -238,3 +238,42 @@ def test_first_lanes_are_the_masks_numpy_makes():
         got = vx.first_lanes(n, lanes)
         assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
         assert not got.flags.writeable and vx.all_lanes(got) == bool(want.all())
+
+
+def _in_place(second_store: bool):
+    """x = x + x in place over 4 registers; with ``second_store`` also y = x * x of the x loaded
+    before the first store wrote it (a register read after a store to its bytes)."""
+    then = (f"      %u = vf.mul %v, %v, %full : !vf.reg<64xf32>\n"
+            f"      vf.store_align %y[%off], %u, %full : {tile('f32', 256)}\n") if second_store else ""
+    return vfunc(f"%x: {tile('f32', 256)}, %y: {tile('f32', 256)}", f"""
+  %full = vf.create_mask ALL : !vf.mask<b32>
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  scf.for %off = %c0 to %c256 step %c64 {{
+    %v = vf.load_align %x[%off] : {tile('f32', 256)}
+    %w = vf.add %v, %v, %full : !vf.reg<64xf32>
+    vf.store_align %x[%off], %w, %full : {tile('f32', 256)}
+{then}    scf.yield
+  }}""")
+
+
+@pytest.mark.parametrize("second_store", [False, True])
+def test_a_register_load_is_a_view_only_where_no_later_step_writes_its_bytes(second_store):
+    """A VF that stores only in its last step keeps its loads as views of the UB (no copy);
+    one that stores before a step reading a loaded register copies them, so that register still
+    holds the bytes as loaded: both as the trips run them, replayed too."""
+    fn = _in_place(second_store)
+    assert vx.vf_plan(fn).static is not None
+    args = _place(fn)
+    _same_run(fn, args)
+    ub = np.arange(256 * 1024, dtype=np.uint32).astype(np.float32).view(np.uint8)[:256 * 1024].copy()
+    got_ub = _launch(fn, args, ub, "static")[0]
+    x = ub[args[0].addr:args[0].addr + 1024].view(np.float32)
+    assert np.array_equal(got_ub[args[0].addr:args[0].addr + 1024].view(np.float32), x + x)
+    if second_store:
+        assert np.array_equal(got_ub[args[1].addr:args[1].addr + 1024].view(np.float32), x * x)
+    steps = vx.vf_plan(fn).static.bind(args, ub.size)
+    regs: dict = {}
+    steps[0](ub, regs)
+    assert np.shares_memory(next(iter(regs.values())), ub) != second_store
