@@ -49,11 +49,7 @@ class Footprint:
 
     @classmethod
     def span(cls, lo: int, hi: int) -> "Footprint":
-        if hi <= lo:
-            return cls((), ())
-        fp = _new(cls)  # (no __init__: one interval is its own hull)
-        fp.los, fp.his, fp.lo, fp.hi, fp.stride = (lo,), (hi,), int(lo), int(hi), 0
-        return fp
+        return cls((lo,), (hi,)) if hi > lo else cls((), ())
 
     @classmethod
     def runs(cls, starts: list, length: int) -> "Footprint":
@@ -174,7 +170,6 @@ class Footprint:
         return start + np.arange(int(n.sum()), dtype=np.int64)
 
 
-_new = object.__new__
 _PY_RUNS = (tuple, range)
 """The Python forms of ``Footprint.los``/``his`` (searched with bisect, not NumPy)."""
 

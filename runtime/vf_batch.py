@@ -31,7 +31,7 @@ from functools import partial
 
 import numpy as np
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IndexType, IntegerType
 
 from pto_compiler.dialects import vf
 from pto_compiler.dialects.pto import TileLikeType
@@ -691,12 +691,7 @@ class _Planner:
                         self.unbatched = op
                         raise
             elif cls is arith.ConstantOp:
-                attr, r = op.properties.get("value"), tuple.__getitem__(op.results, 0)
-                if type(attr) is IntegerAttr and type(r.type) is IndexType and \
-                        -(1 << 63) <= attr.value.data < 1 << 63:  # (an index: _int_constant_value's)
-                    env[r] = attr.value.data
-                else:
-                    self.scalar(op)
+                self.scalar(op)
             elif name.startswith("arith."):
                 vals = [env[v] for v in op._operands]
                 if _Affine not in map(type, vals):
@@ -784,12 +779,9 @@ class _Planner:
         if type(tile) is not _TileArg or type(dyn) in _SYMBOLIC and type(dyn) is not _Affine:
             raise _Unfit
         e = operands[0].type.elem_bytes
-        if type(dyn) is not _Affine:  # (dyn.at(depth).scaled(e, offset * e), as one _Affine)
-            return tile.k, e, _Affine((int(dyn) + op.static_offset) * e, (0,) * depth, (1,) * depth)
-        coefs, shape, extra = dyn.coefs, dyn.shape, depth - len(dyn.shape)
-        if extra > 0:
-            coefs, shape = coefs + (0,) * extra, shape + (1,) * extra
-        return tile.k, e, _Affine(dyn.base * e + op.static_offset * e, tuple([c * e for c in coefs]), shape)
+        if type(dyn) is not _Affine:
+            dyn = _Affine(int(dyn), (), ())
+        return tile.k, e, dyn.at(depth).scaled(e, op.static_offset * e)
 
     def span(self, k: int, addr: _Affine, n: int, align: int) -> tuple:
         """_Batch.span (the steps along the trips now, the rest at a launch) and what a memory op's

@@ -756,11 +756,7 @@ class VfPlan:
         self.fn = fn
         # sizes: per parameter, the bytes of its tile buffer or None (a scalar); unbatched: a
         # top-level loop the plan found never runs batched (run trip by trip)
-        sizes = []  # (the body's block arguments as fn.args reads them, without IRDL's region accessor)
-        for p in fn.regions[0].first_block._args:
-            t = p.type
-            sizes.append(t.rows * t.cols * t.elem_bytes if isinstance(t, pto.TileLikeType) else None)
-        self.sizes = tuple(sizes)
+        self.sizes = tuple(_nbytes(p.type) if isinstance(p.type, pto.TileLikeType) else None for p in fn.args)
         self.static, self.unbatched = static_plan(fn, self.sizes)
         self._body = None if self.static is not None else _BlockPlan(fn.block)
 
